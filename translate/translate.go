@@ -1,0 +1,82 @@
+// Package translate holds the contract between the ext_proc server and the
+// pure, per-provider translators in its subpackages.
+//
+// A Translator handles one exchange (one client request) for one endpoint and
+// one provider. It is built with the already validated client request and is
+// called in the order of the exchange: RequestBody once, ResponseHeaders once,
+// then ResponseBody once per upstream body chunk (exactly once, with the whole
+// body, for buffered responses). Translators do no I/O, start no goroutines and
+// are not safe for concurrent use.
+package translate
+
+// Target is the deployment a request was routed to.
+type Target struct {
+	// Backend is the configured backend name (the Envoy cluster).
+	Backend string
+	// Provider is the backend's provider kind, such as "openai".
+	Provider string
+	// Model is the upstream model name sent to the provider.
+	Model string
+	// BasePath is the path of the backend's base URL without a trailing
+	// slash ("" for https://api.openai.com, "/openai" for Groq). Endpoint
+	// paths such as /v1/chat/completions are appended to it.
+	BasePath string
+	// APIKey is the provider credential. It is never the client's key.
+	APIKey string
+}
+
+// Upstream is a translated request, ready to be sent to the provider.
+type Upstream struct {
+	// Body replaces the client's request body.
+	Body []byte
+	// Path is the upstream :path, including BasePath.
+	Path string
+	// Headers are set on the upstream request (lower-case names), including
+	// the provider credential.
+	Headers []Header
+}
+
+// Header is one upstream request header.
+type Header struct {
+	Name, Value string
+}
+
+// Head is what the client is told about the response before its body.
+type Head struct {
+	// Status is the client-facing HTTP status.
+	Status int
+	// ContentType is the client-facing content type.
+	ContentType string
+	// Stream reports that the body is processed chunk by chunk (SSE) rather
+	// than buffered whole.
+	Stream bool
+}
+
+// Usage is the normalized token usage of one exchange. Zero means the
+// provider did not report that count.
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	TotalTokens      int64
+	CachedTokens     int64
+	ReasoningTokens  int64
+}
+
+// Translator translates one exchange between the OpenAI API and a provider.
+type Translator interface {
+	// RequestBody returns the upstream request. It is called once.
+	RequestBody() (Upstream, error)
+	// ResponseHeaders is told the upstream status and content type and
+	// decides the client-facing head. It is called once.
+	ResponseHeaders(status int, contentType string) Head
+	// ResponseBody translates one piece of the upstream body into the bytes
+	// that replace it for the client. For a buffered response it is called
+	// once with the whole body and endOfStream true. For a stream it is
+	// called per chunk; chunk edges are arbitrary, so partial events are
+	// held back and flushed later. At endOfStream everything still held is
+	// flushed. An error means the translator could not produce any output
+	// for the client; the caller ends the exchange with a server error.
+	ResponseBody(chunk []byte, endOfStream bool) ([]byte, error)
+	// Usage returns the usage seen so far; complete after endOfStream.
+	Usage() Usage
+}
