@@ -1,0 +1,266 @@
+// Package config loads and validates modelgate's YAML configuration.
+//
+// The keys are a public interface: documentation and tools rely on them.
+// Problems are reported all at once, each with its location as a path such
+// as models[0].deployments[1].backend.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Server   Server    `json:"server"`
+	Envoy    Envoy     `json:"envoy"`
+	Storage  Storage   `json:"storage"`
+	Limits   Limits    `json:"limits"`
+	Backends []Backend `json:"backends"`
+	Models   []Model   `json:"models"`
+}
+
+// Server holds the listen addresses of `modelgate serve`.
+type Server struct {
+	// GRPCListen is the ext_proc gRPC address; default 127.0.0.1:50051.
+	GRPCListen string `json:"grpc_listen"`
+	// AdminListen serves /metrics and /healthz; default 127.0.0.1:8081.
+	AdminListen string `json:"admin_listen"`
+}
+
+// Envoy holds what the generated Envoy bootstrap needs.
+type Envoy struct {
+	// Listen is Envoy's client-facing address; default 0.0.0.0:8080.
+	Listen string `json:"listen"`
+	// ExtProcAddress is where Envoy reaches `modelgate serve`; default
+	// 127.0.0.1:50051.
+	ExtProcAddress string `json:"ext_proc_address"`
+	// MessageTimeout is Envoy's per-message ext_proc timeout; default 10s.
+	MessageTimeout Duration `json:"message_timeout"`
+}
+
+// Storage selects where accounts, keys and usage live.
+type Storage struct {
+	// SQLitePath is the SQLite database file; default modelgate.db.
+	SQLitePath string `json:"sqlite_path"`
+}
+
+// Limits bounds what clients may send.
+type Limits struct {
+	// MaxRequestBodyBytes is the largest request body; default 10 MiB.
+	MaxRequestBodyBytes int64 `json:"max_request_body_bytes"`
+}
+
+// Backend is one upstream provider endpoint.
+type Backend struct {
+	// Name is unique; it becomes the Envoy cluster and routing-header value.
+	Name string `json:"name"`
+	// Provider is openai or openai-compatible.
+	Provider string `json:"provider"`
+	// BaseURL is the URL that /v1/... paths are appended to.
+	BaseURL string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the credential;
+	// empty sends no credential (local servers).
+	APIKeyEnv string `json:"api_key_env"`
+}
+
+// Model is a public model id clients send as "model".
+type Model struct {
+	ID          string       `json:"id"`
+	OwnedBy     string       `json:"owned_by"`
+	Created     int64        `json:"created"`
+	Deployments []Deployment `json:"deployments"`
+}
+
+// Deployment serves a model on a backend under the upstream model name.
+type Deployment struct {
+	Backend string `json:"backend"`
+	Model   string `json:"model"`
+	Weight  int    `json:"weight"`
+}
+
+// Duration is a time.Duration written as "10s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON parses a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want a duration string such as "10s"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Providers lists the provider kinds this build supports.
+var Providers = []string{"openai", "openai-compatible"}
+
+// Load reads, parses and validates a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse parses and validates YAML. The error lists every problem found.
+func Parse(data []byte) (*Config, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	var raw any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	var p problems
+	checkKeys(&p, "", raw, typeOf[Config]())
+	cfg := &Config{}
+	if err := json.Unmarshal(js, cfg); err != nil {
+		p.add(typeErrorPath(err), "%s", typeErrorText(err))
+		return nil, p.err()
+	}
+	cfg.applyDefaults()
+	cfg.validate(&p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyDefaults() {
+	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
+	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
+	setDefault(&c.Envoy.Listen, "0.0.0.0:8080")
+	setDefault(&c.Envoy.ExtProcAddress, "127.0.0.1:50051")
+	setDefault(&c.Storage.SQLitePath, "modelgate.db")
+	if c.Envoy.MessageTimeout.Duration == 0 {
+		c.Envoy.MessageTimeout.Duration = 10 * time.Second
+	}
+	if c.Limits.MaxRequestBodyBytes == 0 {
+		c.Limits.MaxRequestBodyBytes = 10 << 20
+	}
+}
+
+func setDefault(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+// backendName is what Envoy accepts as a cluster name and what is safe as a
+// header value.
+var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+func (c *Config) validate(p *problems) {
+	if c.Limits.MaxRequestBodyBytes < 0 {
+		p.add("limits.max_request_body_bytes", "must be positive")
+	}
+	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
+		p.add("envoy.message_timeout", "must be between 0 and 1h")
+	}
+	names := map[string]bool{}
+	for i, b := range c.Backends {
+		at := fmt.Sprintf("backends[%d]", i)
+		b.validate(p, at)
+		if names[b.Name] {
+			p.add(at+".name", "duplicate backend %q", b.Name)
+		}
+		names[b.Name] = true
+	}
+	ids := map[string]bool{}
+	for i, m := range c.Models {
+		at := fmt.Sprintf("models[%d]", i)
+		m.validate(p, at, names)
+		if ids[m.ID] {
+			p.add(at+".id", "duplicate model %q", m.ID)
+		}
+		ids[m.ID] = true
+	}
+}
+
+func (b Backend) validate(p *problems, at string) {
+	if !backendName.MatchString(b.Name) {
+		p.add(at+".name", "%q must be 1-63 lower-case letters, digits, '.', '_' or '-'", b.Name)
+	}
+	if b.Name == "modelgate_extproc" {
+		p.add(at+".name", "%q is reserved for the ext_proc cluster", b.Name)
+	}
+	if !contains(Providers, b.Provider) {
+		p.add(at+".provider", "%q is not one of %s", b.Provider, strings.Join(Providers, ", "))
+	}
+	u, err := url.Parse(b.BaseURL)
+	switch {
+	case b.BaseURL == "":
+		p.add(at+".base_url", "is required")
+	case err != nil:
+		p.add(at+".base_url", "%v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.add(at+".base_url", "scheme must be http or https, not %q", u.Scheme)
+	case u.Host == "":
+		p.add(at+".base_url", "has no host")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		p.add(at+".base_url", "must not have a query, fragment or user info")
+	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"):
+		p.add(at+".base_url", "must not end in /v1: the gateway appends /v1/... itself")
+	}
+}
+
+func (m Model) validate(p *problems, at string, backends map[string]bool) {
+	if m.ID == "" {
+		p.add(at+".id", "is required")
+	}
+	if len(m.Deployments) == 0 {
+		p.add(at+".deployments", "needs at least one deployment")
+	}
+	for j, d := range m.Deployments {
+		dat := fmt.Sprintf("%s.deployments[%d]", at, j)
+		if !backends[d.Backend] {
+			p.add(dat+".backend", "unknown backend %q", d.Backend)
+		}
+		if d.Model == "" {
+			p.add(dat+".model", "is required")
+		}
+		if d.Weight < 0 {
+			p.add(dat+".weight", "must not be negative")
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// BasePath returns the path of a backend's base URL without a trailing slash.
+func (b Backend) BasePath() string {
+	u, err := url.Parse(b.BaseURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(u.EscapedPath(), "/")
+}

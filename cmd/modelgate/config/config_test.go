@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const valid = `
+backends:
+  - name: openai-main
+    provider: openai
+    base_url: https://api.openai.com
+    api_key_env: OPENAI_API_KEY
+  - name: groq
+    provider: openai-compatible
+    base_url: https://api.groq.com/openai/
+models:
+  - id: gpt-4o
+    owned_by: openai
+    deployments:
+      - {backend: openai-main, model: gpt-4o-2024-08-06, weight: 1}
+`
+
+func TestParseValid(t *testing.T) {
+	cfg, err := Parse([]byte(valid))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got, want := cfg.Envoy.MessageTimeout.Duration, 10*time.Second; got != want {
+		t.Errorf("default message_timeout = %v, want %v", got, want)
+	}
+	if got, want := cfg.Limits.MaxRequestBodyBytes, int64(10<<20); got != want {
+		t.Errorf("default max_request_body_bytes = %d, want %d", got, want)
+	}
+	if got := cfg.Backends[1].BasePath(); got != "/openai" {
+		t.Errorf("BasePath = %q, want /openai", got)
+	}
+	if got := cfg.Backends[0].BasePath(); got != "" {
+		t.Errorf("BasePath = %q, want empty", got)
+	}
+}
+
+func TestParseReportsEveryProblemWithItsLocation(t *testing.T) {
+	bad := `
+server: {grpc_listen: ":1", admin_lisen: ":2"}
+envoy: {message_timeout: 2h}
+backends:
+  - {name: openai-main, provider: openai, base_url: https://api.openai.com/v1}
+  - {name: openai-main, provider: antropic, base_url: "ftp://x", bas_url: y}
+  - {name: "Bad Name", provider: openai, base_url: ""}
+models:
+  - id: m
+    deployments:
+      - {backend: nope, model: ""}
+  - id: m
+    deployments: []
+`
+	_, err := Parse([]byte(bad))
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("Parse error = %v, want *Error", err)
+	}
+	want := []string{
+		"backends[1].bas_url: unknown key",
+		"server.admin_lisen: unknown key",
+		"envoy.message_timeout: must be between 0 and 1h",
+		"backends[0].base_url: must not end in /v1: the gateway appends /v1/... itself",
+		`backends[1].provider: "antropic" is not one of openai, openai-compatible`,
+		`backends[1].base_url: scheme must be http or https, not "ftp"`,
+		`backends[1].name: duplicate backend "openai-main"`,
+		`backends[2].name: "Bad Name" must be 1-63 lower-case letters, digits, '.', '_' or '-'`,
+		"backends[2].base_url: is required",
+		`models[0].deployments[0].backend: unknown backend "nope"`,
+		"models[0].deployments[0].model: is required",
+		"models[1].deployments: needs at least one deployment",
+		`models[1].id: duplicate model "m"`,
+	}
+	if diff := cmp.Diff(want, cerr.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseWrongType(t *testing.T) {
+	_, err := Parse([]byte("limits: {max_request_body_bytes: lots}\n"))
+	var cerr *Error
+	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 {
+		t.Fatalf("Parse error = %v, want one problem", err)
+	}
+	if got, want := cerr.Problems[0], "limits.max_request_body_bytes: want int64, got string"; got != want {
+		t.Errorf("problem = %q, want %q", got, want)
+	}
+}

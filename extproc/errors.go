@@ -1,0 +1,142 @@
+package extproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"modelgate/authz"
+	"modelgate/translate/openai"
+)
+
+// APIError is an error the client sees: an HTTP status and the members of
+// the OpenAI error object. Cause is for logs only and never reaches the
+// client.
+type APIError struct {
+	Status  int
+	Message string
+	Type    string
+	Param   string // "" renders as null
+	Code    string // "" renders as null
+	Cause   error
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Type, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *APIError) Unwrap() error { return e.Cause }
+
+// OpenAI error types used by the gateway.
+const (
+	typeInvalidRequest = "invalid_request_error"
+	typeAuthentication = "authentication_error"
+	typePermission     = "permission_error"
+	typeServer         = "server_error"
+)
+
+// errorBody is the OpenAI ErrorResponse.
+type errorBody struct {
+	Error errorObject `json:"error"`
+}
+
+type errorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// Body renders the error as the OpenAI ErrorResponse JSON.
+func (e *APIError) Body() []byte {
+	b, err := json.Marshal(errorBody{Error: errorObject{
+		Message: e.Message,
+		Type:    e.Type,
+		Param:   nullable(e.Param),
+		Code:    nullable(e.Code),
+	}})
+	if err != nil { // cannot happen: the struct has only strings
+		panic(err)
+	}
+	return b
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// toAPIError maps any error to the error the client sees. Errors that are
+// not known become a generic 500; their detail goes only to the log.
+func toAPIError(err error) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest,
+			Message: reqErr.Message, Param: reqErr.Param, Code: reqErr.Code, Cause: err}
+	}
+	switch {
+	case errors.Is(err, authz.ErrUnauthenticated):
+		return errInvalidAPIKey(err)
+	case errors.Is(err, authz.ErrDisabled):
+		return &APIError{Status: http.StatusForbidden, Type: typePermission, Code: "permission_denied",
+			Message: "This API key or its account is disabled.", Cause: err}
+	}
+	return errInternal(err)
+}
+
+func errInternal(cause error) *APIError {
+	return &APIError{Status: http.StatusInternalServerError, Type: typeServer,
+		Message: "The gateway had an internal error while processing your request.", Cause: cause}
+}
+
+func errMissingAPIKey() *APIError {
+	return &APIError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "missing_api_key",
+		Message: "You didn't provide an API key. Provide your API key in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."}
+}
+
+func errInvalidAPIKey(cause error) *APIError {
+	return &APIError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
+		Message: "Incorrect API key provided.", Cause: cause}
+}
+
+func errUnknownURL(method, path string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
+		Message: fmt.Sprintf("Invalid URL (%s %s)", method, path)}
+}
+
+func errModelNotFound(model string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("The model `%s` does not exist.", model)}
+}
+
+func errModelNotAllowed(model string) *APIError {
+	return &APIError{Status: http.StatusForbidden, Type: typePermission, Param: "model", Code: "permission_denied",
+		Message: fmt.Sprintf("This API key may not use the model `%s`.", model)}
+}
+
+func errTooLarge(limit int64) *APIError {
+	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
+		Message: fmt.Sprintf("The request body is larger than the limit of %d bytes.", limit)}
+}
+
+func errUnsupportedMediaType(contentType string) *APIError {
+	return &APIError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_media_type",
+		Message: fmt.Sprintf("Unsupported content type %q: this endpoint takes application/json.", contentType)}
+}
+
+func errMissingBody() *APIError {
+	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest,
+		Message: "The request has no body: this endpoint takes a JSON body."}
+}

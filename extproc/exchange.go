@@ -1,0 +1,113 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+
+	"modelgate/authz"
+	"modelgate/translate"
+)
+
+// phase is what the exchange expects from Envoy next.
+type phase int
+
+const (
+	phaseRequestHeaders phase = iota
+	phaseRequestBody
+	phaseResponseHeaders
+	phaseResponseBody
+	phaseDone
+)
+
+var phaseNames = [...]string{"request_headers", "request_body", "response_headers", "response_body", "done"}
+
+func (p phase) String() string { return phaseNames[p] }
+
+// exchange is the state of one stream: one client request and its response.
+type exchange struct {
+	s     *Server
+	log   *zap.Logger
+	phase phase
+	start time.Time
+
+	requestID string
+	endpoint  endpoint
+	principal *authz.Principal
+	model     string // public model id
+	target    translate.Target
+	tr        translate.Translator // nil until the request is routed
+	head      translate.Head
+	status    int // upstream status
+
+	firstByte time.Time // first streamed bytes to the client
+	recorded  bool
+}
+
+func (s *Server) newExchange() *exchange {
+	return &exchange{s: s, log: s.log, start: s.now()}
+}
+
+// handle answers one message from Envoy.
+func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		if err := ex.expect(phaseRequestHeaders); err != nil {
+			return nil, err
+		}
+		return ex.requestHeaders(ctx, r.RequestHeaders), nil
+	case *extprocv3.ProcessingRequest_RequestBody:
+		if err := ex.expect(phaseRequestBody); err != nil {
+			return nil, err
+		}
+		return ex.requestBody(r.RequestBody), nil
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		if err := ex.expect(phaseResponseHeaders); err != nil {
+			return nil, err
+		}
+		return ex.responseHeaders(r.ResponseHeaders), nil
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		if err := ex.expect(phaseResponseBody); err != nil {
+			return nil, err
+		}
+		return ex.responseBody(r.ResponseBody), nil
+	}
+	return nil, fmt.Errorf("unexpected %T in phase %s (trailers are configured SKIP)", req.GetRequest(), ex.phase)
+}
+
+// expect checks the message fits the phase. A response can arrive while the
+// exchange still expects a request body only when Envoy answered locally
+// (for example 413 on an oversized body), so the response path is allowed
+// from any earlier phase.
+func (ex *exchange) expect(want phase) error {
+	switch {
+	case ex.phase == want:
+		return nil
+	case want == phaseResponseHeaders && ex.phase < want:
+		ex.phase = want
+		return nil
+	}
+	return fmt.Errorf("got %s message in phase %s", want, ex.phase)
+}
+
+// afterSend runs once a reply is on its way: the final reply is not delayed
+// by bookkeeping.
+func (ex *exchange) afterSend(ctx context.Context) {
+	if ex.phase == phaseDone && !ex.recorded {
+		ex.record(ctx)
+	}
+}
+
+// finish runs when the stream ends, also when the client went away
+// mid-stream: usage seen so far is still recorded.
+func (ex *exchange) finish(ctx context.Context) {
+	if !ex.recorded && ex.phase != phaseRequestHeaders {
+		if ex.status == 0 {
+			ex.status = 499 // the client closed the request before a response
+		}
+		ex.record(ctx)
+	}
+}

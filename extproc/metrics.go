@@ -1,0 +1,69 @@
+package extproc
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the server's Prometheus metrics. Names follow
+// modelgate_<subsystem>_<name>_<unit>; durations and token counts follow the
+// OpenTelemetry GenAI semantic conventions (request duration, time to first
+// token, token usage by type). Labels are bounded: endpoint, provider, the
+// configured public model id and status code, never key or account ids.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	ttft     *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+}
+
+// NewMetrics registers the metrics on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_requests_total",
+			Help: "Requests handled, by endpoint, provider and client-facing status code.",
+		}, []string{"endpoint", "provider", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "modelgate_extproc_request_duration_seconds",
+			Help:    "Time from the request headers to the end of the response (gen_ai.server.request.duration).",
+			Buckets: []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92},
+		}, []string{"endpoint", "provider"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "modelgate_extproc_time_to_first_token_seconds",
+			Help:    "Time from the request headers to the first streamed bytes (gen_ai.server.time_to_first_token).",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10},
+		}, []string{"endpoint", "provider", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_tokens_total",
+			Help: "Tokens used, by type input or output (gen_ai.client.token.usage).",
+		}, []string{"endpoint", "provider", "model", "type"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// observe records one finished exchange. A nil *Metrics records nothing.
+func (m *Metrics) observe(ex *exchange, end time.Time) {
+	if m == nil {
+		return
+	}
+	ep, provider := ex.endpoint.String(), ex.target.Provider
+	m.requests.WithLabelValues(ep, provider, strconv.Itoa(ex.status)).Inc()
+	m.duration.WithLabelValues(ep, provider).Observe(end.Sub(ex.start).Seconds())
+	if ex.tr == nil {
+		return
+	}
+	if !ex.firstByte.IsZero() {
+		m.ttft.WithLabelValues(ep, provider, ex.model).Observe(ex.firstByte.Sub(ex.start).Seconds())
+	}
+	u := ex.tr.Usage()
+	m.tokens.WithLabelValues(ep, provider, ex.model, "input").Add(float64(u.PromptTokens))
+	m.tokens.WithLabelValues(ep, provider, ex.model, "output").Add(float64(u.CompletionTokens))
+}

@@ -1,0 +1,136 @@
+package extproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+
+	"modelgate/authz"
+	"modelgate/translate"
+)
+
+// Backend is an upstream the gateway can route to.
+type Backend struct {
+	// Name is the Envoy cluster and the value of the routing header.
+	Name string
+	// Provider selects the translator, such as "openai".
+	Provider string
+	// BasePath is the path of the backend's base URL, without a trailing
+	// slash.
+	BasePath string
+	// APIKey is the provider credential; empty sends none.
+	APIKey string
+}
+
+// Model is a public model id and the deployments that serve it.
+type Model struct {
+	ID          string
+	OwnedBy     string
+	Created     int64
+	Deployments []Deployment
+}
+
+// Deployment is one backend serving a model under its upstream name.
+type Deployment struct {
+	Backend string
+	Model   string
+	// Weight is the relative share of requests; zero counts as one.
+	Weight int
+}
+
+// router resolves public model ids to deployments. It is immutable after
+// newRouter.
+type router struct {
+	models   map[string]*Model
+	order    []*Model // config order, for /v1/models
+	backends map[string]Backend
+}
+
+func newRouter(backends []Backend, models []Model) (*router, error) {
+	r := &router{models: make(map[string]*Model), backends: make(map[string]Backend)}
+	for _, b := range backends {
+		if _, dup := r.backends[b.Name]; dup {
+			return nil, fmt.Errorf("backend %q defined twice", b.Name)
+		}
+		r.backends[b.Name] = b
+	}
+	for i := range models {
+		m := &models[i]
+		if _, dup := r.models[m.ID]; dup {
+			return nil, fmt.Errorf("model %q defined twice", m.ID)
+		}
+		if len(m.Deployments) == 0 {
+			return nil, fmt.Errorf("model %q has no deployments", m.ID)
+		}
+		for _, d := range m.Deployments {
+			if _, ok := r.backends[d.Backend]; !ok {
+				return nil, fmt.Errorf("model %q: unknown backend %q", m.ID, d.Backend)
+			}
+		}
+		r.models[m.ID] = m
+		r.order = append(r.order, m)
+	}
+	return r, nil
+}
+
+// route picks a deployment for the model the principal asked for.
+func (r *router) route(p *authz.Principal, model string) (translate.Target, error) {
+	m, ok := r.models[model]
+	if !ok {
+		return translate.Target{}, errModelNotFound(model)
+	}
+	if !p.Allows(model) {
+		return translate.Target{}, errModelNotAllowed(model)
+	}
+	d := pick(m.Deployments)
+	b := r.backends[d.Backend]
+	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
+		BasePath: b.BasePath, APIKey: b.APIKey}, nil
+}
+
+// pick makes a weighted random choice.
+func pick(ds []Deployment) Deployment {
+	if len(ds) == 1 {
+		return ds[0]
+	}
+	total := 0
+	for _, d := range ds {
+		total += weight(d)
+	}
+	n := rand.IntN(total)
+	for _, d := range ds {
+		if n -= weight(d); n < 0 {
+			return d
+		}
+	}
+	return ds[len(ds)-1]
+}
+
+func weight(d Deployment) int { return max(d.Weight, 1) }
+
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type modelList struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+// list renders ListModelsResponse with the models the principal may use.
+func (r *router) list(p *authz.Principal) []byte {
+	out := modelList{Object: "list", Data: []modelObject{}}
+	for _, m := range r.order {
+		if p.Allows(m.ID) {
+			out.Data = append(out.Data, modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy})
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // cannot happen: plain strings and numbers
+		panic(err)
+	}
+	return b
+}

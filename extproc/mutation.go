@@ -1,0 +1,94 @@
+package extproc
+
+import (
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Envoy reads only raw_value (since 1.32 `value` is ignored, and setting both
+// broke 1.31: envoyproxy/envoy#31555, PR #34034) and only the `append`
+// BoolValue, where unset means overwrite. Every mutation we send goes through
+// this file so those rules hold in one place.
+
+// headers is a mutation under construction.
+type headers struct {
+	set    []*corev3.HeaderValueOption
+	remove []string
+}
+
+// Set overwrites a header.
+func (h *headers) Set(name, value string) {
+	h.set = append(h.set, &corev3.HeaderValueOption{
+		Header: &corev3.HeaderValue{Key: name, RawValue: []byte(value)},
+	})
+}
+
+// Remove removes every value of a header.
+func (h *headers) Remove(name string) { h.remove = append(h.remove, name) }
+
+// mutation returns the proto, never nil: Envoy honours clear_route_cache
+// only next to a non-nil header_mutation.
+func (h *headers) mutation() *extprocv3.HeaderMutation {
+	return &extprocv3.HeaderMutation{SetHeaders: h.set, RemoveHeaders: h.remove}
+}
+
+// headerMap is a read view of the headers Envoy sent. Keys are lower-case;
+// a repeated header keeps its first value.
+type headerMap map[string]string
+
+func readHeaders(m *corev3.HeaderMap) headerMap {
+	out := make(headerMap, len(m.GetHeaders()))
+	for _, h := range m.GetHeaders() {
+		key := strings.ToLower(h.GetKey())
+		if _, seen := out[key]; seen {
+			continue
+		}
+		v := string(h.GetRawValue())
+		if v == "" {
+			v = h.GetValue()
+		}
+		out[key] = v
+	}
+	return out
+}
+
+// immediate builds an immediate response with a JSON body.
+func immediate(status int, body []byte, metadata *structpb.Struct) *extprocv3.ProcessingResponse {
+	var h headers
+	h.Set("content-type", "application/json")
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+			ImmediateResponse: &extprocv3.ImmediateResponse{
+				Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
+				Headers: h.mutation(),
+				Body:    body,
+				Details: "modelgate_" + strconv.Itoa(status),
+			},
+		},
+		DynamicMetadata: metadata,
+	}
+}
+
+// errorResponse renders an APIError as an immediate response.
+func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
+	return immediate(e.Status, e.Body(), nil)
+}
+
+// streamedOverride switches the response body to STREAMED. Envoy takes body
+// modes literally (unset means NONE), so both are filled.
+func streamedOverride() *filterv3.ProcessingMode {
+	return &filterv3.ProcessingMode{
+		RequestBodyMode:  filterv3.ProcessingMode_BUFFERED,
+		ResponseBodyMode: filterv3.ProcessingMode_STREAMED,
+	}
+}
+
+func bodyMutation(body []byte) *extprocv3.BodyMutation {
+	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+}

@@ -1,0 +1,197 @@
+package extproc
+
+import (
+	"context"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+
+	"modelgate/translate/openai"
+)
+
+// endpoint is a client-facing API the gateway serves.
+type endpoint int
+
+const (
+	endpointNone endpoint = iota
+	endpointModels
+	endpointChat
+)
+
+var endpointNames = [...]string{"none", "models", "chat.completions"}
+
+func (e endpoint) String() string { return endpointNames[e] }
+
+// dispatch maps method and path to an endpoint.
+func dispatch(method, path string) (endpoint, error) {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	switch {
+	case method == http.MethodGet && path == "/v1/models":
+		return endpointModels, nil
+	case method == http.MethodPost && path == "/v1/chat/completions":
+		return endpointChat, nil
+	}
+	return endpointNone, errUnknownURL(method, path)
+}
+
+// clientCredentialHeaders never reach a provider: the gateway sets the
+// provider's own credential instead.
+var clientCredentialHeaders = []string{"authorization", "x-api-key", "api-key", "openai-organization", "openai-project"}
+
+// requestHeaders strips internal headers, dispatches, authenticates and
+// answers what it can without the body.
+func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	hm := readHeaders(h.GetHeaders())
+	ex.requestID = hm["x-request-id"]
+	ex.log = ex.log.With(zap.String("request_id", ex.requestID))
+	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
+	if err != nil {
+		return ex.fail(err)
+	}
+	return resp
+}
+
+func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
+	ep, err := dispatch(hm[":method"], hm[":path"])
+	if err != nil {
+		return nil, err
+	}
+	ex.endpoint = ep
+	if err := ex.authenticate(ctx, hm["authorization"]); err != nil {
+		return nil, err
+	}
+	if ep == endpointModels {
+		ex.phase, ex.status = phaseDone, http.StatusOK
+		return immediate(http.StatusOK, ex.s.router.list(ex.principal), nil), nil
+	}
+	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
+		return nil, err
+	}
+	ex.phase = phaseRequestBody
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation:  stripInternal(hm).mutation(),
+			ClearRouteCache: true,
+		}},
+	}}, nil
+}
+
+// stripInternal removes every x-modelgate-* header the client sent. The
+// route cache is cleared with it, because Envoy chose the first route from
+// the client's headers.
+func stripInternal(hm headerMap) *headers {
+	var h headers
+	for k := range hm {
+		if strings.HasPrefix(k, "x-modelgate-") {
+			h.Remove(k)
+		}
+	}
+	return &h
+}
+
+func (ex *exchange) authenticate(ctx context.Context, authorization string) error {
+	key, ok := bearer(authorization)
+	if !ok {
+		return errMissingAPIKey()
+	}
+	p, err := ex.s.auth.Authenticate(ctx, key)
+	if err != nil {
+		return err
+	}
+	ex.principal = p
+	ex.log = ex.log.With(zap.String("account_id", p.AccountID))
+	return nil
+}
+
+func bearer(authorization string) (string, bool) {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}
+
+func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
+	if endOfStream {
+		return errMissingBody()
+	}
+	if cl, err := strconv.ParseInt(hm["content-length"], 10, 64); err == nil && cl > ex.s.cfg.MaxRequestBodyBytes {
+		return errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
+	}
+	if ct := hm["content-type"]; ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); strings.HasPrefix(mt, "multipart/") {
+			return errUnsupportedMediaType(mt)
+		}
+	}
+	return nil
+}
+
+// requestBody validates and routes the request, translates it for the
+// chosen provider and points Envoy's router at that backend.
+func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	resp, err := ex.route(b.GetBody())
+	if err != nil {
+		return ex.fail(err)
+	}
+	ex.phase = phaseResponseHeaders
+	return resp
+}
+
+func (ex *exchange) route(body []byte) (*extprocv3.ProcessingResponse, error) {
+	if int64(len(body)) > ex.s.cfg.MaxRequestBodyBytes {
+		return nil, errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
+	}
+	req, err := openai.ParseChatRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	target, err := ex.s.router.route(ex.principal, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	ex.model, ex.target = req.Model, target
+	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", req.Model))
+	ex.tr = ex.s.chat[target.Provider](target, req)
+	up, err := ex.tr.RequestBody()
+	if err != nil {
+		return nil, err
+	}
+	var h headers
+	for _, name := range clientCredentialHeaders {
+		h.Remove(name)
+	}
+	h.Set(":path", up.Path)
+	h.Set("content-length", strconv.Itoa(len(up.Body)))
+	h.Set("accept-encoding", "identity")
+	h.Set(ex.s.cfg.RoutingHeader, target.Backend)
+	for _, uh := range up.Headers {
+		h.Set(uh.Name, uh.Value)
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation:  h.mutation(),
+			BodyMutation:    bodyMutation(up.Body),
+			ClearRouteCache: true,
+		}},
+	}}, nil
+}
+
+// fail ends the exchange with an OpenAI error as an immediate response.
+func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
+	apiErr := toAPIError(err)
+	if apiErr.Status >= 500 {
+		ex.log.Error("request failed", zap.Int("status", apiErr.Status), zap.Error(err))
+	} else {
+		ex.log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
+	}
+	ex.phase = phaseDone
+	ex.status = apiErr.Status
+	return errorResponse(apiErr)
+}

@@ -1,0 +1,144 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"modelgate/authz"
+	"modelgate/translate"
+	"modelgate/translate/openai"
+)
+
+// Authenticator turns a presented API key into a principal. It returns an
+// error matching authz.ErrUnauthenticated for unknown, malformed or revoked
+// keys and authz.ErrDisabled for disabled keys or accounts.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key string) (*authz.Principal, error)
+}
+
+// UsageRecorder appends one record to the usage ledger. It must be safe for
+// concurrent use.
+type UsageRecorder interface {
+	AppendUsage(ctx context.Context, rec authz.UsageRecord) error
+}
+
+// Config holds the server's routing table and knobs.
+type Config struct {
+	// Backends and Models are the routing table.
+	Backends []Backend
+	Models   []Model
+	// MaxRequestBodyBytes limits request bodies; zero means 10 MiB. Envoy's
+	// buffer limit must be larger so that the gateway, not Envoy, answers
+	// with an OpenAI-shaped 413.
+	MaxRequestBodyBytes int64
+	// RoutingHeader carries the chosen backend to Envoy's route table; zero
+	// means "x-modelgate-backend". It must not start with "x-envoy-".
+	RoutingHeader string
+	// MetadataNamespace is the dynamic metadata namespace for usage; zero
+	// means "io.modelgate".
+	MetadataNamespace string
+	// Logger receives one child logger per stream; nil logs nothing.
+	Logger *zap.Logger
+	// Metrics records request metrics; nil records none.
+	Metrics *Metrics
+	// UsageTimeout bounds writing one usage record; zero means 5s.
+	UsageTimeout time.Duration
+}
+
+// chatFactory builds the chat translator for one provider.
+type chatFactory func(translate.Target, *openai.ChatRequest) translate.Translator
+
+// Server is the ext_proc ExternalProcessor. It keeps no per-request state
+// between streams.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+
+	cfg    Config
+	auth   Authenticator
+	usage  UsageRecorder
+	router *router
+	chat   map[string]chatFactory
+	log    *zap.Logger
+	now    func() time.Time
+}
+
+// New validates the config and returns a server.
+func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
+	if auth == nil || usage == nil {
+		return nil, errors.New("extproc: an authenticator and a usage recorder are required")
+	}
+	cfg = withDefaults(cfg)
+	r, err := newRouter(cfg.Backends, cfg.Models)
+	if err != nil {
+		return nil, fmt.Errorf("building routes: %w", err)
+	}
+	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
+		chat: map[string]chatFactory{
+			"openai":            openai.NewChat,
+			"openai-compatible": openai.NewChat,
+		}}
+	for _, b := range cfg.Backends {
+		if _, ok := s.chat[b.Provider]; !ok {
+			return nil, fmt.Errorf("backend %q: unsupported provider %q", b.Name, b.Provider)
+		}
+	}
+	return s, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.MaxRequestBodyBytes <= 0 {
+		cfg.MaxRequestBodyBytes = 10 << 20
+	}
+	if cfg.RoutingHeader == "" {
+		cfg.RoutingHeader = "x-modelgate-backend"
+	}
+	if cfg.MetadataNamespace == "" {
+		cfg.MetadataNamespace = "io.modelgate"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.UsageTimeout <= 0 {
+		cfg.UsageTimeout = 5 * time.Second
+	}
+	return cfg
+}
+
+// Process serves one ext_proc stream, which Envoy opens per HTTP request.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	ctx := stream.Context()
+	ex := s.newExchange()
+	defer ex.finish(ctx)
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			return quietClose(err)
+		}
+		resp, err := ex.handle(ctx, req)
+		if err != nil {
+			ex.log.Warn("protocol violation", zap.Error(err))
+			return status.Error(codes.FailedPrecondition, err.Error())
+		}
+		if err := stream.Send(resp); err != nil {
+			return quietClose(err)
+		}
+		ex.afterSend(ctx)
+	}
+}
+
+// quietClose treats Envoy's normal ways of ending a stream as success:
+// it half-closes and then resets the stream (ENVOY_EXTPROC.md §1.1).
+func quietClose(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+		return nil
+	}
+	return err
+}

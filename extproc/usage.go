@@ -1,0 +1,66 @@
+package extproc
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"modelgate/authz"
+)
+
+// metadata is the usage exposed to Envoy as dynamic metadata, for access
+// logs and stream-done rate limiting.
+func (ex *exchange) metadata() *structpb.Struct {
+	u := ex.tr.Usage()
+	ns, err := structpb.NewStruct(map[string]any{
+		"model":             ex.model,
+		"backend":           ex.target.Backend,
+		"provider":          ex.target.Provider,
+		"account_id":        ex.principal.AccountID,
+		"prompt_tokens":     u.PromptTokens,
+		"completion_tokens": u.CompletionTokens,
+		"total_tokens":      u.TotalTokens,
+	})
+	if err != nil { // cannot happen: strings and integers only
+		panic(err)
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		ex.s.cfg.MetadataNamespace: structpb.NewStructValue(ns),
+	}}
+}
+
+// record writes metrics and, for routed requests, the usage record. It runs
+// on a context that survives the client going away, so no record is lost.
+func (ex *exchange) record(ctx context.Context) {
+	ex.recorded = true
+	end := ex.s.now()
+	ex.s.cfg.Metrics.observe(ex, end)
+	if ex.tr == nil || ex.principal == nil {
+		return
+	}
+	u := ex.tr.Usage()
+	rec := authz.UsageRecord{
+		RequestID:        ex.requestID,
+		KeyID:            ex.principal.KeyID,
+		AccountID:        ex.principal.AccountID,
+		Endpoint:         ex.endpoint.String(),
+		Model:            ex.model,
+		Backend:          ex.target.Backend,
+		Status:           ex.status,
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		TotalTokens:      u.TotalTokens,
+		CachedTokens:     u.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens,
+		Duration:         end.Sub(ex.start),
+		At:               end,
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	defer cancel()
+	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
+		ex.log.Error("recording usage", zap.Error(err))
+	}
+	ex.log.Info("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),
+		zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens))
+}
