@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"modelgate"
+	"modelgate/authz"
+	"modelgate/authz/sqlite"
+	"modelgate/cmd/mockprovider/replay"
+	"modelgate/cmd/modelgate/config"
+	"modelgate/envoy"
+	"modelgate/envoy/standin"
+)
+
+// devModels are the models `modelgate dev` serves when no --config is
+// given. They all go to the built-in mock provider; the mock picks a
+// recorded scenario by the upstream model name.
+const devModels = `
+models:
+  - id: gpt-4o-mini
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: gpt-4o-mini}]
+  - id: gpt-4o
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: gpt-4o}]
+  - id: mock-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-tools}]
+  - id: mock-error-400
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-error-400}]
+  - id: mock-truncated
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-truncated}]
+`
+
+// devBackend is the name of the built-in mock backend.
+const devBackend = "mock"
+
+// devAddrs tells tests where a dev gateway listens.
+type devAddrs struct {
+	Gateway string // the OpenAI base URL, ending in /v1
+	Admin   string
+	APIKey  string
+	Mock    *replay.Server
+}
+
+func runDev(ctx context.Context, args []string, e env) error {
+	fs := newFlags("dev", e)
+	path := fs.String("config", "", "configuration file (default: built-in mock models)")
+	listen := fs.String("listen", "127.0.0.1:8080", "client-facing address (the Envoy stand-in)")
+	adminListen := fs.String("admin-listen", "127.0.0.1:8081", "admin address (/metrics, /healthz)")
+	dataDir := fs.String("data-dir", ".modelgate", "where the SQLite database lives")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger()
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
+	d := &devStack{log: log, e: e}
+	defer d.close()
+	if err := d.start(ctx, *path, *listen, *adminListen, *dataDir); err != nil {
+		return err
+	}
+	return d.wait(ctx)
+}
+
+// devStack is everything `modelgate dev` runs, in one process.
+type devStack struct {
+	log     *zap.Logger
+	e       env
+	store   *sqlite.Store
+	mock    *http.Server
+	proxy   *http.Server
+	standin *standin.Proxy
+	gateway *gateway
+	errc    chan error
+}
+
+func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir string) error {
+	d.errc = make(chan error, 4)
+	mockKey, err := authz.GenerateKey()
+	if err != nil {
+		return err
+	}
+	mock, mockURL, err := d.startMock(mockKey)
+	if err != nil {
+		return err
+	}
+	cfg, err := devConfig(path, mockURL)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	if d.store, err = sqlite.Open(ctx, filepath.Join(dataDir, "modelgate.db")); err != nil {
+		return err
+	}
+	key, err := devKey(ctx, d.store, d.e.getenv("MODELGATE_DEV_API_KEY"))
+	if err != nil {
+		return err
+	}
+	getenv := func(name string) string {
+		if name == devMockKeyEnv {
+			return mockKey
+		}
+		return d.e.getenv(name)
+	}
+	if d.gateway, err = newGateway(cfg, d.store, getenv, d.log); err != nil {
+		return err
+	}
+	grpcL, adminL, err := listenPair("127.0.0.1:0", adminListen)
+	if err != nil {
+		return err
+	}
+	go func() { d.errc <- d.gateway.run(ctx, grpcL, adminL) }()
+	proxyL, err := d.startProxy(cfg, listen, grpcL.Addr().String())
+	if err != nil {
+		return err
+	}
+	addrs := devAddrs{Gateway: "http://" + proxyL + "/v1", Admin: "http://" + adminL.Addr().String(), APIKey: key, Mock: mock}
+	d.announce(addrs, key != d.e.getenv("MODELGATE_DEV_API_KEY"))
+	return nil
+}
+
+// devMockKeyEnv is the pseudo environment variable that holds the mock
+// provider's credential, which dev generates per run.
+const devMockKeyEnv = "MODELGATE_DEV_MOCK_KEY"
+
+func devConfig(path, mockURL string) (*config.Config, error) {
+	var cfg *config.Config
+	var err error
+	if path == "" {
+		cfg, err = config.Parse([]byte(devModelsWithBackend(mockURL)))
+	} else {
+		cfg, err = config.Load(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range cfg.Backends {
+		if b.Name == devBackend { // a config may use the built-in mock too
+			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL, devMockKeyEnv
+		}
+	}
+	return cfg, nil
+}
+
+func devModelsWithBackend(mockURL string) string {
+	return fmt.Sprintf("backends:\n  - {name: %s, provider: openai, base_url: %q, api_key_env: %s}\n%s",
+		devBackend, mockURL, devMockKeyEnv, devModels)
+}
+
+// devKey registers the key from MODELGATE_DEV_API_KEY, or creates one.
+func devKey(ctx context.Context, store authz.Store, fromEnv string) (string, error) {
+	a, err := ensureAccount(ctx, store, "dev")
+	if err != nil {
+		return "", err
+	}
+	if fromEnv != "" {
+		_, err := authz.RegisterKey(ctx, store, a.ID, "dev (MODELGATE_DEV_API_KEY)", fromEnv, nil)
+		if errors.Is(err, authz.ErrExists) {
+			err = nil
+		}
+		return fromEnv, err
+	}
+	secret, _, err := authz.CreateKey(ctx, store, a.ID, "dev", nil)
+	return secret, err
+}
+
+func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
+	mock, err := replay.New(replay.Config{Recordings: modelgate.Recordings, APIKey: apiKey})
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	d.mock = &http.Server{Handler: mock, ReadHeaderTimeout: 10 * time.Second}
+	go d.serveHTTP(d.mock, l)
+	return mock, "http://" + l.Addr().String(), nil
+}
+
+func (d *devStack) startProxy(cfg *config.Config, listen, extprocAddr string) (string, error) {
+	ec := envoyConfig(cfg)
+	ec.Listen, ec.ExtProcAddress = listen, extprocAddr
+	b, err := envoy.Bootstrap(ec)
+	if err != nil {
+		return "", err
+	}
+	if d.standin, err = standin.New(b); err != nil {
+		return "", fmt.Errorf("starting the Envoy stand-in: %w", err)
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return "", err
+	}
+	d.proxy = &http.Server{Handler: d.standin, ReadHeaderTimeout: 10 * time.Second}
+	go d.serveHTTP(d.proxy, l)
+	return l.Addr().String(), nil
+}
+
+func (d *devStack) serveHTTP(s *http.Server, l net.Listener) {
+	if err := s.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		d.errc <- err
+	}
+}
+
+func listenPair(a, b string) (net.Listener, net.Listener, error) {
+	la, err := net.Listen("tcp", a)
+	if err != nil {
+		return nil, nil, err
+	}
+	lb, err := net.Listen("tcp", b)
+	if err != nil {
+		la.Close()
+		return nil, nil, err
+	}
+	return la, lb, nil
+}
+
+func (d *devStack) announce(a devAddrs, newKey bool) {
+	fmt.Fprintf(d.e.stdout, "modelgate dev is running.\n\n  OPENAI_BASE_URL=%s\n", a.Gateway)
+	if newKey {
+		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=%s   (shown once)\n", a.APIKey)
+	} else {
+		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=$MODELGATE_DEV_API_KEY\n")
+	}
+	fmt.Fprintf(d.e.stdout, "\n  metrics: %s/metrics\n\nTry:\n  curl $OPENAI_BASE_URL/models -H \"Authorization: Bearer $OPENAI_API_KEY\"\n", a.Admin)
+	if d.e.ready != nil {
+		d.e.ready(a)
+	}
+}
+
+func (d *devStack) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-d.errc:
+		return err
+	}
+}
+
+func (d *devStack) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range []*http.Server{d.proxy, d.mock} {
+		if s != nil {
+			s.Shutdown(ctx) //nolint:errcheck // shutting down anyway
+		}
+	}
+	if d.standin != nil {
+		d.standin.Close()
+	}
+	if d.store != nil {
+		d.store.Close()
+	}
+}
