@@ -1,0 +1,163 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+
+	"modelgate/translate"
+	"modelgate/translate/sse"
+)
+
+// chat translates chat completions for backends that speak the OpenAI API.
+type chat struct {
+	target  translate.Target
+	req     *ChatRequest
+	status  int
+	stream  bool
+	dec     sse.Decoder
+	usage   translate.Usage
+	done    bool // [DONE] or an error event was seen
+	sawDone bool // [DONE] was seen: it is emitted last
+	scratch []member
+}
+
+// NewChat returns the chat translator for provider openai and
+// openai-compatible backends.
+func NewChat(t translate.Target, req *ChatRequest) translate.Translator {
+	return &chat{target: t, req: req}
+}
+
+// RequestBody maps the public model to the upstream one and, for streams,
+// asks for usage so the gateway can always account for it.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	members := make(map[string]json.RawMessage, len(c.req.Members)+1)
+	for k, v := range c.req.Members {
+		members[k] = v
+	}
+	model, err := json.Marshal(c.target.Model)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	members["model"] = model
+	if c.req.Stream {
+		if members["stream_options"], err = withIncludeUsage(members["stream_options"]); err != nil {
+			return translate.Upstream{}, err
+		}
+	}
+	body, err := json.Marshal(members)
+	if err != nil {
+		return translate.Upstream{}, fmt.Errorf("encoding upstream request: %w", err)
+	}
+	up := translate.Upstream{Body: body, Path: c.target.BasePath + "/v1/chat/completions",
+		Headers: []translate.Header{{Name: "content-type", Value: "application/json"}}}
+	if c.target.APIKey != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	}
+	return up, nil
+}
+
+func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {
+	opts := map[string]json.RawMessage{}
+	if !isNull(raw) {
+		if err := json.Unmarshal(raw, &opts); err != nil {
+			return nil, err
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	return json.Marshal(opts)
+}
+
+// ResponseHeaders streams only successful event streams.
+func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status = status
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if status >= 200 && status < 300 && mt == "text/event-stream" {
+		c.stream = true
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	}
+	if status < 200 || status >= 300 && status < 400 {
+		status = 502 // a redirect or interim status is not an answer the client can use
+	}
+	return translate.Head{Status: status, ContentType: "application/json"}
+}
+
+// ResponseBody translates the whole body, or one stream chunk.
+func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	if c.stream {
+		return c.streamChunk(chunk, endOfStream), nil
+	}
+	if c.status < 200 || c.status >= 300 {
+		return NormalizeError(c.status, chunk), nil
+	}
+	return c.completion(chunk)
+}
+
+var errNotObject = errors.New("the provider's response is not a JSON object")
+
+// completion makes a CreateChatCompletionResponse valid and reads usage.
+// Real providers send what the schema forbids: a top-level null (OpenAI's
+// "system_fingerprint": null is typed string-only) and choices without the
+// required "logprobs"; nulls are dropped and logprobs is set to null.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+		return nil, errNotObject
+	}
+	for k, v := range members {
+		if isNull(v) {
+			delete(members, k)
+		}
+	}
+	if u, ok := members["usage"]; ok {
+		c.usage = parseUsage(u)
+	}
+	if choices, ok := members["choices"]; ok {
+		fixed, err := withLogprobs(choices)
+		if err != nil {
+			return nil, err
+		}
+		members["choices"] = fixed
+	}
+	return json.Marshal(members)
+}
+
+func withLogprobs(raw json.RawMessage) (json.RawMessage, error) {
+	var choices []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &choices); err != nil {
+		return nil, fmt.Errorf("reading choices: %w", err)
+	}
+	for _, ch := range choices {
+		if _, ok := ch["logprobs"]; !ok {
+			ch["logprobs"] = json.RawMessage("null")
+		}
+	}
+	return json.Marshal(choices)
+}
+
+// usageJSON is CompletionUsage, as far as the gateway reads it.
+type usageJSON struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func parseUsage(raw []byte) translate.Usage {
+	var u usageJSON
+	if json.Unmarshal(raw, &u) != nil {
+		return translate.Usage{}
+	}
+	return translate.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		TotalTokens: u.TotalTokens, CachedTokens: u.PromptTokensDetails.CachedTokens,
+		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
+}
+
+// Usage implements translate.Translator.
+func (c *chat) Usage() translate.Usage { return c.usage }

@@ -1,0 +1,284 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgate/translate"
+	"modelgate/translate/openai/spec"
+)
+
+const recorded = "../../testdata/fixtures/openai/"
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newChat(t testing.TB, body string) translate.Translator {
+	t.Helper()
+	req, err := ParseChatRequest([]byte(body))
+	if err != nil {
+		t.Fatalf("ParseChatRequest: %v", err)
+	}
+	return NewChat(translate.Target{Backend: "b", Provider: "openai", Model: "gpt-5-nano", BasePath: "/openai", APIKey: "sk-provider"}, req)
+}
+
+const streamReq = `{"model":"public","messages":[{"role":"user","content":"Hello!"}],"stream":true`
+
+func TestRequestBody(t *testing.T) {
+	tr := newChat(t, streamReq+`,"stream_options":{"x":1},"seed":7}`)
+	up, err := tr.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(up.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"model": "gpt-5-nano", "stream": true, "seed": 7.0,
+		"stream_options": map[string]any{"x": 1.0, "include_usage": true},
+		"messages":       []any{map[string]any{"role": "user", "content": "Hello!"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("upstream body (-want +got):\n%s", diff)
+	}
+	if up.Path != "/openai/v1/chat/completions" {
+		t.Errorf("path = %q", up.Path)
+	}
+	wantHeaders := []translate.Header{{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: "Bearer sk-provider"}}
+	if diff := cmp.Diff(wantHeaders, up.Headers); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+}
+
+func TestBufferedCompletion(t *testing.T) {
+	tr := newChat(t, `{"model":"public","messages":[{"role":"user","content":"Hello!"}]}`)
+	head := tr.ResponseHeaders(200, "application/json")
+	if head.Stream || head.ContentType != "application/json" || head.Status != 200 {
+		t.Errorf("head = %+v", head)
+	}
+	out, err := tr.ResponseBody(readFile(t, recorded+"chat/chat-basic.bodies/00.response.json"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	want := translate.Usage{PromptTokens: 8, CompletionTokens: 377, TotalTokens: 385, ReasoningTokens: 320}
+	if diff := cmp.Diff(want, tr.Usage()); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	if !bytes.Contains(out, []byte(`"model":"gpt-5-nano-2025-08-07"`)) {
+		t.Errorf("the upstream model is not kept: %s", out)
+	}
+}
+
+func TestBufferedNotJSON(t *testing.T) {
+	tr := newChat(t, `{"model":"public","messages":[{"role":"user"}]}`)
+	tr.ResponseHeaders(200, "application/json")
+	if _, err := tr.ResponseBody([]byte("<html>"), true); err == nil {
+		t.Error("ResponseBody(html) error = nil, want an error")
+	}
+}
+
+func TestProviderErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+	}{
+		{"openai error kept", 400, string(readFile(t, recorded+"errors/chat-bad-request.bodies/00.response.json")),
+			`{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`},
+		{"html wrapped", 502, "<html>bad gateway</html>",
+			`{"error":{"message":"The provider returned HTTP Bad Gateway.","type":"server_error","param":null,"code":null}}`},
+		{"text wrapped", 429, "slow down",
+			`{"error":{"message":"The provider returned HTTP Too Many Requests: slow down","type":"rate_limit_error","param":null,"code":null}}`},
+		{"numeric code", 401, `{"error":{"message":"nope","code":401}}`,
+			`{"error":{"message":"nope","type":"authentication_error","param":null,"code":"401"}}`},
+		{"string error", 403, `{"error":"forbidden"}`,
+			`{"error":{"message":"forbidden","type":"permission_error","param":null,"code":null}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newChat(t, streamReq+`}`)
+			head := tr.ResponseHeaders(tt.status, "text/html")
+			if head.Stream || head.Status != tt.status || head.ContentType != "application/json" {
+				t.Errorf("head = %+v", head)
+			}
+			out, err := tr.ResponseBody([]byte(tt.body), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.want {
+				t.Errorf("got  %s\nwant %s", out, tt.want)
+			}
+			spec.ValidateT(t, "ErrorResponse", out)
+		})
+	}
+}
+
+// runStream feeds upstream to a new stream translator in the given chunks,
+// with Envoy's empty end-of-stream chunk last.
+func runStream(t testing.TB, reqBody string, chunks [][]byte) ([]byte, translate.Usage) {
+	t.Helper()
+	tr := newChat(t, reqBody)
+	if head := tr.ResponseHeaders(200, "text/event-stream; charset=utf-8"); !head.Stream {
+		t.Fatalf("head = %+v, want a stream", head)
+	}
+	var out []byte
+	for _, c := range chunks {
+		b, err := tr.ResponseBody(c, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	b, err := tr.ResponseBody(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, b...), tr.Usage()
+}
+
+func TestStreamUsage(t *testing.T) {
+	upstream := readFile(t, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")
+	wantUsage := translate.Usage{PromptTokens: 12, CompletionTokens: 100, TotalTokens: 112, ReasoningTokens: 100}
+	t.Run("client did not ask", func(t *testing.T) {
+		out, usage := runStream(t, streamReq+`}`, [][]byte{upstream})
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+		if bytes.Contains(out, []byte(`"usage"`)) {
+			t.Errorf("usage reached a client that did not ask:\n%s", out)
+		}
+		if got := strings.Count(string(out), "data: "); got != 3 { // two chunks and [DONE]
+			t.Errorf("%d events, want 3:\n%s", got, out)
+		}
+		if diff := cmp.Diff(wantUsage, usage); diff != "" {
+			t.Errorf("usage (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("client asked", func(t *testing.T) {
+		out, usage := runStream(t, streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{upstream})
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+		if !bytes.Contains(out, []byte(`"choices":[],"usage":{"prompt_tokens":12`)) || !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
+			t.Errorf("want the usage chunk then [DONE]:\n%s", out)
+		}
+		if diff := cmp.Diff(wantUsage, usage); diff != "" {
+			t.Errorf("usage (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestStreamBrokenUpstream(t *testing.T) {
+	upstream := readFile(t, recorded+"chat/chat-streaming.bodies/00.response.sse")
+	tests := map[string][]byte{
+		"cut mid-event":   upstream[:len(upstream)/2],
+		"no [DONE]":       bytes.TrimSuffix(upstream, []byte("data: [DONE]\n\n")),
+		"not json":        []byte("data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[]}\n\ndata: oops\n\n"),
+		"upstream error ": []byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n"),
+	}
+	for name, up := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, _ := runStream(t, streamReq+`}`, [][]byte{up})
+			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+			events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
+			last := events[len(events)-1]
+			if !strings.HasPrefix(last, `data: {"error":{`) {
+				t.Errorf("last event = %q, want an error event", last)
+			}
+		})
+	}
+}
+
+func crlf(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+
+func randomChunks(r *rand.Rand, b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n := 1 + r.IntN(min(len(b), 64))
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return out
+}
+
+// Any split of the upstream stream gives byte-identical client output,
+// including splits inside ’ (3 bytes) and between \r and \n.
+func TestStreamAnySplitIsByteIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, file := range []string{"chat/chat-streaming.bodies/00.response.sse", "chat/chat-streaming-detailed-usage.bodies/00.response.sse"} {
+		for _, variant := range [][]byte{readFile(t, recorded+file), crlf(readFile(t, recorded+file))} {
+			for _, req := range []string{streamReq + `}`, streamReq + `,"stream_options":{"include_usage":true}}`} {
+				whole, _ := runStream(t, req, [][]byte{variant})
+				for range 20 {
+					got, _ := runStream(t, req, randomChunks(r, variant))
+					if !bytes.Equal(whole, got) {
+						t.Fatalf("%s: split output differs\nwhole: %q\nsplit: %q", file, whole, got)
+					}
+				}
+				// Every byte its own chunk: cuts inside every UTF-8 character and CRLF.
+				var single [][]byte
+				for i := range variant {
+					single = append(single, variant[i:i+1])
+				}
+				if got, _ := runStream(t, req, single); !bytes.Equal(whole, got) {
+					t.Fatalf("%s: byte-by-byte output differs", file)
+				}
+			}
+		}
+	}
+}
+
+func FuzzStreamSplit(f *testing.F) {
+	f.Add(readFile(f, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")[:600], uint64(1), false)
+	f.Add([]byte("data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: [DONE]\r\n\r\n"), uint64(2), true)
+	f.Fuzz(func(t *testing.T, upstream []byte, seed uint64, includeUsage bool) {
+		req := streamReq + `}`
+		if includeUsage {
+			req = streamReq + `,"stream_options":{"include_usage":true}}`
+		}
+		whole, _ := runStream(t, req, [][]byte{upstream})
+		got, _ := runStream(t, req, randomChunks(rand.New(rand.NewPCG(seed, seed)), upstream))
+		if !bytes.Equal(whole, got) {
+			t.Fatalf("split output differs\nwhole: %q\nsplit: %q", whole, got)
+		}
+	})
+}
+
+func BenchmarkRequestBody(b *testing.B) {
+	body := readFile(b, recorded+"chat/chat-streaming-detailed-usage.bodies/00.request.json")
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := ParseChatRequest(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := NewChat(translate.Target{Model: "m"}, req).RequestBody(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStream200Chunks(b *testing.B) {
+	chunk := []byte(`data: {"id":"chatcmpl-C4HqHBe4xca0k0EzsCnf1t6V3YFXp","object":"chat.completion.chunk","created":1755137933,"model":"gpt-5-nano-2025-08-07","service_tier":"default","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}],"usage":null,"obfuscation":"LcdzdJdMMgDHt6"}` + "\n\n")
+	req, _ := ParseChatRequest([]byte(streamReq + `}`))
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := NewChat(translate.Target{Model: "m"}, req)
+		tr.ResponseHeaders(200, "text/event-stream")
+		for range 200 {
+			if _, err := tr.ResponseBody(chunk, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tr.ResponseBody([]byte("data: [DONE]\n\n"), true) //nolint:errcheck
+	}
+}

@@ -1,0 +1,223 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// ChatRequest is a validated CreateChatCompletionRequest. The members the
+// gateway acts on are parsed; every other member is kept raw, so that
+// re-encoding for an upstream loses nothing.
+type ChatRequest struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	// Members are the request's top-level members as sent.
+	Members map[string]json.RawMessage
+}
+
+var messageRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
+
+// ParseChatRequest parses and validates a chat completions request body.
+// Errors are *RequestError.
+func ParseChatRequest(body []byte) (*ChatRequest, error) {
+	m, err := parseObject(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &ChatRequest{Members: m}
+	checks := []func() error{
+		func() (err error) { r.Model, err = requiredString(m, "model"); return err },
+		func() error { return checkMessages(m) },
+		func() error { return numberIn(m, "temperature", 0, 2) },
+		func() error { return numberIn(m, "top_p", 0, 1) },
+		func() error { return numberIn(m, "frequency_penalty", -2, 2) },
+		func() error { return numberIn(m, "presence_penalty", -2, 2) },
+		func() error { return integerIn(m, "n", 1, 128) },
+		func() error { return integerIn(m, "max_tokens", 1, 1<<31) },
+		func() error { return integerIn(m, "max_completion_tokens", 1, 1<<31) },
+		func() (err error) { r.Stream, err = optionalBool(m, "stream"); return err },
+		func() (err error) { r.IncludeUsage, err = streamOptions(m, r.Stream); return err },
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// parseObject requires a JSON object and returns its members.
+func parseObject(body []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return nil, &RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object " +
+			"in the request body; check that the body is valid JSON and the content type is application/json."}
+	}
+	return m, nil
+}
+
+func isNull(raw json.RawMessage) bool { return raw == nil || bytes.Equal(raw, []byte("null")) }
+
+func missing(param string) error {
+	return &RequestError{Param: param, Code: "missing_required_parameter",
+		Message: fmt.Sprintf("Missing required parameter: '%s'.", param)}
+}
+
+func wrongType(param, want string, raw json.RawMessage) error {
+	return &RequestError{Param: param, Code: "invalid_type",
+		Message: fmt.Sprintf("Invalid type for '%s': expected %s, but got %s instead.", param, want, jsonKind(raw))}
+}
+
+func invalidValue(param, format string, args ...any) error {
+	return &RequestError{Param: param, Code: "invalid_value",
+		Message: fmt.Sprintf("Invalid '%s': ", param) + fmt.Sprintf(format, args...)}
+}
+
+func jsonKind(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0 || t[0] == 'n':
+		return "null"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+func requiredString(m map[string]json.RawMessage, name string) (string, error) {
+	raw := m[name]
+	if isNull(raw) {
+		return "", missing(name)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", wrongType(name, "a string", raw)
+	}
+	if s == "" {
+		return "", missing(name)
+	}
+	return s, nil
+}
+
+func checkMessages(m map[string]json.RawMessage) error {
+	raw := m["messages"]
+	if isNull(raw) {
+		return missing("messages")
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(raw, &msgs) != nil {
+		return wrongType("messages", "an array", raw)
+	}
+	if len(msgs) == 0 {
+		return invalidValue("messages", "empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	for i, msg := range msgs {
+		if err := checkMessage(fmt.Sprintf("messages[%d]", i), msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkMessage(param string, raw json.RawMessage) error {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(raw, &msg) != nil || msg == nil {
+		return wrongType(param, "an object", raw)
+	}
+	role, err := requiredString(msg, "role")
+	if err != nil {
+		err.(*RequestError).Param = param + ".role"
+		err.(*RequestError).Message = fmt.Sprintf("Missing or invalid '%s.role'.", param)
+		return err
+	}
+	if !slices.Contains(messageRoles, role) {
+		return invalidValue(param+".role", "value: '%s'. Supported values are: %s.", role, quoteList(messageRoles))
+	}
+	return nil
+}
+
+func quoteList(vs []string) string {
+	var b bytes.Buffer
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "'%s'", v)
+	}
+	return b.String()
+}
+
+func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
+	raw := m[name]
+	if isNull(raw) {
+		return nil
+	}
+	var v float64
+	if json.Unmarshal(raw, &v) != nil {
+		return wrongType(name, "a number", raw)
+	}
+	return inRange(name, v, lo, hi, "decimal", raw)
+}
+
+func integerIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
+	raw := m[name]
+	if isNull(raw) {
+		return nil
+	}
+	var v int64
+	if json.Unmarshal(raw, &v) != nil {
+		return wrongType(name, "an integer", raw)
+	}
+	return inRange(name, float64(v), lo, hi, "integer", raw)
+}
+
+func inRange(name string, v, lo, hi float64, kind string, raw json.RawMessage) error {
+	switch {
+	case v < lo:
+		return invalidValue(name, "%s below minimum value. Expected a value >= %g, but got %s instead.", kind, lo, bytes.TrimSpace(raw))
+	case v > hi:
+		return invalidValue(name, "%s above maximum value. Expected a value <= %g, but got %s instead.", kind, hi, bytes.TrimSpace(raw))
+	}
+	return nil
+}
+
+func optionalBool(m map[string]json.RawMessage, name string) (bool, error) {
+	raw := m[name]
+	if isNull(raw) {
+		return false, nil
+	}
+	var v bool
+	if json.Unmarshal(raw, &v) != nil {
+		return false, wrongType(name, "a boolean", raw)
+	}
+	return v, nil
+}
+
+// streamOptions validates stream_options and returns include_usage.
+func streamOptions(m map[string]json.RawMessage, stream bool) (bool, error) {
+	raw := m["stream_options"]
+	if isNull(raw) {
+		return false, nil
+	}
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(raw, &opts) != nil || opts == nil {
+		return false, wrongType("stream_options", "an object", raw)
+	}
+	if !stream {
+		return false, &RequestError{Param: "stream_options", Code: "invalid_value",
+			Message: "The 'stream_options' parameter is only allowed when 'stream' is enabled."}
+	}
+	v, err := optionalBool(opts, "include_usage")
+	if err != nil {
+		err.(*RequestError).Param = "stream_options.include_usage"
+	}
+	return v, err
+}

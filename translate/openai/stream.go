@@ -1,0 +1,92 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"modelgate/translate/sse"
+)
+
+var doneEvent = []byte("data: [DONE]\n\n")
+
+// streamChunk emits the whole events a chunk completes. At the end it adds
+// [DONE], or an error event when the upstream broke off: the OpenAI SDKs
+// otherwise end such a stream silently, as if it were complete.
+func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
+	var out []byte
+	for _, ev := range c.dec.Feed(chunk) {
+		out = c.event(out, ev.Data)
+	}
+	if !endOfStream {
+		return out
+	}
+	if !c.done {
+		out = sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+			Message: "The provider's stream ended before it was complete."}))
+	}
+	if c.sawDone {
+		out = append(out, doneEvent...)
+	}
+	return out
+}
+
+// event translates one upstream event.
+func (c *chat) event(out, data []byte) []byte {
+	if c.done {
+		return out // nothing after [DONE] or an error
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		c.done, c.sawDone = true, true
+		return out
+	}
+	members, ok := topMembers(data, c.scratch[:0])
+	c.scratch = members[:0]
+	if !ok || !json.Valid(data) {
+		c.done = true
+		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+			Message: "The provider sent a stream event that is not a JSON object."}))
+	}
+	if errMember, found := find(members, "error"); found {
+		c.done = true
+		return sse.AppendData(out, NormalizeError(500, []byte(`{"error":`+string(errMember.value)+`}`)))
+	}
+	return c.chunk(out, data, members)
+}
+
+func find(members []member, key string) (member, bool) {
+	for _, m := range members {
+		if string(m.key) == key {
+			return m, true
+		}
+	}
+	return member{}, false
+}
+
+// chunk edits a CreateChatCompletionStreamResponse: reads usage, hides it
+// when the client did not ask for it, and drops nulls the schema forbids.
+func (c *chat) chunk(out, data []byte, members []member) []byte {
+	usage, hasUsage := find(members, "usage")
+	if hasUsage && !isNullValue(usage.value) {
+		c.usage = parseUsage(usage.value)
+		if !c.req.IncludeUsage {
+			if choices, _ := find(members, "choices"); isEmptyArray(choices.value) {
+				return out // the usage-only chunk the gateway asked for
+			}
+		}
+	}
+	keepUsage := c.req.IncludeUsage
+	edit := func(m member) bool {
+		if string(m.key) == "usage" {
+			return !keepUsage
+		}
+		return isNullValue(m.value)
+	}
+	out = append(out, "data: "...)
+	out = dropMembers(out, data, members, edit)
+	return append(out, "\n\n"...)
+}
+
+func isEmptyArray(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) >= 2 && v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+}
