@@ -11,8 +11,9 @@ type member struct {
 	start, end int
 }
 
-// topMembers lists the top-level members of a valid JSON object without
-// decoding values. It returns false if obj is not an object.
+// topMembers lists the top-level members of a JSON object without decoding
+// values. obj must be valid JSON (json.Valid); it returns false if obj is
+// not an object.
 func topMembers(obj []byte, out []member) ([]member, bool) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -32,6 +33,9 @@ func topMembers(obj []byte, out []member) ([]member, bool) {
 			return out, false
 		}
 		keyEnd := skipString(obj, i)
+		if keyEnd < i+2 || obj[keyEnd-1] != '"' {
+			return out, false
+		}
 		key := obj[i+1 : keyEnd-1]
 		i = skipSpace(obj, keyEnd)
 		if i >= len(obj) || obj[i] != ':' {

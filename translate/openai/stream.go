@@ -39,9 +39,14 @@ func (c *chat) event(out, data []byte) []byte {
 		c.done, c.sawDone = true, true
 		return out
 	}
-	members, ok := topMembers(data, c.scratch[:0])
-	c.scratch = members[:0]
-	if !ok || !json.Valid(data) {
+	// Validity first: topMembers only handles well-formed JSON.
+	var members []member
+	ok := json.Valid(data)
+	if ok {
+		members, ok = topMembers(data, c.scratch[:0])
+		c.scratch = members[:0]
+	}
+	if !ok {
 		c.done = true
 		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not a JSON object."}))
