@@ -1,0 +1,221 @@
+// Package replay is the mock provider: an upstream that answers like the
+// real provider by replaying recorded traffic byte for byte.
+//
+// It serves OpenAI's POST /v1/chat/completions. The recording is chosen the
+// way OpenAI would answer: a stream with stream_options.include_usage gets
+// the recorded stream with a usage chunk, a stream without it the plain
+// recorded stream, anything else the recorded JSON completion. Tests pick
+// other scenarios with the request's model:
+//
+//	model            replays
+//	mock-tools       openai/chat/chat-tools (a tool call)
+//	mock-error-400   openai/errors/chat-bad-request (400 invalid_request_error)
+//	mock-error-404   openai/errors/chat-unknown-model (404 model_not_found)
+//	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema
+//	mock-truncated   the recorded stream cut off mid-event, without [DONE]
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures the mock.
+type Config struct {
+	// Recordings holds testdata/fixtures (required).
+	Recordings fs.FS
+	// APIKey, when set, must be presented as "Authorization: Bearer <key>".
+	APIKey string
+	// ChunkSize is how many bytes of a stream are written per flush; zero
+	// writes one SSE event per flush.
+	ChunkSize int
+	// Delay is the pause between stream writes.
+	Delay time.Duration
+	// PathPrefix is prepended to /v1/... paths.
+	PathPrefix string
+}
+
+// Request is a request the mock received.
+type Request struct {
+	Method, Path string
+	Header       http.Header
+	Body         []byte
+}
+
+// Server is the mock provider, an http.Handler.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// New returns a mock provider.
+func New(cfg Config) (*Server, error) {
+	if cfg.Recordings == nil {
+		return nil, fmt.Errorf("replay: Recordings is required")
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// ServeHTTP records the request, checks the key and answers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not read the body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.mu.Unlock()
+	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+type chatRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
+		return
+	}
+	dir, truncate := s.pick(req)
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	if truncate {
+		rec.body = rec.body[:bytes.LastIndex(rec.body[:len(rec.body)/2], []byte("\n\n"))+len("\n\ndata: {\"id\":")]
+	}
+	s.replay(w, rec)
+}
+
+func (s *Server) pick(req chatRequest) (dir string, truncate bool) {
+	switch {
+	case req.Model == "mock-tools":
+		return "openai/chat/chat-tools.bodies", false
+	case req.Model == "mock-error-400":
+		return "openai/errors/chat-bad-request.bodies", false
+	case req.Model == "mock-error-404":
+		return "openai/errors/chat-unknown-model.bodies", false
+	case req.Model == "mock-ollama":
+		return "openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies", false
+	case req.Model == "mock-truncated":
+		return "openai/chat/chat-streaming.bodies", true
+	case req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage:
+		return "openai/chat/chat-streaming-detailed-usage.bodies", false
+	case req.Stream:
+		return "openai/chat/chat-streaming.bodies", false
+	}
+	return "openai/chat/chat-basic.bodies", false
+}
+
+// recording is one recorded response.
+type recording struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+func (s *Server) load(dir string) (recording, error) {
+	dir = path.Join("testdata/fixtures", dir)
+	metaBytes, err := fs.ReadFile(s.cfg.Recordings, dir+"/00.meta.json")
+	if err != nil {
+		return recording{}, err
+	}
+	var meta struct {
+		Status       int    `json:"status"`
+		ContentType  string `json:"response_content_type"`
+		ResponseFile string `json:"response_file"`
+	}
+	if err := json.Unmarshal(metaBytes, &meta); err != nil {
+		return recording{}, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	body, err := fs.ReadFile(s.cfg.Recordings, dir+"/"+meta.ResponseFile)
+	return recording{status: meta.Status, contentType: meta.ContentType, body: body}, err
+}
+
+func (s *Server) replay(w http.ResponseWriter, rec recording) {
+	w.Header().Set("Content-Type", rec.contentType)
+	if !strings.HasPrefix(rec.contentType, "text/event-stream") {
+		w.Header().Set("Content-Length", fmt.Sprint(len(rec.body)))
+		w.WriteHeader(rec.status)
+		w.Write(rec.body) //nolint:errcheck // the client went away
+		return
+	}
+	w.WriteHeader(rec.status)
+	flusher, _ := w.(http.Flusher)
+	for _, piece := range s.pieces(rec.body) {
+		if _, err := w.Write(piece); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if s.cfg.Delay > 0 {
+			time.Sleep(s.cfg.Delay)
+		}
+	}
+}
+
+// pieces splits a stream into the writes the mock makes.
+func (s *Server) pieces(body []byte) [][]byte {
+	var out [][]byte
+	for len(body) > 0 {
+		n := s.cfg.ChunkSize
+		if n <= 0 {
+			if n = bytes.Index(body, []byte("\n\n")) + 2; n < 2 {
+				n = len(body)
+			}
+		}
+		n = min(n, len(body))
+		out = append(out, body[:n])
+		body = body[n:]
+	}
+	return out
+}
+
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	var c any
+	if code != "" {
+		c = code
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b) //nolint:errcheck // the client went away
+}
