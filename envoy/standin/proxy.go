@@ -1,0 +1,140 @@
+package standin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Entry is what an access log line would show of one request.
+type Entry struct {
+	Method, Path string
+	Status       int
+	// Details is %RESPONSE_CODE_DETAILS% for local replies.
+	Details string
+	// Route and Cluster are the final route and cluster, if any.
+	Route, Cluster string
+	// Metadata is the dynamic metadata written by the ext_proc server into
+	// receiving namespaces, as %DYNAMIC_METADATA(ns:key)% would see it.
+	Metadata map[string]map[string]any
+}
+
+// Option adjusts the stand-in for tests.
+type Option func(*Proxy)
+
+// WithResponseSplitter cuts every upstream body read into the chunks that
+// are sent to the processor in STREAMED mode, so tests can split SSE
+// mid-event and mid-character.
+func WithResponseSplitter(split func([]byte) [][]byte) Option {
+	return func(p *Proxy) { p.split = split }
+}
+
+// WithDataOnFinalChunk makes the last STREAMED chunk carry data, as over
+// HTTP/2, instead of Envoy's separate empty end_of_stream chunk (HTTP/1).
+func WithDataOnFinalChunk() Option { return func(p *Proxy) { p.dataOnFinal = true } }
+
+// WithAccessLog receives an Entry when each request ends.
+func WithAccessLog(log func(Entry)) Option { return func(p *Proxy) { p.accessLog = log } }
+
+// WithClusterTLS replaces a cluster's TLS settings (for test CAs).
+func WithClusterTLS(cluster string, cfg *tls.Config) Option {
+	return func(p *Proxy) { p.tlsOverride[cluster] = cfg }
+}
+
+// Proxy is the stand-in: an http.Handler that processes each request as
+// Envoy with the bootstrap would.
+type Proxy struct {
+	plan        *plan
+	conn        *grpc.ClientConn // to the ext_proc cluster
+	transports  map[string]*http.Transport
+	split       func([]byte) [][]byte
+	dataOnFinal bool
+	accessLog   func(Entry)
+	tlsOverride map[string]*tls.Config
+	ids         requestIDs
+}
+
+// New validates the bootstrap and returns a stand-in. It neither blocks nor
+// connects: the gRPC connection is made at the first request.
+func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
+	pl, err := compile(b)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{plan: pl, transports: map[string]*http.Transport{}, tlsOverride: map[string]*tls.Config{}}
+	for _, o := range opts {
+		o(p)
+	}
+	for name, c := range pl.clusters {
+		if cfg, ok := p.tlsOverride[name]; ok {
+			c.tls = cfg
+		}
+		p.transports[name] = transport(c)
+	}
+	if pl.extproc != nil {
+		addr := pl.clusters[pl.extproc.cluster].addr
+		if p.conn, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			return nil, fmt.Errorf("standin: ext_proc cluster: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// transport reaches one cluster over HTTP/1.1, whatever the request URL.
+func transport(c *cluster) *http.Transport {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, c.addr)
+		},
+		TLSClientConfig:     c.tls,
+		DisableCompression:  true, // Envoy forwards accept-encoding as it is
+		ForceAttemptHTTP2:   false,
+		MaxIdleConnsPerHost: 64,
+	}
+}
+
+// ListenAddress is the bootstrap listener's address.
+func (p *Proxy) ListenAddress() string { return p.plan.listen }
+
+// Close closes the gRPC connection and idle upstream connections.
+func (p *Proxy) Close() error {
+	for _, t := range p.transports {
+		t.CloseIdleConnections()
+	}
+	if p.conn != nil {
+		return p.conn.Close()
+	}
+	return nil
+}
+
+// ServeHTTP processes one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	x := p.newExchange(w, r)
+	defer x.finish()
+	x.run()
+}
+
+// requestIDs generates x-request-id values.
+type requestIDs struct {
+	mu sync.Mutex
+	n  uint64
+}
+
+func (g *requestIDs) next() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", time.Now().Unix(), g.n)
+}
+
+var errAbort = errors.New("abort")
