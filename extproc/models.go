@@ -46,7 +46,9 @@ type router struct {
 	backends map[string]Backend
 }
 
-func newRouter(backends []Backend, models []Model) (*router, error) {
+// newRouter builds the routing table. A model without a Created time is
+// listed with created (the server's start).
+func newRouter(backends []Backend, models []Model, created int64) (*router, error) {
 	r := &router{models: make(map[string]*Model), backends: make(map[string]Backend)}
 	for _, b := range backends {
 		if _, dup := r.backends[b.Name]; dup {
@@ -66,6 +68,9 @@ func newRouter(backends []Backend, models []Model) (*router, error) {
 			if _, ok := r.backends[d.Backend]; !ok {
 				return nil, fmt.Errorf("model %q: unknown backend %q", m.ID, d.Backend)
 			}
+		}
+		if m.Created == 0 {
+			m.Created = created
 		}
 		r.models[m.ID] = m
 		r.order = append(r.order, m)

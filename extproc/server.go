@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -76,7 +77,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		return nil, errors.New("extproc: an authenticator and a usage recorder are required")
 	}
 	cfg = withDefaults(cfg)
-	r, err := newRouter(cfg.Backends, cfg.Models)
+	r, err := newRouter(cfg.Backends, slices.Clone(cfg.Models), time.Now().Unix())
 	if err != nil {
 		return nil, fmt.Errorf("building routes: %w", err)
 	}
