@@ -1,0 +1,156 @@
+// Package extproctest is httptest for ext_proc servers: it starts a
+// processor on a loopback gRPC listener behind the Envoy stand-in, running
+// the bootstrap modelgate generates, with fake upstreams, and returns what
+// happened as plain values.
+package extproctest
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+
+	"modelgate/envoy"
+	"modelgate/envoy/standin"
+)
+
+// Config configures a Gateway.
+type Config struct {
+	// Backends are the upstreams by backend name.
+	Backends map[string]http.Handler
+	// BufferLimitBytes is Envoy's buffer limit; zero means the generator's
+	// default.
+	BufferLimitBytes uint32
+	// Options adjust the stand-in (splitting, final chunk style).
+	Options []standin.Option
+}
+
+// Request is a request an upstream received.
+type Request struct {
+	Method, Path string
+	Header       http.Header
+	Body         []byte
+}
+
+// Result is one exchange as plain values.
+type Result struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Upstream lists what each backend received during the exchange.
+	Upstream map[string][]Request
+	// Log is the stand-in's access log entry, with dynamic metadata.
+	Log standin.Entry
+}
+
+// Gateway is a running processor behind the stand-in.
+type Gateway struct {
+	// URL is the client-facing base URL, without /v1.
+	URL string
+
+	mu        sync.Mutex
+	upstreams map[string][]Request
+	logs      chan standin.Entry
+}
+
+// Start starts proc behind the stand-in; everything stops at test cleanup.
+func Start(t testing.TB, proc extprocv3.ExternalProcessorServer, cfg Config) *Gateway {
+	t.Helper()
+	g := &Gateway{upstreams: map[string][]Request{}, logs: make(chan standin.Entry, 1024)}
+	ec := envoy.Config{Listen: "127.0.0.1:0", ExtProcAddress: serveGRPC(t, proc), BufferLimitBytes: cfg.BufferLimitBytes}
+	names := make([]string, 0, len(cfg.Backends))
+	for name := range cfg.Backends {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		up := httptest.NewServer(g.record(name, cfg.Backends[name]))
+		t.Cleanup(up.Close)
+		ec.Backends = append(ec.Backends, envoy.Backend{Name: name, BaseURL: up.URL})
+	}
+	b, err := envoy.Bootstrap(ec)
+	if err != nil {
+		t.Fatalf("generating the bootstrap: %v", err)
+	}
+	opts := append([]standin.Option{standin.WithAccessLog(func(e standin.Entry) { g.logs <- e })}, cfg.Options...)
+	proxy, err := standin.New(b, opts...)
+	if err != nil {
+		t.Fatalf("starting the stand-in: %v", err)
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(func() { srv.Close(); proxy.Close() })
+	g.URL = srv.URL
+	return g
+}
+
+func serveGRPC(t testing.TB, proc extprocv3.ExternalProcessorServer) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	extprocv3.RegisterExternalProcessorServer(s, proc)
+	go s.Serve(l) //nolint:errcheck // ends with Stop
+	t.Cleanup(s.Stop)
+	return l.Addr().String()
+}
+
+func (g *Gateway) record(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		g.mu.Lock()
+		g.upstreams[name] = append(g.upstreams[name], Request{Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+		g.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Do sends req (whose URL is relative to the gateway, such as
+// /v1/models) and returns the whole exchange.
+func (g *Gateway) Do(t testing.TB, req *http.Request) Result {
+	t.Helper()
+	g.mu.Lock()
+	g.upstreams = map[string][]Request{}
+	g.mu.Unlock()
+	u, _ := req.URL.Parse(g.URL + req.URL.RequestURI())
+	req.URL, req.Host = u, u.Host
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	res := Result{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	select {
+	case res.Log = <-g.logs:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no access log entry")
+	}
+	g.mu.Lock()
+	res.Upstream = g.upstreams
+	g.mu.Unlock()
+	return res
+}
+
+// Post is Do for a JSON POST with a bearer key ("" sends none).
+func (g *Gateway) Post(t testing.TB, path, key, body string) Result {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, path, bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return g.Do(t, req)
+}
