@@ -63,10 +63,7 @@ func runDev(ctx context.Context, args []string, e env) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger()
-	if err != nil {
-		return err
-	}
+	log := newLogger(e.stderr)
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
 	d := &devStack{log: log, e: e}
 	defer d.close()
@@ -86,10 +83,11 @@ type devStack struct {
 	standin *standin.Proxy
 	gateway *gateway
 	errc    chan error
+	stopped chan struct{} // closed when the gateway has stopped
 }
 
 func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir string) error {
-	d.errc = make(chan error, 4)
+	d.errc = make(chan error, 8)
 	mockKey, err := authz.GenerateKey()
 	if err != nil {
 		return err
@@ -125,7 +123,13 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if err != nil {
 		return err
 	}
-	go func() { d.errc <- d.gateway.run(ctx, grpcL, adminL) }()
+	d.stopped = make(chan struct{})
+	go func() {
+		defer close(d.stopped)
+		if err := d.gateway.run(ctx, grpcL, adminL); err != nil {
+			d.errc <- err
+		}
+	}()
 	proxyL, err := d.startProxy(cfg, listen, grpcL.Addr().String())
 	if err != nil {
 		return err
@@ -264,6 +268,10 @@ func (d *devStack) close() {
 	}
 	if d.standin != nil {
 		d.standin.Close()
+	}
+	if d.stopped != nil {
+		d.gateway.stop()
+		<-d.stopped // the store outlives every request
 	}
 	if d.store != nil {
 		d.store.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -33,10 +35,7 @@ func runServe(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	log, err := newLogger()
-	if err != nil {
-		return err
-	}
+	log := newLogger(e.stderr)
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
 	store, err := sqlite.Open(ctx, cfg.Storage.SQLitePath)
 	if err != nil {
@@ -60,10 +59,10 @@ func runServe(ctx context.Context, args []string, e env) error {
 	return g.run(ctx, grpcL, adminL)
 }
 
-func newLogger() (*zap.Logger, error) {
-	zc := zap.NewProductionConfig()
-	zc.Sampling = nil
-	return zc.Build()
+// newLogger logs JSON lines at Info and above to w.
+func newLogger(w io.Writer) *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.InfoLevel))
 }
 
 // gateway is the ext_proc gRPC server and the admin HTTP server.

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"modelgate/authz"
+	"modelgate/authz/sqlite"
+)
+
+var update = flag.Bool("update", false, "rewrite envoy/envoy.yaml from deploy/compose/modelgate.yaml")
+
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, env{getenv: func(string) string { return "" }, stdout: &out, stderr: &errOut})
+	return out.String(), errOut.String(), err
+}
+
+// envoy/envoy.yaml, which docker-compose runs, is exactly what
+// `modelgate envoy-config` makes of the compose config.
+func TestEnvoyYAMLIsGenerated(t *testing.T) {
+	out, _, err := runCmd(t, "envoy-config", "--config", "../../deploy/compose/modelgate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "../../envoy/envoy.yaml"
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != out {
+		t.Errorf("%s is stale: run go test ./cmd/modelgate -run TestEnvoyYAMLIsGenerated -update", golden)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	out, _, err := runCmd(t, "validate", "--config", "../../deploy/compose/modelgate.yaml")
+	if err != nil || !strings.Contains(out, "ok (2 backends, 2 models)") {
+		t.Errorf("validate compose config: %q, %v", out, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("backends:\n  - {name: x, provider: nope, base_url: http://h}\nmodels:\n  - {id: m, deployments: [{backend: ghost, model: z}]}\n"), 0o644)
+	_, _, err = runCmd(t, "validate", "--config", bad)
+	for _, want := range []string{`backends[0].provider: "nope"`, `models[0].deployments[0].backend: unknown backend "ghost"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate bad config: error %v, want it to mention %s", err, want)
+		}
+	}
+}
+
+func TestKeysCommands(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("storage: {sqlite_path: "+filepath.Join(dir, "k.db")+"}\n"), 0o644)
+	secret, notice, err := runCmd(t, "keys", "create", "--config", cfg, "--account", "acme", "--models", "gpt-4o, gpt-4o-mini")
+	secret = strings.TrimSpace(secret)
+	if err != nil || !strings.HasPrefix(secret, authz.KeyPrefix) || strings.Contains(notice, secret) {
+		t.Fatalf("keys create: %q %q %v; want only the secret on stdout", secret, notice, err)
+	}
+	list, _, err := runCmd(t, "keys", "list", "--config", cfg, "--account", "acme")
+	if err != nil || !strings.Contains(list, authz.VisiblePrefix(secret)) || strings.Contains(list, secret) || !strings.Contains(list, "gpt-4o,gpt-4o-mini") {
+		t.Fatalf("keys list = %q, %v", list, err)
+	}
+	if _, _, err := runCmd(t, "keys", "disable", "--config", cfg, authz.VisiblePrefix(secret)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCmd(t, "keys", "revoke", "--config", cfg, authz.VisiblePrefix(secret)); err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	k, err := store.KeyByHash(context.Background(), authz.HashKey(secret))
+	if err != nil || !k.Disabled || k.RevokedAt == nil {
+		t.Errorf("stored key = %+v, %v; want disabled and revoked", k, err)
+	}
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"modelgate/translate/openai/spec"
+)
+
+// startDev runs `modelgate dev` in-process on free ports.
+func startDev(t *testing.T, getenv func(string) string) devAddrs {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan devAddrs, 1)
+	done := make(chan error, 1)
+	args := []string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}
+	go func() {
+		done <- run(ctx, args, env{getenv: getenv, stdout: io.Discard, stderr: io.Discard, ready: func(a devAddrs) { ready <- a }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dev ended with %v", err)
+		}
+	})
+	select {
+	case a := <-ready:
+		return a
+	case err := <-done:
+		t.Fatalf("dev failed to start: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not start")
+	}
+	return devAddrs{}
+}
+
+// recorder keeps every response body the SDK reads, for schema checks.
+type recorder struct {
+	mu     sync.Mutex
+	bodies []*bytes.Buffer
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	buf := &bytes.Buffer{}
+	r.mu.Lock()
+	r.bodies = append(r.bodies, buf)
+	r.mu.Unlock()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.TeeReader(resp.Body, buf), resp.Body}
+	return resp, nil
+}
+
+func (r *recorder) last() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bodies[len(r.bodies)-1].Bytes()
+}
+
+func client(a devAddrs, key string, rec *recorder) openai.Client {
+	return openai.NewClient(option.WithBaseURL(a.Gateway), option.WithAPIKey(key), option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: rec}))
+}
+
+func chatParams(model string) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}
+}
+
+func TestDevWithOfficialClient(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	ctx := context.Background()
+
+	t.Run("list models", func(t *testing.T) {
+		page, err := c.Models.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "ListModelsResponse", rec.last())
+		if len(page.Data) < 2 || page.Data[0].ID != "gpt-4o-mini" || page.Data[0].Created == 0 {
+			t.Errorf("models = %+v", page.Data)
+		}
+	})
+	t.Run("chat completion", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("gpt-4o-mini"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.HasPrefix(resp.Choices[0].Message.Content, "Hi there!") || resp.Usage.TotalTokens != 385 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+	})
+	t.Run("stream without include_usage", func(t *testing.T) {
+		text, usageChunks := stream(t, c, chatParams("gpt-4o-mini"))
+		body := rec.last()
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", body)
+		if usageChunks != 0 || bytes.Contains(body, []byte(`"usage"`)) || !bytes.HasSuffix(body, []byte("data: [DONE]\n\n")) {
+			t.Errorf("usage chunks %d, want none, and [DONE] last:\n%s", usageChunks, body)
+		}
+		// The gateway asked upstream for usage, so the mock replays the
+		// recording with usage; its only text is the empty first delta.
+		if text != "" || strings.Count(string(body), "data: ") != 3 {
+			t.Errorf("streamed text %q in %d events, want the recording's two chunks and [DONE]", text, strings.Count(string(body), "data: "))
+		}
+	})
+	t.Run("stream with include_usage", func(t *testing.T) {
+		p := chatParams("gpt-4o-mini")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		_, usageChunks := stream(t, c, p)
+		body := rec.last()
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", body)
+		events := strings.Split(strings.TrimSpace(string(body)), "\n\n")
+		if usageChunks != 1 || events[len(events)-1] != "data: [DONE]" || !strings.Contains(events[len(events)-2], `"choices":[],"usage":{`) {
+			t.Errorf("want one usage chunk with choices [] just before [DONE]:\n%s", body)
+		}
+	})
+	t.Run("broken upstream stream surfaces as an error", func(t *testing.T) {
+		s := c.Chat.Completions.NewStreaming(ctx, chatParams("mock-truncated"))
+		for s.Next() {
+		}
+		if s.Err() == nil {
+			t.Error("stream ended without an error")
+		}
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+	})
+	t.Run("provider error", func(t *testing.T) {
+		_, err := c.Chat.Completions.New(ctx, chatParams("mock-error-400"))
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_parameter" {
+			t.Errorf("error = %v, want the provider's 400", err)
+		}
+		spec.ValidateT(t, "ErrorResponse", rec.last())
+	})
+	t.Run("bad key", func(t *testing.T) {
+		bad := client(a, "sk-mg-wrong-key-000000000000000000", rec)
+		_, err := bad.Models.List(ctx)
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Code != "invalid_api_key" {
+			t.Errorf("error = %v, want 401 invalid_api_key", err)
+		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		resp, err := http.Get(a.Admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{`modelgate_extproc_requests_total{endpoint="chat.completions",provider="openai",status="200"}`,
+			`modelgate_extproc_tokens_total{endpoint="chat.completions",model="gpt-4o-mini",provider="openai",type="input"}`,
+			"modelgate_extproc_time_to_first_token_seconds_bucket"} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+	})
+}
+
+func stream(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams) (string, int) {
+	t.Helper()
+	s := c.Chat.Completions.NewStreaming(context.Background(), p)
+	var text strings.Builder
+	usage := 0
+	for s.Next() {
+		chunk := s.Current()
+		if len(chunk.Choices) > 0 {
+			text.WriteString(chunk.Choices[0].Delta.Content)
+		}
+		if chunk.Usage.TotalTokens > 0 {
+			usage++
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	return text.String(), usage
+}
+
+func TestDevRegistersKeyFromEnvironment(t *testing.T) {
+	const key = "sk-dev-scripted-key-0123456789"
+	a := startDev(t, func(name string) string {
+		if name == "MODELGATE_DEV_API_KEY" {
+			return key
+		}
+		return ""
+	})
+	if a.APIKey != key {
+		t.Fatalf("dev key = %q, want the one from the environment", a.APIKey)
+	}
+	c := client(a, key, &recorder{})
+	if _, err := c.Models.List(context.Background()); err != nil {
+		t.Errorf("listing models with the registered key: %v", err)
+	}
+	reqs := a.Mock.Requests()
+	if len(reqs) != 0 {
+		t.Errorf("the mock saw %d requests for a models listing", len(reqs))
+	}
+}
