@@ -119,7 +119,8 @@ func (x *exchange) processRequestHeaders(eos bool) error {
 	}
 	hr, ok := resp.GetResponse().(*extprocv3.ProcessingResponse_RequestHeaders)
 	if !ok {
-		return errSpurious
+		_, err := x.failed(errSpurious)
+		return err
 	}
 	x.override(resp)
 	common := hr.RequestHeaders.GetResponse()
@@ -187,7 +188,8 @@ func (x *exchange) processRequestBody() error {
 	}
 	br, ok := resp.GetResponse().(*extprocv3.ProcessingResponse_RequestBody)
 	if !ok || br.RequestBody.GetResponse().GetBodyMutation().GetStreamedResponse() != nil {
-		return errSpurious
+		_, err := x.failed(errSpurious)
+		return err
 	}
 	common := br.RequestBody.GetResponse()
 	if x.mode.GetRequestHeaderMode() != filterv3.ProcessingMode_SKIP { // headers are still held

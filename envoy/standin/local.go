@@ -44,9 +44,11 @@ func (x *exchange) stop(err error) {
 	case errors.As(err, &me):
 		lr = &localReply{status: x.p.plan.extproc.statusOnError, details: me.details, skipFilters: true}
 	case errors.As(err, &lr):
-	default: // errAbort: the client went away or the stream must be reset
+	case errors.Is(err, errAbort): // the client went away or the stream must be reset
 		x.abort()
 		return
+	default: // a stand-in bug: never answer 200 by accident
+		lr = &localReply{status: http.StatusInternalServerError, details: "standin_" + err.Error(), skipFilters: true}
 	}
 	if x.headersSent {
 		x.abort() // a local reply after the headers went out resets the stream
