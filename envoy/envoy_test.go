@@ -182,4 +182,3 @@ func TestRepositoryEnvoyYAML(t *testing.T) {
 		t.Error("no Envoy bootstrap found; want at least envoy/envoy.yaml")
 	}
 }
-

@@ -139,4 +139,3 @@ func speaksHTTP2(c *clusterv3.Cluster) bool {
 	}
 	return opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
 }
-
