@@ -3,9 +3,11 @@ package extproc_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	"modelgate/translate/openai/spec"
@@ -237,5 +240,38 @@ func TestChatRecordsUsageAndMetadata(t *testing.T) {
 	}
 	if totals.Requests != 1 || totals.TotalTokens != 385 {
 		t.Errorf("usage totals = %+v, want 1 request, 385 tokens", totals)
+	}
+}
+
+// Whatever the chunk edges Envoy delivers, the client gets the same bytes:
+// the stand-in cuts the recorded upstream stream at random points
+// (mid-event, mid-UTF-8 character) and the output must not change.
+func TestStreamAnySplitThroughTheGateway(t *testing.T) {
+	const body = `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
+	whole := newFixture(t, extproctest.Config{})
+	want := whole.gw.Post(t, "/v1/chat/completions", whole.keys["valid"], body)
+	if want.Status != 200 || !strings.HasSuffix(string(want.Body), "data: [DONE]\n\n") {
+		t.Fatalf("unsplit: %d %s", want.Status, want.Body)
+	}
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", want.Body)
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 99))
+		var mu sync.Mutex
+		split := func(b []byte) [][]byte {
+			mu.Lock()
+			defer mu.Unlock()
+			var out [][]byte
+			for len(b) > 0 {
+				n := 1 + r.IntN(min(len(b), 40))
+				out = append(out, b[:n])
+				b = b[n:]
+			}
+			return out
+		}
+		f := newFixture(t, extproctest.Config{Options: []standin.Option{standin.WithResponseSplitter(split)}})
+		got := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body)
+		if string(got.Body) != string(want.Body) {
+			t.Errorf("seed %d: split output differs\nwant %q\ngot  %q", seed, want.Body, got.Body)
+		}
 	}
 }

@@ -282,3 +282,21 @@ func BenchmarkStream200Chunks(b *testing.B) {
 		tr.ResponseBody([]byte("data: [DONE]\n\n"), true) //nolint:errcheck
 	}
 }
+
+func FuzzNormalizeError(f *testing.F) {
+	f.Add(400, []byte(`{"error":{"message":"m","type":"t","param":"p","code":7}}`))
+	f.Add(503, []byte("<html>"))
+	f.Add(429, []byte(`{"error":"slow"}`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		out := NormalizeError(status, body)
+		var e struct {
+			Error *struct {
+				Message *string `json:"message"`
+				Type    *string `json:"type"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(out, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
+			t.Fatalf("NormalizeError(%d, %q) = %s: not an OpenAI error", status, body, out)
+		}
+	})
+}
