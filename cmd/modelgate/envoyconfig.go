@@ -8,12 +8,7 @@ import (
 )
 
 func runEnvoyConfig(args []string, e env) error {
-	fs := newFlags("envoy-config", e)
-	path := fs.String("config", "", "configuration file (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path)
+	cfg, _, err := configOnly("envoy-config", args, e)
 	if err != nil {
 		return err
 	}
@@ -34,12 +29,7 @@ func bootstrapYAML(cfg *config.Config) ([]byte, error) {
 }
 
 func runValidate(args []string, e env) error {
-	fs := newFlags("validate", e)
-	path := fs.String("config", "", "configuration file (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path)
+	cfg, path, err := configOnly("validate", args, e)
 	if err != nil {
 		return err
 	}
@@ -50,8 +40,20 @@ func runValidate(args []string, e env) error {
 	if _, err := envoy.LoadYAML(out); err != nil {
 		return fmt.Errorf("the generated Envoy bootstrap is invalid: %w", err)
 	}
-	fmt.Fprintf(e.stdout, "%s: ok (%d backends, %d models)\n", *path, len(cfg.Backends), len(cfg.Models))
+	fmt.Fprintf(e.stdout, "%s: ok (%d backends, %d models)\n", path, len(cfg.Backends), len(cfg.Models))
 	return nil
+}
+
+// configOnly parses the flags of a command whose only flag is --config
+// and loads that file.
+func configOnly(name string, args []string, e env) (*config.Config, string, error) {
+	fs := newFlags(name, e)
+	path := fs.String("config", "", "configuration file (required)")
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
+	}
+	cfg, err := loadConfig(*path)
+	return cfg, *path, err
 }
 
 func loadConfig(path string) (*config.Config, error) {

@@ -26,12 +26,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, e env) error {
-	fs := newFlags("serve", e)
-	path := fs.String("config", "", "configuration file (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := loadConfig(*path)
+	cfg, _, err := configOnly("serve", args, e)
 	if err != nil {
 		return err
 	}
