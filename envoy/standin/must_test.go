@@ -224,3 +224,31 @@ var _ = status.New
 var _ = structpb.NewStruct
 var _ = wrapperspb.Bool
 var _ = typev3.StatusCode_OK
+
+// §8.1 item 1: a client that goes away cancels the ext_proc stream.
+func TestMust01ClientDisconnectCancelsStream(t *testing.T) {
+	p := &stubProc{}
+	up := &upstreamRecorder{handler: func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}}
+	e := start(t, p, up, nil)
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	if _, err := client.Get(e.url + "/"); err == nil {
+		t.Fatal("the request did not time out")
+	}
+	start := time.Now()
+	eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ends) == 1
+	})
+	p.mu.Lock()
+	ended := len(p.ends)
+	p.mu.Unlock()
+	if ended != 1 || time.Since(start) > 2*time.Second {
+		t.Errorf("stream ends = %d after %v; want the stream cancelled when the client left", ended, time.Since(start))
+	}
+}
