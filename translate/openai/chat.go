@@ -98,8 +98,8 @@ var errNotObject = errors.New("the provider's response is not a JSON object")
 
 // completion makes a CreateChatCompletionResponse valid and reads usage.
 // Real providers send what the schema forbids: a top-level null (OpenAI's
-// "system_fingerprint": null is typed string-only) and choices without the
-// required "logprobs"; nulls are dropped and logprobs is set to null.
+// "system_fingerprint": null is typed string-only) and choices without
+// required members; see withRequiredChoiceMembers.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil || members == nil {
@@ -114,7 +114,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		c.usage = parseUsage(u)
 	}
 	if choices, ok := members["choices"]; ok {
-		fixed, err := withLogprobs(choices)
+		fixed, err := withRequiredChoiceMembers(choices)
 		if err != nil {
 			return nil, err
 		}
@@ -123,17 +123,41 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	return json.Marshal(members)
 }
 
-func withLogprobs(raw json.RawMessage) (json.RawMessage, error) {
+// withRequiredChoiceMembers adds the members the schema requires that
+// providers leave out (logprobs; the message's content and refusal) and
+// drops message members that are null where the schema allows no null
+// (Mistral's "tool_calls": null).
+func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 	var choices []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &choices); err != nil {
 		return nil, fmt.Errorf("reading choices: %w", err)
 	}
 	for _, ch := range choices {
-		if _, ok := ch["logprobs"]; !ok {
-			ch["logprobs"] = json.RawMessage("null")
+		setIfAbsent(ch, "logprobs")
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
+			continue
 		}
+		for k, v := range msg {
+			if isNull(v) && k != "content" && k != "refusal" {
+				delete(msg, k)
+			}
+		}
+		setIfAbsent(msg, "content")
+		setIfAbsent(msg, "refusal")
+		b, err := json.Marshal(msg)
+		if err != nil {
+			return nil, err
+		}
+		ch["message"] = b
 	}
 	return json.Marshal(choices)
+}
+
+func setIfAbsent(m map[string]json.RawMessage, key string) {
+	if _, ok := m[key]; !ok {
+		m[key] = json.RawMessage("null")
+	}
 }
 
 // usageJSON is CompletionUsage, as far as the gateway reads it.
