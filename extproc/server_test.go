@@ -117,6 +117,7 @@ func TestErrors(t *testing.T) {
 		{"temperature 3", "POST", "/v1/chat/completions", "valid", strings.Replace(chatBody, `{`, `{"temperature":3,`, 1), wantError{status: 400, typ: "invalid_request_error", param: "temperature", code: "invalid_value"}},
 		{"unknown path", "POST", "/v1/nope", "valid", chatBody, wantError{status: 404, typ: "invalid_request_error", code: "unknown_url"}},
 		{"body over the limit", "POST", "/v1/chat/completions", "valid", big, wantError{status: 413, typ: "invalid_request_error", code: "request_too_large"}},
+		{"multipart body", "POST", "/v1/chat/completions", "valid", "multipart", wantError{status: 415, typ: "invalid_request_error", code: "unsupported_media_type"}},
 		{"no body", "POST", "/v1/chat/completions", "valid", "", wantError{status: 400, typ: "invalid_request_error", noCode: true}},
 		{"provider error", "POST", "/v1/chat/completions", "valid", strings.Replace(chatBody, `"gpt-4o"`, `"mock-error-400"`, 1), wantError{status: 400, typ: "invalid_request_error", param: "max_tokens", code: "unsupported_parameter"}},
 	}
@@ -128,6 +129,9 @@ func TestErrors(t *testing.T) {
 			}
 			req, _ := http.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			req.Header.Set("Content-Type", "application/json")
+			if tt.body == "multipart" {
+				req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+			}
 			if key != "" {
 				req.Header.Set("Authorization", "Bearer "+key)
 			}
