@@ -34,6 +34,7 @@ type exchange struct {
 	headersSent bool
 	entry       Entry
 	cleanups    []func()
+	idle        *idleTimer
 }
 
 // onFinish registers cleanup for when the request ends.

@@ -134,10 +134,14 @@ func (u *upstreamRecorder) count() int {
 }
 
 type env struct {
-	url  string
-	logs chan Entry
-	up   *upstreamRecorder
+	url   string
+	logs  chan Entry
+	up    *upstreamRecorder
+	proxy *Proxy
 }
+
+// proxyPlanIdle sets the stream idle timeout as if the bootstrap had it.
+func (e *env) proxyPlanIdle(d time.Duration) { e.proxy.plan.idleTimeout = d }
 
 // start runs p behind a stand-in built from the generated bootstrap, with
 // edit applied to the ext_proc filter config.
@@ -169,7 +173,7 @@ func start(t *testing.T, p *stubProc, up *upstreamRecorder, edit func(*filterv3.
 	}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(func() { srv.Close(); proxy.Close() })
-	e.url = srv.URL
+	e.url, e.proxy = srv.URL, proxy
 	return e
 }
 

@@ -284,3 +284,21 @@ func TestMust17LargeMessages(t *testing.T) {
 	}
 	e.entry(t)
 }
+
+// The connection manager's stream_idle_timeout is honoured, not ignored.
+func TestStreamIdleTimeout(t *testing.T) {
+	up := &upstreamRecorder{handler: func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}}
+	e := start(t, &stubProc{}, up, nil)
+	e.proxyPlanIdle(50 * time.Millisecond)
+	if r := e.do(t, "GET", "/", "", nil); r.status != 408 {
+		t.Errorf("status = %d, want 408", r.status)
+	}
+	if en := e.entry(t); en.Details != "stream_idle_timeout" {
+		t.Errorf("details = %q", en.Details)
+	}
+}

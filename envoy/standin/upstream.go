@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -85,9 +86,11 @@ func (x *exchange) callUpstream(ra *routev3.RouteAction) (*http.Response, error)
 	if c.tls != nil {
 		scheme = "https"
 	}
-	ctx := x.ctx
+	ctx, cancel := context.WithCancel(x.ctx)
+	x.onFinish(cancel)
+	x.idle = newIdleTimer(x.p.plan.idleTimeout, cancel)
+	x.onFinish(x.idle.stop)
 	if d := ra.GetTimeout(); d != nil && d.AsDuration() > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.AsDuration())
 		x.onFinish(cancel)
 	}
@@ -105,8 +108,12 @@ func (x *exchange) callUpstream(ra *routev3.RouteAction) (*http.Response, error)
 	start := time.Now()
 	resp, err := x.p.transports[c.name].RoundTrip(req)
 	if err != nil {
+		if x.idle.fired() {
+			return nil, &localReply{status: http.StatusRequestTimeout, body: "stream timeout", details: "stream_idle_timeout"}
+		}
 		return nil, upstreamFailure(x.ctx, err)
 	}
+	resp.Body = x.idle.wrap(resp.Body)
 	if !x.p.plan.suppressHdrs {
 		resp.Header.Set("x-envoy-upstream-service-time", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
 	}
@@ -129,3 +136,59 @@ func upstreamFailure(ctx context.Context, err error) error {
 type bytesBody struct{ *bytes.Reader }
 
 func newBytesBody(b []byte) io.Reader { return bytesBody{bytes.NewReader(b)} }
+
+// idleTimer is the connection manager's stream_idle_timeout: no bytes from
+// the upstream for that long cancel the stream (408 before the response
+// started, a reset after).
+type idleTimer struct {
+	d       time.Duration
+	t       *time.Timer
+	mu      sync.Mutex
+	expired bool
+}
+
+func newIdleTimer(d time.Duration, cancel context.CancelFunc) *idleTimer {
+	it := &idleTimer{d: d}
+	if d > 0 {
+		it.t = time.AfterFunc(d, func() {
+			it.mu.Lock()
+			it.expired = true
+			it.mu.Unlock()
+			cancel()
+		})
+	}
+	return it
+}
+
+func (it *idleTimer) fired() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.expired
+}
+
+func (it *idleTimer) stop() {
+	if it.t != nil {
+		it.t.Stop()
+	}
+}
+
+func (it *idleTimer) wrap(body io.ReadCloser) io.ReadCloser {
+	if it.t == nil {
+		return body
+	}
+	return idleBody{body, it}
+}
+
+// idleBody restarts the idle timer on every read that brings bytes.
+type idleBody struct {
+	io.ReadCloser
+	it *idleTimer
+}
+
+func (b idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.it.t.Reset(b.it.d)
+	}
+	return n, err
+}
