@@ -1,0 +1,258 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+// chat is the translator for one exchange.
+type chat struct {
+	target  translate.Target
+	req     *openai.ChatRequest
+	now     func() time.Time
+	status  int
+	stream  bool
+	usage   translate.Usage
+	dec     sse.Decoder
+	st      streamState
+	created int64
+}
+
+// NewChat returns the chat translator for provider anthropic.
+func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+	return &chat{target: t, req: req, now: time.Now}
+}
+
+// RequestBody builds the Messages API request.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	r, err := buildRequest(c.target.Model, c.req)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}, {Name: "anthropic-version", Value: Version}}
+	if c.target.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "x-api-key", Value: c.target.APIKey})
+	}
+	return translate.Upstream{Body: body, Path: c.target.BasePath + "/v1/messages", Headers: headers}, nil
+}
+
+// ResponseHeaders streams successful event streams and maps error statuses.
+func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status = status
+	c.created = c.now().Unix()
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if status/100 == 2 && mt == "text/event-stream" {
+		c.stream = true
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	}
+	if status/100 == 2 {
+		return translate.Head{Status: status, ContentType: "application/json"}
+	}
+	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
+}
+
+// ResponseBody translates the message, an error, or a stream chunk.
+func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	switch {
+	case c.stream:
+		return c.streamChunk(chunk, endOfStream), nil
+	case c.status/100 != 2:
+		return errorBody(c.status, chunk), nil
+	}
+	return c.completion(chunk)
+}
+
+// Usage implements translate.Translator.
+func (c *chat) Usage() translate.Usage { return c.usage }
+
+// usageIn is Anthropic's usage.
+type usageIn struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// normalize counts cached and cache-writing input as prompt tokens, as
+// OpenAI's prompt_tokens includes cached tokens.
+func (u usageIn) normalize() translate.Usage {
+	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		CachedTokens: u.CacheReadInputTokens}
+}
+
+type usageOut struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func toUsageOut(u translate.Usage) *usageOut {
+	out := &usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	out.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return out
+}
+
+// finishReason maps stop_reason.
+func finishReason(stop string) string {
+	switch stop {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop" // end_turn, stop_sequence, pause_turn
+}
+
+type contentBlockIn struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+}
+
+type toolCallOut struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type assistantOut struct {
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	Refusal          *string       `json:"refusal"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type choiceOut struct {
+	Index        int          `json:"index"`
+	Message      assistantOut `json:"message"`
+	Logprobs     *struct{}    `json:"logprobs"`
+	FinishReason string       `json:"finish_reason"`
+}
+
+type completionOut struct {
+	ID      string      `json:"id"`
+	Object  string      `json:"object"`
+	Created int64       `json:"created"`
+	Model   string      `json:"model"`
+	Choices []choiceOut `json:"choices"`
+	Usage   *usageOut   `json:"usage"`
+}
+
+var errNotMessage = errors.New("the provider's response is not an Anthropic message")
+
+// completion turns a Message into a chat.completion.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	var m struct {
+		ID      string           `json:"id"`
+		Model   string           `json:"model"`
+		Content []contentBlockIn `json:"content"`
+		Stop    string           `json:"stop_reason"`
+		Usage   usageIn          `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil || m.ID == "" {
+		return nil, errNotMessage
+	}
+	c.usage = m.Usage.normalize()
+	msg := assistantOut{Role: "assistant"}
+	var text, reasoning strings.Builder
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			reasoning.WriteString(b.Thinking)
+		case "tool_use":
+			tc := toolCallOut{ID: b.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = b.Name, compactJSON(b.Input)
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+		}
+	}
+	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+		s := text.String()
+		msg.Content = &s
+	}
+	msg.ReasoningContent = reasoning.String()
+	return json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
+		Choices: []choiceOut{{Message: msg, FinishReason: finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
+}
+
+// compactJSON renders a tool input as OpenAI's arguments string.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// clientStatus maps Anthropic's statuses: overloaded (529) is a 503, and
+// the provider refusing the gateway's own credential is the gateway's
+// failure (502), never the client's 401.
+func clientStatus(status int) int {
+	switch status {
+	case 529:
+		return http.StatusServiceUnavailable
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return http.StatusBadGateway
+	}
+	return status
+}
+
+// errorBody normalizes {"type":"error","error":{"type","message"}}.
+func errorBody(status int, body []byte) []byte {
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		return openai.NormalizeError(clientStatus(status), body)
+	}
+	typ, msg := errorType(e.Error.Type), e.Error.Message
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		msg = "The provider rejected the gateway's credentials for this backend."
+	}
+	code := e.Error.Type
+	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: &code})
+}
+
+func errorType(anthropicType string) string {
+	switch anthropicType {
+	case "invalid_request_error", "not_found_error", "request_too_large":
+		return "invalid_request_error"
+	case "rate_limit_error":
+		return "rate_limit_error"
+	}
+	return "server_error" // api_error, overloaded_error, authentication_error, permission_error
+}

@@ -1,0 +1,397 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"modelgate/translate/openai"
+)
+
+// Version is the anthropic-version header the translator speaks.
+const Version = "2023-06-01"
+
+// defaultMaxTokens is sent when the client sets no limit: Anthropic
+// requires max_tokens.
+const defaultMaxTokens = 4096
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is an Anthropic content block; only the members of its type are set.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *imageSource    `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   []block         `json:"content,omitempty"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type request struct {
+	Model         string          `json:"model"`
+	System        string          `json:"system,omitempty"`
+	Messages      []message       `json:"messages"`
+	MaxTokens     int64           `json:"max_tokens"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	Tools         []tool          `json:"tools,omitempty"`
+	ToolChoice    json.RawMessage `json:"tool_choice,omitempty"`
+	Thinking      *thinking       `json:"thinking,omitempty"`
+	Metadata      *metadata       `json:"metadata,omitempty"`
+}
+
+type thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int64  `json:"budget_tokens"`
+}
+
+type metadata struct {
+	UserID string `json:"user_id"`
+}
+
+// openAI request members the translator reads.
+type chatIn struct {
+	Messages            []messageIn     `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int64          `json:"n"`
+	Tools               []toolIn        `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+	User                string          `json:"user"`
+}
+
+type messageIn struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []toolCallIn    `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type toolCallIn struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type toolIn struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type partIn struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+func invalid(param, format string, args ...any) error {
+	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+}
+
+// buildRequest maps the OpenAI request onto the Messages API.
+func buildRequest(model string, req *openai.ChatRequest) (*request, error) {
+	raw, err := json.Marshal(req.Members)
+	if err != nil {
+		return nil, err
+	}
+	var in chatIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	}
+	if in.N != nil && *in.N > 1 {
+		return nil, invalid("n", "Anthropic models return one choice; 'n' must be 1.")
+	}
+	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: defaultMaxTokens}
+	if v := firstSet(in.MaxCompletionTokens, in.MaxTokens); v != nil {
+		out.MaxTokens = *v
+	}
+	if out.StopSequences, err = stopSequences(in.Stop); err != nil {
+		return nil, err
+	}
+	if in.User != "" {
+		out.Metadata = &metadata{UserID: in.User}
+	}
+	if err := out.setMessages(in.Messages); err != nil {
+		return nil, err
+	}
+	if err := out.setTools(in); err != nil {
+		return nil, err
+	}
+	return out, out.setThinking(in.ReasoningEffort)
+}
+
+func firstSet(vs ...*int64) *int64 {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func stopSequences(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
+	}
+	return many, nil
+}
+
+// setMessages moves system and developer messages to the system prompt,
+// turns tool results into user tool_result blocks and merges consecutive
+// messages of one role, as the Messages API wants alternating turns.
+func (r *request) setMessages(msgs []messageIn) error {
+	var system []string
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			text, err := textOf(param, m.Content)
+			if err != nil {
+				return err
+			}
+			system = append(system, text)
+		case "user":
+			blocks, err := userBlocks(param, m.Content)
+			if err != nil {
+				return err
+			}
+			r.add("user", blocks)
+		case "assistant":
+			blocks, err := assistantBlocks(param, m)
+			if err != nil {
+				return err
+			}
+			r.add("assistant", blocks)
+		case "tool":
+			text, err := textOf(param, m.Content)
+			if err != nil {
+				return err
+			}
+			r.add("user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: []block{{Type: "text", Text: text}}}})
+		default:
+			return invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
+		}
+	}
+	r.System = strings.Join(system, "\n\n")
+	if len(r.Messages) == 0 {
+		return invalid("messages", "Anthropic models need at least one user or assistant message.")
+	}
+	return nil
+}
+
+func (r *request) add(role string, blocks []block) {
+	if len(blocks) == 0 {
+		return
+	}
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
+		r.Messages[n-1].Content = append(r.Messages[n-1].Content, blocks...)
+		return
+	}
+	r.Messages = append(r.Messages, message{Role: role, Content: blocks})
+}
+
+// textOf reads content that must be text: a string or text parts.
+func textOf(param string, raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func userBlocks(param string, raw json.RawMessage) ([]block, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []block{{Type: "text", Text: s}}, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	}
+	var out []block
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			out = append(out, block{Type: "text", Text: p.Text})
+		case "image_url":
+			src, err := image(fmt.Sprintf("%s.content[%d].image_url.url", param, j), p.ImageURL.URL)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, block{Type: "image", Source: src})
+		default:
+			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// image maps a data URI to a base64 source and an https URL to a url
+// source; the gateway itself never fetches URLs.
+func image(param, url string) (*imageSource, error) {
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		meta, data, found := strings.Cut(rest, ",")
+		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+		if !found || !isBase64 || mediaType == "" {
+			return nil, invalid(param, "Image data URIs must be base64: data:<media type>;base64,<data>.")
+		}
+		return &imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
+	}
+	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
+		return &imageSource{Type: "url", URL: url}, nil
+	}
+	return nil, invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
+}
+
+func assistantBlocks(param string, m messageIn) ([]block, error) {
+	var out []block
+	if len(m.Content) > 0 && string(m.Content) != "null" {
+		text, err := textOf(param, m.Content)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" {
+			out = append(out, block{Type: "text", Text: text})
+		}
+	}
+	for j, tc := range m.ToolCalls {
+		input := json.RawMessage(tc.Function.Arguments)
+		if strings.TrimSpace(tc.Function.Arguments) == "" {
+			input = json.RawMessage("{}")
+		}
+		if !json.Valid(input) {
+			return nil, invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+		}
+		out = append(out, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+	}
+	return out, nil
+}
+
+func (r *request) setTools(in chatIn) error {
+	for i, t := range in.Tools {
+		if t.Type != "function" {
+			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+		}
+		schema := t.Function.Parameters
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.Tools = append(r.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+	}
+	choice, err := toolChoice(in.ToolChoice, in.ParallelToolCalls)
+	r.ToolChoice = choice
+	return err
+}
+
+func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
+	tc := map[string]any{}
+	var s string
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		if parallel == nil {
+			return nil, nil
+		}
+		tc["type"] = "auto"
+	case json.Unmarshal(raw, &s) == nil:
+		kind := map[string]string{"auto": "auto", "none": "none", "required": "any"}[s]
+		if kind == "" {
+			return nil, invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+		}
+		tc["type"] = kind
+	default:
+		var named struct {
+			Function struct{ Name string } `json:"function"`
+		}
+		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
+			return nil, invalid("tool_choice", "Invalid 'tool_choice'.")
+		}
+		tc["type"], tc["name"] = "tool", named.Function.Name
+	}
+	if parallel != nil && !*parallel && tc["type"] != "none" {
+		tc["disable_parallel_tool_use"] = true
+	}
+	return json.Marshal(tc)
+}
+
+// thinkingBudget maps reasoning_effort to Anthropic's thinking budget.
+func thinkingBudget(effort string) (int64, bool) {
+	switch effort {
+	case "minimal":
+		return 1024, true
+	case "low":
+		return 2048, true
+	case "medium":
+		return 8192, true
+	case "high":
+		return 24576, true
+	}
+	return 0, false
+}
+
+func (r *request) setThinking(effort string) error {
+	if effort == "" || effort == "none" {
+		return nil
+	}
+	budget, ok := thinkingBudget(effort)
+	if !ok {
+		return invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+	}
+	r.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+	if r.MaxTokens <= budget { // Anthropic requires max_tokens above the budget
+		r.MaxTokens = budget + defaultMaxTokens
+	}
+	r.Temperature, r.TopP = nil, nil // not allowed with thinking
+	return nil
+}

@@ -1,0 +1,173 @@
+package anthropic
+
+import (
+	"encoding/json"
+
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+// streamState is what a stream translation remembers between events.
+type streamState struct {
+	id, model string
+	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
+	finish    string
+	done      bool
+}
+
+type deltaOut struct {
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int      `json:"index"`
+	Delta        deltaOut `json:"delta"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+type chunkOut struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usageOut     `json:"usage,omitempty"`
+}
+
+// eventIn is any Anthropic stream event, as far as the translator reads it.
+type eventIn struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		ID    string  `json:"id"`
+		Model string  `json:"model"`
+		Usage usageIn `json:"usage"`
+	} `json:"message"`
+	ContentBlock contentBlockIn `json:"content_block"`
+	Delta        struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usageIn        `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// streamChunk translates the events a chunk completes.
+func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
+	var out []byte
+	for _, ev := range c.dec.Feed(chunk) {
+		if !c.st.done {
+			out = c.event(out, ev.Data)
+		}
+	}
+	if endOfStream && !c.st.done {
+		c.st.done = true
+		out = sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider's stream ended before it was complete."}))
+	}
+	return out
+}
+
+func (c *chat) event(out, data []byte) []byte {
+	var ev eventIn
+	if err := json.Unmarshal(data, &ev); err != nil {
+		c.st.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider sent a stream event that is not JSON."}))
+	}
+	switch ev.Type {
+	case "message_start":
+		c.st.id, c.st.model = ev.Message.ID, ev.Message.Model
+		c.usage = ev.Message.Usage.normalize()
+		empty := ""
+		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+	case "content_block_start":
+		return c.blockStart(out, ev)
+	case "content_block_delta":
+		return c.blockDelta(out, ev)
+	case "message_delta":
+		return c.messageDelta(out, ev)
+	case "message_stop":
+		return c.finish(out)
+	case "error":
+		c.st.done = true
+		return sse.AppendData(out, errorBody(500, data))
+	}
+	return out // ping, content_block_stop, unknown events
+}
+
+func (c *chat) blockStart(out []byte, ev eventIn) []byte {
+	if ev.ContentBlock.Type != "tool_use" {
+		return out
+	}
+	if c.st.tools == nil {
+		c.st.tools = map[int]int{}
+	}
+	idx := len(c.st.tools)
+	c.st.tools[ev.Index] = idx
+	tc := toolCallOut{Index: &idx, ID: ev.ContentBlock.ID, Type: "function"}
+	tc.Function.Name = ev.ContentBlock.Name
+	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+}
+
+func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
+	switch ev.Delta.Type {
+	case "text_delta":
+		text := ev.Delta.Text
+		return c.emit(out, deltaOut{Content: &text}, nil)
+	case "thinking_delta":
+		return c.emit(out, deltaOut{ReasoningContent: ev.Delta.Thinking}, nil)
+	case "input_json_delta":
+		idx, ok := c.st.tools[ev.Index]
+		if !ok || ev.Delta.PartialJSON == "" {
+			return out
+		}
+		tc := toolCallOut{Index: &idx}
+		tc.Function.Arguments = ev.Delta.PartialJSON
+		return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+	}
+	return out // signature_delta and others carry nothing for OpenAI clients
+}
+
+// messageDelta carries the stop reason and the final output tokens.
+func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
+	if ev.Usage != nil {
+		u := *ev.Usage
+		if u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0 {
+			u.InputTokens = c.usage.PromptTokens - c.usage.CachedTokens
+			u.CacheReadInputTokens = c.usage.CachedTokens
+		}
+		c.usage = u.normalize()
+	}
+	if ev.Delta.StopReason == "" {
+		return out
+	}
+	reason := finishReason(ev.Delta.StopReason)
+	return c.emit(out, deltaOut{}, &reason)
+}
+
+// finish ends a complete stream: the usage chunk if asked for, then [DONE].
+func (c *chat) finish(out []byte) []byte {
+	c.st.done = true
+	if c.req.IncludeUsage {
+		b, _ := json.Marshal(chunkOut{ID: c.st.id, Object: "chat.completion.chunk", Created: c.created, Model: c.st.model,
+			Choices: []chunkChoice{}, Usage: toUsageOut(c.usage)})
+		out = sse.AppendData(out, b)
+	}
+	return append(out, "data: [DONE]\n\n"...)
+}
+
+func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
+	b, err := json.Marshal(chunkOut{ID: c.st.id, Object: "chat.completion.chunk", Created: c.created, Model: c.st.model,
+		Choices: []chunkChoice{{Delta: d, FinishReason: finish}}})
+	if err != nil { // cannot happen: strings and numbers only
+		panic(err)
+	}
+	return sse.AppendData(out, b)
+}
