@@ -6,8 +6,8 @@ package modelgate
 
 import "embed"
 
-// Recordings holds testdata/fixtures/{openai,openai-compatible} with the
+// Recordings holds testdata/fixtures/{openai,openai-compatible,anthropic} with the
 // manifest and licenses.
 //
-//go:embed testdata/fixtures/MANIFEST.md testdata/fixtures/_licenses testdata/fixtures/openai testdata/fixtures/openai-compatible
+//go:embed testdata/fixtures/MANIFEST.md testdata/fixtures/_licenses testdata/fixtures/openai testdata/fixtures/openai-compatible testdata/fixtures/anthropic
 var Recordings embed.FS

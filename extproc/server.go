@@ -15,6 +15,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/translate"
+	"modelgate/translate/anthropic"
 	"modelgate/translate/openai"
 )
 
@@ -85,6 +86,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		chat: map[string]chatFactory{
 			"openai":            openai.NewChat,
 			"openai-compatible": openai.NewChat,
+			"anthropic":         anthropic.NewChat,
 		}}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {

@@ -46,7 +46,7 @@ func TestEnvoyYAMLIsGenerated(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	out, _, err := runCmd(t, "validate", "--config", "../../deploy/compose/modelgate.yaml")
-	if err != nil || !strings.Contains(out, "ok (2 backends, 2 models)") {
+	if err != nil || !strings.Contains(out, "ok (4 backends, 4 models)") {
 		t.Errorf("validate compose config: %q, %v", out, err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")

@@ -41,10 +41,20 @@ models:
   - id: mock-truncated
     owned_by: modelgate-mock
     deployments: [{backend: mock, model: mock-truncated}]
+  - id: claude-sonnet
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-anthropic, model: claude-sonnet-4-20250514}]
+  - id: claude-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-anthropic, model: mock-tools}]
 `
 
-// devBackend is the name of the built-in mock backend.
-const devBackend = "mock"
+// devBackend and devAnthropicBackend are the built-in mock backends, the
+// same mock speaking OpenAI's and Anthropic's wire formats.
+const (
+	devBackend          = "mock"
+	devAnthropicBackend = "mock-anthropic"
+)
 
 // devAddrs tells tests where a dev gateway listens.
 type devAddrs struct {
@@ -155,7 +165,7 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 		return nil, err
 	}
 	for i, b := range cfg.Backends {
-		if b.Name == devBackend { // a config may use the built-in mock too
+		if b.Name == devBackend || b.Name == devAnthropicBackend { // a config may use the built-in mocks too
 			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL, devMockKeyEnv
 		}
 	}
@@ -163,8 +173,9 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 }
 
 func devModelsWithBackend(mockURL string) string {
-	return fmt.Sprintf("backends:\n  - {name: %s, provider: openai, base_url: %q, api_key_env: %s}\n%s",
-		devBackend, mockURL, devMockKeyEnv, devModels)
+	return fmt.Sprintf("backends:\n  - {name: %s, provider: openai, base_url: %q, api_key_env: %s}\n"+
+		"  - {name: %s, provider: anthropic, base_url: %q, api_key_env: %s}\n%s",
+		devBackend, mockURL, devMockKeyEnv, devAnthropicBackend, mockURL, devMockKeyEnv, devModels)
 }
 
 // devKey registers the key from MODELGATE_DEV_API_KEY, or creates one.

@@ -156,6 +156,35 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("error = %v, want 401 invalid_api_key", err)
 		}
 	})
+	t.Run("anthropic backend", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("claude-sonnet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if resp.Choices[0].Message.Content != "The capital of France is Paris." || resp.Usage.TotalTokens != 30 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+		tools, err := c.Chat.Completions.New(ctx, chatParams("claude-tools"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc := tools.Choices[0].Message.ToolCalls; len(tc) != 4 || tc[0].Function.Arguments != `{"name":"Alice"}` || tools.Choices[0].FinishReason != "tool_calls" {
+			t.Errorf("tool calls = %+v", tools.Choices[0])
+		}
+		p := chatParams("claude-sonnet")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		text, usageChunks := stream(t, c, p)
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if !strings.Contains(text, "crossing streets.") || usageChunks != 1 {
+			t.Errorf("streamed %q with %d usage chunks", text, usageChunks)
+		}
+		reqs := a.Mock.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Path != "/v1/messages" || last.Header.Get("Authorization") != "" || last.Header.Get("X-Api-Key") == "" || last.Header.Get("Anthropic-Version") == "" {
+			t.Errorf("upstream request = %s %v", last.Path, last.Header)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

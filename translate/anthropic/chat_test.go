@@ -281,7 +281,9 @@ func TestProviderErrors(t *testing.T) {
 		head := c.ResponseHeaders(tt.status, "application/json")
 		out, _ := c.ResponseBody([]byte(tt.body), true)
 		spec.ValidateT(t, "ErrorResponse", out)
-		var e struct{ Error struct{ Type, Message string } }
+		var e struct {
+			Error struct{ Type, Message string }
+		}
 		json.Unmarshal(out, &e)
 		if head.Status != tt.wantStatus || e.Error.Type != tt.wantType || strings.Contains(e.Error.Message, "sk-ant") {
 			t.Errorf("%d: status %d, error %+v", tt.status, head.Status, e.Error)

@@ -13,6 +13,11 @@
 //	mock-error-404   openai/errors/chat-unknown-model (404 model_not_found)
 //	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema
 //	mock-truncated   the recorded stream cut off mid-event, without [DONE]
+//
+// It also serves Anthropic's POST /v1/messages (key in x-api-key): a
+// recorded text answer, the recorded thinking stream for stream requests,
+// and the recorded parallel tool calls (mock-tools) and 400
+// (mock-error-400).
 package replay
 
 import (
@@ -66,6 +71,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	})
@@ -90,7 +96,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
-	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey && r.Header.Get("X-Api-Key") != s.cfg.APIKey {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
 	}
@@ -120,6 +126,31 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if truncate {
 		rec.body = rec.body[:bytes.LastIndex(rec.body[:len(rec.body)/2], []byte("\n\n"))+len("\n\ndata: {\"id\":")]
+	}
+	s.replay(w, rec)
+}
+
+// messages serves Anthropic's Messages API from the Anthropic recordings.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
+		return
+	}
+	dir := "anthropic/test_anthropic_model_instructions.bodies"
+	switch {
+	case req.Model == "mock-tools":
+		dir = "anthropic/test_multiple_parallel_tool_calls.bodies"
+	case req.Model == "mock-error-400":
+		dir = "anthropic/test_anthropic_explicit_effort_xhigh_unsupported_model_errors.bodies"
+	case req.Stream:
+		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
+	}
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
 	}
 	s.replay(w, rec)
 }
