@@ -20,6 +20,8 @@ type Backend struct {
 	BasePath string
 	// APIKey is the provider credential; empty sends none.
 	APIKey string
+	// APIVersion is passed to translators that send one (Azure).
+	APIVersion string
 }
 
 // Model is a public model id and the deployments that serve it.
@@ -90,7 +92,7 @@ func (r *router) route(p *authz.Principal, model string) (translate.Target, erro
 	d := pick(m.Deployments)
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
-		BasePath: b.BasePath, APIKey: b.APIKey}, nil
+		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion}, nil
 }
 
 // pick makes a weighted random choice.

@@ -16,6 +16,7 @@ import (
 	"modelgate/authz"
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/azure"
 	"modelgate/translate/openai"
 )
 
@@ -87,6 +88,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 			"openai":            openai.NewChat,
 			"openai-compatible": openai.NewChat,
 			"anthropic":         anthropic.NewChat,
+			"azure":             azure.NewChat,
 		}}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {

@@ -23,6 +23,10 @@ type Target struct {
 	BasePath string
 	// APIKey is the provider credential. It is never the client's key.
 	APIKey string
+	// APIVersion is the provider's API version where it takes one in the
+	// request (Azure OpenAI's api-version); empty uses the translator's
+	// default.
+	APIVersion string
 }
 
 // Upstream is a translated request, ready to be sent to the provider.

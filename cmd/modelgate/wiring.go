@@ -35,7 +35,8 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 				return extproc.Config{}, fmt.Errorf("backend %q: environment variable %s is not set", b.Name, b.APIKeyEnv)
 			}
 		}
-		out.Backends = append(out.Backends, extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(), APIKey: key})
+		out.Backends = append(out.Backends, extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(),
+			APIKey: key, APIVersion: b.APIVersion})
 	}
 	for _, m := range cfg.Models {
 		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created}

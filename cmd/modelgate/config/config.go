@@ -63,13 +63,16 @@ type Limits struct {
 type Backend struct {
 	// Name is unique; it becomes the Envoy cluster and routing-header value.
 	Name string `json:"name"`
-	// Provider is openai, openai-compatible or anthropic.
+	// Provider is openai, openai-compatible, anthropic or azure.
 	Provider string `json:"provider"`
 	// BaseURL is the URL that /v1/... paths are appended to.
 	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable holding the credential;
 	// empty sends no credential (local servers).
 	APIKeyEnv string `json:"api_key_env"`
+	// APIVersion is the provider API version where one is sent (Azure's
+	// api-version); empty uses the translator's default.
+	APIVersion string `json:"api_version"`
 }
 
 // Model is a public model id clients send as "model".
@@ -108,7 +111,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "anthropic"}
+var Providers = []string{"openai", "openai-compatible", "anthropic", "azure"}
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {

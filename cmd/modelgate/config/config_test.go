@@ -68,7 +68,7 @@ models:
 		"server.admin_lisen: unknown key",
 		"envoy.message_timeout: must be between 0 and 1h",
 		"backends[0].base_url: must not end in /v1: the gateway appends /v1/... itself",
-		`backends[1].provider: "antropic" is not one of openai, openai-compatible, anthropic`,
+		`backends[1].provider: "antropic" is not one of openai, openai-compatible, anthropic, azure`,
 		`backends[1].base_url: scheme must be http or https, not "ftp"`,
 		`backends[1].name: duplicate backend "openai-main"`,
 		`backends[2].name: "Bad Name" must be 1-63 lower-case letters, digits, '.', '_' or '-'`,
@@ -91,5 +91,14 @@ func TestParseWrongType(t *testing.T) {
 	}
 	if got, want := cerr.Problems[0], "limits.max_request_body_bytes: want int64, got string"; got != want {
 		t.Errorf("problem = %q, want %q", got, want)
+	}
+}
+
+func TestAPIVersionStaysAString(t *testing.T) {
+	for _, v := range []string{`2024-10-21`, `"2024-10-21"`} {
+		cfg, err := Parse([]byte("backends: [{name: az, provider: azure, base_url: 'https://r.openai.azure.com', api_version: " + v + "}]\n"))
+		if err != nil || cfg.Backends[0].APIVersion != "2024-10-21" {
+			t.Errorf("api_version %s: %v, %+v", v, err, cfg)
+		}
 	}
 }
