@@ -17,6 +17,7 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
 	"modelgate/translate/azure"
+	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
 )
 
@@ -89,6 +90,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 			"openai-compatible": openai.NewChat,
 			"anthropic":         anthropic.NewChat,
 			"azure":             azure.NewChat,
+			"gemini":            gemini.NewChat,
 		}}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {

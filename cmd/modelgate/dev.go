@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,14 +48,28 @@ models:
   - id: claude-tools
     owned_by: modelgate-mock
     deployments: [{backend: mock-anthropic, model: mock-tools}]
+  - id: gemini-flash
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: gemini-2.5-flash}]
+  - id: gemini-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: mock-tools}]
 `
 
-// devBackend and devAnthropicBackend are the built-in mock backends, the
-// same mock speaking OpenAI's and Anthropic's wire formats.
-const (
-	devBackend          = "mock"
-	devAnthropicBackend = "mock-anthropic"
-)
+// devBackends are the built-in mock backends, name and provider: the one
+// mock provider speaking each provider's wire format.
+func devBackends() [][2]string {
+	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}}
+}
+
+func isDevBackend(name string) bool {
+	for _, b := range devBackends() {
+		if b[0] == name {
+			return true
+		}
+	}
+	return false
+}
 
 // devAddrs tells tests where a dev gateway listens.
 type devAddrs struct {
@@ -165,7 +180,7 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 		return nil, err
 	}
 	for i, b := range cfg.Backends {
-		if b.Name == devBackend || b.Name == devAnthropicBackend { // a config may use the built-in mocks too
+		if isDevBackend(b.Name) { // a config may use the built-in mocks too
 			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL, devMockKeyEnv
 		}
 	}
@@ -173,9 +188,12 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 }
 
 func devModelsWithBackend(mockURL string) string {
-	return fmt.Sprintf("backends:\n  - {name: %s, provider: openai, base_url: %q, api_key_env: %s}\n"+
-		"  - {name: %s, provider: anthropic, base_url: %q, api_key_env: %s}\n%s",
-		devBackend, mockURL, devMockKeyEnv, devAnthropicBackend, mockURL, devMockKeyEnv, devModels)
+	var b strings.Builder
+	b.WriteString("backends:\n")
+	for _, nb := range devBackends() {
+		fmt.Fprintf(&b, "  - {name: %s, provider: %s, base_url: %q, api_key_env: %s}\n", nb[0], nb[1], mockURL, devMockKeyEnv)
+	}
+	return b.String() + devModels
 }
 
 // devKey registers the key from MODELGATE_DEV_API_KEY, or creates one.

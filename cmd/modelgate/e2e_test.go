@@ -185,6 +185,30 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("upstream request = %s %v", last.Path, last.Header)
 		}
 	})
+	t.Run("gemini backend", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("gemini-flash"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if resp.Choices[0].Message.Content != "Hello! How can I help you today?" || resp.Usage.TotalTokens != 52 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+		p := chatParams("gemini-tools")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		s := c.Chat.Completions.NewStreaming(ctx, p)
+		acc := openai.ChatCompletionAccumulator{}
+		for s.Next() {
+			acc.AddChunk(s.Current())
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if tc := acc.Choices[0].Message.ToolCalls; len(tc) != 1 || tc[0].Function.Name != "get_capital" || tc[0].Function.Arguments != `{"country":"France"}` || acc.Usage.TotalTokens != 57 {
+			t.Errorf("accumulated = %+v usage %+v", acc.Choices[0].Message, acc.Usage)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

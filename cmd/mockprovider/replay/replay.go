@@ -17,7 +17,8 @@
 // It also serves Anthropic's POST /v1/messages (key in x-api-key): a
 // recorded text answer, the recorded thinking stream for stream requests,
 // and the recorded parallel tool calls (mock-tools) and 400
-// (mock-error-400).
+// (mock-error-400). And Gemini's POST /v1beta/models/{model}:generateContent
+// and :streamGenerateContent (key in x-goog-api-key).
 package replay
 
 import (
@@ -72,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	})
@@ -96,7 +98,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
-	if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey && r.Header.Get("X-Api-Key") != s.cfg.APIKey {
+	if s.cfg.APIKey != "" && !s.authorized(r.Header) {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
 	}
@@ -126,6 +128,34 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if truncate {
 		rec.body = rec.body[:bytes.LastIndex(rec.body[:len(rec.body)/2], []byte("\n\n"))+len("\n\ndata: {\"id\":")]
+	}
+	s.replay(w, rec)
+}
+
+// authorized accepts the key the way each provider takes it.
+func (s *Server) authorized(h http.Header) bool {
+	k := s.cfg.APIKey
+	return h.Get("Authorization") == "Bearer "+k || h.Get("X-Api-Key") == k || h.Get("X-Goog-Api-Key") == k
+}
+
+// gemini serves generateContent and streamGenerateContent from the Gemini
+// recordings; the model mock-tools answers with a recorded function call.
+func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
+	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	dir := "gemini/test_google_model.bodies"
+	switch {
+	case method == "streamGenerateContent" && model == "mock-tools":
+		dir = "gemini/test_google_model_iter_stream.bodies"
+	case method == "streamGenerateContent":
+		dir = "gemini/test_google_model_stream.bodies"
+	case method != "generateContent":
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
+		return
+	}
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
 	}
 	s.replay(w, rec)
 }

@@ -63,7 +63,7 @@ type Limits struct {
 type Backend struct {
 	// Name is unique; it becomes the Envoy cluster and routing-header value.
 	Name string `json:"name"`
-	// Provider is openai, openai-compatible, anthropic or azure.
+	// Provider is one of Providers.
 	Provider string `json:"provider"`
 	// BaseURL is the URL that /v1/... paths are appended to.
 	BaseURL string `json:"base_url"`
@@ -111,7 +111,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "anthropic", "azure"}
+var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini"}
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {

@@ -1,0 +1,257 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+type chat struct {
+	target  translate.Target
+	req     *openai.ChatRequest
+	now     func() time.Time
+	status  int
+	stream  bool
+	created int64
+	usage   translate.Usage
+	dec     sse.Decoder
+	st      streamState
+}
+
+// NewChat returns the chat translator for provider gemini.
+func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+	return &chat{target: t, req: req, now: time.Now}
+}
+
+// RequestBody builds the generateContent request.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	r, err := buildRequest(c.req)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	path := c.target.BasePath + "/v1beta/models/" + url.PathEscape(c.target.Model)
+	if c.req.Stream {
+		path += ":streamGenerateContent?alt=sse"
+	} else {
+		path += ":generateContent"
+	}
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if c.target.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "x-goog-api-key", Value: c.target.APIKey})
+	}
+	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+}
+
+// ResponseHeaders streams successful event streams.
+func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status, c.created = status, c.now().Unix()
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case status/100 == 2 && mt == "text/event-stream":
+		c.stream = true
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	case status/100 == 2:
+		return translate.Head{Status: status, ContentType: "application/json"}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
+	}
+	return translate.Head{Status: status, ContentType: "application/json"}
+}
+
+// ResponseBody translates the response, an error or a stream chunk.
+func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	switch {
+	case c.stream:
+		return c.streamChunk(chunk, endOfStream), nil
+	case c.status/100 != 2:
+		return errorBody(c.status, chunk), nil
+	}
+	return c.completion(chunk)
+}
+
+// Usage implements translate.Translator.
+func (c *chat) Usage() translate.Usage { return c.usage }
+
+// responseIn is a GenerateContentResponse.
+type responseIn struct {
+	Candidates []struct {
+		Content struct {
+			Parts []struct {
+				Text         string        `json:"text"`
+				Thought      bool          `json:"thought"`
+				FunctionCall *functionCall `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+		Index        int    `json:"index"`
+	} `json:"candidates"`
+	UsageMetadata *struct {
+		PromptTokenCount        int64 `json:"promptTokenCount"`
+		CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
+		ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+		TotalTokenCount         int64 `json:"totalTokenCount"`
+		CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	} `json:"usageMetadata"`
+	ModelVersion string `json:"modelVersion"`
+	ResponseID   string `json:"responseId"`
+}
+
+func (r *responseIn) usage() (translate.Usage, bool) {
+	m := r.UsageMetadata
+	if m == nil {
+		return translate.Usage{}, false
+	}
+	completion := m.CandidatesTokenCount + m.ThoughtsTokenCount
+	return translate.Usage{PromptTokens: m.PromptTokenCount, CompletionTokens: completion,
+		TotalTokens: m.PromptTokenCount + completion, CachedTokens: m.CachedContentTokenCount, ReasoningTokens: m.ThoughtsTokenCount}, true
+}
+
+// finishReason maps Gemini's finishReason; calls make it tool_calls.
+func finishReason(reason string, calledTools bool) string {
+	switch reason {
+	case "MAX_TOKENS":
+		return "length"
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+		return "content_filter"
+	}
+	if calledTools {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+type toolCallOut struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type usageOut struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func toUsageOut(u translate.Usage) *usageOut {
+	out := &usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	out.PromptTokensDetails.CachedTokens = u.CachedTokens
+	out.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
+	return out
+}
+
+func toolCall(fc *functionCall, n int) toolCallOut {
+	tc := toolCallOut{ID: fc.ID, Type: "function"}
+	if tc.ID == "" {
+		tc.ID = "call_" + strconv.Itoa(n)
+	}
+	tc.Function.Name, tc.Function.Arguments = fc.Name, compactJSON(fc.Args)
+	return tc
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Compact(&b, raw) != nil {
+		return "{}"
+	}
+	return b.String()
+}
+
+type messageOut struct {
+	Role             string        `json:"role"`
+	Content          *string       `json:"content"`
+	Refusal          *string       `json:"refusal"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type choiceOut struct {
+	Index        int        `json:"index"`
+	Message      messageOut `json:"message"`
+	Logprobs     *struct{}  `json:"logprobs"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+var errNotResponse = errors.New("the provider's response is not a Gemini GenerateContentResponse")
+
+// completion turns a GenerateContentResponse into a chat.completion.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	var r responseIn
+	if err := json.Unmarshal(body, &r); err != nil || r.Candidates == nil && r.UsageMetadata == nil {
+		return nil, errNotResponse
+	}
+	c.usage, _ = r.usage()
+	choices := []choiceOut{}
+	calls := 0
+	for _, cand := range r.Candidates {
+		msg := messageOut{Role: "assistant"}
+		var text, reasoning strings.Builder
+		for _, p := range cand.Content.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				msg.ToolCalls = append(msg.ToolCalls, toolCall(p.FunctionCall, calls))
+				calls++
+			case p.Thought:
+				reasoning.WriteString(p.Text)
+			default:
+				text.WriteString(p.Text)
+			}
+		}
+		if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+			s := text.String()
+			msg.Content = &s
+		}
+		msg.ReasoningContent = reasoning.String()
+		choices = append(choices, choiceOut{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
+	}
+	return json.Marshal(map[string]any{"id": r.ResponseID, "object": "chat.completion", "created": c.created,
+		"model": r.ModelVersion, "choices": choices, "usage": toUsageOut(c.usage)})
+}
+
+// errorBody normalizes {"error":{"code","message","status"}}. A rejected
+// credential is the gateway's problem, and its message is not passed on.
+func errorBody(status int, body []byte) []byte {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Status  string `json:"status"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
+		return openai.NormalizeError(status, body)
+	}
+	msg, typ := e.Error.Message, "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		msg, typ = "The provider rejected the gateway's credentials for this backend.", "server_error"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status >= 500:
+		typ = "server_error"
+	}
+	code := strings.ToLower(e.Error.Status)
+	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: &code})
+}

@@ -1,0 +1,390 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"modelgate/translate/openai"
+)
+
+type part struct {
+	Text             string          `json:"text,omitempty"`
+	InlineData       *inlineData     `json:"inlineData,omitempty"`
+	FunctionCall     *functionCall   `json:"functionCall,omitempty"`
+	FunctionResponse *functionResult `json:"functionResponse,omitempty"`
+}
+
+type inlineData struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type functionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+type functionResult struct {
+	ID       string         `json:"id,omitempty"`
+	Name     string         `json:"name"`
+	Response map[string]any `json:"response"`
+}
+
+type content struct {
+	Role  string `json:"role,omitempty"`
+	Parts []part `json:"parts"`
+}
+
+type functionDecl struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+type toolDecl struct {
+	FunctionDeclarations []functionDecl `json:"functionDeclarations"`
+}
+
+type generationConfig struct {
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	MaxOutputTokens    *int64          `json:"maxOutputTokens,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	CandidateCount     *int64          `json:"candidateCount,omitempty"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *thinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+type thinkingConfig struct {
+	ThinkingBudget  int64 `json:"thinkingBudget"`
+	IncludeThoughts bool  `json:"includeThoughts,omitempty"`
+}
+
+type request struct {
+	Contents          []content         `json:"contents"`
+	SystemInstruction *content          `json:"systemInstruction,omitempty"`
+	Tools             []toolDecl        `json:"tools,omitempty"`
+	ToolConfig        json.RawMessage   `json:"toolConfig,omitempty"`
+	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
+}
+
+// chatIn is what the translator reads of the OpenAI request.
+type chatIn struct {
+	Messages            []messageIn     `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int64          `json:"n"`
+	Tools               []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	ReasoningEffort string `json:"reasoning_effort"`
+}
+
+type messageIn struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+type partIn struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+func invalid(param, format string, args ...any) error {
+	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+}
+
+func buildRequest(req *openai.ChatRequest) (*request, error) {
+	raw, err := json.Marshal(req.Members)
+	if err != nil {
+		return nil, err
+	}
+	var in chatIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	}
+	out := &request{}
+	if err := out.setContents(in.Messages); err != nil {
+		return nil, err
+	}
+	if err := out.setTools(in); err != nil {
+		return nil, err
+	}
+	gc, err := generation(in)
+	out.GenerationConfig = gc
+	return out, err
+}
+
+func (r *request) setContents(msgs []messageIn) error {
+	names := map[string]string{} // tool call id → function name, for functionResponse
+	var system []part
+	for i, m := range msgs {
+		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			text, err := textOf(param, m.Content)
+			if err != nil {
+				return err
+			}
+			system = append(system, part{Text: text})
+		case "user":
+			parts, err := userParts(param, m.Content)
+			if err != nil {
+				return err
+			}
+			r.add("user", parts)
+		case "assistant":
+			parts, err := modelParts(param, m, names)
+			if err != nil {
+				return err
+			}
+			r.add("model", parts)
+		case "tool":
+			text, err := textOf(param, m.Content)
+			if err != nil {
+				return err
+			}
+			name, ok := names[m.ToolCallID]
+			if !ok {
+				return invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
+			}
+			r.add("user", []part{{FunctionResponse: &functionResult{ID: m.ToolCallID, Name: name, Response: map[string]any{"result": text}}}})
+		default:
+			return invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
+		}
+	}
+	if len(system) > 0 {
+		r.SystemInstruction = &content{Parts: system}
+	}
+	if len(r.Contents) == 0 {
+		return invalid("messages", "Gemini models need at least one user or assistant message.")
+	}
+	return nil
+}
+
+func (r *request) add(role string, parts []part) {
+	if len(parts) == 0 {
+		return
+	}
+	if n := len(r.Contents); n > 0 && r.Contents[n-1].Role == role {
+		r.Contents[n-1].Parts = append(r.Contents[n-1].Parts, parts...)
+		return
+	}
+	r.Contents = append(r.Contents, content{Role: role, Parts: parts})
+}
+
+func textOf(param string, raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func userParts(param string, raw json.RawMessage) ([]part, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []part{{Text: s}}, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	}
+	var out []part
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			out = append(out, part{Text: p.Text})
+		case "image_url":
+			data, err := dataURI(fmt.Sprintf("%s.content[%d].image_url.url", param, j), p.ImageURL.URL)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, part{InlineData: data})
+		default:
+			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// dataURI accepts base64 data URIs only: the Gemini API takes no http URLs
+// for images, and the gateway does not fetch them.
+func dataURI(param, url string) (*inlineData, error) {
+	rest, ok := strings.CutPrefix(url, "data:")
+	meta, data, found := strings.Cut(rest, ",")
+	mime, isBase64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !found || !isBase64 || mime == "" {
+		return nil, invalid(param, "Gemini models take images as base64 data URIs (data:<media type>;base64,<data>), not URLs.")
+	}
+	return &inlineData{MimeType: mime, Data: data}, nil
+}
+
+func modelParts(param string, m messageIn, names map[string]string) ([]part, error) {
+	var out []part
+	if len(m.Content) > 0 && string(m.Content) != "null" {
+		text, err := textOf(param, m.Content)
+		if err != nil {
+			return nil, err
+		}
+		if text != "" {
+			out = append(out, part{Text: text})
+		}
+	}
+	for j, tc := range m.ToolCalls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if strings.TrimSpace(tc.Function.Arguments) == "" {
+			args = json.RawMessage("{}")
+		}
+		if !json.Valid(args) {
+			return nil, invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+		}
+		names[tc.ID] = tc.Function.Name
+		out = append(out, part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: args}})
+	}
+	return out, nil
+}
+
+func (r *request) setTools(in chatIn) error {
+	var decls []functionDecl
+	for i, t := range in.Tools {
+		if t.Type != "function" {
+			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+		}
+		decls = append(decls, functionDecl{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters})
+	}
+	if len(decls) > 0 {
+		r.Tools = []toolDecl{{FunctionDeclarations: decls}}
+	}
+	return r.setToolConfig(in.ToolChoice)
+}
+
+func (r *request) setToolConfig(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	cfg := map[string]any{}
+	var s string
+	switch {
+	case json.Unmarshal(raw, &s) == nil:
+		mode := map[string]string{"auto": "AUTO", "none": "NONE", "required": "ANY"}[s]
+		if mode == "" {
+			return invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+		}
+		cfg["mode"] = mode
+	default:
+		var named struct {
+			Function struct{ Name string } `json:"function"`
+		}
+		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
+			return invalid("tool_choice", "Invalid 'tool_choice'.")
+		}
+		cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{named.Function.Name}
+	}
+	b, err := json.Marshal(map[string]any{"functionCallingConfig": cfg})
+	r.ToolConfig = b
+	return err
+}
+
+func generation(in chatIn) (*generationConfig, error) {
+	gc := &generationConfig{Temperature: in.Temperature, TopP: in.TopP, CandidateCount: in.N}
+	gc.MaxOutputTokens = in.MaxCompletionTokens
+	if gc.MaxOutputTokens == nil {
+		gc.MaxOutputTokens = in.MaxTokens
+	}
+	stop, err := stopSequences(in.Stop)
+	if err != nil {
+		return nil, err
+	}
+	gc.StopSequences = stop
+	if rf := in.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "json_object":
+			gc.ResponseMimeType = "application/json"
+		case "json_schema":
+			gc.ResponseMimeType, gc.ResponseJSONSchema = "application/json", rf.JSONSchema.Schema
+		}
+	}
+	budget, ok := thinkingBudget(in.ReasoningEffort)
+	if !ok {
+		return nil, invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", in.ReasoningEffort)
+	}
+	if in.ReasoningEffort != "" {
+		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: budget, IncludeThoughts: budget != 0}
+	}
+	return gc, nil
+}
+
+// thinkingBudget maps reasoning_effort to Gemini's thinking budget.
+func thinkingBudget(effort string) (int64, bool) {
+	switch effort {
+	case "":
+		return 0, true
+	case "none":
+		return 0, true
+	case "minimal":
+		return 512, true
+	case "low":
+		return 1024, true
+	case "medium":
+		return 8192, true
+	case "high":
+		return 24576, true
+	}
+	return 0, false
+}
+
+func stopSequences(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
+	}
+	return many, nil
+}

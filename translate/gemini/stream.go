@@ -1,0 +1,133 @@
+package gemini
+
+import (
+	"encoding/json"
+
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+// streamState is what a stream translation remembers.
+type streamState struct {
+	id, model string
+	started   bool
+	calls     int  // tool calls so far, for their index
+	finished  bool // a candidate reported a finishReason
+	done      bool
+}
+
+type deltaOut struct {
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int      `json:"index"`
+	Delta        deltaOut `json:"delta"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+type chunkOut struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usageOut     `json:"usage,omitempty"`
+}
+
+// streamChunk translates the events a chunk completes. Gemini's streams
+// end without a terminator: a stream is complete when a candidate gave a
+// finishReason, and [DONE] is added at the end.
+func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
+	var out []byte
+	for _, ev := range c.dec.Feed(chunk) {
+		if !c.st.done {
+			out = c.event(out, ev.Data)
+		}
+	}
+	if !endOfStream || c.st.done {
+		return out
+	}
+	c.st.done = true
+	if !c.st.finished || c.dec.Pending() {
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider's stream ended before it was complete."}))
+	}
+	if c.req.IncludeUsage {
+		out = c.append(out, chunkOut{Choices: []chunkChoice{}, Usage: toUsageOut(c.usage)})
+	}
+	return append(out, "data: [DONE]\n\n"...)
+}
+
+func (c *chat) event(out, data []byte) []byte {
+	var r responseIn
+	if err := json.Unmarshal(data, &r); err != nil {
+		c.st.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider sent a stream event that is not JSON."}))
+	}
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 {
+		c.st.done = true
+		return sse.AppendData(out, errorBody(500, data))
+	}
+	if !c.st.started {
+		c.st.started, c.st.id, c.st.model = true, r.ResponseID, r.ModelVersion
+	}
+	if u, ok := r.usage(); ok {
+		c.usage = u
+	}
+	choices := c.deltas(r)
+	if len(choices) == 0 {
+		return out
+	}
+	return c.append(out, chunkOut{Choices: choices})
+}
+
+// deltas turns each candidate of one response into a chunk choice.
+func (c *chat) deltas(r responseIn) []chunkChoice {
+	var out []chunkChoice
+	for _, cand := range r.Candidates {
+		d := deltaOut{Role: "assistant"}
+		text := ""
+		for _, p := range cand.Content.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				tc := toolCall(p.FunctionCall, c.st.calls)
+				idx := c.st.calls
+				tc.Index = &idx
+				c.st.calls++
+				d.ToolCalls = append(d.ToolCalls, tc)
+			case p.Thought:
+				d.ReasoningContent += p.Text
+			default:
+				text += p.Text
+			}
+		}
+		if text != "" || len(d.ToolCalls) == 0 && d.ReasoningContent == "" {
+			d.Content = &text
+		}
+		ch := chunkChoice{Index: cand.Index, Delta: d}
+		if cand.FinishReason != "" {
+			reason := finishReason(cand.FinishReason, c.st.calls > 0)
+			ch.FinishReason = &reason
+			c.st.finished = true
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+func (c *chat) append(out []byte, ch chunkOut) []byte {
+	ch.ID, ch.Object, ch.Created, ch.Model = c.st.id, "chat.completion.chunk", c.created, c.st.model
+	b, err := json.Marshal(ch)
+	if err != nil { // cannot happen: strings and numbers only
+		panic(err)
+	}
+	return sse.AppendData(out, b)
+}
