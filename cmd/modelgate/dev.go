@@ -54,12 +54,15 @@ models:
   - id: gemini-tools
     owned_by: modelgate-mock
     deployments: [{backend: mock-gemini, model: mock-tools}]
+  - id: command-r
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-cohere, model: command-r7b-12-2024}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
 // mock provider speaking each provider's wire format.
 func devBackends() [][2]string {
-	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}}
+	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}}
 }
 
 func isDevBackend(name string) bool {

@@ -209,6 +209,16 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("accumulated = %+v usage %+v", acc.Choices[0].Message, acc.Usage)
 		}
 	})
+	t.Run("cohere backend", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("command-r"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if resp.Choices[0].Message.Content != "Hello! How can I assist you today?" || resp.Usage.TotalTokens != 507 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

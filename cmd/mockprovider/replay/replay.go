@@ -18,7 +18,8 @@
 // recorded text answer, the recorded thinking stream for stream requests,
 // and the recorded parallel tool calls (mock-tools) and 400
 // (mock-error-400). And Gemini's POST /v1beta/models/{model}:generateContent
-// and :streamGenerateContent (key in x-goog-api-key).
+// and :streamGenerateContent (key in x-goog-api-key), and Cohere's
+// POST /v2/chat (JSON only: no Cohere stream was recorded).
 package replay
 
 import (
@@ -74,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v2/chat", s.cohere)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	})
@@ -153,6 +155,26 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	s.replay(w, rec)
+}
+
+// cohere serves Cohere's v2 chat from its recordings. No Cohere stream was
+// recorded, so stream requests get a 400 rather than invented traffic.
+func (s *Server) cohere(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if body, _ := io.ReadAll(r.Body); json.Unmarshal(body, &req) != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
+		return
+	}
+	if req.Stream {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the mock has no recorded Cohere stream")
+		return
+	}
+	rec, err := s.load("cohere/test_request_simple_success_with_vcr.bodies")
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return

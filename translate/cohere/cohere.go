@@ -1,0 +1,299 @@
+// Package cohere translates OpenAI chat completions to and from Cohere's v2
+// Chat API (POST /v2/chat), JSON and SSE. Cohere v2 messages are close to
+// OpenAI's (roles, tool_calls, tool results), so the request mostly keeps
+// its shape; the response and its typed stream events (message-start,
+// content-delta, tool-call-start/delta, message-end) are translated into
+// the OpenAI schema.
+package cohere
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+type chat struct {
+	target  translate.Target
+	req     *openai.ChatRequest
+	now     func() time.Time
+	status  int
+	stream  bool
+	created int64
+	usage   translate.Usage
+	dec     sse.Decoder
+	id      string
+	calls   int
+	done    bool
+}
+
+// NewChat returns the chat translator for provider cohere.
+func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+	return &chat{target: t, req: req, now: time.Now}
+}
+
+// Usage implements translate.Translator.
+func (c *chat) Usage() translate.Usage { return c.usage }
+
+// request is the v2 chat request; messages keep the OpenAI shape.
+type request struct {
+	Model            string            `json:"model"`
+	Messages         []json.RawMessage `json:"messages"`
+	Stream           bool              `json:"stream"`
+	MaxTokens        *int64            `json:"max_tokens,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	P                *float64          `json:"p,omitempty"`
+	StopSequences    []string          `json:"stop_sequences,omitempty"`
+	FrequencyPenalty *float64          `json:"frequency_penalty,omitempty"`
+	PresencePenalty  *float64          `json:"presence_penalty,omitempty"`
+	Seed             *int64            `json:"seed,omitempty"`
+	Tools            json.RawMessage   `json:"tools,omitempty"`
+	ToolChoice       string            `json:"tool_choice,omitempty"`
+	ResponseFormat   json.RawMessage   `json:"response_format,omitempty"`
+}
+
+type chatIn struct {
+	Messages            []map[string]json.RawMessage `json:"messages"`
+	MaxTokens           *int64                       `json:"max_tokens"`
+	MaxCompletionTokens *int64                       `json:"max_completion_tokens"`
+	Temperature         *float64                     `json:"temperature"`
+	TopP                *float64                     `json:"top_p"`
+	Stop                json.RawMessage              `json:"stop"`
+	N                   *int64                       `json:"n"`
+	FrequencyPenalty    *float64                     `json:"frequency_penalty"`
+	PresencePenalty     *float64                     `json:"presence_penalty"`
+	Seed                *int64                       `json:"seed"`
+	Tools               json.RawMessage              `json:"tools"`
+	ToolChoice          json.RawMessage              `json:"tool_choice"`
+	ResponseFormat      *struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+}
+
+func invalid(param, format string, args ...any) error {
+	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+}
+
+// RequestBody builds the v2 chat request.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	raw, err := json.Marshal(c.req.Members)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	var in chatIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return translate.Upstream{}, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	}
+	r, err := c.build(in)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if c.target.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	}
+	return translate.Upstream{Body: body, Path: c.target.BasePath + "/v2/chat", Headers: headers}, nil
+}
+
+func (c *chat) build(in chatIn) (*request, error) {
+	if in.N != nil && *in.N > 1 {
+		return nil, invalid("n", "Cohere models return one choice; 'n' must be 1.")
+	}
+	r := &request{Model: c.target.Model, Stream: c.req.Stream, MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature,
+		P: in.TopP, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, Seed: in.Seed, Tools: in.Tools}
+	if r.MaxTokens == nil {
+		r.MaxTokens = in.MaxTokens
+	}
+	for _, m := range in.Messages {
+		if string(m["role"]) == `"developer"` {
+			m["role"] = json.RawMessage(`"system"`)
+		}
+		delete(m, "name")
+		b, _ := json.Marshal(m)
+		r.Messages = append(r.Messages, b)
+	}
+	stop, err := stopSequences(in.Stop)
+	if err != nil {
+		return nil, err
+	}
+	r.StopSequences = stop
+	if r.ToolChoice, err = toolChoice(in.ToolChoice); err != nil {
+		return nil, err
+	}
+	if rf := in.ResponseFormat; rf != nil && rf.Type != "text" {
+		format := map[string]any{"type": "json_object"}
+		if rf.Type == "json_schema" {
+			format["json_schema"] = rf.JSONSchema.Schema
+		}
+		r.ResponseFormat, _ = json.Marshal(format)
+	}
+	return r, nil
+}
+
+func stopSequences(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
+	}
+	return many, nil
+}
+
+// toolChoice maps tool_choice; Cohere has no "auto" value (it is the
+// default) and cannot force one named tool.
+func toolChoice(raw json.RawMessage) (string, error) {
+	var s string
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", nil
+	case json.Unmarshal(raw, &s) != nil:
+		return "", invalid("tool_choice", "Cohere models cannot be forced to call one named tool; use \"required\".")
+	case s == "auto":
+		return "", nil
+	case s == "required":
+		return "REQUIRED", nil
+	case s == "none":
+		return "NONE", nil
+	}
+	return "", invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+}
+
+// ResponseHeaders streams successful event streams.
+func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status, c.created = status, c.now().Unix()
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case status/100 == 2 && mt == "text/event-stream":
+		c.stream = true
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
+	}
+	return translate.Head{Status: status, ContentType: "application/json"}
+}
+
+// ResponseBody translates the response, an error or a stream chunk.
+func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	switch {
+	case c.stream:
+		return c.streamChunk(chunk, endOfStream), nil
+	case c.status/100 != 2:
+		return errorBody(c.status, chunk), nil
+	}
+	return c.completion(chunk)
+}
+
+// errorBody normalizes {"id","message"}; a rejected credential is the
+// gateway's problem and its message is not passed on.
+func errorBody(status int, body []byte) []byte {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Message == "" {
+		return openai.NormalizeError(status, body)
+	}
+	msg := e.Message
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		msg = "The provider rejected the gateway's credentials for this backend."
+		status = http.StatusBadGateway
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg}})
+	return openai.NormalizeError(status, b)
+}
+
+type usageIn struct {
+	Tokens struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"tokens"`
+}
+
+func (u usageIn) normalize() translate.Usage {
+	in, out := u.Tokens.InputTokens, u.Tokens.OutputTokens
+	return translate.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}
+}
+
+func finishReason(r string) string {
+	switch strings.ToUpper(r) {
+	case "MAX_TOKENS":
+		return "length"
+	case "TOOL_CALL":
+		return "tool_calls"
+	}
+	return "stop" // COMPLETE, STOP_SEQUENCE, ERROR, TIMEOUT
+}
+
+type toolCallOut struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type usageOut struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+var errNotResponse = errors.New("the provider's response is not a Cohere chat response")
+
+// completion turns a v2 chat response into a chat.completion.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	var r struct {
+		ID           string `json:"id"`
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			ToolCalls []toolCallOut `json:"tool_calls"`
+		} `json:"message"`
+		Usage usageIn `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
+		return nil, errNotResponse
+	}
+	c.usage = r.Usage.normalize()
+	var text strings.Builder
+	for _, p := range r.Message.Content {
+		if p.Type == "text" {
+			text.WriteString(p.Text)
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	if text.Len() > 0 || len(r.Message.ToolCalls) == 0 {
+		msg["content"] = text.String()
+	}
+	if len(r.Message.ToolCalls) > 0 {
+		msg["tool_calls"] = r.Message.ToolCalls
+	}
+	u := c.usage
+	return json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": c.created, "model": c.target.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.FinishReason)}},
+		"usage":   usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+}

@@ -1,0 +1,130 @@
+package cohere
+
+import (
+	"encoding/json"
+
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+type eventIn struct {
+	Type  string `json:"type"`
+	ID    string `json:"id"`
+	Index int    `json:"index"`
+	Delta struct {
+		// Message's members change shape by event type (message-start
+		// sends arrays), so they are decoded per type.
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			ToolCalls json.RawMessage `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string   `json:"finish_reason"`
+		Usage        *usageIn `json:"usage"`
+		Error        string   `json:"error"`
+	} `json:"delta"`
+}
+
+type contentDelta struct {
+	Text string `json:"text"`
+}
+
+type toolCallDelta struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type deltaOut struct {
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int      `json:"index"`
+	Delta        deltaOut `json:"delta"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+// streamChunk translates the events a chunk completes.
+func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
+	var out []byte
+	for _, ev := range c.dec.Feed(chunk) {
+		if !c.done {
+			out = c.event(out, ev.Data)
+		}
+	}
+	if endOfStream && !c.done {
+		c.done = true
+		out = sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider's stream ended before it was complete."}))
+	}
+	return out
+}
+
+func (c *chat) event(out, data []byte) []byte {
+	var ev eventIn
+	if err := json.Unmarshal(data, &ev); err != nil {
+		c.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider sent a stream event that is not JSON."}))
+	}
+	switch ev.Type {
+	case "message-start":
+		c.id = ev.ID
+		empty := ""
+		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+	case "content-delta":
+		var cd contentDelta
+		json.Unmarshal(ev.Delta.Message.Content, &cd) //nolint:errcheck // a malformed delta carries no text
+		return c.emit(out, deltaOut{Content: &cd.Text}, nil)
+	case "tool-call-start", "tool-call-delta":
+		return c.toolCall(out, ev)
+	case "message-end":
+		return c.end(out, ev)
+	}
+	return out // content-start/end, tool-plan-delta, tool-call-end, citations
+}
+
+// toolCall starts a tool call or continues its arguments.
+func (c *chat) toolCall(out []byte, ev eventIn) []byte {
+	var td toolCallDelta
+	json.Unmarshal(ev.Delta.Message.ToolCalls, &td) //nolint:errcheck // a malformed delta carries nothing
+	var tc toolCallOut
+	if ev.Type == "tool-call-start" {
+		c.calls++
+		tc.ID, tc.Type, tc.Function.Name = td.ID, "function", td.Function.Name
+	}
+	idx := max(c.calls-1, 0)
+	tc.Index, tc.Function.Arguments = &idx, td.Function.Arguments
+	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+}
+
+func (c *chat) end(out []byte, ev eventIn) []byte {
+	c.done = true
+	if ev.Delta.Error != "" {
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: ev.Delta.Error}))
+	}
+	if ev.Delta.Usage != nil {
+		c.usage = ev.Delta.Usage.normalize()
+	}
+	reason := finishReason(ev.Delta.FinishReason)
+	out = c.emit(out, deltaOut{}, &reason)
+	if c.req.IncludeUsage {
+		u := c.usage
+		b, _ := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.target.Model,
+			"choices": []any{}, "usage": usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+		out = sse.AppendData(out, b)
+	}
+	return append(out, "data: [DONE]\n\n"...)
+}
+
+func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
+	b, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+		"model": c.target.Model, "choices": []chunkChoice{{Delta: d, FinishReason: finish}}})
+	if err != nil { // cannot happen: strings and numbers only
+		panic(err)
+	}
+	return sse.AppendData(out, b)
+}
