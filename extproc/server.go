@@ -17,6 +17,7 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
 	"modelgate/translate/azure"
+	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
@@ -93,6 +94,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 			"azure":             azure.NewChat,
 			"gemini":            gemini.NewChat,
 			"cohere":            cohere.NewChat,
+			"bedrock":           bedrock.NewChat,
 		}}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {

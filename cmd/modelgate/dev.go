@@ -57,12 +57,18 @@ models:
   - id: command-r
     owned_by: modelgate-mock
     deployments: [{backend: mock-cohere, model: command-r7b-12-2024}]
+  - id: nova-micro
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: "us.amazon.nova-micro-v1:0"}]
+  - id: nova-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: mock-tools}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
 // mock provider speaking each provider's wire format.
 func devBackends() [][2]string {
-	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}}
+	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}, {"mock-bedrock", "bedrock"}}
 }
 
 func isDevBackend(name string) bool {

@@ -219,6 +219,30 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
 		}
 	})
+	t.Run("bedrock backend", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("nova-micro"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.HasPrefix(resp.Choices[0].Message.Content, "Hello! How can I assist you today?") || resp.Usage.TotalTokens != 37 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+		p := chatParams("nova-tools")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		s := c.Chat.Completions.NewStreaming(ctx, p)
+		acc := openai.ChatCompletionAccumulator{}
+		for s.Next() {
+			acc.AddChunk(s.Current())
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if tc := acc.Choices[0].Message.ToolCalls; len(tc) != 1 || tc[0].Function.Name != "get_temperature" || tc[0].Function.Arguments != `{"city":"Paris"}` || acc.Usage.TotalTokens != 562 {
+			t.Errorf("accumulated = %+v usage %+v", acc.Choices[0].Message, acc.Usage)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

@@ -19,7 +19,8 @@
 // and the recorded parallel tool calls (mock-tools) and 400
 // (mock-error-400). And Gemini's POST /v1beta/models/{model}:generateContent
 // and :streamGenerateContent (key in x-goog-api-key), and Cohere's
-// POST /v2/chat (JSON only: no Cohere stream was recorded).
+// POST /v2/chat (JSON only: no Cohere stream was recorded), and Bedrock's
+// POST /model/{id}/converse and /converse-stream (binary event-stream).
 package replay
 
 import (
@@ -76,6 +77,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v2/chat", s.cohere)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/model/{model}/{op}", s.bedrock)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	})
@@ -152,6 +154,29 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		dir = "gemini/test_google_model_stream.bodies"
 	case method != "generateContent":
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
+		return
+	}
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	s.replay(w, rec)
+}
+
+// bedrock serves Converse and ConverseStream from the Bedrock recordings,
+// the stream as the recorded binary event-stream.
+func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
+	dir := "bedrock/test_bedrock_model.bodies"
+	switch r.PathValue("op") {
+	case "converse-stream":
+		dir = "bedrock/test_bedrock_model_stream.bodies"
+		if r.PathValue("model") == "mock-tools" {
+			dir = "bedrock/test_bedrock_model_iter_stream.bodies"
+		}
+	case "converse":
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown operation")
 		return
 	}
 	rec, err := s.load(dir)
@@ -254,7 +279,7 @@ func (s *Server) load(dir string) (recording, error) {
 
 func (s *Server) replay(w http.ResponseWriter, rec recording) {
 	w.Header().Set("Content-Type", rec.contentType)
-	if !strings.HasPrefix(rec.contentType, "text/event-stream") {
+	if !strings.HasPrefix(rec.contentType, "text/event-stream") && !strings.HasPrefix(rec.contentType, "application/vnd.amazon.eventstream") {
 		w.Header().Set("Content-Length", fmt.Sprint(len(rec.body)))
 		w.WriteHeader(rec.status)
 		w.Write(rec.body) //nolint:errcheck // the client went away

@@ -111,7 +111,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini", "cohere"}
+var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini", "cohere", "bedrock"}
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {

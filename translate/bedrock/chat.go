@@ -1,0 +1,226 @@
+package bedrock
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+)
+
+type chat struct {
+	target  translate.Target
+	req     *openai.ChatRequest
+	now     func() time.Time
+	status  int
+	stream  bool
+	created int64
+	id      string
+	usage   translate.Usage
+	dec     Decoder
+	tools   map[int]int // content block index → tool_calls index
+	stopped bool        // messageStop arrived
+	done    bool
+}
+
+// NewChat returns the chat translator for provider bedrock. The credential
+// is a Bedrock API key, sent as a bearer token.
+func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+	return &chat{target: t, req: req, now: time.Now}
+}
+
+// Usage implements translate.Translator.
+func (c *chat) Usage() translate.Usage { return c.usage }
+
+// RequestBody builds the Converse or ConverseStream request.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	r, err := buildRequest(c.req)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	// Model ids such as us.amazon.nova-micro-v1:0 carry a colon that
+	// Bedrock expects percent-encoded.
+	path := c.target.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(c.target.Model, "/", "%2F"), ":", "%3A") + "/converse"
+	if c.req.Stream {
+		path += "-stream"
+	}
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if c.target.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	}
+	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+}
+
+// ResponseHeaders streams successful event streams.
+func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status, c.created = status, c.now().Unix()
+	c.id = "chatcmpl-bedrock-" + strconv.FormatInt(c.now().UnixNano(), 36)
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case status/100 == 2 && mt == "application/vnd.amazon.eventstream":
+		c.stream = true
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	case status/100 == 2:
+		return translate.Head{Status: status, ContentType: "application/json"}
+	}
+	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
+}
+
+// clientStatus maps Bedrock's statuses: a refused credential (403) or a
+// failing model (424) is the gateway's upstream failure.
+func clientStatus(status int) int {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusFailedDependency:
+		return http.StatusBadGateway
+	}
+	return status
+}
+
+// ResponseBody translates the response, an error or a stream chunk.
+func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	switch {
+	case c.stream:
+		return c.streamChunk(chunk, endOfStream), nil
+	case c.status/100 != 2:
+		return errorBody(c.status, chunk), nil
+	}
+	return c.completion(chunk)
+}
+
+func errorBody(status int, body []byte) []byte {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Message == "" {
+		return openai.NormalizeError(clientStatus(status), body)
+	}
+	msg := e.Message
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		msg = "The provider rejected the gateway's credentials for this backend."
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg}})
+	return openai.NormalizeError(clientStatus(status), b)
+}
+
+type usageIn struct {
+	InputTokens          int64 `json:"inputTokens"`
+	OutputTokens         int64 `json:"outputTokens"`
+	CacheReadInputTokens int64 `json:"cacheReadInputTokens"`
+}
+
+func (u usageIn) normalize() translate.Usage {
+	prompt := u.InputTokens + u.CacheReadInputTokens
+	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
+}
+
+type usageOut struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func toUsageOut(u translate.Usage) usageOut {
+	out := usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	out.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return out
+}
+
+func finishReason(stop string) string {
+	switch stop {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "guardrail_intervened", "content_filtered":
+		return "content_filter"
+	}
+	return "stop"
+}
+
+type toolCallOut struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+var errNotConverse = errors.New("the provider's response is not a Converse response")
+
+// completion turns a Converse response into a chat.completion.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	var r struct {
+		Output *struct {
+			Message struct {
+				Content []struct {
+					Text             string   `json:"text"`
+					ToolUse          *toolUse `json:"toolUse"`
+					ReasoningContent *struct {
+						ReasoningText struct {
+							Text string `json:"text"`
+						} `json:"reasoningText"`
+					} `json:"reasoningContent"`
+				} `json:"content"`
+			} `json:"message"`
+		} `json:"output"`
+		StopReason string  `json:"stopReason"`
+		Usage      usageIn `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Output == nil {
+		return nil, errNotConverse
+	}
+	c.usage = r.Usage.normalize()
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	var text, reasoning strings.Builder
+	var calls []toolCallOut
+	for _, b := range r.Output.Message.Content {
+		switch {
+		case b.ToolUse != nil:
+			tc := toolCallOut{ID: b.ToolUse.ToolUseID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = b.ToolUse.Name, compact(b.ToolUse.Input)
+			calls = append(calls, tc)
+		case b.ReasoningContent != nil:
+			reasoning.WriteString(b.ReasoningContent.ReasoningText.Text)
+		default:
+			text.WriteString(b.Text)
+		}
+	}
+	if text.Len() > 0 || len(calls) == 0 {
+		msg["content"] = text.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	if reasoning.Len() > 0 {
+		msg["reasoning_content"] = reasoning.String()
+	}
+	return json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.StopReason)}},
+		"usage":   toUsageOut(c.usage)})
+}
+
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

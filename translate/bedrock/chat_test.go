@@ -1,0 +1,195 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/openai/spec"
+)
+
+const recorded = "../../testdata/fixtures/bedrock/"
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newChat(t testing.TB, body string) *chat {
+	t.Helper()
+	req, err := openai.ParseChatRequest([]byte(body))
+	if err != nil {
+		t.Fatalf("ParseChatRequest: %v", err)
+	}
+	c := NewChat(translate.Target{Provider: "bedrock", Model: "us.amazon.nova-micro-v1:0", APIKey: "br-key"}, req).(*chat)
+	c.now = func() time.Time { return time.Unix(1700000000, 0) }
+	return c
+}
+
+func TestRequest(t *testing.T) {
+	c := newChat(t, `{"model":"m","max_tokens":20,"stop":["Z"],"tool_choice":{"type":"function","function":{"name":"get"}},
+		"messages":[{"role":"system","content":"You are a chatbot."},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},
+		{"role":"assistant","tool_calls":[{"id":"tu1","type":"function","function":{"name":"get","arguments":"{\"city\":\"Paris\"}"}}]},
+		{"role":"tool","tool_call_id":"tu1","content":"21C"}],
+		"tools":[{"type":"function","function":{"name":"get","description":"d","parameters":{"type":"object"}}}]}`)
+	up, err := c.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(up.Body, &got)
+	want := map[string]any{
+		"system":          []any{map[string]any{"text": "You are a chatbot."}},
+		"inferenceConfig": map[string]any{"maxTokens": 20.0, "stopSequences": []any{"Z"}},
+		"messages": []any{
+			map[string]any{"role": "user", "content": []any{map[string]any{"text": "Hi"},
+				map[string]any{"image": map[string]any{"format": "png", "source": map[string]any{"bytes": "iVBORw0KGgo="}}}}},
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"toolUse": map[string]any{"toolUseId": "tu1", "name": "get", "input": map[string]any{"city": "Paris"}}}}},
+			map[string]any{"role": "user", "content": []any{map[string]any{"toolResult": map[string]any{"toolUseId": "tu1", "content": []any{map[string]any{"text": "21C"}}}}}},
+		},
+		"toolConfig": map[string]any{"tools": []any{map[string]any{"toolSpec": map[string]any{"name": "get", "description": "d", "inputSchema": map[string]any{"json": map[string]any{"type": "object"}}}}},
+			"toolChoice": map[string]any{"tool": map[string]any{"name": "get"}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("upstream (-want +got):\n%s", diff)
+	}
+	if up.Path != "/model/us.amazon.nova-micro-v1%3A0/converse" || up.Headers[1].Value != "Bearer br-key" {
+		t.Errorf("path %q headers %v", up.Path, up.Headers)
+	}
+}
+
+func TestRecordedConverse(t *testing.T) {
+	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"Hello!"}]}`)
+	c.ResponseHeaders(200, "application/json")
+	out, err := c.ResponseBody(readFile(t, recorded+"test_bedrock_model.bodies/00.response.json"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	if !bytes.Contains(out, []byte(`"content":"Hello! How can I assist you today?`)) || c.Usage() != (translate.Usage{PromptTokens: 7, CompletionTokens: 30, TotalTokens: 37}) {
+		t.Errorf("usage %+v: %s", c.Usage(), out)
+	}
+}
+
+const streamReq = `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`
+
+func runStream(t testing.TB, chunks [][]byte) ([]byte, translate.Usage) {
+	t.Helper()
+	c := newChat(t, streamReq)
+	c.ResponseHeaders(200, "application/vnd.amazon.eventstream")
+	var out []byte
+	for _, ch := range chunks {
+		b, _ := c.ResponseBody(ch, false)
+		out = append(out, b...)
+	}
+	b, _ := c.ResponseBody(nil, true)
+	return append(out, b...), c.Usage()
+}
+
+func TestRecordedStreams(t *testing.T) {
+	for _, tt := range []struct {
+		file, finish string
+		usage        translate.Usage
+	}{
+		{"test_bedrock_model_stream.bodies/00.response.eventstream.bin", "stop", translate.Usage{}},
+		{"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin", "tool_calls", translate.Usage{PromptTokens: 471, CompletionTokens: 91, TotalTokens: 562}},
+		{"test_bedrock_model_thinking_part_stream.bodies/00.response.eventstream.bin", "stop", translate.Usage{}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			out, usage := runStream(t, [][]byte{readFile(t, recorded+tt.file)})
+			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+			if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) || !bytes.Contains(out, []byte(`"finish_reason":"`+tt.finish+`"`)) || usage.TotalTokens == 0 {
+				t.Errorf("usage %+v, tail %q", usage, out[max(0, len(out)-400):])
+			}
+			if tt.usage.TotalTokens > 0 && usage != tt.usage {
+				t.Errorf("usage = %+v, want %+v", usage, tt.usage)
+			}
+		})
+	}
+	out, _ := runStream(t, [][]byte{readFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")})
+	if !bytes.Contains(out, []byte(`"name":"get_temperature"`)) || !bytes.Contains(out, []byte(`"arguments":"{\"city\":\"Paris\"}"`)) {
+		t.Errorf("tool call deltas missing: %s", out)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, file := range []string{"test_bedrock_error.bodies/00.response.json", "test_bedrock_streaming_error.bodies/00.response.json"} {
+		c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+		head := c.ResponseHeaders(400, "application/json")
+		out, _ := c.ResponseBody(readFile(t, recorded+file), true)
+		spec.ValidateT(t, "ErrorResponse", out)
+		if head.Status != 400 || !bytes.Contains(out, []byte("The provided model identifier is invalid.")) {
+			t.Errorf("%s: %d %s", file, head.Status, out)
+		}
+	}
+	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	if head := c.ResponseHeaders(403, "application/json"); head.Status != 502 {
+		t.Errorf("403 → %d, want 502", head.Status)
+	}
+	data := readFile(t, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin")
+	cut, _ := runStream(t, [][]byte{data[:len(data)/2]})
+	corrupt := append([]byte(nil), data...)
+	corrupt[20] ^= 0xff
+	bad, _ := runStream(t, [][]byte{corrupt})
+	for name, out := range map[string][]byte{"cut": cut, "corrupt": bad} {
+		events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
+		if !strings.HasPrefix(events[len(events)-1], `data: {"error":{`) || bytes.Contains(out, []byte("[DONE]")) {
+			t.Errorf("%s stream: %q", name, out)
+		}
+	}
+}
+
+func TestStreamAnySplit(t *testing.T) {
+	data := readFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")
+	whole, _ := runStream(t, [][]byte{data})
+	r := rand.New(rand.NewPCG(2, 2))
+	for range 20 {
+		var chunks [][]byte
+		for rest := data; len(rest) > 0; {
+			n := 1 + r.IntN(min(len(rest), 80))
+			chunks, rest = append(chunks, rest[:n]), rest[n:]
+		}
+		if got, _ := runStream(t, chunks); !bytes.Equal(whole, got) {
+			t.Fatal("split output differs")
+		}
+	}
+}
+
+func BenchmarkStreamFrame(b *testing.B) {
+	one := firstDeltaFrame(b, readFile(b, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin"))
+	c := newChat(b, streamReq)
+	c.ResponseHeaders(200, "application/vnd.amazon.eventstream")
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, _ := c.ResponseBody(one, false); len(out) == 0 {
+			b.Fatal("no output")
+		}
+	}
+}
+
+// firstDeltaFrame returns the bytes of the first contentBlockDelta frame.
+func firstDeltaFrame(b *testing.B, data []byte) []byte {
+	for off := 0; off < len(data); {
+		total := int(data[off])<<24 | int(data[off+1])<<16 | int(data[off+2])<<8 | int(data[off+3])
+		var d Decoder
+		msgs, _ := d.Feed(data[off : off+total])
+		if len(msgs) == 1 && msgs[0].Header(":event-type") == "contentBlockDelta" {
+			return data[off : off+total]
+		}
+		off += total
+	}
+	b.Fatal("no delta frame")
+	return nil
+}

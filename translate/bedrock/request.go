@@ -1,0 +1,332 @@
+package bedrock
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"modelgate/translate/openai"
+)
+
+// Converse request shapes; only the members of each block type are set.
+type cblock struct {
+	Text       string      `json:"text,omitempty"`
+	Image      *imageBlock `json:"image,omitempty"`
+	ToolUse    *toolUse    `json:"toolUse,omitempty"`
+	ToolResult *toolResult `json:"toolResult,omitempty"`
+}
+
+type imageBlock struct {
+	Format string `json:"format"`
+	Source struct {
+		Bytes string `json:"bytes"`
+	} `json:"source"`
+}
+
+type toolUse struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type toolResult struct {
+	ToolUseID string   `json:"toolUseId"`
+	Content   []cblock `json:"content"`
+}
+
+type cmessage struct {
+	Role    string   `json:"role"`
+	Content []cblock `json:"content"`
+}
+
+type inferenceConfig struct {
+	MaxTokens     *int64   `json:"maxTokens,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty"`
+	TopP          *float64 `json:"topP,omitempty"`
+	StopSequences []string `json:"stopSequences,omitempty"`
+}
+
+type toolSpec struct {
+	ToolSpec struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		InputSchema struct {
+			JSON json.RawMessage `json:"json"`
+		} `json:"inputSchema"`
+	} `json:"toolSpec"`
+}
+
+type toolConfig struct {
+	Tools      []toolSpec     `json:"tools"`
+	ToolChoice map[string]any `json:"toolChoice,omitempty"`
+}
+
+type converseRequest struct {
+	Messages        []cmessage      `json:"messages"`
+	System          []cblock        `json:"system,omitempty"`
+	InferenceConfig inferenceConfig `json:"inferenceConfig"`
+	ToolConfig      *toolConfig     `json:"toolConfig,omitempty"`
+}
+
+type chatIn struct {
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int64          `json:"n"`
+	Tools               []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+}
+
+type partIn struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+func invalid(param, format string, args ...any) error {
+	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+}
+
+func buildRequest(req *openai.ChatRequest) (*converseRequest, error) {
+	raw, err := json.Marshal(req.Members)
+	if err != nil {
+		return nil, err
+	}
+	var in chatIn
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	}
+	if in.N != nil && *in.N > 1 {
+		return nil, invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
+	}
+	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature, TopP: in.TopP}}
+	if r.InferenceConfig.MaxTokens == nil {
+		r.InferenceConfig.MaxTokens = in.MaxTokens
+	}
+	if r.InferenceConfig.StopSequences, err = stopSequences(in.Stop); err != nil {
+		return nil, err
+	}
+	if err := r.setMessages(in); err != nil {
+		return nil, err
+	}
+	return r, r.setTools(in)
+}
+
+func (r *converseRequest) setMessages(in chatIn) error {
+	for i, m := range in.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		var blocks []cblock
+		var err error
+		role := m.Role
+		switch m.Role {
+		case "system", "developer":
+			text, err := textOf(param, m.Content)
+			if err != nil {
+				return err
+			}
+			r.System = append(r.System, cblock{Text: text})
+			continue
+		case "user":
+			blocks, err = userBlocks(param, m.Content)
+		case "assistant":
+			blocks, err = assistantBlocks(param, m.Content)
+			for j, tc := range m.ToolCalls {
+				input := json.RawMessage(tc.Function.Arguments)
+				if strings.TrimSpace(tc.Function.Arguments) == "" {
+					input = json.RawMessage("{}")
+				}
+				if !json.Valid(input) {
+					return invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+				}
+				blocks = append(blocks, cblock{ToolUse: &toolUse{ToolUseID: tc.ID, Name: tc.Function.Name, Input: input}})
+			}
+		case "tool":
+			var text string
+			text, err = textOf(param, m.Content)
+			role, blocks = "user", []cblock{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []cblock{{Text: text}}}}}
+		default:
+			return invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
+		}
+		if err != nil {
+			return err
+		}
+		r.add(role, blocks)
+	}
+	if len(r.Messages) == 0 {
+		return invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
+	}
+	return nil
+}
+
+func (r *converseRequest) add(role string, blocks []cblock) {
+	if len(blocks) == 0 {
+		return
+	}
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == role {
+		r.Messages[n-1].Content = append(r.Messages[n-1].Content, blocks...)
+		return
+	}
+	r.Messages = append(r.Messages, cmessage{Role: role, Content: blocks})
+}
+
+func textOf(param string, raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	text, err := textOf(param, raw)
+	if err != nil || text == "" {
+		return nil, err
+	}
+	return []cblock{{Text: text}}, nil
+}
+
+func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []cblock{{Text: s}}, nil
+	}
+	var parts []partIn
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	}
+	var out []cblock
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			out = append(out, cblock{Text: p.Text})
+		case "image_url":
+			img, err := image(fmt.Sprintf("%s.content[%d].image_url.url", param, j), p.ImageURL.URL)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cblock{Image: img})
+		default:
+			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// image takes base64 data URIs of the formats Converse accepts; Converse
+// takes no URLs and the gateway does not fetch them.
+func image(param, url string) (*imageBlock, error) {
+	rest, ok := strings.CutPrefix(url, "data:image/")
+	meta, data, found := strings.Cut(rest, ",")
+	format, isBase64 := strings.CutSuffix(meta, ";base64")
+	if format == "jpg" {
+		format = "jpeg"
+	}
+	if !ok || !found || !isBase64 || !strings.Contains("png jpeg gif webp", format) || format == "" {
+		return nil, invalid(param, "Bedrock takes images as base64 data URIs of png, jpeg, gif or webp, not URLs.")
+	}
+	if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+		return nil, invalid(param, "The image data is not valid base64.")
+	}
+	img := &imageBlock{Format: format}
+	img.Source.Bytes = data
+	return img, nil
+}
+
+func (r *converseRequest) setTools(in chatIn) error {
+	if len(in.Tools) == 0 {
+		return nil
+	}
+	tc := &toolConfig{}
+	for i, t := range in.Tools {
+		if t.Type != "function" {
+			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+		}
+		var spec toolSpec
+		spec.ToolSpec.Name, spec.ToolSpec.Description = t.Function.Name, t.Function.Description
+		spec.ToolSpec.InputSchema.JSON = t.Function.Parameters
+		if len(spec.ToolSpec.InputSchema.JSON) == 0 {
+			spec.ToolSpec.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		tc.Tools = append(tc.Tools, spec)
+	}
+	choice, err := toolChoice(in.ToolChoice)
+	tc.ToolChoice = choice
+	r.ToolConfig = tc
+	return err
+}
+
+func toolChoice(raw json.RawMessage) (map[string]any, error) {
+	var s string
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case json.Unmarshal(raw, &s) == nil:
+		switch s {
+		case "auto":
+			return map[string]any{"auto": map[string]any{}}, nil
+		case "required":
+			return map[string]any{"any": map[string]any{}}, nil
+		}
+		return nil, invalid("tool_choice", "Bedrock Converse supports tool_choice auto, required or a named function, not '%s'.", s)
+	}
+	var named struct {
+		Function struct{ Name string } `json:"function"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
+		return nil, invalid("tool_choice", "Invalid 'tool_choice'.")
+	}
+	return map[string]any{"tool": map[string]any{"name": named.Function.Name}}, nil
+}
+
+func stopSequences(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
+	}
+	return many, nil
+}

@@ -1,0 +1,158 @@
+package bedrock
+
+import (
+	"encoding/json"
+
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+type streamEvent struct {
+	ContentBlockIndex int `json:"contentBlockIndex"`
+	Start             struct {
+		ToolUse *struct {
+			ToolUseID string `json:"toolUseId"`
+			Name      string `json:"name"`
+		} `json:"toolUse"`
+	} `json:"start"`
+	Delta struct {
+		Text    *string `json:"text"`
+		ToolUse *struct {
+			Input string `json:"input"`
+		} `json:"toolUse"`
+		ReasoningContent *struct {
+			Text string `json:"text"`
+		} `json:"reasoningContent"`
+	} `json:"delta"`
+	StopReason string   `json:"stopReason"`
+	Usage      *usageIn `json:"usage"`
+	Message    string   `json:"message"`
+}
+
+type deltaOut struct {
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent string        `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int      `json:"index"`
+	Delta        deltaOut `json:"delta"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+// streamChunk decodes event-stream frames and emits SSE. The usage arrives
+// in a metadata event after messageStop, so the stream is completed at its
+// end: the usage chunk if asked for, then [DONE].
+func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
+	var out []byte
+	msgs, err := c.dec.Feed(chunk)
+	for _, m := range msgs {
+		if !c.done {
+			out = c.frame(out, m)
+		}
+	}
+	if err != nil && !c.done {
+		c.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider's event stream is corrupt."}))
+	}
+	if !endOfStream || c.done {
+		return out
+	}
+	c.done = true
+	if !c.stopped || c.dec.Pending() {
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+			Message: "The provider's stream ended before it was complete."}))
+	}
+	if c.req.IncludeUsage {
+		b, _ := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+			"model": c.target.Model, "choices": []any{}, "usage": toUsageOut(c.usage)})
+		out = sse.AppendData(out, b)
+	}
+	return append(out, "data: [DONE]\n\n"...)
+}
+
+func (c *chat) frame(out []byte, m Message) []byte {
+	var ev streamEvent
+	if err := json.Unmarshal(m.Payload, &ev); err != nil {
+		c.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider sent an event that is not JSON."}))
+	}
+	if m.Header(":message-type") == "exception" {
+		c.done = true
+		code := m.Header(":exception-type")
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: exceptionType(code), Message: ev.Message, Code: &code}))
+	}
+	switch m.Header(":event-type") {
+	case "messageStart":
+		empty := ""
+		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+	case "contentBlockStart":
+		return c.blockStart(out, ev)
+	case "contentBlockDelta":
+		return c.blockDelta(out, ev)
+	case "messageStop":
+		c.stopped = true
+		reason := finishReason(ev.StopReason)
+		return c.emit(out, deltaOut{}, &reason)
+	case "metadata":
+		if ev.Usage != nil {
+			c.usage = ev.Usage.normalize()
+		}
+	}
+	return out
+}
+
+func exceptionType(code string) string {
+	switch code {
+	case "throttlingException":
+		return "rate_limit_error"
+	case "validationException":
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+func (c *chat) blockStart(out []byte, ev streamEvent) []byte {
+	tu := ev.Start.ToolUse
+	if tu == nil {
+		return out
+	}
+	if c.tools == nil {
+		c.tools = map[int]int{}
+	}
+	idx := len(c.tools)
+	c.tools[ev.ContentBlockIndex] = idx
+	tc := toolCallOut{Index: &idx, ID: tu.ToolUseID, Type: "function"}
+	tc.Function.Name = tu.Name
+	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+}
+
+func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
+	d := ev.Delta
+	switch {
+	case d.Text != nil:
+		return c.emit(out, deltaOut{Content: d.Text}, nil)
+	case d.ReasoningContent != nil:
+		return c.emit(out, deltaOut{ReasoningContent: d.ReasoningContent.Text}, nil)
+	case d.ToolUse != nil:
+		idx, ok := c.tools[ev.ContentBlockIndex]
+		if !ok {
+			return out
+		}
+		tc := toolCallOut{Index: &idx}
+		tc.Function.Arguments = d.ToolUse.Input
+		return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+	}
+	return out
+}
+
+func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
+	b, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
+		"model": c.target.Model, "choices": []chunkChoice{{Delta: d, FinishReason: finish}}})
+	if err != nil { // cannot happen: strings and numbers only
+		panic(err)
+	}
+	return sse.AppendData(out, b)
+}
