@@ -22,6 +22,11 @@ type Backend struct {
 	APIKey string
 	// APIVersion is passed to translators that send one (Azure).
 	APIVersion string
+	// Host is the upstream host, for signatures; Region and AWS are for
+	// backends that sign with SigV4.
+	Host   string
+	Region string
+	AWS    translate.AWSCredentials
 }
 
 // Model is a public model id and the deployments that serve it.
@@ -92,7 +97,7 @@ func (r *router) route(p *authz.Principal, model string) (translate.Target, erro
 	d := pick(m.Deployments)
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
-		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion}, nil
+		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS}, nil
 }
 
 // pick makes a weighted random choice.

@@ -27,6 +27,20 @@ type Target struct {
 	// request (Azure OpenAI's api-version); empty uses the translator's
 	// default.
 	APIVersion string
+	// Host is the upstream host as Envoy sends it (with a non-default
+	// port), for request signatures.
+	Host string
+	// Region is the provider region where requests are signed for one
+	// (AWS); empty lets the translator derive it from Host.
+	Region string
+	// AWS holds AWS credentials; translators that sign with SigV4 use them
+	// when APIKey is empty.
+	AWS AWSCredentials
+}
+
+// AWSCredentials are AWS credentials for SigV4 signing.
+type AWSCredentials struct {
+	AccessKeyID, SecretAccessKey, SessionToken string
 }
 
 // Upstream is a translated request, ready to be sent to the provider.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"modelgate/cmd/modelgate/config"
 )
 
 type syncBuffer struct {
@@ -84,5 +86,18 @@ func TestServeNeedsCredentials(t *testing.T) {
 	_, _, err := runCmd(t, "serve", "--config", path)
 	if err == nil || !strings.Contains(err.Error(), "TEST_UNSET_KEY is not set") {
 		t.Errorf("serve error = %v, want the missing variable named", err)
+	}
+}
+
+func TestBedrockCredentials(t *testing.T) {
+	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "S"}
+	getenv := func(n string) string { return env[n] }
+	b, err := backend(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"}, getenv)
+	if err != nil || b.AWS.AccessKeyID != "AKID" || b.Host != "bedrock-runtime.eu-west-1.amazonaws.com" || b.APIKey != "" {
+		t.Errorf("backend = %+v, %v", b, err)
+	}
+	delete(env, "AWS_SECRET_ACCESS_KEY")
+	if _, err := backend(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://x"}, getenv); err == nil || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("missing secret: error = %v", err)
 	}
 }

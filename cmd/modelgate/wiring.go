@@ -29,14 +29,11 @@ func grpcMaxMessage(cfg *config.Config) int {
 func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logger) (extproc.Config, error) {
 	out := extproc.Config{MaxRequestBodyBytes: cfg.Limits.MaxRequestBodyBytes, Logger: log}
 	for _, b := range cfg.Backends {
-		key := ""
-		if b.APIKeyEnv != "" {
-			if key = getenv(b.APIKeyEnv); key == "" {
-				return extproc.Config{}, fmt.Errorf("backend %q: environment variable %s is not set", b.Name, b.APIKeyEnv)
-			}
+		eb, err := backend(b, getenv)
+		if err != nil {
+			return extproc.Config{}, err
 		}
-		out.Backends = append(out.Backends, extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(),
-			APIKey: key, APIVersion: b.APIVersion})
+		out.Backends = append(out.Backends, eb)
 	}
 	for _, m := range cfg.Models {
 		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created}
@@ -46,6 +43,35 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		out.Models = append(out.Models, em)
 	}
 	return out, nil
+}
+
+// backend resolves one backend's credentials from the environment.
+func backend(b config.Backend, getenv func(string) string) (extproc.Backend, error) {
+	out := extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(), APIVersion: b.APIVersion,
+		Host: b.Host(), Region: b.Region}
+	if b.APIKeyEnv != "" {
+		if out.APIKey = getenv(b.APIKeyEnv); out.APIKey == "" {
+			return out, fmt.Errorf("backend %q: environment variable %s is not set", b.Name, b.APIKeyEnv)
+		}
+		return out, nil
+	}
+	if b.Provider != "bedrock" {
+		return out, nil
+	}
+	names := [3]string{or(b.AWSAccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), or(b.AWSSecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY"),
+		or(b.AWSSessionTokenEnv, "AWS_SESSION_TOKEN")}
+	out.AWS.AccessKeyID, out.AWS.SecretAccessKey, out.AWS.SessionToken = getenv(names[0]), getenv(names[1]), getenv(names[2])
+	if out.AWS.AccessKeyID == "" || out.AWS.SecretAccessKey == "" {
+		return out, fmt.Errorf("backend %q: set api_key_env to a Bedrock API key, or %s and %s", b.Name, names[0], names[1])
+	}
+	return out, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // envoyConfig is what the Envoy bootstrap is generated from.

@@ -28,8 +28,9 @@ type chat struct {
 	done    bool
 }
 
-// NewChat returns the chat translator for provider bedrock. The credential
-// is a Bedrock API key, sent as a bearer token.
+// NewChat returns the chat translator for provider bedrock. A Bedrock API
+// key is sent as a bearer token; without one, AWS credentials sign the
+// request with SigV4.
 func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
@@ -54,10 +55,26 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 		path += "-stream"
 	}
 	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if c.target.APIKey != "" {
+	switch {
+	case c.target.APIKey != "":
 		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	case c.target.AWS.AccessKeyID != "":
+		headers = append(headers, Sign(c.target.AWS, c.region(), "POST", c.target.Host, path, "application/json", body, c.now())...)
 	}
 	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+}
+
+// region is the configured one, or the one in bedrock-runtime.<region>.amazonaws.com.
+func (c *chat) region() string {
+	if c.target.Region != "" {
+		return c.target.Region
+	}
+	host, _, _ := strings.Cut(c.target.Host, ":")
+	if rest, ok := strings.CutPrefix(host, "bedrock-runtime."); ok {
+		region, _, _ := strings.Cut(rest, ".")
+		return region
+	}
+	return "us-east-1"
 }
 
 // ResponseHeaders streams successful event streams.

@@ -73,6 +73,16 @@ type Backend struct {
 	// APIVersion is the provider API version where one is sent (Azure's
 	// api-version); empty uses the translator's default.
 	APIVersion string `json:"api_version"`
+	// Region is the AWS region of a bedrock backend; empty takes it from
+	// the base URL's host (bedrock-runtime.<region>.amazonaws.com).
+	Region string `json:"region"`
+	// AWSAccessKeyIDEnv, AWSSecretAccessKeyEnv and AWSSessionTokenEnv name
+	// the variables holding the AWS credentials a bedrock backend without
+	// api_key_env signs requests with; empty means AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
+	AWSAccessKeyIDEnv     string `json:"aws_access_key_id_env"`
+	AWSSecretAccessKeyEnv string `json:"aws_secret_access_key_env"`
+	AWSSessionTokenEnv    string `json:"aws_session_token_env"`
 }
 
 // Model is a public model id clients send as "model".
@@ -257,6 +267,15 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Host returns the base URL's host, with the port when it has one.
+func (b Backend) Host() string {
+	u, err := url.Parse(b.BaseURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // BasePath returns the path of a backend's base URL without a trailing slash.
