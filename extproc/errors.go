@@ -140,3 +140,8 @@ func errMissingBody() *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest,
 		Message: "The request has no body: this endpoint takes a JSON body."}
 }
+
+func errProviderCredentials(cause error) *APIError {
+	return &APIError{Status: http.StatusBadGateway, Type: typeServer,
+		Message: "The gateway could not obtain credentials for the provider.", Cause: cause}
+}

@@ -63,7 +63,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		if err := ex.expect(phaseRequestBody); err != nil {
 			return nil, err
 		}
-		return ex.requestBody(r.RequestBody), nil
+		return ex.requestBody(ctx, r.RequestBody), nil
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		if err := ex.expect(phaseResponseHeaders); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -27,6 +28,12 @@ type Backend struct {
 	Host   string
 	Region string
 	AWS    translate.AWSCredentials
+	// Project is the Google Cloud project (Vertex AI).
+	Project string
+	// Token, when set, supplies a short-lived bearer credential per
+	// request (Vertex AI access tokens); it replaces APIKey. It must be
+	// safe for concurrent use and cache what it mints.
+	Token func(ctx context.Context) (string, error)
 }
 
 // Model is a public model id and the deployments that serve it.
@@ -97,7 +104,8 @@ func (r *router) route(p *authz.Principal, model string) (translate.Target, erro
 	d := pick(m.Deployments)
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
-		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS}, nil
+		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS,
+		Project: b.Project}, nil
 }
 
 // pick makes a weighted random choice.

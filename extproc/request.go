@@ -135,8 +135,8 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 
 // requestBody validates and routes the request, translates it for the
 // chosen provider and points Envoy's router at that backend.
-func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	resp, err := ex.route(b.GetBody())
+func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	resp, err := ex.route(ctx, b.GetBody())
 	if err != nil {
 		return ex.fail(err)
 	}
@@ -144,7 +144,7 @@ func (ex *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 	return resp
 }
 
-func (ex *exchange) route(body []byte) (*extprocv3.ProcessingResponse, error) {
+func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
 	if int64(len(body)) > ex.s.cfg.MaxRequestBodyBytes {
 		return nil, errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
 	}
@@ -155,6 +155,11 @@ func (ex *exchange) route(body []byte) (*extprocv3.ProcessingResponse, error) {
 	target, err := ex.s.router.route(ex.principal, req.Model)
 	if err != nil {
 		return nil, err
+	}
+	if token := ex.s.router.backends[target.Backend].Token; token != nil {
+		if target.APIKey, err = token(ctx); err != nil {
+			return nil, errProviderCredentials(err)
+		}
 	}
 	ex.model, ex.target = req.Model, target
 	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", req.Model))

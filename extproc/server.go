@@ -21,6 +21,7 @@ import (
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
+	"modelgate/translate/vertex"
 )
 
 // Authenticator turns a presented API key into a principal. It returns an
@@ -95,6 +96,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 			"gemini":            gemini.NewChat,
 			"cohere":            cohere.NewChat,
 			"bedrock":           bedrock.NewChat,
+			"vertex":            vertex.NewChat,
 		}}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {

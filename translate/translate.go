@@ -36,6 +36,8 @@ type Target struct {
 	// AWS holds AWS credentials; translators that sign with SigV4 use them
 	// when APIKey is empty.
 	AWS AWSCredentials
+	// Project is the Google Cloud project of a Vertex AI backend.
+	Project string
 }
 
 // AWSCredentials are AWS credentials for SigV4 signing.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 
@@ -55,7 +56,11 @@ func backend(b config.Backend, getenv func(string) string) (extproc.Backend, err
 		}
 		return out, nil
 	}
-	if b.Provider != "bedrock" {
+	switch b.Provider {
+	case "vertex":
+		return vertexBackend(out, b, getenv)
+	case "bedrock":
+	default:
 		return out, nil
 	}
 	names := [3]string{or(b.AWSAccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), or(b.AWSSecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY"),
@@ -64,6 +69,26 @@ func backend(b config.Backend, getenv func(string) string) (extproc.Backend, err
 	if out.AWS.AccessKeyID == "" || out.AWS.SecretAccessKey == "" {
 		return out, fmt.Errorf("backend %q: set api_key_env to a Bedrock API key, or %s and %s", b.Name, names[0], names[1])
 	}
+	return out, nil
+}
+
+// vertexBackend mints access tokens from the backend's service account.
+func vertexBackend(out extproc.Backend, b config.Backend, getenv func(string) string) (extproc.Backend, error) {
+	var key []byte
+	var err error
+	if b.ServiceAccountFile != "" {
+		key, err = os.ReadFile(b.ServiceAccountFile)
+	} else if key = []byte(getenv(b.ServiceAccountEnv)); len(key) == 0 {
+		err = fmt.Errorf("environment variable %s is not set", b.ServiceAccountEnv)
+	}
+	if err != nil {
+		return out, fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	tokens, err := newGoogleTokens(key, b.TokenURL)
+	if err != nil {
+		return out, fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	out.Project, out.Token = b.Project, tokens.Token
 	return out, nil
 }
 

@@ -83,6 +83,15 @@ type Backend struct {
 	AWSAccessKeyIDEnv     string `json:"aws_access_key_id_env"`
 	AWSSecretAccessKeyEnv string `json:"aws_secret_access_key_env"`
 	AWSSessionTokenEnv    string `json:"aws_session_token_env"`
+	// Project is the Google Cloud project of a vertex backend; Region is
+	// its location (default global).
+	Project string `json:"project"`
+	// ServiceAccountFile or ServiceAccountEnv (a variable holding the key
+	// JSON) give a vertex backend the service account its access tokens
+	// are minted for; TokenURL overrides the key file's token_uri.
+	ServiceAccountFile string `json:"service_account_file"`
+	ServiceAccountEnv  string `json:"service_account_env"`
+	TokenURL           string `json:"token_url"`
 }
 
 // Model is a public model id clients send as "model".
@@ -121,7 +130,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini", "cohere", "bedrock"}
+var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini", "cohere", "bedrock", "vertex"}
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {
@@ -236,6 +245,12 @@ func (b Backend) validate(p *problems, at string) {
 		p.add(at+".base_url", "must not have a query, fragment or user info")
 	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"):
 		p.add(at+".base_url", "must not end in /v1: the gateway appends /v1/... itself")
+	}
+	if b.Provider == "vertex" && b.Project == "" {
+		p.add(at+".project", "is required for provider vertex")
+	}
+	if b.Provider == "vertex" && (b.ServiceAccountFile == "") == (b.ServiceAccountEnv == "") {
+		p.add(at, "provider vertex needs exactly one of service_account_file and service_account_env")
 	}
 }
 

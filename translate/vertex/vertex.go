@@ -1,0 +1,87 @@
+// Package vertex translates chat completions for Google Vertex AI: Gemini
+// models through the publishers/google generateContent endpoints and
+// Anthropic models through publishers/anthropic rawPredict. The wire
+// formats are Gemini's and Anthropic's, so those translators do the work;
+// Vertex differs in paths, in a bearer access token (minted by the gateway
+// from a service account and passed as the target's APIKey) and, for
+// Anthropic, in the body's anthropic_version instead of a model member.
+package vertex
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+
+	"modelgate/translate"
+	"modelgate/translate/anthropic"
+	"modelgate/translate/gemini"
+	"modelgate/translate/openai"
+)
+
+// AnthropicVersion is the anthropic_version Vertex AI expects.
+const AnthropicVersion = "vertex-2023-10-16"
+
+// chat wraps the Gemini or Anthropic translator; only the request differs.
+type chat struct {
+	translate.Translator
+	target    translate.Target
+	stream    bool
+	anthropic bool
+}
+
+// NewChat returns the chat translator for provider vertex. Models whose
+// upstream name starts with "claude" go to Anthropic's publisher, all
+// others to Google's.
+func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+	c := &chat{target: t, stream: req.Stream, anthropic: strings.HasPrefix(t.Model, "claude")}
+	if c.anthropic {
+		c.Translator = anthropic.NewChat(t, req)
+	} else {
+		c.Translator = gemini.NewChat(t, req)
+	}
+	return c
+}
+
+// RequestBody points the request at the Vertex AI endpoint.
+func (c *chat) RequestBody() (translate.Upstream, error) {
+	up, err := c.Translator.RequestBody()
+	if err != nil {
+		return up, err
+	}
+	location := c.target.Region
+	if location == "" {
+		location = "global"
+	}
+	publisher, method := "google", ":generateContent"
+	switch {
+	case c.anthropic && c.stream:
+		publisher, method = "anthropic", ":streamRawPredict"
+	case c.anthropic:
+		publisher, method = "anthropic", ":rawPredict"
+	case c.stream:
+		method = ":streamGenerateContent?alt=sse"
+	}
+	up.Path = c.target.BasePath + "/v1/projects/" + url.PathEscape(c.target.Project) + "/locations/" + url.PathEscape(location) +
+		"/publishers/" + publisher + "/models/" + url.PathEscape(c.target.Model) + method
+	if c.anthropic {
+		if up.Body, err = vertexAnthropicBody(up.Body); err != nil {
+			return up, err
+		}
+	}
+	up.Headers = []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if c.target.APIKey != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	}
+	return up, nil
+}
+
+// vertexAnthropicBody moves the model to the path and sets the version.
+func vertexAnthropicBody(body []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "model")
+	m["anthropic_version"] = json.RawMessage(`"` + AnthropicVersion + `"`)
+	return json.Marshal(m)
+}
