@@ -89,15 +89,17 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
 		chat: map[string]chatFactory{
-			"openai":            openai.NewChat,
-			"openai-compatible": openai.NewChat,
-			"anthropic":         anthropic.NewChat,
-			"azure":             azure.NewChat,
-			"gemini":            gemini.NewChat,
-			"cohere":            cohere.NewChat,
-			"bedrock":           bedrock.NewChat,
-			"vertex":            vertex.NewChat,
+			"openai":    openai.NewChat,
+			"anthropic": anthropic.NewChat,
+			"azure":     azure.NewChat,
+			"gemini":    gemini.NewChat,
+			"cohere":    cohere.NewChat,
+			"bedrock":   bedrock.NewChat,
+			"vertex":    vertex.NewChat,
 		}}
+	for name, quirks := range openai.CompatibleProviders() {
+		s.chat[name] = openai.NewCompatibleChat(quirks)
+	}
 	for _, b := range cfg.Backends {
 		if _, ok := s.chat[b.Provider]; !ok {
 			return nil, fmt.Errorf("backend %q: unsupported provider %q", b.Name, b.Provider)

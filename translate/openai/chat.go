@@ -20,6 +20,7 @@ type chat struct {
 	usage   translate.Usage
 	done    bool // [DONE] or an error event was seen
 	sawDone bool // [DONE] was seen: it is emitted last
+	quirks  Quirks
 	scratch []member
 }
 
@@ -45,6 +46,9 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 		if members["stream_options"], err = withIncludeUsage(members["stream_options"]); err != nil {
 			return translate.Upstream{}, err
 		}
+	}
+	if err := c.quirks.apply(members); err != nil {
+		return translate.Upstream{}, fmt.Errorf("applying provider quirks: %w", err)
 	}
 	body, err := json.Marshal(members)
 	if err != nil {

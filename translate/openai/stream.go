@@ -70,16 +70,25 @@ func find(members []member, key string) (member, bool) {
 // chunk edits a CreateChatCompletionStreamResponse: reads usage, hides it
 // when the client did not ask for it, and drops nulls the schema forbids.
 func (c *chat) chunk(out, data []byte, members []member) []byte {
-	usage, hasUsage := find(members, "usage")
-	if hasUsage && !isNullValue(usage.value) {
-		c.usage = parseUsage(usage.value)
-		if !c.req.IncludeUsage {
-			if choices, _ := find(members, "choices"); isEmptyArray(choices.value) {
-				return out // the usage-only chunk the gateway asked for
-			}
+	if c.quirks.ContentParts && bytes.Contains(data, []byte(`"content":[`)) {
+		if flat, ok := flattenContentParts(data); ok {
+			data = flat
+			members, _ = topMembers(data, c.scratch[:0])
 		}
 	}
-	keepUsage := c.req.IncludeUsage
+	usage, hasUsage := find(members, "usage")
+	realUsage := hasUsage && !isNullValue(usage.value)
+	choices, _ := find(members, "choices")
+	if realUsage {
+		c.usage = parseUsage(usage.value)
+		if !c.req.IncludeUsage && isEmptyArray(choices.value) {
+			return out // the usage-only chunk the gateway asked for
+		}
+	}
+	// A server that reports usage on its last content chunk (Mistral) has
+	// it split off into OpenAI's separate usage chunk when asked for.
+	split := realUsage && c.req.IncludeUsage && !isEmptyArray(choices.value)
+	keepUsage := c.req.IncludeUsage && !split
 	edit := func(m member) bool {
 		if string(m.key) == "usage" {
 			return !keepUsage
@@ -88,7 +97,67 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 	}
 	out = append(out, "data: "...)
 	out = dropMembers(out, data, members, edit)
-	return append(out, "\n\n"...)
+	out = append(out, "\n\n"...)
+	if split {
+		out = c.usageChunk(out, members, usage.value)
+	}
+	return out
+}
+
+// usageChunk appends {id, object, created, model, choices: [], usage}.
+func (c *chat) usageChunk(out []byte, members []member, usage []byte) []byte {
+	u := map[string]json.RawMessage{"choices": json.RawMessage("[]"), "usage": usage}
+	for _, key := range []string{"id", "object", "created", "model"} {
+		if m, ok := find(members, key); ok {
+			u[key] = m.value
+		}
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return out
+	}
+	return sse.AppendData(out, b)
+}
+
+// flattenContentParts turns delta content given as typed parts (Mistral
+// streams thinking this way) into OpenAI's string content, with thinking
+// text as reasoning_content.
+func flattenContentParts(data []byte) ([]byte, bool) {
+	var chunk map[string]any
+	if json.Unmarshal(data, &chunk) != nil {
+		return nil, false
+	}
+	choices, _ := chunk["choices"].([]any)
+	for _, ch := range choices {
+		delta, _ := ch.(map[string]any)["delta"].(map[string]any)
+		parts, isParts := delta["content"].([]any)
+		if !isParts {
+			continue
+		}
+		text, thinking := partsText(parts)
+		delta["content"] = text
+		if thinking != "" {
+			delta["reasoning_content"] = thinking
+		}
+	}
+	b, err := json.Marshal(chunk)
+	return b, err == nil
+}
+
+func partsText(parts []any) (text, thinking string) {
+	for _, p := range parts {
+		part, _ := p.(map[string]any)
+		switch part["type"] {
+		case "text":
+			s, _ := part["text"].(string)
+			text += s
+		case "thinking":
+			inner, _ := part["thinking"].([]any)
+			t, _ := partsText(inner)
+			thinking += t
+		}
+	}
+	return text, thinking
 }
 
 func isEmptyArray(v []byte) bool {

@@ -130,7 +130,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 // Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "anthropic", "azure", "gemini", "cohere", "bedrock", "vertex"}
+var Providers = []string{"openai", "openai-compatible", "mistral", "groq", "deepseek", "xai", "together", "fireworks",
+	"openrouter", "vllm", "ollama", "anthropic", "azure", "gemini", "vertex", "cohere", "bedrock"}
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {

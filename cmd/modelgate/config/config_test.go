@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ models:
 		"server.admin_lisen: unknown key",
 		"envoy.message_timeout: must be between 0 and 1h",
 		"backends[0].base_url: must not end in /v1: the gateway appends /v1/... itself",
-		`backends[1].provider: "antropic" is not one of openai, openai-compatible, anthropic, azure, gemini, cohere, bedrock, vertex`,
+		`backends[1].provider: "antropic" is not one of ` + strings.Join(Providers, ", "),
 		`backends[1].base_url: scheme must be http or https, not "ftp"`,
 		`backends[1].name: duplicate backend "openai-main"`,
 		`backends[2].name: "Bad Name" must be 1-63 lower-case letters, digits, '.', '_' or '-'`,

@@ -1,0 +1,84 @@
+package openai
+
+import (
+	"encoding/json"
+
+	"modelgate/translate"
+)
+
+// Quirks are the ways an OpenAI-compatible server departs from OpenAI's
+// API. They are data: one translator serves the whole family.
+type Quirks struct {
+	// MaxTokensName is where max_completion_tokens goes for servers that
+	// only know max_tokens; empty keeps OpenAI's names.
+	MaxTokensName string
+	// DeveloperAsSystem sends developer messages with the system role.
+	DeveloperAsSystem bool
+	// NoStreamOptions leaves stream_options out: the server reports usage
+	// on its own (on the last chunk) or rejects the member.
+	NoStreamOptions bool
+	// ContentParts means stream deltas may carry content as typed part
+	// arrays, which are flattened to OpenAI's string content.
+	ContentParts bool
+	// Drop lists request members the server rejects.
+	Drop []string
+}
+
+// openaiOnly are OpenAI platform features other servers do not take.
+func openaiOnly() []string {
+	return []string{"store", "metadata", "service_tier", "modalities", "audio", "prediction", "web_search_options"}
+}
+
+// CompatibleProviders returns the quirks of each OpenAI-compatible
+// provider, by the provider name a backend is configured with.
+func CompatibleProviders() map[string]Quirks {
+	return map[string]Quirks{
+		"openai-compatible": {},
+		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly()},
+		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...)},
+		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
+		"xai":               {Drop: openaiOnly()},
+		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
+		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
+		"openrouter":        {},
+		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
+		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
+	}
+}
+
+// NewCompatibleChat returns the chat translator constructor for a server
+// with these quirks.
+func NewCompatibleChat(q Quirks) func(translate.Target, *ChatRequest) translate.Translator {
+	return func(t translate.Target, req *ChatRequest) translate.Translator {
+		return &chat{target: t, req: req, quirks: q}
+	}
+}
+
+// applyQuirks edits the upstream request members.
+func (q Quirks) apply(members map[string]json.RawMessage) error {
+	for _, name := range q.Drop {
+		delete(members, name)
+	}
+	if q.NoStreamOptions {
+		delete(members, "stream_options")
+	}
+	if v, ok := members["max_completion_tokens"]; ok && q.MaxTokensName != "" {
+		delete(members, "max_completion_tokens")
+		members[q.MaxTokensName] = v
+	}
+	if !q.DeveloperAsSystem || members["messages"] == nil {
+		return nil
+	}
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(members["messages"], &msgs); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if string(m["role"]) == `"developer"` {
+			m["role"] = json.RawMessage(`"system"`)
+		}
+	}
+	b, err := json.Marshal(msgs)
+	members["messages"] = b
+	return err
+}

@@ -1,0 +1,69 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgate/translate"
+	"modelgate/translate/openai/spec"
+)
+
+func runQuirkStream(t testing.TB, q Quirks, body string, chunks [][]byte) ([]byte, translate.Usage) {
+	t.Helper()
+	req, err := ParseChatRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewCompatibleChat(q)(translate.Target{Model: "m"}, req)
+	tr.ResponseHeaders(200, "text/event-stream")
+	var out []byte
+	for _, c := range chunks {
+		b, _ := tr.ResponseBody(c, false)
+		out = append(out, b...)
+	}
+	b, _ := tr.ResponseBody(nil, true)
+	return append(out, b...), tr.Usage()
+}
+
+func TestQuirksRequest(t *testing.T) {
+	req, _ := ParseChatRequest([]byte(`{"model":"x","stream":true,"max_completion_tokens":9,"store":true,
+		"messages":[{"role":"developer","content":"d"},{"role":"user","content":"u"}]}`))
+	up, err := NewCompatibleChat(CompatibleProviders()["mistral"])(translate.Target{Model: "mistral-large-latest"}, req).RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(up.Body, &got)
+	want := map[string]any{"model": "mistral-large-latest", "stream": true, "max_tokens": 9.0,
+		"messages": []any{map[string]any{"role": "system", "content": "d"}, map[string]any{"role": "user", "content": "u"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mistral upstream (-want +got):\n%s", diff)
+	}
+	if _, ok := CompatibleProviders()["groq"]; !ok {
+		t.Error("groq is missing from the compatible providers")
+	}
+}
+
+// Mistral streams thinking as typed content parts and reports usage on its
+// last content chunk; clients get OpenAI's shapes.
+func TestMistralThinkingStream(t *testing.T) {
+	up := readFile(t, "../../testdata/fixtures/mistral/test_mistral_model_thinking_part_iter.bodies/00.response.sse")
+	out, usage := runQuirkStream(t, CompatibleProviders()["mistral"], streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{up})
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+	if !bytes.Contains(out, []byte(`"reasoning_content":"Okay"`)) || usage.TotalTokens != 242 {
+		t.Errorf("usage %+v; want reasoning deltas", usage)
+	}
+	events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
+	if n := len(events); !strings.Contains(events[n-2], `"choices":[],`) || !strings.Contains(events[n-2], `"usage":{`) ||
+		strings.Contains(events[n-3], `"usage"`) {
+		t.Errorf("want the usage split into its own chunk before [DONE]:\n%s\n%s", events[n-3], events[n-2])
+	}
+	plain, _ := runQuirkStream(t, CompatibleProviders()["mistral"], streamReq+`}`, [][]byte{up})
+	if bytes.Contains(plain, []byte(`"usage"`)) {
+		t.Error("usage reached a client that did not ask for it")
+	}
+}
