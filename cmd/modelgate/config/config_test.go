@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,25 @@ func TestAPIVersionStaysAString(t *testing.T) {
 		if err != nil || cfg.Backends[0].APIVersion != "2024-10-21" {
 			t.Errorf("api_version %s: %v, %+v", v, err, cfg)
 		}
+	}
+}
+
+// The configuration reference in the README is a valid configuration.
+func TestREADMEConfigReferenceParses(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "## Configuration reference\n\n```yaml\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("README has no yaml block under Configuration reference")
+	}
+	cfg, err := Parse([]byte(block))
+	if err != nil {
+		t.Fatalf("README config: %v", err)
+	}
+	if len(cfg.Backends) < 5 {
+		t.Errorf("README config has %d backends", len(cfg.Backends))
 	}
 }
