@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 
 	"modelgate/translate"
 	"modelgate/translate/sse"
@@ -81,10 +82,21 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 		c.stream = true
 		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	}
-	if status < 200 || status >= 300 && status < 400 {
-		status = 502 // a redirect or interim status is not an answer the client can use
+	return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
+}
+
+// ClientStatus maps a provider's error status to the client's: a redirect
+// or interim status is no answer the client can use, and a provider
+// refusing the gateway's own credential (401, 403) is the gateway's
+// upstream failure, not the client's authentication problem.
+func ClientStatus(status int) int {
+	switch {
+	case status < 200 || status >= 300 && status < 400:
+		return http.StatusBadGateway
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return http.StatusBadGateway
 	}
-	return translate.Head{Status: status, ContentType: "application/json"}
+	return status
 }
 
 // ResponseBody translates the whole body, or one stream chunk.
@@ -93,7 +105,7 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return c.streamChunk(chunk, endOfStream), nil
 	}
 	if c.status < 200 || c.status >= 300 {
-		return NormalizeError(c.status, chunk), nil
+		return ProviderError(c.status, chunk), nil
 	}
 	return c.completion(chunk)
 }

@@ -102,16 +102,18 @@ func TestProviderErrors(t *testing.T) {
 			`{"error":{"message":"The provider returned HTTP Bad Gateway.","type":"server_error","param":null,"code":null}}`},
 		{"text wrapped", 429, "slow down",
 			`{"error":{"message":"The provider returned HTTP Too Many Requests: slow down","type":"rate_limit_error","param":null,"code":null}}`},
-		{"numeric code", 401, `{"error":{"message":"nope","code":401}}`,
-			`{"error":{"message":"nope","type":"authentication_error","param":null,"code":"401"}}`},
-		{"string error", 403, `{"error":"forbidden"}`,
-			`{"error":{"message":"forbidden","type":"permission_error","param":null,"code":null}}`},
+		{"numeric code", 422, `{"error":{"message":"nope","code":422}}`,
+			`{"error":{"message":"nope","type":"invalid_request_error","param":null,"code":"422"}}`},
+		{"string error", 404, `{"error":"no such thing"}`,
+			`{"error":{"message":"no such thing","type":"invalid_request_error","param":null,"code":null}}`},
+		{"provider refused the gateway's key", 401, `{"error":{"message":"Incorrect API key provided: sk-proj-****abcd","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			`{"error":{"message":"The provider rejected the gateway's credentials for this backend.","type":"server_error","param":null,"code":"provider_authentication_failed"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := newChat(t, streamReq+`}`)
 			head := tr.ResponseHeaders(tt.status, "text/html")
-			if head.Stream || head.Status != tt.status || head.ContentType != "application/json" {
+			if head.Stream || head.Status != ClientStatus(tt.status) || head.ContentType != "application/json" {
 				t.Errorf("head = %+v", head)
 			}
 			out, err := tr.ResponseBody([]byte(tt.body), true)
@@ -299,4 +301,12 @@ func FuzzNormalizeError(f *testing.F) {
 			t.Fatalf("NormalizeError(%d, %q) = %s: not an OpenAI error", status, body, out)
 		}
 	})
+}
+
+func TestClientStatus(t *testing.T) {
+	for in, want := range map[int]int{400: 400, 401: 502, 403: 502, 404: 404, 429: 429, 500: 500, 503: 503, 302: 502, 101: 502} {
+		if got := ClientStatus(in); got != want {
+			t.Errorf("ClientStatus(%d) = %d, want %d", in, got, want)
+		}
+	}
 }

@@ -109,3 +109,15 @@ func providerMessage(status int, body []byte) string {
 	}
 	return msg + ": " + strings.ToValidUTF8(text, "\uFFFD")
 }
+
+// ProviderError normalizes a provider's error response for the client: its
+// message and codes pass, except when the provider refused the gateway's
+// credential, whose message can name the provider key.
+func ProviderError(status int, body []byte) []byte {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		code := "provider_authentication_failed"
+		return MarshalError(ErrorObject{Type: "server_error", Code: &code,
+			Message: "The provider rejected the gateway's credentials for this backend."})
+	}
+	return NormalizeError(ClientStatus(status), body)
+}
