@@ -25,6 +25,9 @@ type chat struct {
 	dec     sse.Decoder
 	st      streamState
 	created int64
+	// jsonMode: a JSON response_format is answered by the json_response
+	// tool, whose input becomes the message content.
+	jsonMode bool
 }
 
 // NewChat returns the chat translator for provider anthropic.
@@ -38,6 +41,7 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
+	c.jsonMode = r.jsonMode()
 	body, err := json.Marshal(r)
 	if err != nil {
 		return translate.Upstream{}, err
@@ -107,6 +111,14 @@ func toUsageOut(u translate.Usage) *usageOut {
 	out := &usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 	out.PromptTokensDetails.CachedTokens = u.CachedTokens
 	return out
+}
+
+// finishReason maps stop_reason; the forced JSON tool is a normal stop.
+func (c *chat) finishReason(stop string) string {
+	if c.jsonMode && stop == "tool_use" {
+		return "stop"
+	}
+	return finishReason(stop)
 }
 
 // finishReason maps stop_reason.
@@ -189,6 +201,10 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
 		case "tool_use":
+			if c.jsonMode && b.Name == jsonTool {
+				text.WriteString(compactJSON(b.Input))
+				continue
+			}
 			tc := toolCallOut{ID: b.ID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.Name, compactJSON(b.Input)
 			msg.ToolCalls = append(msg.ToolCalls, tc)
@@ -200,7 +216,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	}
 	msg.ReasoningContent = reasoning.String()
 	return json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
-		Choices: []choiceOut{{Message: msg, FinishReason: finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
+		Choices: []choiceOut{{Message: msg, FinishReason: c.finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
 }
 
 // compactJSON renders a tool input as OpenAI's arguments string.

@@ -336,3 +336,56 @@ func BenchmarkStreamChunk(b *testing.B) {
 		}
 	}
 }
+
+// A JSON response_format goes through a forced tool; the client sees JSON
+// content and a normal stop, streamed or not.
+func TestResponseFormatThroughForcedTool(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"city?"}],"response_format":{"type":"json_schema","json_schema":{"name":"c","schema":{"type":"object","properties":{"city":{"type":"string"}}}}}}`
+	got := upstreamBody(t, body)
+	if tc := got["tool_choice"].(map[string]any); tc["name"] != jsonTool || len(got["tools"].([]any)) != 1 {
+		t.Errorf("upstream = %v", got)
+	}
+	c := newChat(t, body)
+	c.RequestBody()
+	c.ResponseHeaders(200, "application/json")
+	out, err := c.ResponseBody([]byte(`{"id":"msg_1","model":"claude","content":[{"type":"tool_use","id":"t","name":"json_response","input":{"city": "Paris"}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":3}}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	if !bytes.Contains(out, []byte(`"content":"{\"city\":\"Paris\"}"`)) || !bytes.Contains(out, []byte(`"finish_reason":"stop"`)) || bytes.Contains(out, []byte("tool_calls")) {
+		t.Errorf("output %s", out)
+	}
+	stream := `event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","model":"claude","usage":{"input_tokens":5}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"json_response","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`
+	s := newChat(t, strings.Replace(body, `"messages"`, `"stream":true,"messages"`, 1))
+	s.RequestBody()
+	s.ResponseHeaders(200, "text/event-stream")
+	sout, _ := s.ResponseBody([]byte(stream), false)
+	end, _ := s.ResponseBody(nil, true)
+	sout = append(sout, end...)
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", sout)
+	if !bytes.Contains(sout, []byte(`"content":"{\"city\": "`)) || bytes.Contains(sout, []byte("tool_calls")) || !bytes.Contains(sout, []byte(`"finish_reason":"stop"`)) {
+		t.Errorf("stream %s", sout)
+	}
+	if _, err := newChat(t, strings.Replace(body, `"messages"`, `"tools":[{"type":"function","function":{"name":"f"}}],"messages"`, 1)).RequestBody(); err == nil {
+		t.Error("response_format with tools was accepted")
+	}
+}

@@ -83,7 +83,17 @@ type chatIn struct {
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 	ReasoningEffort     string          `json:"reasoning_effort"`
 	User                string          `json:"user"`
+	ResponseFormat      *struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
 }
+
+// jsonTool is the tool a JSON response_format is forced through: Anthropic
+// answers by calling it, and its input is the client's JSON content.
+const jsonTool = "json_response"
 
 type messageIn struct {
 	Role       string          `json:"role"`
@@ -150,7 +160,40 @@ func buildRequest(model string, req *openai.ChatRequest) (*request, error) {
 	if err := out.setTools(in); err != nil {
 		return nil, err
 	}
-	return out, out.setThinking(in.ReasoningEffort)
+	if err := out.setThinking(in.ReasoningEffort); err != nil {
+		return nil, err
+	}
+	return out, out.setResponseFormat(in)
+}
+
+// setResponseFormat forces a JSON answer through a tool whose input schema
+// is the requested one (Anthropic has no JSON mode).
+func (r *request) setResponseFormat(in chatIn) error {
+	rf := in.ResponseFormat
+	if rf == nil || rf.Type == "" || rf.Type == "text" {
+		return nil
+	}
+	if len(in.Tools) > 0 || r.Thinking != nil {
+		return invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	switch rf.Type {
+	case "json_schema":
+		if len(rf.JSONSchema.Schema) > 0 {
+			schema = rf.JSONSchema.Schema
+		}
+	case "json_object":
+	default:
+		return invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+	}
+	r.Tools = []tool{{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}}
+	r.ToolChoice = json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
+	return nil
+}
+
+// jsonMode reports whether the request forces a JSON answer.
+func (r *request) jsonMode() bool {
+	return len(r.Tools) == 1 && r.Tools[0].Name == jsonTool && strings.Contains(string(r.ToolChoice), jsonTool)
 }
 
 func firstSet(vs ...*int64) *int64 {

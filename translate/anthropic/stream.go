@@ -11,6 +11,7 @@ import (
 type streamState struct {
 	id, model string
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
+	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
 	finish    string
 	done      bool
 }
@@ -106,6 +107,10 @@ func (c *chat) blockStart(out []byte, ev eventIn) []byte {
 	if ev.ContentBlock.Type != "tool_use" {
 		return out
 	}
+	if c.jsonMode && ev.ContentBlock.Name == jsonTool {
+		c.st.jsonBlock = ev.Index + 1
+		return out
+	}
 	if c.st.tools == nil {
 		c.st.tools = map[int]int{}
 	}
@@ -124,6 +129,10 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 	case "thinking_delta":
 		return c.emit(out, deltaOut{ReasoningContent: ev.Delta.Thinking}, nil)
 	case "input_json_delta":
+		if c.st.jsonBlock == ev.Index+1 && ev.Delta.PartialJSON != "" {
+			text := ev.Delta.PartialJSON
+			return c.emit(out, deltaOut{Content: &text}, nil)
+		}
 		idx, ok := c.st.tools[ev.Index]
 		if !ok || ev.Delta.PartialJSON == "" {
 			return out
@@ -148,7 +157,7 @@ func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 	if ev.Delta.StopReason == "" {
 		return out
 	}
-	reason := finishReason(ev.Delta.StopReason)
+	reason := c.finishReason(ev.Delta.StopReason)
 	return c.emit(out, deltaOut{}, &reason)
 }
 
