@@ -26,6 +26,10 @@ type chat struct {
 	tools   map[int]int // content block index → tool_calls index
 	stopped bool        // messageStop arrived
 	done    bool
+	// jsonMode: a JSON response_format is answered by the json_response
+	// tool, whose input becomes the message content.
+	jsonMode  bool
+	jsonBlock int // the json tool's block index + 1 while streaming
 }
 
 // NewChat returns the chat translator for provider bedrock. A Bedrock API
@@ -40,10 +44,11 @@ func (c *chat) Usage() translate.Usage { return c.usage }
 
 // RequestBody builds the Converse or ConverseStream request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	r, err := buildRequest(c.req)
+	r, err := buildRequest(c.target.Model, c.req)
 	if err != nil {
 		return translate.Upstream{}, err
 	}
+	c.jsonMode = r.jsonMode()
 	body, err := json.Marshal(r)
 	if err != nil {
 		return translate.Upstream{}, err
@@ -154,6 +159,14 @@ func toUsageOut(u translate.Usage) usageOut {
 	return out
 }
 
+// finishReason maps stopReason; the forced JSON tool is a normal stop.
+func (c *chat) finishReason(stop string) string {
+	if c.jsonMode && stop == "tool_use" {
+		return "stop"
+	}
+	return finishReason(stop)
+}
+
 func finishReason(stop string) string {
 	switch stop {
 	case "max_tokens", "model_context_window_exceeded":
@@ -206,6 +219,8 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	var calls []toolCallOut
 	for _, b := range r.Output.Message.Content {
 		switch {
+		case b.ToolUse != nil && c.jsonMode && b.ToolUse.Name == jsonTool:
+			text.WriteString(compact(b.ToolUse.Input))
 		case b.ToolUse != nil:
 			tc := toolCallOut{ID: b.ToolUse.ToolUseID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = b.ToolUse.Name, compact(b.ToolUse.Input)
@@ -226,7 +241,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg["reasoning_content"] = reasoning.String()
 	}
 	return json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.StopReason)}},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": c.finishReason(r.StopReason)}},
 		"usage":   toUsageOut(c.usage)})
 }
 

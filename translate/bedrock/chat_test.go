@@ -193,3 +193,31 @@ func firstDeltaFrame(b *testing.B, data []byte) []byte {
 	b.Fatal("no delta frame")
 	return nil
 }
+
+func TestReasoningAndResponseFormat(t *testing.T) {
+	claude := newChat(t, `{"model":"m","reasoning_effort":"medium","messages":[{"role":"user","content":"x"}]}`)
+	claude.target.Model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+	up, err := claude.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(up.Body, &got)
+	thinking := got["additionalModelRequestFields"].(map[string]any)["thinking"].(map[string]any)
+	if thinking["budget_tokens"] != 8192.0 || got["inferenceConfig"].(map[string]any)["maxTokens"] != 8192.0+4096 {
+		t.Errorf("upstream = %v", got)
+	}
+	if _, err := newChat(t, `{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"x"}]}`).RequestBody(); err == nil {
+		t.Error("reasoning_effort on a non-Claude model was accepted")
+	}
+	c := newChat(t, `{"model":"m","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]}`)
+	if _, err := c.RequestBody(); err != nil {
+		t.Fatal(err)
+	}
+	c.ResponseHeaders(200, "application/json")
+	out, _ := c.ResponseBody([]byte(`{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"json_response","input":{"a":1}}}]}},"stopReason":"tool_use","usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5}}`), true)
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	if !bytes.Contains(out, []byte(`"content":"{\"a\":1}"`)) || !bytes.Contains(out, []byte(`"finish_reason":"stop"`)) {
+		t.Errorf("output %s", out)
+	}
+}

@@ -63,10 +63,11 @@ type toolConfig struct {
 }
 
 type converseRequest struct {
-	Messages        []cmessage      `json:"messages"`
-	System          []cblock        `json:"system,omitempty"`
-	InferenceConfig inferenceConfig `json:"inferenceConfig"`
-	ToolConfig      *toolConfig     `json:"toolConfig,omitempty"`
+	Messages                     []cmessage      `json:"messages"`
+	System                       []cblock        `json:"system,omitempty"`
+	InferenceConfig              inferenceConfig `json:"inferenceConfig"`
+	ToolConfig                   *toolConfig     `json:"toolConfig,omitempty"`
+	AdditionalModelRequestFields map[string]any  `json:"additionalModelRequestFields,omitempty"`
 }
 
 type chatIn struct {
@@ -96,8 +97,18 @@ type chatIn struct {
 			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
-	ToolChoice json.RawMessage `json:"tool_choice"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
+	ReasoningEffort string          `json:"reasoning_effort"`
+	ResponseFormat  *struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
 }
+
+// jsonTool is the tool a JSON response_format is forced through.
+const jsonTool = "json_response"
 
 type partIn struct {
 	Type     string `json:"type"`
@@ -111,7 +122,7 @@ func invalid(param, format string, args ...any) error {
 	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
 }
 
-func buildRequest(req *openai.ChatRequest) (*converseRequest, error) {
+func buildRequest(model string, req *openai.ChatRequest) (*converseRequest, error) {
 	raw, err := json.Marshal(req.Members)
 	if err != nil {
 		return nil, err
@@ -133,7 +144,63 @@ func buildRequest(req *openai.ChatRequest) (*converseRequest, error) {
 	if err := r.setMessages(in); err != nil {
 		return nil, err
 	}
-	return r, r.setTools(in)
+	if err := r.setTools(in); err != nil {
+		return nil, err
+	}
+	if err := r.setReasoning(model, in.ReasoningEffort); err != nil {
+		return nil, err
+	}
+	return r, r.setResponseFormat(in)
+}
+
+// setReasoning maps reasoning_effort to Claude's thinking budget, passed
+// through additionalModelRequestFields; other Bedrock models take no
+// common reasoning control, so it is refused rather than dropped.
+func (r *converseRequest) setReasoning(model, effort string) error {
+	if effort == "" || effort == "none" {
+		return nil
+	}
+	budget := map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
+	if budget == 0 {
+		return invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+	}
+	if !strings.Contains(model, "anthropic.claude") {
+		return invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
+	}
+	r.AdditionalModelRequestFields = map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}
+	if mt := r.InferenceConfig.MaxTokens; mt == nil || *mt <= budget {
+		v := budget + 4096
+		r.InferenceConfig.MaxTokens = &v
+	}
+	r.InferenceConfig.Temperature, r.InferenceConfig.TopP = nil, nil
+	return nil
+}
+
+// setResponseFormat forces a JSON answer through a tool whose input schema
+// is the requested one.
+func (r *converseRequest) setResponseFormat(in chatIn) error {
+	rf := in.ResponseFormat
+	if rf == nil || rf.Type == "" || rf.Type == "text" {
+		return nil
+	}
+	if r.ToolConfig != nil || r.AdditionalModelRequestFields != nil {
+		return invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
+		schema = rf.JSONSchema.Schema
+	} else if rf.Type != "json_object" && rf.Type != "json_schema" {
+		return invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+	}
+	var spec toolSpec
+	spec.ToolSpec.Name, spec.ToolSpec.Description = jsonTool, "Respond with the answer as JSON matching this schema."
+	spec.ToolSpec.InputSchema.JSON = schema
+	r.ToolConfig = &toolConfig{Tools: []toolSpec{spec}, ToolChoice: map[string]any{"tool": map[string]any{"name": jsonTool}}}
+	return nil
+}
+
+func (r *converseRequest) jsonMode() bool {
+	return r.ToolConfig != nil && len(r.ToolConfig.Tools) == 1 && r.ToolConfig.Tools[0].ToolSpec.Name == jsonTool && r.ToolConfig.ToolChoice["tool"] != nil
 }
 
 func (r *converseRequest) setMessages(in chatIn) error {

@@ -94,7 +94,7 @@ func (c *chat) frame(out []byte, m Message) []byte {
 		return c.blockDelta(out, ev)
 	case "messageStop":
 		c.stopped = true
-		reason := finishReason(ev.StopReason)
+		reason := c.finishReason(ev.StopReason)
 		return c.emit(out, deltaOut{}, &reason)
 	case "metadata":
 		if ev.Usage != nil {
@@ -119,6 +119,10 @@ func (c *chat) blockStart(out []byte, ev streamEvent) []byte {
 	if tu == nil {
 		return out
 	}
+	if c.jsonMode && tu.Name == jsonTool {
+		c.jsonBlock = ev.ContentBlockIndex + 1
+		return out
+	}
 	if c.tools == nil {
 		c.tools = map[int]int{}
 	}
@@ -136,6 +140,8 @@ func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
 		return c.emit(out, deltaOut{Content: d.Text}, nil)
 	case d.ReasoningContent != nil:
 		return c.emit(out, deltaOut{ReasoningContent: d.ReasoningContent.Text}, nil)
+	case d.ToolUse != nil && c.jsonBlock == ev.ContentBlockIndex+1:
+		return c.emit(out, deltaOut{Content: &d.ToolUse.Input}, nil)
 	case d.ToolUse != nil:
 		idx, ok := c.tools[ev.ContentBlockIndex]
 		if !ok {
