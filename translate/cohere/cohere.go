@@ -57,6 +57,7 @@ type request struct {
 	Tools            json.RawMessage   `json:"tools,omitempty"`
 	ToolChoice       string            `json:"tool_choice,omitempty"`
 	ResponseFormat   json.RawMessage   `json:"response_format,omitempty"`
+	Thinking         map[string]any    `json:"thinking,omitempty"`
 }
 
 type chatIn struct {
@@ -72,6 +73,7 @@ type chatIn struct {
 	Seed                *int64                       `json:"seed"`
 	Tools               json.RawMessage              `json:"tools"`
 	ToolChoice          json.RawMessage              `json:"tool_choice"`
+	ReasoningEffort     string                       `json:"reasoning_effort"`
 	ResponseFormat      *struct {
 		Type       string `json:"type"`
 		JSONSchema struct {
@@ -134,6 +136,9 @@ func (c *chat) build(in chatIn) (*request, error) {
 	if r.ToolChoice, err = toolChoice(in.ToolChoice); err != nil {
 		return nil, err
 	}
+	if r.Thinking, err = thinking(in.ReasoningEffort); err != nil {
+		return nil, err
+	}
 	if rf := in.ResponseFormat; rf != nil && rf.Type != "text" {
 		format := map[string]any{"type": "json_object"}
 		if rf.Type == "json_schema" {
@@ -142,6 +147,22 @@ func (c *chat) build(in chatIn) (*request, error) {
 		r.ResponseFormat, _ = json.Marshal(format)
 	}
 	return r, nil
+}
+
+// thinking maps reasoning_effort to Cohere's thinking token budget
+// (reasoning models such as command-a-reasoning).
+func thinking(effort string) (map[string]any, error) {
+	switch effort {
+	case "":
+		return nil, nil
+	case "none":
+		return map[string]any{"type": "disabled"}, nil
+	}
+	budget := map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
+	if budget == 0 {
+		return nil, invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+	}
+	return map[string]any{"type": "enabled", "token_budget": budget}, nil
 }
 
 func stopSequences(raw json.RawMessage) ([]string, error) {

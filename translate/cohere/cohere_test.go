@@ -213,3 +213,18 @@ func BenchmarkStreamChunk(b *testing.B) {
 		}
 	}
 }
+
+func TestReasoningEffort(t *testing.T) {
+	up, err := newChat(t, `{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"x"}]}`).RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	json.Unmarshal(up.Body, &got)
+	if th := got["thinking"].(map[string]any); th["type"] != "enabled" || th["token_budget"] != 2048.0 {
+		t.Errorf("thinking = %v", th)
+	}
+	if _, err := newChat(t, `{"model":"m","reasoning_effort":"ultra","messages":[{"role":"user","content":"x"}]}`).RequestBody(); err == nil {
+		t.Error("an unknown effort was accepted")
+	}
+}
