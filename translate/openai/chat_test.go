@@ -310,3 +310,18 @@ func TestClientStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestContextLengthCode(t *testing.T) {
+	for _, body := range []string{
+		`{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":null}}`,
+		`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`,
+	} {
+		out := NormalizeError(400, []byte(body))
+		if !bytes.Contains(out, []byte(`"code":"context_length_exceeded"`)) {
+			t.Errorf("NormalizeError(%s) = %s", body, out)
+		}
+	}
+	if out := NormalizeError(400, []byte(`{"error":{"message":"bad temperature","type":"invalid_request_error"}}`)); bytes.Contains(out, []byte("context_length")) {
+		t.Errorf("unrelated error marked: %s", out)
+	}
+}

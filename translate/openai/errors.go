@@ -29,8 +29,14 @@ type errorResponse struct {
 	Error ErrorObject `json:"error"`
 }
 
-// MarshalError renders {"error": obj}.
+// MarshalError renders {"error": obj}. A request rejected for its length
+// gets OpenAI's code context_length_exceeded, whatever the provider called
+// it, so clients can handle it in one way.
 func MarshalError(obj ErrorObject) []byte {
+	if obj.Type == "invalid_request_error" && tooLong(obj.Message) {
+		code := "context_length_exceeded"
+		obj.Code = &code
+	}
 	b, err := json.Marshal(errorResponse{Error: obj})
 	if err != nil { // cannot happen: strings only
 		panic(err)
@@ -120,4 +126,16 @@ func ProviderError(status int, body []byte) []byte {
 			Message: "The provider rejected the gateway's credentials for this backend."})
 	}
 	return NormalizeError(ClientStatus(status), body)
+}
+
+// tooLong recognizes the providers' messages for an over-long context.
+func tooLong(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"prompt is too long", "context length", "context window", "maximum context",
+		"input is too long", "too many input tokens", "exceeds the maximum number of tokens", "input token count"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
