@@ -63,12 +63,15 @@ models:
   - id: nova-tools
     owned_by: modelgate-mock
     deployments: [{backend: mock-bedrock, model: mock-tools}]
+  - id: azure-gpt
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-azure, model: gpt-5-nano}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
 // mock provider speaking each provider's wire format.
 func devBackends() [][2]string {
-	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}, {"mock-bedrock", "bedrock"}}
+	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}, {"mock-bedrock", "bedrock"}, {"mock-azure", "azure"}}
 }
 
 func isDevBackend(name string) bool {

@@ -243,6 +243,21 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("accumulated = %+v usage %+v", acc.Choices[0].Message, acc.Usage)
 		}
 	})
+	t.Run("azure backend", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("azure-gpt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.HasPrefix(resp.Choices[0].Message.Content, "Hi there! How can I help today?") || resp.Usage.CompletionTokens != 271 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+		reqs := a.Mock.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Path != "/openai/deployments/gpt-5-nano/chat/completions" || last.Header.Get("Api-Key") == "" || last.Header.Get("Authorization") != "" {
+			t.Errorf("upstream request = %s %v", last.Path, last.Header)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

@@ -74,6 +74,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/deployments/{deployment}/chat/completions", s.azure)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v2/chat", s.cohere)
@@ -139,7 +140,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // authorized accepts the key the way each provider takes it.
 func (s *Server) authorized(h http.Header) bool {
 	k := s.cfg.APIKey
-	return h.Get("Authorization") == "Bearer "+k || h.Get("X-Api-Key") == k || h.Get("X-Goog-Api-Key") == k
+	return h.Get("Authorization") == "Bearer "+k || h.Get("X-Api-Key") == k || h.Get("X-Goog-Api-Key") == k || h.Get("Api-Key") == k
 }
 
 // gemini serves generateContent and streamGenerateContent from the Gemini
@@ -155,6 +156,31 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	case method != "generateContent":
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
 		return
+	}
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	s.replay(w, rec)
+}
+
+// azure serves Azure OpenAI's deployment path (api-version required) from
+// the Azure recording; streams are OpenAI's recorded streams.
+func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("api-version") == "" {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req chatRequest
+	if json.Unmarshal(body, &req) != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
+		return
+	}
+	dir := "azure/azure-chat-basic.bodies"
+	if req.Stream {
+		dir, _ = s.pick(req)
 	}
 	rec, err := s.load(dir)
 	if err != nil {
