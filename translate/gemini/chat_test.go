@@ -62,7 +62,7 @@ func TestRequestTranslation(t *testing.T) {
 			map[string]any{"role": "user", "parts": []any{map[string]any{"text": "Capital?"},
 				map[string]any{"inlineData": map[string]any{"mimeType": "image/jpeg", "data": "/9j/"}}}},
 			map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "get_capital", "args": map[string]any{"country": "France"}}}}},
-			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"id": "c1", "name": "get_capital", "response": map[string]any{"result": "Paris"}}}}},
+			map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{"name": "get_capital", "response": map[string]any{"result": "Paris"}}}}},
 		},
 		"tools": []any{map[string]any{"functionDeclarations": []any{map[string]any{"name": "get_capital",
 			"parametersJsonSchema": map[string]any{"type": "object", "additionalProperties": false}}}}},

@@ -177,7 +177,7 @@ func (r *request) setContents(msgs []messageIn) error {
 			if !ok {
 				return invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
 			}
-			r.add("user", []part{{FunctionResponse: &functionResult{ID: m.ToolCallID, Name: name, Response: map[string]any{"result": text}}}})
+			r.add("user", []part{{FunctionResponse: &functionResult{Name: name, Response: map[string]any{"result": text}}}})
 		default:
 			return invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
 		}
