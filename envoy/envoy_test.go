@@ -182,3 +182,39 @@ func TestRepositoryEnvoyYAML(t *testing.T) {
 		t.Error("no Envoy bootstrap found; want at least envoy/envoy.yaml")
 	}
 }
+
+// Every provider's public endpoint gets a TLS cluster with its own SNI
+// and SAN check, and the bootstrap validates.
+func TestProviderHosts(t *testing.T) {
+	hosts := map[string]string{
+		"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com",
+		"bedrock": "https://bedrock-runtime.us-east-1.amazonaws.com", "gemini": "https://generativelanguage.googleapis.com",
+		"vertex": "https://us-east5-aiplatform.googleapis.com", "azure": "https://my-resource.openai.azure.com",
+		"cohere": "https://api.cohere.com", "mistral": "https://api.mistral.ai", "groq": "https://api.groq.com/openai",
+		"deepseek": "https://api.deepseek.com", "xai": "https://api.x.ai", "together": "https://api.together.xyz",
+	}
+	cfg := Config{ExtProcAddress: "modelgate:50051"}
+	for name, u := range hosts {
+		cfg.Backends = append(cfg.Backends, Backend{Name: name, BaseURL: u})
+	}
+	b, err := Bootstrap(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := MarshalYAML(b)
+	if _, err := LoadYAML(y); err != nil {
+		t.Fatalf("LoadYAML: %v", err)
+	}
+	for _, c := range b.StaticResources.Clusters[1:] {
+		tlsCtx := &tlsv3.UpstreamTlsContext{}
+		if err := c.TransportSocket.GetTypedConfig().UnmarshalTo(tlsCtx); err != nil {
+			t.Fatalf("%s: no TLS: %v", c.Name, err)
+		}
+		want := strings.TrimPrefix(hosts[c.Name], "https://")
+		want, _, _ = strings.Cut(want, "/")
+		san := tlsCtx.CommonTlsContext.GetValidationContext().GetMatchTypedSubjectAltNames()
+		if tlsCtx.Sni != want || len(san) != 1 || san[0].Matcher.GetExact() != want {
+			t.Errorf("%s: SNI %q, SAN %v; want %q", c.Name, tlsCtx.Sni, san, want)
+		}
+	}
+}
