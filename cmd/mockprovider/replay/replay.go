@@ -17,7 +17,9 @@
 // It also serves Anthropic's POST /v1/messages (key in x-api-key): a
 // recorded text answer, the recorded thinking stream for stream requests,
 // and the recorded parallel tool calls (mock-tools) and 400
-// (mock-error-400). And Gemini's POST /v1beta/models/{model}:generateContent
+// (mock-error-400). A request that carries the model's earlier turns (a
+// tool-call round trip) replays the recording's next interaction. And
+// Gemini's POST /v1beta/models/{model}:generateContent
 // and :streamGenerateContent (key in x-goog-api-key), and Cohere's
 // POST /v2/chat (JSON only: no Cohere stream was recorded), and Bedrock's
 // POST /model/{id}/converse and /converse-stream (binary event-stream).
@@ -110,6 +112,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// turn counts the model's earlier turns in a request: a tool-call round
+// trip replays the next recorded interaction.
+func turn(body []byte) int {
+	var req struct {
+		Messages []struct{ Role string } `json:"messages"`
+		Contents []struct{ Role string } `json:"contents"`
+	}
+	json.Unmarshal(body, &req) //nolint:errcheck // a bad body counts no turns
+	n := 0
+	for _, m := range append(req.Messages, req.Contents...) {
+		if m.Role == "assistant" || m.Role == "model" {
+			n++
+		}
+	}
+	return n
+}
+
 type chatRequest struct {
 	Model         string `json:"model"`
 	Stream        bool   `json:"stream"`
@@ -157,7 +176,8 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
 		return
 	}
-	rec, err := s.load(dir)
+	body, _ := io.ReadAll(r.Body)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -205,7 +225,8 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown operation")
 		return
 	}
-	rec, err := s.load(dir)
+	body, _ := io.ReadAll(r.Body)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -250,7 +271,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	case req.Stream:
 		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
 	}
-	rec, err := s.load(dir)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -285,9 +306,20 @@ type recording struct {
 	body        []byte
 }
 
-func (s *Server) load(dir string) (recording, error) {
+func (s *Server) load(dir string) (recording, error) { return s.loadTurn(dir, 0) }
+
+// loadTurn loads interaction n of a recording, or its last one.
+func (s *Server) loadTurn(dir string, n int) (recording, error) {
 	dir = path.Join("testdata/fixtures", dir)
-	metaBytes, err := fs.ReadFile(s.cfg.Recordings, dir+"/00.meta.json")
+	metaPath := fmt.Sprintf("%s/%02d.meta.json", dir, n)
+	for n > 0 {
+		if _, err := fs.Stat(s.cfg.Recordings, metaPath); err == nil {
+			break
+		}
+		n--
+		metaPath = fmt.Sprintf("%s/%02d.meta.json", dir, n)
+	}
+	metaBytes, err := fs.ReadFile(s.cfg.Recordings, metaPath)
 	if err != nil {
 		return recording{}, err
 	}

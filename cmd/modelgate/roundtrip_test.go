@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+
+	"modelgate/translate/openai/spec"
+)
+
+// A full tool-call round trip through `modelgate dev` for the native
+// providers: the model calls tools, the client answers them, and the model
+// continues from the recorded next turn.
+func TestDevToolRoundTrips(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	ctx := context.Background()
+
+	t.Run("anthropic, JSON", func(t *testing.T) {
+		p := chatParams("claude-tools")
+		first, err := c.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := first.Choices[0].Message.ToolCalls
+		if len(calls) != 4 {
+			t.Fatalf("tool calls = %d", len(calls))
+		}
+		p.Messages = append(p.Messages, first.Choices[0].Message.ToParam())
+		for _, tc := range calls {
+			p.Messages = append(p.Messages, openai.ToolMessage("info about "+tc.Function.Arguments, tc.ID))
+		}
+		second, err := c.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.Contains(second.Choices[0].Message.Content, "Daisy is the youngest") || second.Choices[0].FinishReason != "stop" {
+			t.Errorf("final answer = %q (%s)", second.Choices[0].Message.Content, second.Choices[0].FinishReason)
+		}
+		sent := a.Mock.Requests()
+		last := string(sent[len(sent)-1].Body)
+		if strings.Count(last, `"type":"tool_result"`) != 4 || !strings.Contains(last, `"tool_use_id":"`+calls[0].ID+`"`) {
+			t.Errorf("the tool results did not reach Anthropic as tool_result blocks: %s", last)
+		}
+	})
+	for _, tt := range []struct{ name, model, secondCall, finalText string }{
+		{"bedrock, streamed", "nova-tools", "", "Paris"},
+		{"gemini, streamed", "gemini-tools", "get_temperature", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := chatParams(tt.model)
+			p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+			first := accumulate(t, c, p)
+			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+			calls := first.Choices[0].Message.ToolCalls
+			if len(calls) == 0 {
+				t.Fatal("no tool call in the first turn")
+			}
+			p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.ToolMessage("21C and sunny", calls[0].ID))
+			second := accumulate(t, c, p)
+			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+			msg := second.Choices[0].Message
+			if tt.secondCall != "" && (len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != tt.secondCall) {
+				t.Errorf("second turn = %+v, want a call to %s", msg, tt.secondCall)
+			}
+			if tt.finalText != "" && !strings.Contains(msg.Content, tt.finalText) {
+				t.Errorf("second turn content = %q, want %q in it", msg.Content, tt.finalText)
+			}
+			if second.Usage.TotalTokens == 0 {
+				t.Error("no usage on the second turn")
+			}
+		})
+	}
+}
+
+func accumulate(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams) openai.ChatCompletionAccumulator {
+	t.Helper()
+	s := c.Chat.Completions.NewStreaming(context.Background(), p)
+	acc := openai.ChatCompletionAccumulator{}
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return acc
+}
