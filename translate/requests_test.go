@@ -39,11 +39,11 @@ var requestCases = map[string]string{
 	"image-http-url": `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]}]}`,
 	"json-schema": `{"model":"m","messages":[{"role":"user","content":"City?"}],
 		"response_format":{"type":"json_schema","json_schema":{"name":"city","schema":{"type":"object","properties":{"city":{"type":"string"}}}}}}`,
-	"json-object":        `{"model":"m","messages":[{"role":"user","content":"City as JSON?"}],"response_format":{"type":"json_object"}}`,
-	"reasoning-effort":   `{"model":"m","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"medium"}`,
+	"json-object":         `{"model":"m","messages":[{"role":"user","content":"City as JSON?"}],"response_format":{"type":"json_object"}}`,
+	"reasoning-effort":    `{"model":"m","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"medium"}`,
 	"sampling-and-limits": `{"model":"m","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":123,"temperature":0.4,"top_p":0.9,"stop":["END","STOP"]}`,
-	"n-greater-than-one": `{"model":"m","messages":[{"role":"user","content":"Hi"}],"n":2}`,
-	"stream":             `{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}`,
+	"n-greater-than-one":  `{"model":"m","messages":[{"role":"user","content":"Hi"}],"n":2}`,
+	"stream":              `{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}`,
 }
 
 type provider struct {
