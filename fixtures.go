@@ -6,8 +6,8 @@ package modelgate
 
 import "embed"
 
-// Recordings holds testdata/fixtures/{openai,openai-compatible,anthropic,gemini,cohere,bedrock,azure} with the
+// Recordings holds testdata/fixtures/{openai,openai-compatible,anthropic,gemini,cohere,bedrock,azure,mistral} with the
 // manifest and licenses.
 //
-//go:embed testdata/fixtures/MANIFEST.md testdata/fixtures/_licenses testdata/fixtures/openai testdata/fixtures/openai-compatible testdata/fixtures/anthropic testdata/fixtures/gemini testdata/fixtures/cohere testdata/fixtures/bedrock testdata/fixtures/azure
+//go:embed testdata/fixtures/MANIFEST.md testdata/fixtures/_licenses testdata/fixtures/openai testdata/fixtures/openai-compatible testdata/fixtures/anthropic testdata/fixtures/gemini testdata/fixtures/cohere testdata/fixtures/bedrock testdata/fixtures/azure testdata/fixtures/mistral
 var Recordings embed.FS

@@ -66,12 +66,15 @@ models:
   - id: azure-gpt
     owned_by: modelgate-mock
     deployments: [{backend: mock-azure, model: gpt-5-nano}]
+  - id: magistral
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-mistral, model: magistral-medium-latest}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
 // mock provider speaking each provider's wire format.
 func devBackends() [][2]string {
-	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}, {"mock-bedrock", "bedrock"}, {"mock-azure", "azure"}}
+	return [][2]string{{"mock", "openai"}, {"mock-anthropic", "anthropic"}, {"mock-gemini", "gemini"}, {"mock-cohere", "cohere"}, {"mock-bedrock", "bedrock"}, {"mock-azure", "azure"}, {"mock-mistral", "mistral"}}
 }
 
 func isDevBackend(name string) bool {

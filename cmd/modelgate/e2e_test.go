@@ -258,6 +258,27 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("upstream request = %s %v", last.Path, last.Header)
 		}
 	})
+	t.Run("mistral backend (OpenAI-compatible quirks)", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("magistral"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.HasPrefix(resp.Choices[0].Message.Content, "Hello!") || resp.Usage.TotalTokens != 40 {
+			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
+		}
+		p := chatParams("magistral")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		text, usageChunks := stream(t, c, p)
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if !strings.Contains(text, "crossing.") || usageChunks != 1 {
+			t.Errorf("streamed %q with %d usage chunks", text, usageChunks)
+		}
+		reqs := a.Mock.Requests()
+		if last := string(reqs[len(reqs)-1].Body); strings.Contains(last, "stream_options") {
+			t.Errorf("stream_options reached Mistral: %s", last)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

@@ -13,6 +13,7 @@
 //	mock-error-404   openai/errors/chat-unknown-model (404 model_not_found)
 //	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema
 //	mock-truncated   the recorded stream cut off mid-event, without [DONE]
+//	mistral-*        Mistral's recorded answer; streams: its thinking stream
 //
 // It also serves Anthropic's POST /v1/messages (key in x-api-key): a
 // recorded text answer, the recorded thinking stream for stream requests,
@@ -291,6 +292,11 @@ func (s *Server) pick(req chatRequest) (dir string, truncate bool) {
 		return "openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies", false
 	case req.Model == "mock-truncated":
 		return "openai/chat/chat-streaming.bodies", true
+	case strings.HasPrefix(req.Model, "mistral-") || strings.HasPrefix(req.Model, "magistral-"):
+		if req.Stream {
+			return "mistral/test_mistral_model_thinking_part_iter.bodies", false
+		}
+		return "mistral/test_mistral_forwards_penalties.bodies", false
 	case req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage:
 		return "openai/chat/chat-streaming-detailed-usage.bodies", false
 	case req.Stream:
