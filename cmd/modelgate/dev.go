@@ -2,6 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -69,6 +74,12 @@ models:
   - id: magistral
     owned_by: modelgate-mock
     deployments: [{backend: mock-mistral, model: magistral-medium-latest}]
+  - id: vertex-gemini
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: gemini-2.0-flash}]
+  - id: vertex-claude
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: claude-sonnet-4@20250514}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
@@ -150,9 +161,16 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if err != nil {
 		return err
 	}
+	vertexSA, err := devServiceAccount(mockURL + "/token")
+	if err != nil {
+		return err
+	}
 	getenv := func(name string) string {
-		if name == devMockKeyEnv {
+		switch name {
+		case devMockKeyEnv:
 			return mockKey
+		case devVertexSAEnv:
+			return vertexSA
 		}
 		return d.e.getenv(name)
 	}
@@ -179,9 +197,29 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	return nil
 }
 
-// devMockKeyEnv is the pseudo environment variable that holds the mock
-// provider's credential, which dev generates per run.
-const devMockKeyEnv = "MODELGATE_DEV_MOCK_KEY"
+// devMockKeyEnv and devVertexSAEnv are the pseudo environment variables
+// holding the mock provider's credential and the throwaway service account
+// whose tokens the mock's token endpoint issues; dev makes both per run.
+const (
+	devMockKeyEnv  = "MODELGATE_DEV_MOCK_KEY"
+	devVertexSAEnv = "MODELGATE_DEV_VERTEX_SERVICE_ACCOUNT"
+)
+
+// devServiceAccount makes a service-account key file for the mock's token
+// endpoint, so the Vertex AI path runs its real token flow in dev.
+func devServiceAccount(tokenURL string) (string, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	sa, err := json.Marshal(map[string]string{"type": "service_account", "client_email": "modelgate-dev@dev-project.iam.gserviceaccount.com",
+		"private_key_id": "dev", "private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": tokenURL})
+	return string(sa), err
+}
 
 func devConfig(path, mockURL string) (*config.Config, error) {
 	var cfg *config.Config
@@ -195,8 +233,11 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 		return nil, err
 	}
 	for i, b := range cfg.Backends {
-		if isDevBackend(b.Name) { // a config may use the built-in mocks too
+		switch { // a config may use the built-in mocks too
+		case isDevBackend(b.Name):
 			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL, devMockKeyEnv
+		case b.Name == "mock-vertex":
+			cfg.Backends[i].BaseURL, cfg.Backends[i].ServiceAccountEnv = mockURL, devVertexSAEnv
 		}
 	}
 	return cfg, nil
@@ -208,6 +249,8 @@ func devModelsWithBackend(mockURL string) string {
 	for _, nb := range devBackends() {
 		fmt.Fprintf(&b, "  - {name: %s, provider: %s, base_url: %q, api_key_env: %s}\n", nb[0], nb[1], mockURL, devMockKeyEnv)
 	}
+	fmt.Fprintf(&b, "  - {name: mock-vertex, provider: vertex, base_url: %q, project: dev-project, region: us-central1, service_account_env: %s}\n",
+		mockURL, devVertexSAEnv)
 	return b.String() + devModels
 }
 

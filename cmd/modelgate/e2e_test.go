@@ -279,6 +279,36 @@ func TestDevWithOfficialClient(t *testing.T) {
 			t.Errorf("stream_options reached Mistral: %s", last)
 		}
 	})
+	t.Run("vertex backend (service-account token flow)", func(t *testing.T) {
+		resp, err := c.Chat.Completions.New(ctx, chatParams("vertex-gemini"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+		if !strings.Contains(resp.Choices[0].Message.Content, "Paris") {
+			t.Errorf("completion = %q", resp.Choices[0].Message.Content)
+		}
+		p := chatParams("vertex-claude")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		text, usageChunks := stream(t, c, p)
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if !strings.Contains(text, "crossing streets.") || usageChunks != 1 {
+			t.Errorf("streamed %q with %d usage chunks", text, usageChunks)
+		}
+		reqs := a.Mock.Requests()
+		last := reqs[len(reqs)-1]
+		minted := false
+		for _, r := range reqs {
+			minted = minted || r.Path == "/token" && strings.Contains(string(r.Body), "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer")
+		}
+		if !minted {
+			t.Error("no JWT bearer grant reached the token endpoint")
+		}
+		if !strings.Contains(last.Path, "/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict") ||
+			!strings.HasPrefix(last.Header.Get("Authorization"), "Bearer ") || strings.Contains(string(last.Body), `"model"`) {
+			t.Errorf("upstream request = %s %v %s", last.Path, last.Header, last.Body)
+		}
+	})
 	t.Run("metrics", func(t *testing.T) {
 		resp, err := http.Get(a.Admin + "/metrics")
 		if err != nil {

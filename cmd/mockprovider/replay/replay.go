@@ -82,6 +82,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v2/chat", s.cohere)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/model/{model}/{op}", s.bedrock)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{call}", s.vertex)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/token", s.token)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
 	})
@@ -106,7 +108,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
-	if s.cfg.APIKey != "" && !s.authorized(r.Header) {
+	if s.cfg.APIKey != "" && !s.authorized(r.Header) && r.URL.Path != s.cfg.PathPrefix+"/token" {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
 	}
@@ -209,6 +211,44 @@ func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.replay(w, rec)
+}
+
+// vertex serves Vertex AI: Google's publisher from the Vertex (and Gemini)
+// recordings, Anthropic's from the Anthropic ones.
+func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
+	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	var dir string
+	switch {
+	case r.PathValue("publisher") == "anthropic" && method == "streamRawPredict":
+		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
+	case r.PathValue("publisher") == "anthropic" && method == "rawPredict":
+		dir = "anthropic/test_anthropic_model_instructions.bodies"
+	case method == "generateContent":
+		dir = "gemini/vertex/test_google_model_vertex_provider.bodies"
+	case method == "streamGenerateContent":
+		dir = "gemini/vertex/test_google_vertex_service_tier_flex_stream.bodies"
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method+" for "+model)
+		return
+	}
+	rec, err := s.load(dir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	s.replay(w, rec)
+}
+
+// token is an OAuth2 token endpoint for the JWT bearer grant: it hands out
+// the mock's API key as the access token, so Vertex requests authenticate
+// like every other provider's. It does not verify the assertion.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if r.ParseForm() != nil || r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.Form.Get("assertion") == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "unsupported grant")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"access_token": s.cfg.APIKey, "expires_in": 3600, "token_type": "Bearer"}) //nolint:errcheck // best effort
 }
 
 // bedrock serves Converse and ConverseStream from the Bedrock recordings,
