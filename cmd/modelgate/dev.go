@@ -71,6 +71,15 @@ models:
   - id: azure-gpt
     owned_by: modelgate-mock
     deployments: [{backend: mock-azure, model: gpt-5-nano}]
+  - id: gpt-roundtrip
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-roundtrip}]
+  - id: azure-roundtrip
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-azure, model: mock-roundtrip}]
+  - id: mistral-roundtrip
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-mistral, model: mock-roundtrip}]
   - id: magistral
     owned_by: modelgate-mock
     deployments: [{backend: mock-mistral, model: magistral-medium-latest}]

@@ -47,9 +47,36 @@ func TestDevToolRoundTrips(t *testing.T) {
 			t.Errorf("the tool results did not reach Anthropic as tool_result blocks: %s", last)
 		}
 	})
+	for _, model := range []string{"gpt-roundtrip", "azure-roundtrip", "mistral-roundtrip"} {
+		t.Run(model+", JSON", func(t *testing.T) {
+			p := chatParams(model)
+			first, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := first.Choices[0].Message.ToolCalls
+			if len(calls) != 1 || calls[0].Function.Name != "get_user_country" {
+				t.Fatalf("first turn = %+v", first.Choices[0].Message)
+			}
+			p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.ToolMessage("Mexico", calls[0].ID))
+			second, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+			// The recorded second turn calls the agent's final_result tool.
+			if tc := second.Choices[0].Message.ToolCalls; len(tc) != 1 || tc[0].Function.Name != "final_result" ||
+				tc[0].Function.Arguments != `{"city": "Mexico City", "country": "Mexico"}` {
+				t.Errorf("second turn = %+v", second.Choices[0].Message)
+			}
+		})
+	}
 	for _, tt := range []struct{ name, model, secondCall, finalText string }{
 		{"bedrock, streamed", "nova-tools", "", "Paris"},
 		{"gemini, streamed", "gemini-tools", "get_temperature", ""},
+		{"openai, streamed", "gpt-roundtrip", "", "capital"},
+		{"azure, streamed", "azure-roundtrip", "", "capital"},
+		{"mistral, streamed", "mistral-roundtrip", "", "capital"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := chatParams(tt.model)

@@ -9,6 +9,9 @@
 //
 //	model            replays
 //	mock-tools       openai/chat/chat-tools (a tool call)
+//	mock-roundtrip   a recorded tool call, then (after the tool result) the
+//	                 recorded answer: test_openai_tool_output, streamed
+//	                 test_run_stream_sync_streams_real_model
 //	mock-error-400   openai/errors/chat-bad-request (400 invalid_request_error)
 //	mock-error-404   openai/errors/chat-unknown-model (404 model_not_found)
 //	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema
@@ -148,7 +151,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir, truncate := s.pick(req)
-	rec, err := s.load(dir)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -202,10 +205,10 @@ func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir := "azure/azure-chat-basic.bodies"
-	if req.Stream {
+	if req.Stream || strings.HasPrefix(req.Model, "mock-") {
 		dir, _ = s.pick(req)
 	}
-	rec, err := s.load(dir)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -324,6 +327,10 @@ func (s *Server) pick(req chatRequest) (dir string, truncate bool) {
 	switch {
 	case req.Model == "mock-tools":
 		return "openai/chat/chat-tools.bodies", false
+	case req.Model == "mock-roundtrip" && req.Stream:
+		return "openai/chat/test_run_stream_sync_streams_real_model.bodies", false
+	case req.Model == "mock-roundtrip":
+		return "openai/chat/test_openai_tool_output.bodies", false
 	case req.Model == "mock-error-400":
 		return "openai/errors/chat-bad-request.bodies", false
 	case req.Model == "mock-error-404":
