@@ -89,6 +89,12 @@ models:
   - id: vertex-claude
     owned_by: modelgate-mock
     deployments: [{backend: mock-vertex, model: claude-sonnet-4@20250514}]
+  - id: vertex-gemini-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: mock-tools}]
+  - id: vertex-claude-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: claude-mock-tools}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one

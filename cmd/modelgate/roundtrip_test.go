@@ -19,34 +19,9 @@ func TestDevToolRoundTrips(t *testing.T) {
 	c := client(a, a.APIKey, rec)
 	ctx := context.Background()
 
-	t.Run("anthropic, JSON", func(t *testing.T) {
-		p := chatParams("claude-tools")
-		first, err := c.Chat.Completions.New(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls := first.Choices[0].Message.ToolCalls
-		if len(calls) != 4 {
-			t.Fatalf("tool calls = %d", len(calls))
-		}
-		p.Messages = append(p.Messages, first.Choices[0].Message.ToParam())
-		for _, tc := range calls {
-			p.Messages = append(p.Messages, openai.ToolMessage("info about "+tc.Function.Arguments, tc.ID))
-		}
-		second, err := c.Chat.Completions.New(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
-		if !strings.Contains(second.Choices[0].Message.Content, "Daisy is the youngest") || second.Choices[0].FinishReason != "stop" {
-			t.Errorf("final answer = %q (%s)", second.Choices[0].Message.Content, second.Choices[0].FinishReason)
-		}
-		sent := a.Mock.Requests()
-		last := string(sent[len(sent)-1].Body)
-		if strings.Count(last, `"type":"tool_result"`) != 4 || !strings.Contains(last, `"tool_use_id":"`+calls[0].ID+`"`) {
-			t.Errorf("the tool results did not reach Anthropic as tool_result blocks: %s", last)
-		}
-	})
+	for _, model := range []string{"claude-tools", "vertex-claude-tools"} {
+		t.Run(model+", JSON", func(t *testing.T) { anthropicRoundTrip(t, a, c, rec, model) })
+	}
 	for _, model := range []string{"gpt-roundtrip", "azure-roundtrip", "mistral-roundtrip"} {
 		t.Run(model+", JSON", func(t *testing.T) {
 			p := chatParams(model)
@@ -74,6 +49,7 @@ func TestDevToolRoundTrips(t *testing.T) {
 	for _, tt := range []struct{ name, model, secondCall, finalText string }{
 		{"bedrock, streamed", "nova-tools", "", "Paris"},
 		{"gemini, streamed", "gemini-tools", "get_temperature", ""},
+		{"vertex gemini, streamed", "vertex-gemini-tools", "get_temperature", ""},
 		{"openai, streamed", "gpt-roundtrip", "", "capital"},
 		{"azure, streamed", "azure-roundtrip", "", "capital"},
 		{"mistral, streamed", "mistral-roundtrip", "", "capital"},
@@ -101,6 +77,37 @@ func TestDevToolRoundTrips(t *testing.T) {
 				t.Error("no usage on the second turn")
 			}
 		})
+	}
+}
+
+func anthropicRoundTrip(t *testing.T, a devAddrs, c openai.Client, rec *recorder, model string) {
+	t.Helper()
+	ctx := context.Background()
+	p := chatParams(model)
+	first, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := first.Choices[0].Message.ToolCalls
+	if len(calls) != 4 {
+		t.Fatalf("tool calls = %d", len(calls))
+	}
+	p.Messages = append(p.Messages, first.Choices[0].Message.ToParam())
+	for _, tc := range calls {
+		p.Messages = append(p.Messages, openai.ToolMessage("info about "+tc.Function.Arguments, tc.ID))
+	}
+	second, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+	if !strings.Contains(second.Choices[0].Message.Content, "Daisy is the youngest") || second.Choices[0].FinishReason != "stop" {
+		t.Errorf("final answer = %q (%s)", second.Choices[0].Message.Content, second.Choices[0].FinishReason)
+	}
+	sent := a.Mock.Requests()
+	last := string(sent[len(sent)-1].Body)
+	if strings.Count(last, `"type":"tool_result"`) != 4 || !strings.Contains(last, `"tool_use_id":"`+calls[0].ID+`"`) {
+		t.Errorf("the tool results did not reach Anthropic as tool_result blocks: %s", last)
 	}
 }
 

@@ -222,6 +222,10 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
 	var dir string
 	switch {
+	case model == "mock-tools" && method == "streamGenerateContent":
+		dir = "gemini/test_google_model_iter_stream.bodies"
+	case model == "claude-mock-tools" && method == "rawPredict":
+		dir = "anthropic/test_multiple_parallel_tool_calls.bodies"
 	case r.PathValue("publisher") == "anthropic" && method == "streamRawPredict":
 		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
 	case r.PathValue("publisher") == "anthropic" && method == "rawPredict":
@@ -234,7 +238,8 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method+" for "+model)
 		return
 	}
-	rec, err := s.load(dir)
+	body, _ := io.ReadAll(r.Body)
+	rec, err := s.loadTurn(dir, turn(body))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
