@@ -119,36 +119,21 @@ type toolIn struct {
 	} `json:"function"`
 }
 
-type partIn struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-func invalid(param, format string, args ...any) error {
-	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
-}
-
 // buildRequest maps the OpenAI request onto the Messages API.
 func buildRequest(model string, req *openai.ChatRequest) (*request, error) {
-	raw, err := json.Marshal(req.Members)
-	if err != nil {
+	var in chatIn
+	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	var in chatIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
-	}
 	if in.N != nil && *in.N > 1 {
-		return nil, invalid("n", "Anthropic models return one choice; 'n' must be 1.")
+		return nil, openai.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
 	}
 	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: defaultMaxTokens}
 	if v := firstSet(in.MaxCompletionTokens, in.MaxTokens); v != nil {
 		out.MaxTokens = *v
 	}
-	if out.StopSequences, err = stopSequences(in.Stop); err != nil {
+	var err error
+	if out.StopSequences, err = openai.StopSequences(in.Stop); err != nil {
 		return nil, err
 	}
 	if in.User != "" {
@@ -174,7 +159,7 @@ func (r *request) setResponseFormat(in chatIn) error {
 		return nil
 	}
 	if len(in.Tools) > 0 || r.Thinking != nil {
-		return invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
+		return openai.Invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	switch rf.Type {
@@ -184,7 +169,7 @@ func (r *request) setResponseFormat(in chatIn) error {
 		}
 	case "json_object":
 	default:
-		return invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+		return openai.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
 	r.Tools = []tool{{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}}
 	r.ToolChoice = json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
@@ -205,21 +190,6 @@ func firstSet(vs ...*int64) *int64 {
 	return nil
 }
 
-func stopSequences(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if json.Unmarshal(raw, &many) != nil {
-		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
-	}
-	return many, nil
-}
-
 // setMessages moves system and developer messages to the system prompt,
 // turns tool results into user tool_result blocks and merges consecutive
 // messages of one role, as the Messages API wants alternating turns.
@@ -229,7 +199,7 @@ func (r *request) setMessages(msgs []messageIn) error {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := textOf(param, m.Content)
+			text, err := openai.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -247,18 +217,18 @@ func (r *request) setMessages(msgs []messageIn) error {
 			}
 			r.add("assistant", blocks)
 		case "tool":
-			text, err := textOf(param, m.Content)
+			text, err := openai.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
 			r.add("user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: []block{{Type: "text", Text: text}}}})
 		default:
-			return invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
+			return openai.Invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
 		}
 	}
 	r.System = strings.Join(system, "\n\n")
 	if len(r.Messages) == 0 {
-		return invalid("messages", "Anthropic models need at least one user or assistant message.")
+		return openai.Invalid("messages", "Anthropic models need at least one user or assistant message.")
 	}
 	return nil
 }
@@ -274,34 +244,10 @@ func (r *request) add(role string, blocks []block) {
 	r.Messages = append(r.Messages, message{Role: role, Content: blocks})
 }
 
-// textOf reads content that must be text: a string or text parts.
-func textOf(param string, raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
 func userBlocks(param string, raw json.RawMessage) ([]block, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []block{{Type: "text", Text: s}}, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	parts, err := openai.Parts(param, raw)
+	if err != nil {
+		return nil, err
 	}
 	var out []block
 	for j, p := range parts {
@@ -315,7 +261,7 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 			}
 			out = append(out, block{Type: "image", Source: src})
 		default:
-			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
+			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
 		}
 	}
 	return out, nil
@@ -324,24 +270,23 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 // image maps a data URI to a base64 source and an https URL to a url
 // source; the gateway itself never fetches URLs.
 func image(param, url string) (*imageSource, error) {
-	if rest, ok := strings.CutPrefix(url, "data:"); ok {
-		meta, data, found := strings.Cut(rest, ",")
-		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
-		if !found || !isBase64 || mediaType == "" {
-			return nil, invalid(param, "Image data URIs must be base64: data:<media type>;base64,<data>.")
+	if strings.HasPrefix(url, "data:") {
+		mediaType, data, ok := openai.DataURI(url)
+		if !ok {
+			return nil, openai.Invalid(param, "Image data URIs must be base64: data:<media type>;base64,<data>.")
 		}
 		return &imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
 	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
 		return &imageSource{Type: "url", URL: url}, nil
 	}
-	return nil, invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
+	return nil, openai.Invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
 }
 
 func assistantBlocks(param string, m messageIn) ([]block, error) {
 	var out []block
 	if len(m.Content) > 0 && string(m.Content) != "null" {
-		text, err := textOf(param, m.Content)
+		text, err := openai.TextContent(param, m.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -350,12 +295,9 @@ func assistantBlocks(param string, m messageIn) ([]block, error) {
 		}
 	}
 	for j, tc := range m.ToolCalls {
-		input := json.RawMessage(tc.Function.Arguments)
-		if strings.TrimSpace(tc.Function.Arguments) == "" {
-			input = json.RawMessage("{}")
-		}
-		if !json.Valid(input) {
-			return nil, invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+		input, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 	}
@@ -365,7 +307,7 @@ func assistantBlocks(param string, m messageIn) ([]block, error) {
 func (r *request) setTools(in chatIn) error {
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		schema := t.Function.Parameters
 		if len(schema) == 0 || string(schema) == "null" {
@@ -390,7 +332,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 	case json.Unmarshal(raw, &s) == nil:
 		kind := map[string]string{"auto": "auto", "none": "none", "required": "any"}[s]
 		if kind == "" {
-			return nil, invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+			return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 		}
 		tc["type"] = kind
 	default:
@@ -398,7 +340,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 			Function struct{ Name string } `json:"function"`
 		}
 		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-			return nil, invalid("tool_choice", "Invalid 'tool_choice'.")
+			return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
 		}
 		tc["type"], tc["name"] = "tool", named.Function.Name
 	}
@@ -429,7 +371,7 @@ func (r *request) setThinking(effort string) error {
 	}
 	budget, ok := thinkingBudget(effort)
 	if !ok {
-		return invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	r.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 	if r.MaxTokens <= budget { // Anthropic requires max_tokens above the budget

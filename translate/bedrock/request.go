@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/translate/openai"
@@ -110,35 +111,20 @@ type chatIn struct {
 // jsonTool is the tool a JSON response_format is forced through.
 const jsonTool = "json_response"
 
-type partIn struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-func invalid(param, format string, args ...any) error {
-	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
-}
-
 func buildRequest(model string, req *openai.ChatRequest) (*converseRequest, error) {
-	raw, err := json.Marshal(req.Members)
-	if err != nil {
+	var in chatIn
+	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
-	var in chatIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
-	}
 	if in.N != nil && *in.N > 1 {
-		return nil, invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
+		return nil, openai.Invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
 	}
 	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature, TopP: in.TopP}}
 	if r.InferenceConfig.MaxTokens == nil {
 		r.InferenceConfig.MaxTokens = in.MaxTokens
 	}
-	if r.InferenceConfig.StopSequences, err = stopSequences(in.Stop); err != nil {
+	var err error
+	if r.InferenceConfig.StopSequences, err = openai.StopSequences(in.Stop); err != nil {
 		return nil, err
 	}
 	if err := r.setMessages(in); err != nil {
@@ -162,10 +148,10 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 	}
 	budget := map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
 	if budget == 0 {
-		return invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	if !strings.Contains(model, "anthropic.claude") {
-		return invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
+		return openai.Invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
 	}
 	r.AdditionalModelRequestFields = map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}
 	if mt := r.InferenceConfig.MaxTokens; mt == nil || *mt <= budget {
@@ -184,13 +170,13 @@ func (r *converseRequest) setResponseFormat(in chatIn) error {
 		return nil
 	}
 	if r.ToolConfig != nil || r.AdditionalModelRequestFields != nil {
-		return invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
+		return openai.Invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	if rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
 		schema = rf.JSONSchema.Schema
 	} else if rf.Type != "json_object" && rf.Type != "json_schema" {
-		return invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+		return openai.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
 	var spec toolSpec
 	spec.ToolSpec.Name, spec.ToolSpec.Description = jsonTool, "Respond with the answer as JSON matching this schema."
@@ -211,7 +197,7 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		role := m.Role
 		switch m.Role {
 		case "system", "developer":
-			text, err := textOf(param, m.Content)
+			text, err := openai.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -222,21 +208,18 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		case "assistant":
 			blocks, err = assistantBlocks(param, m.Content)
 			for j, tc := range m.ToolCalls {
-				input := json.RawMessage(tc.Function.Arguments)
-				if strings.TrimSpace(tc.Function.Arguments) == "" {
-					input = json.RawMessage("{}")
-				}
-				if !json.Valid(input) {
-					return invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+				input, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+				if err != nil {
+					return err
 				}
 				blocks = append(blocks, cblock{ToolUse: &toolUse{ToolUseID: tc.ID, Name: tc.Function.Name, Input: input}})
 			}
 		case "tool":
 			var text string
-			text, err = textOf(param, m.Content)
+			text, err = openai.TextContent(param, m.Content)
 			role, blocks = "user", []cblock{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []cblock{{Text: text}}}}}
 		default:
-			return invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
+			return openai.Invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
 		}
 		if err != nil {
 			return err
@@ -244,7 +227,7 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		r.add(role, blocks)
 	}
 	if len(r.Messages) == 0 {
-		return invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
+		return openai.Invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
 	}
 	return nil
 }
@@ -260,30 +243,11 @@ func (r *converseRequest) add(role string, blocks []cblock) {
 	r.Messages = append(r.Messages, cmessage{Role: role, Content: blocks})
 }
 
-func textOf(param string, raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
 func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	text, err := textOf(param, raw)
+	text, err := openai.TextContent(param, raw)
 	if err != nil || text == "" {
 		return nil, err
 	}
@@ -291,13 +255,9 @@ func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 }
 
 func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []cblock{{Text: s}}, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	parts, err := openai.Parts(param, raw)
+	if err != nil {
+		return nil, err
 	}
 	var out []cblock
 	for j, p := range parts {
@@ -311,7 +271,7 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 			}
 			out = append(out, cblock{Image: img})
 		default:
-			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
+			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
 		}
 	}
 	return out, nil
@@ -320,17 +280,16 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 // image takes base64 data URIs of the formats Converse accepts; Converse
 // takes no URLs and the gateway does not fetch them.
 func image(param, url string) (*imageBlock, error) {
-	rest, ok := strings.CutPrefix(url, "data:image/")
-	meta, data, found := strings.Cut(rest, ",")
-	format, isBase64 := strings.CutSuffix(meta, ";base64")
+	mediaType, data, ok := openai.DataURI(url)
+	format, isImage := strings.CutPrefix(mediaType, "image/")
 	if format == "jpg" {
 		format = "jpeg"
 	}
-	if !ok || !found || !isBase64 || !strings.Contains("png jpeg gif webp", format) || format == "" {
-		return nil, invalid(param, "Bedrock takes images as base64 data URIs of png, jpeg, gif or webp, not URLs.")
+	if !ok || !isImage || !slices.Contains([]string{"png", "jpeg", "gif", "webp"}, format) {
+		return nil, openai.Invalid(param, "Bedrock takes images as base64 data URIs of png, jpeg, gif or webp, not URLs.")
 	}
 	if _, err := base64.StdEncoding.DecodeString(data); err != nil {
-		return nil, invalid(param, "The image data is not valid base64.")
+		return nil, openai.Invalid(param, "The image data is not valid base64.")
 	}
 	img := &imageBlock{Format: format}
 	img.Source.Bytes = data
@@ -344,7 +303,7 @@ func (r *converseRequest) setTools(in chatIn) error {
 	tc := &toolConfig{}
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		var spec toolSpec
 		spec.ToolSpec.Name, spec.ToolSpec.Description = t.Function.Name, t.Function.Description
@@ -372,28 +331,13 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 		case "required":
 			return map[string]any{"any": map[string]any{}}, nil
 		}
-		return nil, invalid("tool_choice", "Bedrock Converse supports tool_choice auto, required or a named function, not '%s'.", s)
+		return nil, openai.Invalid("tool_choice", "Bedrock Converse supports tool_choice auto, required or a named function, not '%s'.", s)
 	}
 	var named struct {
 		Function struct{ Name string } `json:"function"`
 	}
 	if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-		return nil, invalid("tool_choice", "Invalid 'tool_choice'.")
+		return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
 	}
 	return map[string]any{"tool": map[string]any{"name": named.Function.Name}}, nil
-}
-
-func stopSequences(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if json.Unmarshal(raw, &many) != nil {
-		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
-	}
-	return many, nil
 }

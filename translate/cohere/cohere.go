@@ -9,7 +9,6 @@ package cohere
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -82,19 +81,11 @@ type chatIn struct {
 	} `json:"response_format"`
 }
 
-func invalid(param, format string, args ...any) error {
-	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
-}
-
 // RequestBody builds the v2 chat request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	raw, err := json.Marshal(c.req.Members)
-	if err != nil {
-		return translate.Upstream{}, err
-	}
 	var in chatIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return translate.Upstream{}, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	if err := c.req.Decode(&in); err != nil {
+		return translate.Upstream{}, err
 	}
 	r, err := c.build(in)
 	if err != nil {
@@ -113,7 +104,7 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 
 func (c *chat) build(in chatIn) (*request, error) {
 	if in.N != nil && *in.N > 1 {
-		return nil, invalid("n", "Cohere models return one choice; 'n' must be 1.")
+		return nil, openai.Invalid("n", "Cohere models return one choice; 'n' must be 1.")
 	}
 	r := &request{Model: c.target.Model, Stream: c.req.Stream, MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature,
 		P: in.TopP, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, Seed: in.Seed, Tools: in.Tools}
@@ -128,7 +119,7 @@ func (c *chat) build(in chatIn) (*request, error) {
 		b, _ := json.Marshal(m)
 		r.Messages = append(r.Messages, b)
 	}
-	stop, err := stopSequences(in.Stop)
+	stop, err := openai.StopSequences(in.Stop)
 	if err != nil {
 		return nil, err
 	}
@@ -160,24 +151,9 @@ func thinking(effort string) (map[string]any, error) {
 	}
 	budget := map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
 	if budget == 0 {
-		return nil, invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return nil, openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	return map[string]any{"type": "enabled", "token_budget": budget}, nil
-}
-
-func stopSequences(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if json.Unmarshal(raw, &many) != nil {
-		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
-	}
-	return many, nil
 }
 
 // toolChoice maps tool_choice; Cohere has no "auto" value (it is the
@@ -188,7 +164,7 @@ func toolChoice(raw json.RawMessage) (string, error) {
 	case len(raw) == 0 || string(raw) == "null":
 		return "", nil
 	case json.Unmarshal(raw, &s) != nil:
-		return "", invalid("tool_choice", "Cohere models cannot be forced to call one named tool; use \"required\".")
+		return "", openai.Invalid("tool_choice", "Cohere models cannot be forced to call one named tool; use \"required\".")
 	case s == "auto":
 		return "", nil
 	case s == "required":
@@ -196,7 +172,7 @@ func toolChoice(raw json.RawMessage) (string, error) {
 	case s == "none":
 		return "NONE", nil
 	}
-	return "", invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+	return "", openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 }
 
 // ResponseHeaders streams successful event streams.

@@ -3,7 +3,6 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"modelgate/translate/openai"
 )
@@ -111,26 +110,10 @@ type messageIn struct {
 	} `json:"tool_calls"`
 }
 
-type partIn struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-func invalid(param, format string, args ...any) error {
-	return &openai.RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
-}
-
 func buildRequest(req *openai.ChatRequest) (*request, error) {
-	raw, err := json.Marshal(req.Members)
-	if err != nil {
-		return nil, err
-	}
 	var in chatIn
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, &openai.RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+	if err := req.Decode(&in); err != nil {
+		return nil, err
 	}
 	out := &request{}
 	if err := out.setContents(in.Messages); err != nil {
@@ -151,7 +134,7 @@ func (r *request) setContents(msgs []messageIn) error {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := textOf(param, m.Content)
+			text, err := openai.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -169,24 +152,24 @@ func (r *request) setContents(msgs []messageIn) error {
 			}
 			r.add("model", parts)
 		case "tool":
-			text, err := textOf(param, m.Content)
+			text, err := openai.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
 			name, ok := names[m.ToolCallID]
 			if !ok {
-				return invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
+				return openai.Invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
 			}
 			r.add("user", []part{{FunctionResponse: &functionResult{Name: name, Response: map[string]any{"result": text}}}})
 		default:
-			return invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
+			return openai.Invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
 		}
 	}
 	if len(system) > 0 {
 		r.SystemInstruction = &content{Parts: system}
 	}
 	if len(r.Contents) == 0 {
-		return invalid("messages", "Gemini models need at least one user or assistant message.")
+		return openai.Invalid("messages", "Gemini models need at least one user or assistant message.")
 	}
 	return nil
 }
@@ -202,33 +185,10 @@ func (r *request) add(role string, parts []part) {
 	r.Contents = append(r.Contents, content{Role: role, Parts: parts})
 }
 
-func textOf(param string, raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
-		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
 func userParts(param string, raw json.RawMessage) ([]part, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []part{{Text: s}}, nil
-	}
-	var parts []partIn
-	if json.Unmarshal(raw, &parts) != nil {
-		return nil, &openai.RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of content parts."}
+	parts, err := openai.Parts(param, raw)
+	if err != nil {
+		return nil, err
 	}
 	var out []part
 	for j, p := range parts {
@@ -242,7 +202,7 @@ func userParts(param string, raw json.RawMessage) ([]part, error) {
 			}
 			out = append(out, part{InlineData: data})
 		default:
-			return nil, invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
+			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
 		}
 	}
 	return out, nil
@@ -251,11 +211,9 @@ func userParts(param string, raw json.RawMessage) ([]part, error) {
 // dataURI accepts base64 data URIs only: the Gemini API takes no http URLs
 // for images, and the gateway does not fetch them.
 func dataURI(param, url string) (*inlineData, error) {
-	rest, ok := strings.CutPrefix(url, "data:")
-	meta, data, found := strings.Cut(rest, ",")
-	mime, isBase64 := strings.CutSuffix(meta, ";base64")
-	if !ok || !found || !isBase64 || mime == "" {
-		return nil, invalid(param, "Gemini models take images as base64 data URIs (data:<media type>;base64,<data>), not URLs.")
+	mime, data, ok := openai.DataURI(url)
+	if !ok {
+		return nil, openai.Invalid(param, "Gemini models take images as base64 data URIs (data:<media type>;base64,<data>), not URLs.")
 	}
 	return &inlineData{MimeType: mime, Data: data}, nil
 }
@@ -263,7 +221,7 @@ func dataURI(param, url string) (*inlineData, error) {
 func modelParts(param string, m messageIn, names map[string]string) ([]part, error) {
 	var out []part
 	if len(m.Content) > 0 && string(m.Content) != "null" {
-		text, err := textOf(param, m.Content)
+		text, err := openai.TextContent(param, m.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -272,12 +230,9 @@ func modelParts(param string, m messageIn, names map[string]string) ([]part, err
 		}
 	}
 	for j, tc := range m.ToolCalls {
-		args := json.RawMessage(tc.Function.Arguments)
-		if strings.TrimSpace(tc.Function.Arguments) == "" {
-			args = json.RawMessage("{}")
-		}
-		if !json.Valid(args) {
-			return nil, invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "Tool call arguments must be a JSON object.")
+		args, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+		if err != nil {
+			return nil, err
 		}
 		names[tc.ID] = tc.Function.Name
 		out = append(out, part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: args}})
@@ -289,7 +244,7 @@ func (r *request) setTools(in chatIn) error {
 	var decls []functionDecl
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		decls = append(decls, functionDecl{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters})
 	}
@@ -309,7 +264,7 @@ func (r *request) setToolConfig(raw json.RawMessage) error {
 	case json.Unmarshal(raw, &s) == nil:
 		mode := map[string]string{"auto": "AUTO", "none": "NONE", "required": "ANY"}[s]
 		if mode == "" {
-			return invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+			return openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 		}
 		cfg["mode"] = mode
 	default:
@@ -317,7 +272,7 @@ func (r *request) setToolConfig(raw json.RawMessage) error {
 			Function struct{ Name string } `json:"function"`
 		}
 		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-			return invalid("tool_choice", "Invalid 'tool_choice'.")
+			return openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
 		}
 		cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{named.Function.Name}
 	}
@@ -332,7 +287,7 @@ func generation(in chatIn) (*generationConfig, error) {
 	if gc.MaxOutputTokens == nil {
 		gc.MaxOutputTokens = in.MaxTokens
 	}
-	stop, err := stopSequences(in.Stop)
+	stop, err := openai.StopSequences(in.Stop)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +302,7 @@ func generation(in chatIn) (*generationConfig, error) {
 	}
 	budget, ok := thinkingBudget(in.ReasoningEffort)
 	if !ok {
-		return nil, invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", in.ReasoningEffort)
+		return nil, openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", in.ReasoningEffort)
 	}
 	if in.ReasoningEffort != "" {
 		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: budget, IncludeThoughts: budget != 0}
@@ -372,19 +327,4 @@ func thinkingBudget(effort string) (int64, bool) {
 		return 24576, true
 	}
 	return 0, false
-}
-
-func stopSequences(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if json.Unmarshal(raw, &one) == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if json.Unmarshal(raw, &many) != nil {
-		return nil, &openai.RequestError{Param: "stop", Code: "invalid_type", Message: "Invalid type for 'stop': expected a string or an array of strings."}
-	}
-	return many, nil
 }
