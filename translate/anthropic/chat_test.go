@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +14,10 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 const recorded = "../../testdata/fixtures/anthropic/"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
@@ -136,7 +127,7 @@ func TestRecordedMessages(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 			c.ResponseHeaders(200, "application/json")
-			out, err := c.ResponseBody(readFile(t, recorded+tt.file), true)
+			out, err := c.ResponseBody(translatetest.ReadFile(t, recorded+tt.file), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,14 +174,14 @@ const streamReq = `{"model":"m","messages":[{"role":"user","content":"x"}],"stre
 func TestRecordedStreams(t *testing.T) {
 	for _, file := range []string{"test_anthropic_model_thinking_part_stream.bodies/00.response.sse", "test_anthropic_model_thinking_part_redacted_stream.bodies/00.response.sse"} {
 		t.Run(file, func(t *testing.T) {
-			out, usage := runStream(t, streamReq, [][]byte{readFile(t, recorded+file)})
+			out, usage := runStream(t, streamReq, [][]byte{translatetest.ReadFile(t, recorded+file)})
 			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
 			if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) || !bytes.Contains(out, []byte(`"finish_reason":"stop"`)) || usage.CompletionTokens == 0 {
 				t.Errorf("usage %+v; output tail %q", usage, out[max(0, len(out)-300):])
 			}
 		})
 	}
-	out, usage := runStream(t, streamReq, [][]byte{readFile(t, recorded+"test_anthropic_model_thinking_part_stream.bodies/00.response.sse")})
+	out, usage := runStream(t, streamReq, [][]byte{translatetest.ReadFile(t, recorded+"test_anthropic_model_thinking_part_stream.bodies/00.response.sse")})
 	if want := (translate.Usage{PromptTokens: 43, CompletionTokens: 282, TotalTokens: 325}); usage != want {
 		t.Errorf("usage = %+v, want %+v", usage, want)
 	}
@@ -270,7 +261,7 @@ func TestProviderErrors(t *testing.T) {
 		status, wantStatus int
 		body, wantType     string
 	}{
-		{400, 400, string(readFile(t, recorded+"test_anthropic_explicit_effort_xhigh_unsupported_model_errors.bodies/00.response.json")), "invalid_request_error"},
+		{400, 400, string(translatetest.ReadFile(t, recorded+"test_anthropic_explicit_effort_xhigh_unsupported_model_errors.bodies/00.response.json")), "invalid_request_error"},
 		{429, 429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, "rate_limit_error"},
 		{529, 503, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "server_error"},
 		{401, 502, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-123"}}`, "server_error"},
@@ -291,33 +282,23 @@ func TestProviderErrors(t *testing.T) {
 	}
 }
 
-func randomChunks(r *rand.Rand, b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := 1 + r.IntN(min(len(b), 50))
-		out = append(out, b[:n])
-		b = b[n:]
-	}
-	return out
-}
-
 func TestStreamAnySplit(t *testing.T) {
-	up := readFile(t, recorded+"test_anthropic_model_thinking_part_stream.bodies/00.response.sse")
+	up := translatetest.ReadFile(t, recorded+"test_anthropic_model_thinking_part_stream.bodies/00.response.sse")
 	whole, _ := runStream(t, streamReq, [][]byte{up})
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20 {
-		if got, _ := runStream(t, streamReq, randomChunks(r, up)); !bytes.Equal(whole, got) {
+		if got, _ := runStream(t, streamReq, translatetest.RandomChunks(r, up, 50)); !bytes.Equal(whole, got) {
 			t.Fatal("split output differs")
 		}
 	}
 }
 
 func FuzzStreamSplit(f *testing.F) {
-	f.Add(readFile(f, recorded+"test_anthropic_model_thinking_part_redacted_stream.bodies/00.response.sse")[:900], uint64(1))
+	f.Add(translatetest.ReadFile(f, recorded+"test_anthropic_model_thinking_part_redacted_stream.bodies/00.response.sse")[:900], uint64(1))
 	f.Add([]byte("event: error\r\ndata: {\"type\":\"error\"}\r\n\r\n"), uint64(2))
 	f.Fuzz(func(t *testing.T, up []byte, seed uint64) {
 		whole, _ := runStream(t, streamReq, [][]byte{up})
-		got, _ := runStream(t, streamReq, randomChunks(rand.New(rand.NewPCG(seed, seed)), up))
+		got, _ := runStream(t, streamReq, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), up, 50))
 		if !bytes.Equal(whole, got) {
 			t.Fatalf("split output differs\nwhole %q\nsplit %q", whole, got)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,10 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 const recorded = "../../testdata/fixtures/bedrock/"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
@@ -73,7 +64,7 @@ func TestRequest(t *testing.T) {
 func TestRecordedConverse(t *testing.T) {
 	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"Hello!"}]}`)
 	c.ResponseHeaders(200, "application/json")
-	out, err := c.ResponseBody(readFile(t, recorded+"test_bedrock_model.bodies/00.response.json"), true)
+	out, err := c.ResponseBody(translatetest.ReadFile(t, recorded+"test_bedrock_model.bodies/00.response.json"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +99,7 @@ func TestRecordedStreams(t *testing.T) {
 		{"test_bedrock_model_thinking_part_stream.bodies/00.response.eventstream.bin", "stop", translate.Usage{}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			out, usage := runStream(t, [][]byte{readFile(t, recorded+tt.file)})
+			out, usage := runStream(t, [][]byte{translatetest.ReadFile(t, recorded+tt.file)})
 			spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
 			if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) || !bytes.Contains(out, []byte(`"finish_reason":"`+tt.finish+`"`)) || usage.TotalTokens == 0 {
 				t.Errorf("usage %+v, tail %q", usage, out[max(0, len(out)-400):])
@@ -118,7 +109,7 @@ func TestRecordedStreams(t *testing.T) {
 			}
 		})
 	}
-	out, _ := runStream(t, [][]byte{readFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")})
+	out, _ := runStream(t, [][]byte{translatetest.ReadFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")})
 	if !bytes.Contains(out, []byte(`"name":"get_temperature"`)) || !bytes.Contains(out, []byte(`"arguments":"{\"city\":\"Paris\"}"`)) {
 		t.Errorf("tool call deltas missing: %s", out)
 	}
@@ -128,7 +119,7 @@ func TestErrors(t *testing.T) {
 	for _, file := range []string{"test_bedrock_error.bodies/00.response.json", "test_bedrock_streaming_error.bodies/00.response.json"} {
 		c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 		head := c.ResponseHeaders(400, "application/json")
-		out, _ := c.ResponseBody(readFile(t, recorded+file), true)
+		out, _ := c.ResponseBody(translatetest.ReadFile(t, recorded+file), true)
 		spec.ValidateT(t, "ErrorResponse", out)
 		if head.Status != 400 || !bytes.Contains(out, []byte("The provided model identifier is invalid.")) {
 			t.Errorf("%s: %d %s", file, head.Status, out)
@@ -138,7 +129,7 @@ func TestErrors(t *testing.T) {
 	if head := c.ResponseHeaders(403, "application/json"); head.Status != 502 {
 		t.Errorf("403 → %d, want 502", head.Status)
 	}
-	data := readFile(t, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin")
+	data := translatetest.ReadFile(t, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin")
 	cut, _ := runStream(t, [][]byte{data[:len(data)/2]})
 	corrupt := append([]byte(nil), data...)
 	corrupt[20] ^= 0xff
@@ -152,7 +143,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestStreamAnySplit(t *testing.T) {
-	data := readFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")
+	data := translatetest.ReadFile(t, recorded+"test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin")
 	whole, _ := runStream(t, [][]byte{data})
 	r := rand.New(rand.NewPCG(2, 2))
 	for range 20 {
@@ -168,7 +159,7 @@ func TestStreamAnySplit(t *testing.T) {
 }
 
 func BenchmarkStreamFrame(b *testing.B) {
-	one := firstDeltaFrame(b, readFile(b, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin"))
+	one := firstDeltaFrame(b, translatetest.ReadFile(b, recorded+"test_bedrock_model_stream.bodies/00.response.eventstream.bin"))
 	c := newChat(b, streamReq)
 	c.ResponseHeaders(200, "application/vnd.amazon.eventstream")
 	b.ReportAllocs()

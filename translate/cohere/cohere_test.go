@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,10 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 const recorded = "../../testdata/fixtures/cohere/"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
@@ -69,7 +60,7 @@ func TestRecordedResponses(t *testing.T) {
 	for _, file := range []string{"test_request_simple_success_with_vcr.bodies/00.response.json", "test_cohere_model_instructions.bodies/00.response.json"} {
 		c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 		c.ResponseHeaders(200, "application/json")
-		out, err := c.ResponseBody(readFile(t, recorded+file), true)
+		out, err := c.ResponseBody(translatetest.ReadFile(t, recorded+file), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +147,7 @@ func TestStream(t *testing.T) {
 func TestErrors(t *testing.T) {
 	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	head := c.ResponseHeaders(404, "application/json")
-	out, _ := c.ResponseBody(readFile(t, recorded+"TestCohere.test_embed_error.bodies/00.response.json"), true)
+	out, _ := c.ResponseBody(translatetest.ReadFile(t, recorded+"TestCohere.test_embed_error.bodies/00.response.json"), true)
 	spec.ValidateT(t, "ErrorResponse", out)
 	if head.Status != 404 || !bytes.Contains(out, []byte("model 'nonexistent' not found")) {
 		t.Errorf("%d %s", head.Status, out)
@@ -170,21 +161,11 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func randomChunks(r *rand.Rand, b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := 1 + r.IntN(min(len(b), 40))
-		out = append(out, b[:n])
-		b = b[n:]
-	}
-	return out
-}
-
 func TestStreamAnySplit(t *testing.T) {
 	whole, _ := runStream(t, [][]byte{[]byte(streamEvents)})
 	r := rand.New(rand.NewPCG(8, 9))
 	for range 20 {
-		if got, _ := runStream(t, randomChunks(r, []byte(streamEvents))); !bytes.Equal(whole, got) {
+		if got, _ := runStream(t, translatetest.RandomChunks(r, []byte(streamEvents), 40)); !bytes.Equal(whole, got) {
 			t.Fatal("split output differs")
 		}
 	}
@@ -195,7 +176,7 @@ func FuzzStreamSplit(f *testing.F) {
 	f.Add([]byte("data: {\"type\":\"message-end\",\"delta\":{\"error\":\"boom\"}}\r\n\r\n"), uint64(2))
 	f.Fuzz(func(t *testing.T, up []byte, seed uint64) {
 		whole, _ := runStream(t, [][]byte{up})
-		got, _ := runStream(t, randomChunks(rand.New(rand.NewPCG(seed, seed)), up))
+		got, _ := runStream(t, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), up, 40))
 		if !bytes.Equal(whole, got) {
 			t.Fatalf("split output differs\nwhole %q\nsplit %q", whole, got)
 		}

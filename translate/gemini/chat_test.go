@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,18 +15,10 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 const recorded = "../../testdata/fixtures/gemini/"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
@@ -113,13 +104,13 @@ func TestRecordedResponses(t *testing.T) {
 			ContentType  string `json:"response_content_type"`
 			ResponseFile string `json:"response_file"`
 		}
-		json.Unmarshal(readFile(t, meta), &m)
+		json.Unmarshal(translatetest.ReadFile(t, meta), &m)
 		if m.Status != 200 || !strings.Contains(m.URL, "enerateContent") {
 			continue
 		}
 		tested++
 		t.Run(strings.TrimPrefix(meta, recorded), func(t *testing.T) {
-			body := readFile(t, filepath.Join(filepath.Dir(meta), m.ResponseFile))
+			body := translatetest.ReadFile(t, filepath.Join(filepath.Dir(meta), m.ResponseFile))
 			if strings.HasPrefix(m.ContentType, "text/event-stream") {
 				out, usage := runStream(t, streamReq, [][]byte{body})
 				spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
@@ -148,14 +139,14 @@ func TestRecordedResponses(t *testing.T) {
 func TestRecordedTextAndUsage(t *testing.T) {
 	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	c.ResponseHeaders(200, "application/json")
-	out, _ := c.ResponseBody(readFile(t, recorded+"test_google_model.bodies/00.response.json"), true)
+	out, _ := c.ResponseBody(translatetest.ReadFile(t, recorded+"test_google_model.bodies/00.response.json"), true)
 	if !bytes.Contains(out, []byte(`"content":"Hello! How can I help you today?"`)) || !bytes.Contains(out, []byte(`"finish_reason":"stop"`)) {
 		t.Errorf("output %s", out)
 	}
 	if want := (translate.Usage{PromptTokens: 9, CompletionTokens: 43, TotalTokens: 52, ReasoningTokens: 34}); c.Usage() != want {
 		t.Errorf("usage = %+v, want %+v", c.Usage(), want)
 	}
-	out, _ = runStream(t, streamReq, [][]byte{readFile(t, recorded+"test_google_model_iter_stream.bodies/00.response.sse")})
+	out, _ = runStream(t, streamReq, [][]byte{translatetest.ReadFile(t, recorded+"test_google_model_iter_stream.bodies/00.response.sse")})
 	if !bytes.Contains(out, []byte(`"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get_capital","arguments":"{\"country\":\"France\"}"}}]`)) ||
 		!bytes.Contains(out, []byte(`"finish_reason":"tool_calls"`)) {
 		t.Errorf("stream output %s", out)
@@ -165,7 +156,7 @@ func TestRecordedTextAndUsage(t *testing.T) {
 func TestErrors(t *testing.T) {
 	c := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	head := c.ResponseHeaders(404, "application/json")
-	out, _ := c.ResponseBody(readFile(t, recorded+"TestGoogle.test_embed_error.bodies/00.response.json"), true)
+	out, _ := c.ResponseBody(translatetest.ReadFile(t, recorded+"TestGoogle.test_embed_error.bodies/00.response.json"), true)
 	spec.ValidateT(t, "ErrorResponse", out)
 	if head.Status != 404 || !bytes.Contains(out, []byte(`"code":"not_found"`)) {
 		t.Errorf("%d %s", head.Status, out)
@@ -201,34 +192,24 @@ func runStream(t testing.TB, body string, chunks [][]byte) ([]byte, translate.Us
 	return append(out, b...), c.Usage()
 }
 
-func randomChunks(r *rand.Rand, b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := 1 + r.IntN(min(len(b), 50))
-		out = append(out, b[:n])
-		b = b[n:]
-	}
-	return out
-}
-
 // Gemini separates events with \r\n\r\n; any split gives the same output.
 func TestStreamAnySplit(t *testing.T) {
-	up := readFile(t, recorded+"test_google_model_stream.bodies/00.response.sse")
+	up := translatetest.ReadFile(t, recorded+"test_google_model_stream.bodies/00.response.sse")
 	whole, _ := runStream(t, streamReq, [][]byte{up})
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 20 {
-		if got, _ := runStream(t, streamReq, randomChunks(r, up)); !bytes.Equal(whole, got) {
+		if got, _ := runStream(t, streamReq, translatetest.RandomChunks(r, up, 50)); !bytes.Equal(whole, got) {
 			t.Fatal("split output differs")
 		}
 	}
 }
 
 func FuzzStreamSplit(f *testing.F) {
-	f.Add(readFile(f, recorded+"test_google_model_stream.bodies/00.response.sse"), uint64(1))
+	f.Add(translatetest.ReadFile(f, recorded+"test_google_model_stream.bodies/00.response.sse"), uint64(1))
 	f.Add([]byte("data: {\"error\":{}}\r\n\r"), uint64(2))
 	f.Fuzz(func(t *testing.T, up []byte, seed uint64) {
 		whole, _ := runStream(t, streamReq, [][]byte{up})
-		got, _ := runStream(t, streamReq, randomChunks(rand.New(rand.NewPCG(seed, seed)), up))
+		got, _ := runStream(t, streamReq, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), up, 50))
 		if !bytes.Equal(whole, got) {
 			t.Fatalf("split output differs\nwhole %q\nsplit %q", whole, got)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,18 +11,10 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 const recorded = "../../testdata/fixtures/openai/"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func newChat(t testing.TB, body string) translate.Translator {
 	t.Helper()
@@ -67,7 +58,7 @@ func TestBufferedCompletion(t *testing.T) {
 	if head.Stream || head.ContentType != "application/json" || head.Status != 200 {
 		t.Errorf("head = %+v", head)
 	}
-	out, err := tr.ResponseBody(readFile(t, recorded+"chat/chat-basic.bodies/00.response.json"), true)
+	out, err := tr.ResponseBody(translatetest.ReadFile(t, recorded+"chat/chat-basic.bodies/00.response.json"), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +87,7 @@ func TestProviderErrors(t *testing.T) {
 		body   string
 		want   string
 	}{
-		{"openai error kept", 400, string(readFile(t, recorded+"errors/chat-bad-request.bodies/00.response.json")),
+		{"openai error kept", 400, string(translatetest.ReadFile(t, recorded+"errors/chat-bad-request.bodies/00.response.json")),
 			`{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`},
 		{"html wrapped", 502, "<html>bad gateway</html>",
 			`{"error":{"message":"The provider returned HTTP Bad Gateway.","type":"server_error","param":null,"code":null}}`},
@@ -152,7 +143,7 @@ func runStream(t testing.TB, reqBody string, chunks [][]byte) ([]byte, translate
 }
 
 func TestStreamUsage(t *testing.T) {
-	upstream := readFile(t, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")
+	upstream := translatetest.ReadFile(t, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")
 	wantUsage := translate.Usage{PromptTokens: 12, CompletionTokens: 100, TotalTokens: 112, ReasoningTokens: 100}
 	t.Run("client did not ask", func(t *testing.T) {
 		out, usage := runStream(t, streamReq+`}`, [][]byte{upstream})
@@ -180,7 +171,7 @@ func TestStreamUsage(t *testing.T) {
 }
 
 func TestStreamBrokenUpstream(t *testing.T) {
-	upstream := readFile(t, recorded+"chat/chat-streaming.bodies/00.response.sse")
+	upstream := translatetest.ReadFile(t, recorded+"chat/chat-streaming.bodies/00.response.sse")
 	tests := map[string][]byte{
 		"cut mid-event":   upstream[:len(upstream)/2],
 		"no [DONE]":       bytes.TrimSuffix(upstream, []byte("data: [DONE]\n\n")),
@@ -202,26 +193,16 @@ func TestStreamBrokenUpstream(t *testing.T) {
 
 func crlf(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
 
-func randomChunks(r *rand.Rand, b []byte) [][]byte {
-	var out [][]byte
-	for len(b) > 0 {
-		n := 1 + r.IntN(min(len(b), 64))
-		out = append(out, b[:n])
-		b = b[n:]
-	}
-	return out
-}
-
 // Any split of the upstream stream gives byte-identical client output,
 // including splits inside ’ (3 bytes) and between \r and \n.
 func TestStreamAnySplitIsByteIdentical(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	for _, file := range []string{"chat/chat-streaming.bodies/00.response.sse", "chat/chat-streaming-detailed-usage.bodies/00.response.sse"} {
-		for _, variant := range [][]byte{readFile(t, recorded+file), crlf(readFile(t, recorded+file))} {
+		for _, variant := range [][]byte{translatetest.ReadFile(t, recorded+file), crlf(translatetest.ReadFile(t, recorded+file))} {
 			for _, req := range []string{streamReq + `}`, streamReq + `,"stream_options":{"include_usage":true}}`} {
 				whole, _ := runStream(t, req, [][]byte{variant})
 				for range 20 {
-					got, _ := runStream(t, req, randomChunks(r, variant))
+					got, _ := runStream(t, req, translatetest.RandomChunks(r, variant, 64))
 					if !bytes.Equal(whole, got) {
 						t.Fatalf("%s: split output differs\nwhole: %q\nsplit: %q", file, whole, got)
 					}
@@ -240,7 +221,7 @@ func TestStreamAnySplitIsByteIdentical(t *testing.T) {
 }
 
 func FuzzStreamSplit(f *testing.F) {
-	f.Add(readFile(f, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")[:600], uint64(1), false)
+	f.Add(translatetest.ReadFile(f, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")[:600], uint64(1), false)
 	f.Add([]byte("data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: [DONE]\r\n\r\n"), uint64(2), true)
 	f.Fuzz(func(t *testing.T, upstream []byte, seed uint64, includeUsage bool) {
 		req := streamReq + `}`
@@ -248,7 +229,7 @@ func FuzzStreamSplit(f *testing.F) {
 			req = streamReq + `,"stream_options":{"include_usage":true}}`
 		}
 		whole, _ := runStream(t, req, [][]byte{upstream})
-		got, _ := runStream(t, req, randomChunks(rand.New(rand.NewPCG(seed, seed)), upstream))
+		got, _ := runStream(t, req, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), upstream, 64))
 		if !bytes.Equal(whole, got) {
 			t.Fatalf("split output differs\nwhole: %q\nsplit: %q", whole, got)
 		}
@@ -256,7 +237,7 @@ func FuzzStreamSplit(f *testing.F) {
 }
 
 func BenchmarkRequestBody(b *testing.B) {
-	body := readFile(b, recorded+"chat/chat-streaming-detailed-usage.bodies/00.request.json")
+	body := translatetest.ReadFile(b, recorded+"chat/chat-streaming-detailed-usage.bodies/00.request.json")
 	b.ReportAllocs()
 	for b.Loop() {
 		req, err := ParseChatRequest(body)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/translatetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/chat")
@@ -36,7 +37,7 @@ func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "chat", tc.name)
-			req, err := ParseChatRequest(readFile(t, filepath.Join(dir, "request.json")))
+			req, err := ParseChatRequest(translatetest.ReadFile(t, filepath.Join(dir, "request.json")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +49,7 @@ func TestGolden(t *testing.T) {
 			var indented bytes.Buffer
 			json.Indent(&indented, up.Body, "", "  ")
 			head := tr.ResponseHeaders(tc.status, tc.contentType)
-			out, err := tr.ResponseBody(readFile(t, "../../testdata/fixtures/"+tc.recording), !head.Stream)
+			out, err := tr.ResponseBody(translatetest.ReadFile(t, "../../testdata/fixtures/"+tc.recording), !head.Stream)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 func runQuirkStream(t testing.TB, q Quirks, body string, chunks [][]byte) ([]byte, translate.Usage) {
@@ -51,7 +52,7 @@ func TestQuirksRequest(t *testing.T) {
 // Mistral streams thinking as typed content parts and reports usage on its
 // last content chunk; clients get OpenAI's shapes.
 func TestMistralThinkingStream(t *testing.T) {
-	up := readFile(t, "../../testdata/fixtures/mistral/test_mistral_model_thinking_part_iter.bodies/00.response.sse")
+	up := translatetest.ReadFile(t, "../../testdata/fixtures/mistral/test_mistral_model_thinking_part_iter.bodies/00.response.sse")
 	out, usage := runQuirkStream(t, CompatibleProviders()["mistral"], streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{up})
 	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
 	if !bytes.Contains(out, []byte(`"reasoning_content":"Okay"`)) || usage.TotalTokens != 242 {

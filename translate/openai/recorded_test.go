@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 // Every recorded successful chat response, OpenAI's and compatible
@@ -28,7 +29,7 @@ func TestRecordedResponsesBecomeValid(t *testing.T) {
 			ContentType  string `json:"response_content_type"`
 			ResponseFile string `json:"response_file"`
 		}
-		json.Unmarshal(readFile(t, meta), &m)
+		json.Unmarshal(translatetest.ReadFile(t, meta), &m)
 		if m.Status != 200 || !strings.Contains(m.URL, "/chat/completions") {
 			continue
 		}

@@ -1,0 +1,53 @@
+// Package translatetest holds what the translators' tests share: reading
+// recorded traffic, cutting a stream at random points, and playing a body
+// through a translator the way the ext_proc server does.
+package translatetest
+
+import (
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"modelgate/translate"
+)
+
+// ReadFile reads a file or fails the test.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// RandomChunks cuts b into chunks of 1 to max bytes.
+func RandomChunks(r *rand.Rand, b []byte, max int) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		n := 1 + r.IntN(min(len(b), max))
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return out
+}
+
+// Stream feeds chunks to a translator whose ResponseHeaders was already
+// called, then Envoy's empty end-of-stream chunk, and returns the client
+// bytes. Errors fail the test.
+func Stream(t testing.TB, tr translate.Translator, chunks [][]byte) []byte {
+	t.Helper()
+	var out []byte
+	for _, c := range chunks {
+		b, err := tr.ResponseBody(c, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	b, err := tr.ResponseBody(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, b...)
+}
