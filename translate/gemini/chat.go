@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -91,9 +92,10 @@ type responseIn struct {
 	Candidates []struct {
 		Content struct {
 			Parts []struct {
-				Text         string        `json:"text"`
-				Thought      bool          `json:"thought"`
-				FunctionCall *functionCall `json:"functionCall"`
+				Text             string        `json:"text"`
+				Thought          bool          `json:"thought"`
+				FunctionCall     *functionCall `json:"functionCall"`
+				ThoughtSignature string        `json:"thoughtSignature"`
 			} `json:"parts"`
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
@@ -163,9 +165,15 @@ func toUsageOut(u translate.Usage) *usageOut {
 	return out
 }
 
-func toolCall(fc *functionCall, n int) toolCallOut {
+// toolCall maps a functionCall. Gemini 3 wants the call's thought
+// signature back with it on the next turn; OpenAI clients echo only the
+// tool call id, so a signature travels inside the id.
+func toolCall(fc *functionCall, signature string, n int) toolCallOut {
 	tc := toolCallOut{ID: fc.ID, Type: "function"}
-	if tc.ID == "" {
+	switch {
+	case signature != "":
+		tc.ID = signatureID(signature)
+	case tc.ID == "":
 		tc.ID = "call_" + strconv.Itoa(n)
 	}
 	tc.Function.Name, tc.Function.Arguments = fc.Name, compactJSON(fc.Args)
@@ -212,7 +220,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		for _, p := range cand.Content.Parts {
 			switch {
 			case p.FunctionCall != nil:
-				msg.ToolCalls = append(msg.ToolCalls, toolCall(p.FunctionCall, calls))
+				msg.ToolCalls = append(msg.ToolCalls, toolCall(p.FunctionCall, p.ThoughtSignature, calls))
 				calls++
 			case p.Thought:
 				reasoning.WriteString(p.Text)
@@ -254,4 +262,28 @@ func errorBody(status int, body []byte) []byte {
 	}
 	code := strings.ToLower(e.Error.Status)
 	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: &code})
+}
+
+// signaturePrefix marks tool call ids that carry a thought signature.
+const signaturePrefix = "gts_"
+
+func signatureID(signature string) string {
+	raw, err := base64.StdEncoding.DecodeString(signature)
+	if err != nil {
+		return signaturePrefix + base64.RawURLEncoding.EncodeToString([]byte(signature))
+	}
+	return signaturePrefix + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// signatureFromID recovers the thought signature a tool call id carries.
+func signatureFromID(id string) string {
+	enc, ok := strings.CutPrefix(id, signaturePrefix)
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(raw)
 }

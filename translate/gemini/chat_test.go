@@ -227,3 +227,41 @@ func BenchmarkStreamChunk(b *testing.B) {
 		}
 	}
 }
+
+// Gemini 3's thought signature survives the round trip through an OpenAI
+// client inside the tool call id.
+func TestThoughtSignatureRoundTrip(t *testing.T) {
+	up := translatetest.ReadFile(t, recorded+"test_google_streaming_tool_call_thought_signature.bodies/00.response.sse")
+	var want string
+	for _, line := range strings.Split(string(up), "\n") {
+		if i := strings.Index(line, `"thoughtSignature": "`); i >= 0 {
+			want, _, _ = strings.Cut(line[i+len(`"thoughtSignature": "`):], `"`)
+			break
+		}
+	}
+	out, _ := runStream(t, streamReq, [][]byte{up})
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+	i := bytes.Index(out, []byte(`"id":"gts_`))
+	if want == "" || i < 0 {
+		t.Fatalf("no signature-carrying tool call id in %s", out[:min(len(out), 400)])
+	}
+	id, _, _ := strings.Cut(string(out[i+len(`"id":"`):]), `"`)
+	next := newChat(t, `{"model":"m","messages":[{"role":"user","content":"x"},
+		{"role":"assistant","tool_calls":[{"id":"`+id+`","type":"function","function":{"name":"get_country","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"`+id+`","content":"France"}]}`)
+	req, err := next.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Contents []struct {
+			Parts []struct {
+				ThoughtSignature string `json:"thoughtSignature"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	json.Unmarshal(req.Body, &body)
+	if got := body.Contents[1].Parts[0].ThoughtSignature; got != want {
+		t.Errorf("thoughtSignature sent back = %.40q…, want %.40q…", got, want)
+	}
+}

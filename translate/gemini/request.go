@@ -12,6 +12,7 @@ type part struct {
 	InlineData       *inlineData     `json:"inlineData,omitempty"`
 	FunctionCall     *functionCall   `json:"functionCall,omitempty"`
 	FunctionResponse *functionResult `json:"functionResponse,omitempty"`
+	ThoughtSignature string          `json:"thoughtSignature,omitempty"`
 }
 
 type inlineData struct {
@@ -235,7 +236,7 @@ func modelParts(param string, m messageIn, names map[string]string) ([]part, err
 			return nil, err
 		}
 		names[tc.ID] = tc.Function.Name
-		out = append(out, part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: args}})
+		out = append(out, part{FunctionCall: &functionCall{Name: tc.Function.Name, Args: args}, ThoughtSignature: signatureFromID(tc.ID)})
 	}
 	return out, nil
 }

@@ -98,7 +98,7 @@ func (c *chat) deltas(r responseIn) []chunkChoice {
 		for _, p := range cand.Content.Parts {
 			switch {
 			case p.FunctionCall != nil:
-				tc := toolCall(p.FunctionCall, c.st.calls)
+				tc := toolCall(p.FunctionCall, p.ThoughtSignature, c.st.calls)
 				idx := c.st.calls
 				tc.Index = &idx
 				c.st.calls++
