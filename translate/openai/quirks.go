@@ -22,6 +22,9 @@ type Quirks struct {
 	ContentParts bool
 	// Drop lists request members the server rejects.
 	Drop []string
+	// RepairNulls drops null delta members the schema forbids (vLLM and
+	// others send "role": null or "tool_calls": null).
+	RepairNulls bool
 }
 
 // openaiOnly are OpenAI platform features other servers do not take.
@@ -32,7 +35,7 @@ func openaiOnly() []string {
 // CompatibleProviders returns the quirks of each OpenAI-compatible
 // provider, by the provider name a backend is configured with.
 func CompatibleProviders() map[string]Quirks {
-	return map[string]Quirks{
+	quirks := map[string]Quirks{
 		"openai-compatible": {},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly()},
 		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...)},
@@ -44,6 +47,11 @@ func CompatibleProviders() map[string]Quirks {
 		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
 		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 	}
+	for name, q := range quirks {
+		q.RepairNulls = true
+		quirks[name] = q
+	}
+	return quirks
 }
 
 // NewCompatibleChat returns the chat translator constructor for a server

@@ -68,3 +68,12 @@ func TestMistralThinkingStream(t *testing.T) {
 		t.Error("usage reached a client that did not ask for it")
 	}
 }
+
+func TestRepairNullsInDeltas(t *testing.T) {
+	up := "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":null,\"content\":\"hi\",\"tool_calls\":null},\"logprobs\":null,\"finish_reason\":null}]}\n\ndata: [DONE]\n\n"
+	out, _ := runQuirkStream(t, CompatibleProviders()["vllm"], streamReq+`}`, [][]byte{[]byte(up)})
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+	if bytes.Contains(out, []byte(`"role":null`)) || bytes.Contains(out, []byte(`"tool_calls":null`)) || !bytes.Contains(out, []byte(`"content":"hi"`)) {
+		t.Errorf("output %s", out)
+	}
+}

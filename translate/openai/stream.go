@@ -70,9 +70,9 @@ func find(members []member, key string) (member, bool) {
 // chunk edits a CreateChatCompletionStreamResponse: reads usage, hides it
 // when the client did not ask for it, and drops nulls the schema forbids.
 func (c *chat) chunk(out, data []byte, members []member) []byte {
-	if c.quirks.ContentParts && bytes.Contains(data, []byte(`"content":[`)) {
-		if flat, ok := flattenContentParts(data); ok {
-			data = flat
+	if c.quirks.ContentParts && bytes.Contains(data, []byte(`"content":[`)) || c.quirks.RepairNulls && bytes.Contains(data, []byte("null")) {
+		if fixed, ok := repairDeltas(data); ok {
+			data = fixed
 			members, _ = topMembers(data, c.scratch[:0])
 		}
 	}
@@ -119,10 +119,11 @@ func (c *chat) usageChunk(out []byte, members []member, usage []byte) []byte {
 	return sse.AppendData(out, b)
 }
 
-// flattenContentParts turns delta content given as typed parts (Mistral
-// streams thinking this way) into OpenAI's string content, with thinking
-// text as reasoning_content.
-func flattenContentParts(data []byte) ([]byte, bool) {
+// repairDeltas makes choices' deltas valid: content given as typed parts
+// (Mistral streams thinking this way) becomes OpenAI's string content with
+// thinking text as reasoning_content, and null members the schema forbids
+// are dropped (content and refusal may be null).
+func repairDeltas(data []byte) ([]byte, bool) {
 	var chunk map[string]any
 	if json.Unmarshal(data, &chunk) != nil {
 		return nil, false
@@ -130,6 +131,11 @@ func flattenContentParts(data []byte) ([]byte, bool) {
 	choices, _ := chunk["choices"].([]any)
 	for _, ch := range choices {
 		delta, _ := ch.(map[string]any)["delta"].(map[string]any)
+		for k, v := range delta {
+			if v == nil && k != "content" && k != "refusal" {
+				delete(delta, k)
+			}
+		}
 		parts, isParts := delta["content"].([]any)
 		if !isParts {
 			continue
