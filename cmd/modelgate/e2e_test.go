@@ -218,6 +218,13 @@ func TestDevWithOfficialClient(t *testing.T) {
 		if resp.Choices[0].Message.Content != "Hello! How can I assist you today?" || resp.Usage.TotalTokens != 507 {
 			t.Errorf("completion = %q, usage %+v", resp.Choices[0].Message.Content, resp.Usage)
 		}
+		p := chatParams("command-r")
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		text, usageChunks := stream(t, c, p)
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		if text != "Hello! How can I assist you today?" || usageChunks != 1 {
+			t.Errorf("streamed %q with %d usage chunks", text, usageChunks)
+		}
 	})
 	t.Run("bedrock backend", func(t *testing.T) {
 		resp, err := c.Chat.Completions.New(ctx, chatParams("nova-micro"))

@@ -25,7 +25,8 @@
 // tool-call round trip) replays the recording's next interaction. And
 // Gemini's POST /v1beta/models/{model}:generateContent
 // and :streamGenerateContent (key in x-goog-api-key), and Cohere's
-// POST /v2/chat (JSON only: no Cohere stream was recorded), and Bedrock's
+// POST /v2/chat (its streams are derived from the recorded JSON answer, as
+// no Cohere stream was recorded), and Bedrock's
 // POST /model/{id}/converse and /converse-stream (binary event-stream).
 package replay
 
@@ -291,16 +292,50 @@ func (s *Server) cohere(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
 		return
 	}
-	if req.Stream {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "the mock has no recorded Cohere stream")
-		return
-	}
 	rec, err := s.load("cohere/test_request_simple_success_with_vcr.bodies")
+	if err == nil && req.Stream {
+		rec, err = cohereStream(rec)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
 	}
 	s.replay(w, rec)
+}
+
+// cohereStream derives a v2 chat stream from a recorded JSON response, in
+// Cohere's documented event format: no Cohere stream was recorded, so this
+// is the one response the mock makes up rather than replays.
+func cohereStream(rec recording) (recording, error) {
+	var resp struct {
+		ID           string          `json:"id"`
+		FinishReason string          `json:"finish_reason"`
+		Usage        json.RawMessage `json:"usage"`
+		Message      struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(rec.body, &resp); err != nil {
+		return rec, err
+	}
+	var out bytes.Buffer
+	event := func(typ string, data map[string]any) {
+		data["type"] = typ
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(&out, "event: %s\ndata: %s\n\n", typ, b)
+	}
+	event("message-start", map[string]any{"id": resp.ID, "delta": map[string]any{"message": map[string]any{"role": "assistant"}}})
+	event("content-start", map[string]any{"index": 0, "delta": map[string]any{"message": map[string]any{"content": map[string]any{"type": "text", "text": ""}}}})
+	for _, c := range resp.Message.Content {
+		for _, word := range strings.SplitAfter(c.Text, " ") {
+			event("content-delta", map[string]any{"index": 0, "delta": map[string]any{"message": map[string]any{"content": map[string]any{"text": word}}}})
+		}
+	}
+	event("content-end", map[string]any{"index": 0})
+	event("message-end", map[string]any{"delta": map[string]any{"finish_reason": resp.FinishReason, "usage": resp.Usage}})
+	return recording{status: rec.status, contentType: "text/event-stream", body: out.Bytes()}, nil
 }
 
 // messages serves Anthropic's Messages API from the Anthropic recordings.
