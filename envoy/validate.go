@@ -1,141 +1,179 @@
 package envoy
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// validator is what protoc-gen-validate generates.
+// Problem is one thing wrong with a bootstrap.
+type Problem struct {
+	// Path locates it by proto field names, such as
+	// static_resources.clusters[2].name; the fields of a message packed in
+	// an Any follow the Any's own path (….typed_config.stat_prefix).
+	Path string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error renders the problem as "path: message".
+func (p *Problem) Error() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// Validate checks a bootstrap beyond what parsing does: the
+// protoc-gen-validate rules of every message, including those packed in an
+// Any (which ValidateAll does not look into), and the cross-references
+// Envoy checks when it loads the bootstrap. It returns nil or every
+// Problem, joined with errors.Join.
+func Validate(b *bootstrapv3.Bootstrap) error {
+	var ps []*Problem
+	validateTree(b, "", &ps)
+	ps = append(ps, crossCheck(b)...)
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+// validator is what protoc-gen-validate generates on every message.
 type validator interface{ ValidateAll() error }
 
-// walk validates m and, because PGV does not look inside Any, unpacks every
-// Any it finds and validates that too, recursively.
-func walk(m protoreflect.Message, path string, errs *[]error) {
-	if a, ok := m.Interface().(*anypb.Any); ok {
-		inner, err := a.UnmarshalNew()
-		if err != nil {
-			*errs = append(*errs, fmt.Errorf("%s: %w", path, err))
-			return
-		}
-		walk(inner.ProtoReflect(), path+"("+a.GetTypeUrl()+")", errs)
-		return
-	}
-	if v, ok := m.Interface().(validator); ok && path == "" || ok && isAnyRoot(path) {
+// validateTree runs PGV on m, which covers m's fields down to the next
+// Any, and then looks for Anys below it.
+func validateTree(m proto.Message, path string, ps *[]*Problem) {
+	if v, ok := m.(validator); ok {
 		if err := v.ValidateAll(); err != nil {
-			*errs = append(*errs, fmt.Errorf("%s: %w", orRoot(path), err))
+			*ps = append(*ps, pgvProblems(path, m.ProtoReflect().Descriptor(), err)...)
 		}
 	}
+	findAnys(m.ProtoReflect(), path, ps)
+}
+
+// findAnys walks every message field set in m and validates the content
+// of each Any it meets.
+func findAnys(m protoreflect.Message, path string, ps *[]*Problem) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
-			return true
-		}
-		child := path + "." + string(fd.Name())
+		at := joinPath(path, string(fd.Name()))
 		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				for _, k := range sortedKeys(v.Map()) {
+					visit(v.Map().Get(k).Message(), fmt.Sprintf("%s[%s]", at, k.String()), ps)
+				}
+			}
+		case fd.Message() == nil:
 		case fd.IsList():
 			for i := range v.List().Len() {
-				walk(v.List().Get(i).Message(), fmt.Sprintf("%s[%d]", child, i), errs)
-			}
-		case fd.IsMap():
-			if fd.MapValue().Kind() == protoreflect.MessageKind {
-				v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-					walk(mv.Message(), fmt.Sprintf("%s[%s]", child, k.String()), errs)
-					return true
-				})
+				visit(v.List().Get(i).Message(), fmt.Sprintf("%s[%d]", at, i), ps)
 			}
 		default:
-			walk(v.Message(), child, errs)
+			visit(v.Message(), at, ps)
 		}
 		return true
 	})
 }
 
-// isAnyRoot reports whether path ends at a message unpacked from an Any:
-// ValidateAll on it covers everything below up to the next Any.
-func isAnyRoot(path string) bool { return len(path) > 0 && path[len(path)-1] == ')' }
+func visit(m protoreflect.Message, path string, ps *[]*Problem) {
+	a, ok := m.Interface().(*anypb.Any)
+	if !ok {
+		findAnys(m, path, ps)
+		return
+	}
+	inner, err := a.UnmarshalNew()
+	if err != nil {
+		*ps = append(*ps, &Problem{Path: path, Message: fmt.Sprintf("unpacking %s: %v", a.GetTypeUrl(), err)})
+		return
+	}
+	validateTree(inner, path, ps)
+}
 
-func orRoot(path string) string {
+func sortedKeys(m protoreflect.Map) []protoreflect.MapKey {
+	var keys []protoreflect.MapKey
+	m.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+		keys = append(keys, k)
+		return true
+	})
+	slices.SortFunc(keys, func(a, b protoreflect.MapKey) int { return cmp.Compare(a.String(), b.String()) })
+	return keys
+}
+
+func joinPath(path, field string) string {
 	if path == "" {
-		return "bootstrap"
+		return field
 	}
-	return path
+	return path + "." + field
 }
 
-// crossCheck does what Envoy checks beyond PGV for our configs.
-func crossCheck(b *bootstrapv3.Bootstrap) []error {
-	clusters := map[string]*clusterv3.Cluster{}
-	for _, c := range b.GetStaticResources().GetClusters() {
-		clusters[c.GetName()] = c
-	}
-	var errs []error
-	for i, l := range b.GetStaticResources().GetListeners() {
-		for j, fc := range l.GetFilterChains() {
-			for k, f := range fc.GetFilters() {
-				hcm := &hcmv3.HttpConnectionManager{}
-				if f.GetTypedConfig() == nil || f.GetTypedConfig().UnmarshalTo(hcm) != nil {
-					continue
-				}
-				at := fmt.Sprintf("listeners[%d].filter_chains[%d].filters[%d]", i, j, k)
-				errs = append(errs, checkRoutes(at, hcm.GetRouteConfig(), clusters)...)
-				errs = append(errs, checkExtProc(at, hcm, clusters)...)
-			}
+// fieldError and multiError are the methods of PGV's generated
+// <Message>ValidationError and <Message>MultiError types.
+type fieldError interface {
+	Field() string
+	Reason() string
+	Cause() error
+}
+
+type multiError interface{ AllErrors() []error }
+
+// embedded is PGV's reason for an error in a sub-message; its cause holds
+// the sub-message's own errors.
+const embedded = "embedded message failed validation"
+
+// pgvProblems turns PGV's tree of errors into one Problem per leaf, with
+// the Go field names along the way turned into a path of proto names.
+func pgvProblems(path string, md protoreflect.MessageDescriptor, err error) []*Problem {
+	if me, ok := err.(multiError); ok {
+		var ps []*Problem
+		for _, e := range me.AllErrors() {
+			ps = append(ps, pgvProblems(path, md, e)...)
 		}
+		return ps
 	}
-	return errs
+	fe, ok := err.(fieldError)
+	if !ok {
+		return []*Problem{{Path: path, Message: err.Error()}}
+	}
+	name, sub := protoField(md, fe.Field())
+	at := joinPath(path, name)
+	if fe.Reason() == embedded && fe.Cause() != nil && sub != nil {
+		return pgvProblems(at, sub, fe.Cause())
+	}
+	msg := fe.Reason()
+	if fe.Cause() != nil {
+		msg += ": " + fe.Cause().Error()
+	}
+	return []*Problem{{Path: at, Message: msg}}
 }
 
-func checkRoutes(at string, rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cluster) []error {
-	var errs []error
-	for i, vh := range rc.GetVirtualHosts() {
-		for j, r := range vh.GetRoutes() {
-			if name := r.GetRoute().GetCluster(); name != "" && clusters[name] == nil {
-				errs = append(errs, fmt.Errorf("%s.virtual_hosts[%d].routes[%d]: unknown cluster %q", at, i, j, name))
-			}
-		}
+// protoField maps PGV's field name, such as "Listeners[0]" or
+// "PortValue", to the proto name with the same suffix, and returns the
+// message type of the field's values, if any.
+func protoField(md protoreflect.MessageDescriptor, goName string) (string, protoreflect.MessageDescriptor) {
+	base, suffix, _ := strings.Cut(goName, "[")
+	if suffix != "" {
+		suffix = "[" + suffix
 	}
-	return errs
-}
-
-func checkExtProc(at string, hcm *hcmv3.HttpConnectionManager, clusters map[string]*clusterv3.Cluster) []error {
-	var errs []error
-	for i, f := range hcm.GetHttpFilters() {
-		ep := &extprocv3.ExternalProcessor{}
-		if f.GetTypedConfig() == nil || f.GetTypedConfig().UnmarshalTo(ep) != nil {
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !strings.EqualFold(strings.ReplaceAll(string(fd.Name()), "_", ""), base) {
 			continue
 		}
-		fat := fmt.Sprintf("%s.http_filters[%d]", at, i)
-		pm := ep.GetProcessingMode()
-		if pm.GetRequestBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetRequestTrailerMode() != extprocv3.ProcessingMode_SEND ||
-			pm.GetResponseBodyMode() == extprocv3.ProcessingMode_FULL_DUPLEX_STREAMED && pm.GetResponseTrailerMode() != extprocv3.ProcessingMode_SEND {
-			errs = append(errs, fmt.Errorf("%s: FULL_DUPLEX_STREAMED needs the trailer mode SEND", fat))
+		if fd.IsMap() {
+			return string(fd.Name()) + suffix, fd.MapValue().Message()
 		}
-		name := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName()
-		c := clusters[name]
-		switch {
-		case c == nil:
-			errs = append(errs, fmt.Errorf("%s: ext_proc cluster %q does not exist", fat, name))
-		case !speaksHTTP2(c):
-			errs = append(errs, fmt.Errorf("%s: ext_proc cluster %q must speak HTTP/2 for gRPC", fat, name))
-		}
+		return string(fd.Name()) + suffix, fd.Message()
 	}
-	return errs
-}
-
-func speaksHTTP2(c *clusterv3.Cluster) bool {
-	if c.GetHttp2ProtocolOptions() != nil {
-		return true
-	}
-	a := c.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
-	opts := &upstreamsv3.HttpProtocolOptions{}
-	if a == nil || a.UnmarshalTo(opts) != nil {
-		return false
-	}
-	return opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+	return goName, nil
 }

@@ -1,0 +1,225 @@
+package envoy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ExtProcCluster is the name of the cluster of the ext_proc server; no
+// backend may use it.
+const ExtProcCluster = "modelgate_extproc"
+
+// Defaults for the zero values of Config.
+const (
+	defaultListen            = "0.0.0.0:8080"
+	defaultMessageTimeout    = 10 * time.Second
+	defaultBufferLimit       = 32 << 20
+	defaultStreamIdleTimeout = 300 * time.Second
+	defaultRoutingHeader     = "x-modelgate-backend"
+	defaultMetadataNamespace = "io.modelgate"
+	defaultCAFile            = "/etc/ssl/certs/ca-certificates.crt"
+)
+
+// maxMessageTimeout is the upper bound of ext_proc's message_timeout.
+const maxMessageTimeout = time.Hour
+
+// Config is what the bootstrap is generated from.
+type Config struct {
+	// Listen is the client-facing host:port; the host must be an IP
+	// address, as for any Envoy listener. Zero means 0.0.0.0:8080.
+	Listen string
+	// ExtProcAddress is host:port of `modelgate serve`. An IP address
+	// gives a STATIC cluster, a hostname a STRICT_DNS one. Required.
+	ExtProcAddress string
+	// MessageTimeout is the ext_proc per-message timeout, at most 1h.
+	// Zero means 10s (Envoy's own default of 200ms is too short for
+	// rewriting large bodies).
+	MessageTimeout time.Duration
+	// BufferLimitBytes is per_connection_buffer_limit_bytes of the
+	// listener and of every cluster. Envoy's default of 1 MiB would cut
+	// large request bodies. Zero means 32 MiB.
+	BufferLimitBytes uint32
+	// StreamIdleTimeout ends streams idle this long. Zero means 300s.
+	StreamIdleTimeout time.Duration
+	// RoutingHeader is the request header the ext_proc server sets to the
+	// backend name; routes match on it. It must not start with x-envoy-,
+	// which ext_proc may not set. Zero means x-modelgate-backend.
+	RoutingHeader string
+	// MetadataNamespace is the dynamic metadata namespace Envoy accepts
+	// from the ext_proc server. Zero means io.modelgate.
+	MetadataNamespace string
+	// CAFile is the CA bundle that verifies https backends. Zero means
+	// /etc/ssl/certs/ca-certificates.crt.
+	CAFile string
+	// Backends become one cluster and one route each, in this order.
+	Backends []Backend
+}
+
+// Backend is an upstream the gateway routes to.
+type Backend struct {
+	// Name is the cluster name and the routing-header value: 1 to 63
+	// lower-case letters, digits, '.', '_' or '-', starting with a letter
+	// or digit, and not ExtProcCluster.
+	Name string
+	// BaseURL is http:// or https:// with a host and an optional port
+	// (default 80 or 443). Its path is the ext_proc server's business.
+	BaseURL string
+}
+
+// withDefaults fills in the zero values.
+func (c Config) withDefaults() Config {
+	setDefault(&c.Listen, defaultListen)
+	setDefault(&c.RoutingHeader, defaultRoutingHeader)
+	setDefault(&c.MetadataNamespace, defaultMetadataNamespace)
+	setDefault(&c.CAFile, defaultCAFile)
+	if c.MessageTimeout == 0 {
+		c.MessageTimeout = defaultMessageTimeout
+	}
+	if c.BufferLimitBytes == 0 {
+		c.BufferLimitBytes = defaultBufferLimit
+	}
+	if c.StreamIdleTimeout == 0 {
+		c.StreamIdleTimeout = defaultStreamIdleTimeout
+	}
+	return c
+}
+
+func setDefault(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+var (
+	// backendName is a valid Envoy cluster name and a header value that
+	// needs no quoting; the gateway config uses the same rule.
+	backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+	// headerName is a lower-case HTTP token, as Envoy sends header names.
+	headerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	// namespaceName is a metadata namespace such as io.modelgate.
+	namespaceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
+
+// checkSettings validates everything but the addresses and backends.
+func (c Config) checkSettings() []error {
+	var errs []error
+	if c.MessageTimeout < 0 || c.MessageTimeout > maxMessageTimeout {
+		errs = append(errs, fmt.Errorf("message timeout %v: must be between 0 and %v", c.MessageTimeout, maxMessageTimeout))
+	}
+	if c.StreamIdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("stream idle timeout %v: must not be negative", c.StreamIdleTimeout))
+	}
+	if !headerName.MatchString(c.RoutingHeader) || strings.HasPrefix(c.RoutingHeader, "x-envoy-") || c.RoutingHeader == "host" {
+		errs = append(errs, fmt.Errorf("routing header %q: must be a lower-case header name, not host or x-envoy-* (ext_proc may not set those)", c.RoutingHeader))
+	}
+	if !namespaceName.MatchString(c.MetadataNamespace) {
+		errs = append(errs, fmt.Errorf("metadata namespace %q: must be letters, digits, '.', '_' or '-'", c.MetadataNamespace))
+	}
+	return errs
+}
+
+// upstream is a parsed backend.
+type upstream struct {
+	name string
+	host string // without brackets for IPv6
+	port uint32
+	tls  bool
+}
+
+// isIP reports whether the host is an IP literal (a STATIC cluster).
+func (u upstream) isIP() bool { return net.ParseIP(u.host) != nil }
+
+// authority is the Host header for the backend: the port only when it is
+// not the scheme's default.
+func (u upstream) authority() string {
+	if u.port == defaultPort(u.tls) {
+		if strings.Contains(u.host, ":") {
+			return "[" + u.host + "]"
+		}
+		return u.host
+	}
+	return net.JoinHostPort(u.host, strconv.Itoa(int(u.port)))
+}
+
+func defaultPort(tls bool) uint32 {
+	if tls {
+		return 443
+	}
+	return 80
+}
+
+// parseBackends checks every backend and the names across them.
+func parseBackends(bs []Backend) ([]upstream, []error) {
+	var (
+		ups  []upstream
+		errs []error
+	)
+	seen := map[string]bool{}
+	for i, b := range bs {
+		up, err := parseBackend(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("backends[%d] %q: %w", i, b.Name, err))
+			continue
+		}
+		if seen[up.name] {
+			errs = append(errs, fmt.Errorf("backends[%d] %q: duplicate backend name", i, b.Name))
+			continue
+		}
+		seen[up.name] = true
+		ups = append(ups, up)
+	}
+	return ups, errs
+}
+
+func parseBackend(b Backend) (upstream, error) {
+	if !backendName.MatchString(b.Name) {
+		return upstream{}, errors.New("name must be 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if b.Name == ExtProcCluster {
+		return upstream{}, fmt.Errorf("name %q is reserved for the ext_proc cluster", b.Name)
+	}
+	u, err := url.Parse(b.BaseURL)
+	switch {
+	case err != nil:
+		return upstream{}, fmt.Errorf("parsing base URL: %w", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return upstream{}, fmt.Errorf("base URL %q: scheme must be http or https", b.BaseURL)
+	case u.Hostname() == "":
+		return upstream{}, fmt.Errorf("base URL %q: has no host", b.BaseURL)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return upstream{}, fmt.Errorf("base URL %q: must not have user info, a query or a fragment", b.BaseURL)
+	}
+	up := upstream{name: b.Name, host: u.Hostname(), tls: u.Scheme == "https"}
+	up.port = defaultPort(up.tls)
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return upstream{}, fmt.Errorf("base URL %q: port must be 1-65535", b.BaseURL)
+		}
+		up.port = uint32(n)
+	}
+	return up, nil
+}
+
+// splitAddress parses host:port. Port 0 is allowed only for a listener,
+// where it means any free port.
+func splitAddress(addr string, zeroPort bool) (string, uint32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || port == 0 && !zeroPort {
+		return "", 0, fmt.Errorf("address %q: port must be 1-65535", addr)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("address %q: has no host", addr)
+	}
+	return host, uint32(port), nil
+}
