@@ -62,6 +62,9 @@ models:
   - id: command-r
     owned_by: modelgate-mock
     deployments: [{backend: mock-cohere, model: command-r7b-12-2024}]
+  - id: command-r-tools
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-cohere, model: mock-tools}]
   - id: nova-micro
     owned_by: modelgate-mock
     deployments: [{backend: mock-bedrock, model: "us.amazon.nova-micro-v1:0"}]

@@ -20,9 +20,41 @@ func TestDevToolRoundTrips(t *testing.T) {
 	ctx := context.Background()
 
 	for _, model := range []string{"claude-tools", "vertex-claude-tools"} {
-		t.Run(model+", JSON", func(t *testing.T) { anthropicRoundTrip(t, a, c, rec, model) })
+		t.Run(model+", JSON", func(t *testing.T) { anthropicRoundTrip(t, a, c, rec, model, false) })
+		t.Run(model+", streamed", func(t *testing.T) { anthropicRoundTrip(t, a, c, rec, model, true) })
 	}
-	for _, model := range []string{"gpt-roundtrip", "azure-roundtrip", "mistral-roundtrip"} {
+	for _, tt := range []struct{ model, firstCall, secondCall, finalText string }{
+		{"gemini-tools", "get_capital", "get_temperature", ""},
+		{"vertex-gemini-tools", "get_capital", "get_temperature", ""},
+		{"nova-tools", "get_temperature", "", "Paris"},
+	} {
+		t.Run(tt.model+", JSON", func(t *testing.T) {
+			p := chatParams(tt.model)
+			first, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+			calls := first.Choices[0].Message.ToolCalls
+			if len(calls) != 1 || calls[0].Function.Name != tt.firstCall || first.Choices[0].FinishReason != "tool_calls" {
+				t.Fatalf("first turn = %+v", first.Choices[0])
+			}
+			p.Messages = append(p.Messages, first.Choices[0].Message.ToParam(), openai.ToolMessage("France / 21C", calls[0].ID))
+			second, err := c.Chat.Completions.New(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "CreateChatCompletionResponse", rec.last())
+			msg := second.Choices[0].Message
+			if tt.secondCall != "" && (len(msg.ToolCalls) != 1 || msg.ToolCalls[0].Function.Name != tt.secondCall) {
+				t.Errorf("second turn = %+v, want a call to %s", msg, tt.secondCall)
+			}
+			if tt.finalText != "" && !strings.Contains(msg.Content, tt.finalText) {
+				t.Errorf("second turn content = %q", msg.Content)
+			}
+		})
+	}
+	for _, model := range []string{"gpt-roundtrip", "azure-roundtrip", "mistral-roundtrip", "command-r-tools"} {
 		t.Run(model+", JSON", func(t *testing.T) {
 			p := chatParams(model)
 			first, err := c.Chat.Completions.New(ctx, p)
@@ -53,6 +85,7 @@ func TestDevToolRoundTrips(t *testing.T) {
 		{"openai, streamed", "gpt-roundtrip", "", "capital"},
 		{"azure, streamed", "azure-roundtrip", "", "capital"},
 		{"mistral, streamed", "mistral-roundtrip", "", "capital"},
+		{"cohere, streamed", "command-r-tools", "final_result", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := chatParams(tt.model)
@@ -80,13 +113,21 @@ func TestDevToolRoundTrips(t *testing.T) {
 	}
 }
 
-func anthropicRoundTrip(t *testing.T, a devAddrs, c openai.Client, rec *recorder, model string) {
+func anthropicRoundTrip(t *testing.T, a devAddrs, c openai.Client, rec *recorder, model string, streamed bool) {
 	t.Helper()
 	ctx := context.Background()
 	p := chatParams(model)
-	first, err := c.Chat.Completions.New(ctx, p)
-	if err != nil {
-		t.Fatal(err)
+	var first *openai.ChatCompletion
+	if streamed {
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		acc := accumulate(t, c, p)
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", rec.last())
+		first = &acc.ChatCompletion
+	} else {
+		var err error
+		if first, err = c.Chat.Completions.New(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	calls := first.Choices[0].Message.ToolCalls
 	if len(calls) != 4 {
@@ -96,6 +137,7 @@ func anthropicRoundTrip(t *testing.T, a devAddrs, c openai.Client, rec *recorder
 	for _, tc := range calls {
 		p.Messages = append(p.Messages, openai.ToolMessage("info about "+tc.Function.Arguments, tc.ID))
 	}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
 	second, err := c.Chat.Completions.New(ctx, p)
 	if err != nil {
 		t.Fatal(err)

@@ -175,16 +175,20 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
 	dir := "gemini/test_google_model.bodies"
 	switch {
-	case method == "streamGenerateContent" && model == "mock-tools":
+	case model == "mock-tools":
 		dir = "gemini/test_google_model_iter_stream.bodies"
 	case method == "streamGenerateContent":
 		dir = "gemini/test_google_model_stream.bodies"
-	case method != "generateContent":
+	}
+	if method != "generateContent" && method != "streamGenerateContent" {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
 	rec, err := s.loadTurn(dir, turn(body))
+	if err == nil && model == "mock-tools" && method == "generateContent" {
+		rec, err = geminiJSON(rec)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -223,9 +227,9 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
 	var dir string
 	switch {
-	case model == "mock-tools" && method == "streamGenerateContent":
+	case model == "mock-tools":
 		dir = "gemini/test_google_model_iter_stream.bodies"
-	case model == "claude-mock-tools" && method == "rawPredict":
+	case model == "claude-mock-tools":
 		dir = "anthropic/test_multiple_parallel_tool_calls.bodies"
 	case r.PathValue("publisher") == "anthropic" && method == "streamRawPredict":
 		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
@@ -241,6 +245,12 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	rec, err := s.loadTurn(dir, turn(body))
+	switch {
+	case err == nil && model == "mock-tools" && method == "generateContent":
+		rec, err = geminiJSON(rec)
+	case err == nil && model == "claude-mock-tools" && method == "streamRawPredict":
+		rec, err = anthropicStream(rec)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -271,12 +281,18 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 			dir = "bedrock/test_bedrock_model_iter_stream.bodies"
 		}
 	case "converse":
+		if r.PathValue("model") == "mock-tools" {
+			dir = "bedrock/test_bedrock_model_iter_stream.bodies"
+		}
 	default:
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown operation")
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
 	rec, err := s.loadTurn(dir, turn(body))
+	if err == nil && r.PathValue("op") == "converse" && r.PathValue("model") == "mock-tools" {
+		rec, err = bedrockJSON(rec)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -287,12 +303,22 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 // cohere serves Cohere's v2 chat from its recordings. No Cohere stream was
 // recorded, so stream requests get a 400 rather than invented traffic.
 func (s *Server) cohere(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	var req chatRequest
-	if body, _ := io.ReadAll(r.Body); json.Unmarshal(body, &req) != nil {
+	if json.Unmarshal(body, &req) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
 		return
 	}
-	rec, err := s.load("cohere/test_request_simple_success_with_vcr.bodies")
+	var rec recording
+	var err error
+	if req.Model == "mock-tools" {
+		rec, err = s.loadTurn("openai/chat/test_openai_tool_output.bodies", turn(body))
+		if err == nil {
+			rec, err = cohereFromOpenAI(rec)
+		}
+	} else {
+		rec, err = s.load("cohere/test_request_simple_success_with_vcr.bodies")
+	}
 	if err == nil && req.Stream {
 		rec, err = cohereStream(rec)
 	}
@@ -315,6 +341,13 @@ func cohereStream(rec recording) (recording, error) {
 			Content []struct {
 				Text string `json:"text"`
 			} `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(rec.body, &resp); err != nil {
@@ -334,6 +367,13 @@ func cohereStream(rec recording) (recording, error) {
 		}
 	}
 	event("content-end", map[string]any{"index": 0})
+	for i, tc := range resp.Message.ToolCalls {
+		event("tool-call-start", map[string]any{"index": i, "delta": map[string]any{"message": map[string]any{"tool_calls": map[string]any{
+			"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Function.Name, "arguments": ""}}}}})
+		event("tool-call-delta", map[string]any{"index": i, "delta": map[string]any{"message": map[string]any{"tool_calls": map[string]any{
+			"function": map[string]any{"arguments": tc.Function.Arguments}}}}})
+		event("tool-call-end", map[string]any{"index": i})
+	}
 	event("message-end", map[string]any{"delta": map[string]any{"finish_reason": resp.FinishReason, "usage": resp.Usage}})
 	return recording{status: rec.status, contentType: "text/event-stream", body: out.Bytes()}, nil
 }
@@ -356,6 +396,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		dir = "anthropic/test_anthropic_model_thinking_part_stream.bodies"
 	}
 	rec, err := s.loadTurn(dir, turn(body))
+	if err == nil && req.Stream && req.Model == "mock-tools" {
+		rec, err = anthropicStream(rec)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
