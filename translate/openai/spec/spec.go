@@ -3,7 +3,8 @@
 // schema oracle for everything the gateway emits.
 //
 // The document is OpenAPI 3.1, whose schemas are JSON Schema 2020-12, but it
-// still uses the OpenAPI 3.0 keyword `nullable: true` in places. A JSON
+// still uses the draft 2019-09 $recursiveRef in one place (see
+// rewriteRecursive) and the OpenAPI 3.0 keyword `nullable: true` in places. A JSON
 // Schema validator ignores that keyword, so loading rewrites it: a schema
 // with `nullable: true` becomes `anyOf: [<schema>, {type: null}]`, which is
 // what the document means.
@@ -51,6 +52,7 @@ func compileDoc() (*compiled, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	rewriteRecursive(doc)
 	if err := c.AddResource(docURL, rewriteNullable(doc)); err != nil {
 		return nil, err
 	}
@@ -69,6 +71,40 @@ func docPath() (string, error) {
 		}
 	}
 	return "", errors.New("spec: go.mod not found above " + file)
+}
+
+// rewriteRecursive replaces the draft 2019-09 pair $recursiveAnchor /
+// $recursiveRef "#" (CompoundFilter uses it), which 2020-12 dropped, with a
+// plain $ref to the component that holds the anchor.
+func rewriteRecursive(doc any) {
+	root, _ := doc.(map[string]any)
+	comps, _ := root["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	for name, sch := range schemas {
+		m, ok := sch.(map[string]any)
+		if !ok || m["$recursiveAnchor"] == nil {
+			continue
+		}
+		delete(m, "$recursiveAnchor")
+		replaceRecursiveRef(m, "#/components/schemas/"+name)
+	}
+}
+
+func replaceRecursiveRef(v any, ref string) {
+	switch t := v.(type) {
+	case map[string]any:
+		if t["$recursiveRef"] != nil {
+			delete(t, "$recursiveRef")
+			t["$ref"] = ref
+		}
+		for _, child := range t {
+			replaceRecursiveRef(child, ref)
+		}
+	case []any:
+		for _, child := range t {
+			replaceRecursiveRef(child, ref)
+		}
+	}
 }
 
 // rewriteNullable turns OpenAPI 3.0 nullable into JSON Schema.

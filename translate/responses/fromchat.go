@@ -1,0 +1,124 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// completion is a chat.completion, as far as the bridge reads it.
+type completion struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
+			ReasoningContent string  `json:"reasoning_content"`
+			ToolCalls        []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		TotalTokens         int64 `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+}
+
+var errNoChoice = errors.New("the chat completion has no choice")
+
+// FromChat turns a chat.completion (the client-facing output of a
+// provider's chat translator) into the Response object for r. id is the
+// response's id and created its creation time.
+func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, error) {
+	var c completion
+	if err := json.Unmarshal(chatJSON, &c); err != nil {
+		return nil, err
+	}
+	if len(c.Choices) == 0 {
+		return nil, errNoChoice
+	}
+	resp := skeleton(r, id, created)
+	resp["model"] = c.Model
+	resp["output"] = outputItems(id, c)
+	status, details := statusOf(c.Choices[0].FinishReason)
+	resp["status"], resp["incomplete_details"] = status, details
+	u := c.Usage
+	resp["usage"] = map[string]any{"input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens,
+		"input_tokens_details":  map[string]any{"cached_tokens": u.PromptTokensDetails.CachedTokens, "cache_write_tokens": 0},
+		"output_tokens_details": map[string]any{"reasoning_tokens": u.CompletionTokensDetails.ReasoningTokens}}
+	return json.Marshal(resp)
+}
+
+// statusOf maps a finish reason to the response status.
+func statusOf(finish string) (string, any) {
+	switch finish {
+	case "length":
+		return "incomplete", map[string]string{"reason": "max_output_tokens"}
+	case "content_filter":
+		return "incomplete", map[string]string{"reason": "content_filter"}
+	}
+	return "completed", nil
+}
+
+// skeleton holds the members every Response carries, echoed from the
+// request with OpenAI's defaults.
+func skeleton(r *Request, id string, created int64) map[string]any {
+	m := r.Members
+	echo := func(name string, def any) any {
+		if raw := m[name]; !isNull(raw) {
+			return raw
+		}
+		return def
+	}
+	return map[string]any{
+		"id": id, "object": "response", "created_at": created, "error": nil,
+		"instructions": echo("instructions", nil), "metadata": echo("metadata", map[string]any{}),
+		"parallel_tool_calls": echo("parallel_tool_calls", true), "temperature": echo("temperature", 1.0),
+		"top_p": echo("top_p", 1.0), "tool_choice": echo("tool_choice", "auto"), "tools": echo("tools", []any{}),
+		"max_output_tokens": echo("max_output_tokens", nil), "previous_response_id": echo("previous_response_id", nil),
+		"store": r.Store, "truncation": echo("truncation", "disabled"),
+		"text": echo("text", map[string]any{"format": map[string]string{"type": "text"}}),
+	}
+}
+
+// outputItems are reasoning, the message and function calls, in that
+// order, with ids derived from the response id.
+func outputItems(id string, c completion) []any {
+	base := strings.TrimPrefix(id, "resp_")
+	msg := c.Choices[0].Message
+	out := []any{}
+	if msg.ReasoningContent != "" {
+		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + base,
+			"summary": []any{map[string]any{"type": "summary_text", "text": msg.ReasoningContent}}})
+	}
+	var parts []any
+	if msg.Content != nil && *msg.Content != "" {
+		parts = append(parts, map[string]any{"type": "output_text", "text": *msg.Content, "annotations": []any{}, "logprobs": []any{}})
+	}
+	if msg.Refusal != nil && *msg.Refusal != "" {
+		parts = append(parts, map[string]any{"type": "refusal", "refusal": *msg.Refusal})
+	}
+	if len(parts) > 0 {
+		out = append(out, map[string]any{"type": "message", "id": "msg_" + base, "status": "completed", "role": "assistant", "content": parts})
+	}
+	for i, tc := range msg.ToolCalls {
+		out = append(out, map[string]any{"type": "function_call", "id": "fc_" + base + "_" + strconv.Itoa(i), "call_id": tc.ID,
+			"name": tc.Function.Name, "arguments": tc.Function.Arguments, "status": "completed"})
+	}
+	return out
+}

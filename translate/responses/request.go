@@ -1,0 +1,98 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"modelgate/translate/openai"
+)
+
+// Request is a validated CreateResponse request.
+type Request struct {
+	Model              string
+	Stream             bool
+	Store              bool
+	PreviousResponseID string
+	// Members are the request's top-level members as sent.
+	Members map[string]json.RawMessage
+}
+
+// ParseRequest validates a CreateResponse body. Input may be missing only
+// when previous_response_id continues a stored conversation.
+func ParseRequest(body []byte) (*Request, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return nil, &openai.RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object."}
+	}
+	r := &Request{Members: m, Store: true}
+	checks := []func() error{
+		func() error { return stringMember(m, "model", &r.Model, true) },
+		func() error { return stringMember(m, "previous_response_id", &r.PreviousResponseID, false) },
+		func() error { return boolMember(m, "stream", &r.Stream) },
+		func() error { return boolMember(m, "store", &r.Store) },
+		func() error { return checkInput(m, r.PreviousResponseID != "") },
+		func() error { return numberIn(m, "temperature", 0, 2) },
+		func() error { return numberIn(m, "top_p", 0, 1) },
+		func() error { return numberIn(m, "max_output_tokens", 16, 1<<31) },
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+func stringMember(m map[string]json.RawMessage, name string, dst *string, required bool) error {
+	raw := m[name]
+	if isNull(raw) {
+		if required {
+			return &openai.RequestError{Param: name, Code: "missing_required_parameter", Message: fmt.Sprintf("Missing required parameter: '%s'.", name)}
+		}
+		return nil
+	}
+	if json.Unmarshal(raw, dst) != nil || required && *dst == "" {
+		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a string.", name)}
+	}
+	return nil
+}
+
+func boolMember(m map[string]json.RawMessage, name string, dst *bool) error {
+	if raw := m[name]; !isNull(raw) && json.Unmarshal(raw, dst) != nil {
+		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a boolean.", name)}
+	}
+	return nil
+}
+
+func checkInput(m map[string]json.RawMessage, continuing bool) error {
+	raw := m["input"]
+	if isNull(raw) {
+		if continuing {
+			return nil
+		}
+		return &openai.RequestError{Param: "input", Code: "missing_required_parameter", Message: "Missing required parameter: 'input'."}
+	}
+	var s string
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &s) != nil && json.Unmarshal(raw, &items) != nil {
+		return &openai.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid type for 'input': expected a string or an array of input items."}
+	}
+	return nil
+}
+
+func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
+	raw := m[name]
+	if isNull(raw) {
+		return nil
+	}
+	var v float64
+	if json.Unmarshal(raw, &v) != nil {
+		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a number.", name)}
+	}
+	if v < lo || v > hi {
+		return openai.Invalid(name, "Invalid '%s': expected a value between %g and %g, but got %s instead.", name, lo, hi, raw)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgate/translate"
+	"modelgate/translate/anthropic"
+	"modelgate/translate/openai"
+	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
+)
+
+func TestParseRequest(t *testing.T) {
+	tests := []struct {
+		name, body   string
+		param, code  string
+		wantContinue bool
+	}{
+		{"missing input", `{"model":"m"}`, "input", "missing_required_parameter", false},
+		{"continuation without input", `{"model":"m","previous_response_id":"resp_1"}`, "", "", true},
+		{"missing model", `{"input":"hi"}`, "model", "missing_required_parameter", false},
+		{"bad input type", `{"model":"m","input":5}`, "input", "invalid_type", false},
+		{"temperature 3", `{"model":"m","input":"hi","temperature":3}`, "temperature", "invalid_value", false},
+		{"max_output_tokens too small", `{"model":"m","input":"hi","max_output_tokens":5}`, "max_output_tokens", "invalid_value", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.body))
+			var re *openai.RequestError
+			switch {
+			case tt.code == "" && err != nil:
+				t.Fatalf("error = %v", err)
+			case tt.code == "":
+				if r.PreviousResponseID == "" != !tt.wantContinue {
+					t.Errorf("request = %+v", r)
+				}
+			case !errors.As(err, &re) || re.Param != tt.param || re.Code != tt.code:
+				t.Errorf("error = %v, want param %s code %s", err, tt.param, tt.code)
+			}
+		})
+	}
+}
+
+func chatMessages(t *testing.T, req *openai.ChatRequest) []map[string]any {
+	t.Helper()
+	var msgs []map[string]any
+	if err := json.Unmarshal(req.Members["messages"], &msgs); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func TestToChat(t *testing.T) {
+	r, err := ParseRequest(translatetest.ReadFile(t, "../../testdata/fixtures/openai/responses/test_openai_responses_model_simple_response_with_tool_call.bodies/00.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Members["instructions"] = json.RawMessage(`"Be brief."`)
+	history := []json.RawMessage{
+		json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Earlier"}]}`),
+		json.RawMessage(`{"type":"function_call","call_id":"c1","name":"get_capital","arguments":"{\"country\":\"X\"}"}`),
+		json.RawMessage(`{"type":"function_call","call_id":"c2","name":"get_capital","arguments":"{}"}`),
+		json.RawMessage(`{"type":"function_call_output","call_id":"c1","output":"Xcity"}`),
+		json.RawMessage(`{"type":"reasoning","summary":[]}`),
+		json.RawMessage(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Xcity it is."}]}`),
+	}
+	req, err := ToChat(r, history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := []string{}
+	for _, m := range chatMessages(t, req) {
+		roles = append(roles, m["role"].(string))
+	}
+	if diff := cmp.Diff([]string{"system", "user", "assistant", "tool", "assistant", "user"}, roles); diff != "" {
+		t.Errorf("roles (-want +got):\n%s", diff)
+	}
+	var tools []map[string]any
+	json.Unmarshal(req.Members["tools"], &tools)
+	if len(tools) != 1 || tools[0]["function"].(map[string]any)["name"] != "get_capital" || string(req.Members["tool_choice"]) != `"auto"` {
+		t.Errorf("tools = %v, tool_choice %s", tools, req.Members["tool_choice"])
+	}
+	msgs := chatMessages(t, req)
+	if calls := msgs[2]["tool_calls"].([]any); len(calls) != 2 {
+		t.Errorf("consecutive function calls were not merged: %v", msgs[2])
+	}
+}
+
+// A recorded Anthropic answer goes through the Anthropic chat translator and
+// the bridge and comes out a valid Response with typed output items.
+func TestFromChatThroughAProvider(t *testing.T) {
+	r, err := ParseRequest([]byte(`{"model":"claude","input":"Who is the youngest?","metadata":{"k":"v"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatReq, err := ToChat(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := anthropic.NewChat(translate.Target{Model: "claude-haiku-4-5"}, chatReq)
+	if _, err := tr.RequestBody(); err != nil {
+		t.Fatal(err)
+	}
+	tr.ResponseHeaders(200, "application/json")
+	chatOut, err := tr.ResponseBody(translatetest.ReadFile(t, "../../testdata/fixtures/anthropic/test_multiple_parallel_tool_calls.bodies/00.response.json"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := FromChat(r, chatOut, "resp_abc", time.Unix(1700000000, 0).Unix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "Response", out)
+	var resp struct {
+		Status string
+		Output []struct {
+			Type   string `json:"type"`
+			CallID string `json:"call_id"`
+		}
+		Usage struct{ InputTokens, OutputTokens int64 } `json:"usage"`
+	}
+	json.Unmarshal(out, &resp)
+	types := []string{}
+	for _, o := range resp.Output {
+		types = append(types, o.Type)
+	}
+	if resp.Status != "completed" || strings.Join(types, ",") != "message,function_call,function_call,function_call,function_call" {
+		t.Errorf("status %s, output %v", resp.Status, types)
+	}
+	if !strings.Contains(string(out), `"input_tokens":423`) || !strings.Contains(string(out), `"metadata":{"k":"v"}`) {
+		t.Errorf("usage or metadata missing: %s", out)
+	}
+}
+
+func TestFromChatIncomplete(t *testing.T) {
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"hi"}`))
+	chatOut := []byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"length","logprobs":null,
+		"message":{"role":"assistant","content":"Hel","refusal":null,"reasoning_content":"thinking"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`)
+	out, err := FromChat(r, chatOut, "resp_x", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "Response", out)
+	if !strings.Contains(string(out), `"status":"incomplete"`) || !strings.Contains(string(out), `"reason":"max_output_tokens"`) || !strings.Contains(string(out), `"type":"reasoning"`) {
+		t.Errorf("output %s", out)
+	}
+}
