@@ -26,17 +26,7 @@ type completion struct {
 			} `json:"tool_calls"`
 		} `json:"message"`
 	} `json:"choices"`
-	Usage struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		TotalTokens         int64 `json:"total_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 var errNoChoice = errors.New("the chat completion has no choice")
@@ -57,10 +47,7 @@ func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, er
 	resp["output"] = outputItems(id, c)
 	status, details := statusOf(c.Choices[0].FinishReason)
 	resp["status"], resp["incomplete_details"] = status, details
-	u := c.Usage
-	resp["usage"] = map[string]any{"input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": u.PromptTokensDetails.CachedTokens, "cache_write_tokens": 0},
-		"output_tokens_details": map[string]any{"reasoning_tokens": u.CompletionTokensDetails.ReasoningTokens}}
+	resp["usage"] = responsesUsage(c.Usage)
 	return json.Marshal(resp)
 }
 
