@@ -10,6 +10,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/translate"
+	"modelgate/translate/responses"
 )
 
 // phase is what the exchange expects from Envoy next.
@@ -45,6 +46,9 @@ type exchange struct {
 
 	firstByte time.Time // first streamed bytes to the client
 	recorded  bool
+
+	respReq   *responses.Request    // a Responses exchange's request
+	responses *responses.Translator // its translator, also in tr
 }
 
 func (s *Server) newExchange() *exchange {

@@ -20,9 +20,10 @@ const (
 	endpointNone endpoint = iota
 	endpointModels
 	endpointChat
+	endpointResponses
 )
 
-var endpointNames = [...]string{"none", "models", "chat.completions"}
+var endpointNames = [...]string{"none", "models", "chat.completions", "responses"}
 
 func (e endpoint) String() string { return endpointNames[e] }
 
@@ -36,6 +37,8 @@ func dispatch(method, path string) (endpoint, error) {
 		return endpointModels, nil
 	case method == http.MethodPost && path == "/v1/chat/completions":
 		return endpointChat, nil
+	case method == http.MethodPost && path == "/v1/responses":
+		return endpointResponses, nil
 	}
 	return endpointNone, errUnknownURL(method, path)
 }
@@ -148,26 +151,20 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	if int64(len(body)) > ex.s.cfg.MaxRequestBodyBytes {
 		return nil, errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
 	}
-	req, err := openai.ParseChatRequest(body)
+	var err error
+	if ex.endpoint == endpointResponses {
+		err = ex.translateResponses(ctx, body)
+	} else {
+		err = ex.translateChat(ctx, body)
+	}
 	if err != nil {
 		return nil, err
 	}
-	target, err := ex.s.router.route(ex.principal, req.Model)
-	if err != nil {
-		return nil, err
-	}
-	if token := ex.s.router.backends[target.Backend].Token; token != nil {
-		if target.APIKey, err = token(ctx); err != nil {
-			return nil, errProviderCredentials(err)
-		}
-	}
-	ex.model, ex.target = req.Model, target
-	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", req.Model))
-	ex.tr = ex.s.chat[target.Provider](target, req)
 	up, err := ex.tr.RequestBody()
 	if err != nil {
 		return nil, err
 	}
+	target := ex.target
 	var h headers
 	for _, name := range clientCredentialHeaders {
 		h.Remove(name)
@@ -186,6 +183,35 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 			ClearRouteCache: true,
 		}},
 	}}, nil
+}
+
+// translateChat sets up a chat completions exchange.
+func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
+	req, err := openai.ParseChatRequest(body)
+	if err != nil {
+		return err
+	}
+	if err := ex.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	ex.tr = ex.s.chat[ex.target.Provider](ex.target, req)
+	return nil
+}
+
+// pick routes the model and resolves the backend's per-request credential.
+func (ex *exchange) pick(ctx context.Context, model string) error {
+	target, err := ex.s.router.route(ex.principal, model)
+	if err != nil {
+		return err
+	}
+	if token := ex.s.router.backends[target.Backend].Token; token != nil {
+		if target.APIKey, err = token(ctx); err != nil {
+			return errProviderCredentials(err)
+		}
+	}
+	ex.model, ex.target = model, target
+	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", model))
+	return nil
 }
 
 // fail ends the exchange with an OpenAI error as an immediate response.

@@ -58,6 +58,13 @@ type Config struct {
 	Metrics *Metrics
 	// UsageTimeout bounds writing one usage record; zero means 5s.
 	UsageTimeout time.Duration
+	// Responses stores the responses POST /v1/responses produces, for
+	// previous_response_id; nil stores none (continuations then fail
+	// with 404).
+	Responses ResponseStore
+	// ResponseRetention is how long stored responses live; zero means 30
+	// days.
+	ResponseRetention time.Duration
 }
 
 // chatFactory builds the chat translator for one provider.
@@ -123,6 +130,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.UsageTimeout <= 0 {
 		cfg.UsageTimeout = 5 * time.Second
+	}
+	if cfg.ResponseRetention <= 0 {
+		cfg.ResponseRetention = 30 * 24 * time.Hour
 	}
 	return cfg
 }

@@ -59,6 +59,7 @@ func newFixture(t *testing.T, cfg extproctest.Config) *fixture {
 			{ID: "mock-truncated", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-truncated"}}},
 			{ID: "mock-error-400", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-error-400"}}},
 		},
+		Responses: store,
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,15 @@ CREATE TABLE usage (
 	at                INTEGER NOT NULL
 );
 CREATE INDEX usage_account_at ON usage(account_id, at);
+`, `
+CREATE TABLE responses (
+	id         TEXT PRIMARY KEY,
+	account_id TEXT NOT NULL,
+	items      BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE INDEX responses_expires ON responses(expires_at);
 `}
 
 // Store is an authz.Store backed by SQLite.

@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"modelgate/authz"
 	"modelgate/authz/storetest"
@@ -38,5 +41,32 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 	defer s.Close()
 	if got, err := s.AccountByName(ctx, "acme"); err != nil || got.ID != a.ID {
 		t.Errorf("AccountByName after reopen = %+v, %v; want %s", got, err, a.ID)
+	}
+}
+
+func TestResponses(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	items := []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":"hi"}`)}
+	if err := s.SaveResponse(ctx, "acct_a", "resp_1", items, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Conversation(ctx, "acct_a", "resp_1", now)
+	if err != nil || len(got) != 1 || string(got[0]) != string(items[0]) {
+		t.Fatalf("Conversation = %s, %v", got, err)
+	}
+	for name, lookup := range map[string]func() error{
+		"another account": func() error { _, err := s.Conversation(ctx, "acct_b", "resp_1", now); return err },
+		"unknown id":      func() error { _, err := s.Conversation(ctx, "acct_a", "resp_2", now); return err },
+		"expired":         func() error { _, err := s.Conversation(ctx, "acct_a", "resp_1", now.Add(2*time.Hour)); return err },
+	} {
+		if err := lookup(); !errors.Is(err, authz.ErrNotFound) {
+			t.Errorf("%s: error = %v, want ErrNotFound", name, err)
+		}
 	}
 }

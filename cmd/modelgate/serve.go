@@ -78,6 +78,9 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	if ecfg.Metrics, err = extproc.NewMetrics(reg); err != nil {
 		return nil, err
 	}
+	if rs, ok := store.(extproc.ResponseStore); ok { // stores that keep response state
+		ecfg.Responses = rs
+	}
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	srv, err := extproc.New(ecfg, auth, store)
 	if err != nil {

@@ -32,6 +32,7 @@ type Stream struct {
 	finish    string
 	usage     json.RawMessage
 	done      bool
+	failed    bool
 }
 
 // outItem is an output item being streamed.
@@ -245,7 +246,7 @@ func (s *Stream) closeItem(it *outItem) {
 
 // fail ends the stream with an error event.
 func (s *Stream) fail(errJSON json.RawMessage) {
-	s.done = true
+	s.done, s.failed = true, true
 	var e struct {
 		Message string  `json:"message"`
 		Code    *string `json:"code"`

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"modelgate/translate/openai/spec"
+	"modelgate/translate/sse"
+)
+
+func responseParams(model, input string) responses.ResponseNewParams {
+	return responses.ResponseNewParams{Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(input)}}
+}
+
+// The Responses API through `modelgate dev` for non-OpenAI providers, with
+// openai-go as the client.
+func TestDevResponses(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	ctx := context.Background()
+
+	for _, model := range []string{"claude-sonnet", "gemini-flash", "nova-micro", "command-r", "gpt-4o-mini"} {
+		t.Run(model+" JSON", func(t *testing.T) {
+			resp, err := c.Responses.New(ctx, responseParams(model, "Hello!"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "Response", rec.last())
+			if resp.Status != "completed" || resp.OutputText() == "" || resp.Usage.TotalTokens == 0 || !strings.HasPrefix(resp.ID, "resp_") {
+				t.Errorf("response = %s %q usage %+v", resp.Status, resp.OutputText(), resp.Usage)
+			}
+		})
+		t.Run(model+" stream", func(t *testing.T) {
+			s := c.Responses.NewStreaming(ctx, responseParams(model, "Hello!"))
+			var acc responses.ResponseAccumulator
+			for s.Next() {
+				var ev responses.ResponsesServerEventUnion
+				if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ev); err != nil {
+					t.Fatal(err)
+				}
+				if err := acc.AddEvent(ev); err != nil {
+					t.Fatalf("accumulating: %v", err)
+				}
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			checkResponseEvents(t, rec.last())
+			final, err := acc.ReconstructedResponse()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The recorded OpenAI stream is a reasoning model that ran out of
+			// tokens before any text: an incomplete response, as OpenAI says.
+			if model == "gpt-4o-mini" {
+				if final.Status != "incomplete" || final.IncompleteDetails.Reason != "max_output_tokens" {
+					t.Errorf("accumulated response: status %s, details %+v", final.Status, final.IncompleteDetails)
+				}
+				return
+			}
+			if final.OutputText() == "" || final.Status != "completed" || final.Usage.TotalTokens == 0 {
+				t.Errorf("accumulated response: status %s, text %q, usage %+v", final.Status, final.OutputText(), final.Usage)
+			}
+		})
+	}
+
+	t.Run("three turns with previous_response_id", func(t *testing.T) {
+		first, err := c.Responses.New(ctx, responseParams("claude-sonnet", "My name is Ada."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := responseParams("claude-sonnet", "What did I say?")
+		p.PreviousResponseID = openai.String(first.ID)
+		second, err := c.Responses.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = responseParams("claude-sonnet", "And once more?")
+		p.PreviousResponseID = openai.String(second.ID)
+		if _, err := c.Responses.New(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		reqs := a.Mock.Requests()
+		third := string(reqs[len(reqs)-1].Body)
+		for _, want := range []string{"My name is Ada.", first.OutputText(), "What did I say?", second.OutputText(), "And once more?"} {
+			if !strings.Contains(third, jsonText(want)) {
+				t.Errorf("turn three's upstream request lacks %q:\n%s", want, third)
+			}
+		}
+		p.PreviousResponseID = openai.String("resp_unknown")
+		_, err = c.Responses.New(ctx, p)
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Param != "previous_response_id" {
+			t.Errorf("unknown previous_response_id: %v", err)
+		}
+	})
+	t.Run("missing input", func(t *testing.T) {
+		_, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "claude-sonnet"})
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "input" || apiErr.Code != "missing_required_parameter" {
+			t.Errorf("error = %v", err)
+		}
+	})
+}
+
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return strings.Trim(string(b), `"`)
+}
+
+// checkResponseEvents validates every event and the contiguous sequence
+// numbers from 0.
+func checkResponseEvents(t *testing.T, stream []byte) {
+	t.Helper()
+	var dec sse.Decoder
+	for i, ev := range dec.Feed(stream) {
+		spec.ValidateT(t, "ResponseStreamEvent", ev.Data)
+		var m struct {
+			Type string `json:"type"`
+			Seq  int    `json:"sequence_number"`
+		}
+		json.Unmarshal(ev.Data, &m)
+		if m.Seq != i || m.Type != ev.Type {
+			t.Errorf("event %d: %s seq %d", i, m.Type, m.Seq)
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package extproc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"modelgate/authz"
+	"modelgate/translate/responses"
+)
+
+// ResponseStore keeps the responses the gateway produced, so that
+// previous_response_id works for every provider. It must be safe for
+// concurrent use.
+type ResponseStore interface {
+	// SaveResponse stores a response's conversation (every item up to and
+	// including its output) for the account until expires.
+	SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error
+	// Conversation returns a stored conversation. Unknown and expired ids
+	// and ids of another account give authz.ErrNotFound.
+	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+}
+
+// translateResponses sets up a Responses exchange on the provider's chat
+// translator, continuing a stored conversation when asked to.
+func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
+	req, err := responses.ParseRequest(body)
+	if err != nil {
+		return err
+	}
+	history, err := ex.history(ctx, req.PreviousResponseID)
+	if err != nil {
+		return err
+	}
+	chatReq, err := responses.ToChat(req, history)
+	if err != nil {
+		return err
+	}
+	if err := ex.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	ex.respReq = req
+	ex.responses = responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, newResponseID(), ex.s.now().Unix())
+	ex.tr = ex.responses
+	return nil
+}
+
+func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMessage, error) {
+	if previous == "" {
+		return nil, nil
+	}
+	if ex.s.cfg.Responses == nil {
+		return nil, errPreviousResponseNotFound(previous)
+	}
+	items, err := ex.s.cfg.Responses.Conversation(ctx, ex.principal.AccountID, previous, ex.s.now())
+	if errors.Is(err, authz.ErrNotFound) {
+		return nil, errPreviousResponseNotFound(previous)
+	}
+	return items, err
+}
+
+func newResponseID() string {
+	var b [24]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return "resp_" + hex.EncodeToString(b[:])
+}
+
+func errPreviousResponseNotFound(id string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "previous_response_id", Code: "previous_response_not_found",
+		Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
+}
+
+// saveResponse stores a completed response unless the client said store:
+// false.
+func (ex *exchange) saveResponse(ctx context.Context) {
+	if ex.responses == nil || ex.s.cfg.Responses == nil || !ex.respReq.Store {
+		return
+	}
+	items := ex.responses.Conversation()
+	if items == nil {
+		return
+	}
+	id := ex.responses.ID()
+	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, items, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
+		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
+	}
+}

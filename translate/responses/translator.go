@@ -1,0 +1,100 @@
+package responses
+
+import (
+	"encoding/json"
+
+	"modelgate/translate"
+)
+
+// Translator serves one Responses exchange on top of a provider's chat
+// translator: the request goes out as chat, and the chat output comes back
+// as a Response object or its event stream.
+type Translator struct {
+	chat    translate.Translator
+	req     *Request
+	history []json.RawMessage
+	id      string
+	created int64
+	head    translate.Head
+	stream  *Stream
+	body    []byte // the whole Response, for JSON exchanges
+	output  []json.RawMessage
+}
+
+// NewTranslator wraps chat, which was built from ToChat(r, history). id and
+// created identify the response being made.
+func NewTranslator(chat translate.Translator, r *Request, history []json.RawMessage, id string, created int64) *Translator {
+	return &Translator{chat: chat, req: r, history: history, id: id, created: created}
+}
+
+// RequestBody implements translate.Translator.
+func (t *Translator) RequestBody() (translate.Upstream, error) { return t.chat.RequestBody() }
+
+// ResponseHeaders implements translate.Translator.
+func (t *Translator) ResponseHeaders(status int, contentType string) translate.Head {
+	t.head = t.chat.ResponseHeaders(status, contentType)
+	if t.head.Stream {
+		t.stream = NewStream(t.req, t.id, t.created)
+	}
+	return t.head
+}
+
+// ResponseBody implements translate.Translator.
+func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := t.chat.ResponseBody(chunk, endOfStream)
+	switch {
+	case err != nil:
+		return nil, err
+	case t.stream != nil:
+		events := t.stream.Feed(out, endOfStream)
+		if endOfStream {
+			t.output = t.stream.Output()
+		}
+		return events, nil
+	case t.head.Status/100 != 2:
+		return out, nil // already an OpenAI error object
+	}
+	if t.body, err = FromChat(t.req, out, t.id, t.created); err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	json.Unmarshal(t.body, &resp) //nolint:errcheck // just marshaled
+	t.output = resp.Output
+	return t.body, nil
+}
+
+// ID is the response's id.
+func (t *Translator) ID() string { return t.id }
+
+// Usage implements translate.Translator.
+func (t *Translator) Usage() translate.Usage { return t.chat.Usage() }
+
+// Conversation returns the items a continuation of this response replays:
+// the earlier conversation, this request's input and this response's
+// output. It is nil until the response completed successfully.
+func (t *Translator) Conversation() []json.RawMessage {
+	if t.output == nil {
+		return nil
+	}
+	input, _ := t.req.Items()
+	out := append(append(append([]json.RawMessage(nil), t.history...), input...), t.output...)
+	return out
+}
+
+// Output returns the completed output items of the stream, or nil if it
+// did not complete.
+func (s *Stream) Output() []json.RawMessage {
+	if !s.done || s.failed {
+		return nil
+	}
+	out := []json.RawMessage{}
+	for _, it := range s.items {
+		b, _ := json.Marshal(it.item("completed"))
+		out = append(out, b)
+	}
+	return out
+}
+
+var _ translate.Translator = (*Translator)(nil)
