@@ -132,3 +132,81 @@ func checkResponseEvents(t *testing.T, stream []byte) {
 		}
 	}
 }
+
+// Function tools round-trip through function_call and function_call_output
+// items, with the conversation kept by the gateway.
+func TestDevResponsesFunctionTools(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "get_temperature",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+	for _, tt := range []struct {
+		model  string
+		stream bool
+	}{{"claude-tools", false}, {"nova-tools", true}, {"gemini-tools", true}, {"gpt-roundtrip", false}} {
+		t.Run(tt.model, func(t *testing.T) {
+			p := responseParams(tt.model, "What's the weather?")
+			p.Tools = []responses.ToolUnionParam{tool}
+			first := respond(t, c, rec, p, tt.stream)
+			var call responses.ResponseFunctionToolCall
+			for _, item := range first.Output {
+				if item.Type == "function_call" {
+					call = item.AsFunctionCall()
+					break
+				}
+			}
+			if call.CallID == "" || call.Name == "" {
+				t.Fatalf("no function_call in %s", first.RawJSON())
+			}
+			output := responses.ResponseInputItemParamOfFunctionCallOutput("21C and sunny")
+			output.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+			next := responses.ResponseNewParams{Model: tt.model, PreviousResponseID: openai.String(first.ID), Tools: p.Tools,
+				Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{output}}}
+			second := respond(t, c, rec, next, tt.stream)
+			if second.Status != "completed" || len(second.Output) == 0 {
+				t.Errorf("second turn = %s", second.RawJSON())
+			}
+			reqs := a.Mock.Requests()
+			last := string(reqs[len(reqs)-1].Body)
+			if !strings.Contains(last, "21C and sunny") || !strings.Contains(last, call.Name) {
+				t.Errorf("the function call and its output did not reach the provider: %s", last)
+			}
+		})
+	}
+}
+
+// respond makes one Responses call, streamed or not, and returns the final
+// Response; every body and event is validated.
+func respond(t *testing.T, c openai.Client, rec *recorder, p responses.ResponseNewParams, stream bool) *responses.Response {
+	t.Helper()
+	ctx := context.Background()
+	if !stream {
+		r, err := c.Responses.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "Response", rec.last())
+		return r
+	}
+	s := c.Responses.NewStreaming(ctx, p)
+	var acc responses.ResponseAccumulator
+	for s.Next() {
+		var ev responses.ResponsesServerEventUnion
+		if err := json.Unmarshal([]byte(s.Current().RawJSON()), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.AddEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	checkResponseEvents(t, rec.last())
+	r, err := acc.ReconstructedResponse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
