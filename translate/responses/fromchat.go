@@ -76,7 +76,7 @@ func skeleton(r *Request, id string, created int64) map[string]any {
 		"id": id, "object": "response", "created_at": created, "error": nil,
 		"instructions": echo("instructions", nil), "metadata": echo("metadata", map[string]any{}),
 		"parallel_tool_calls": echo("parallel_tool_calls", true), "temperature": echo("temperature", 1.0),
-		"top_p": echo("top_p", 1.0), "tool_choice": echo("tool_choice", "auto"), "tools": echo("tools", []any{}),
+		"top_p": echo("top_p", 1.0), "tool_choice": echo("tool_choice", "auto"), "tools": echoTools(m["tools"]),
 		"max_output_tokens": echo("max_output_tokens", nil), "previous_response_id": echo("previous_response_id", nil),
 		"store": r.Store, "truncation": echo("truncation", "disabled"),
 		"text": echo("text", map[string]any{"format": map[string]string{"type": "text"}}),
@@ -108,4 +108,26 @@ func outputItems(id string, c completion) []any {
 			"name": tc.Function.Name, "arguments": tc.Function.Arguments, "status": "completed"})
 	}
 	return out
+}
+
+// echoTools echoes the request's tools with the members a Response's
+// function tools always carry: description (null when absent) and strict
+// (false when absent: the gateway does not enforce strict schemas).
+func echoTools(raw json.RawMessage) []map[string]any {
+	tools := []map[string]any{}
+	if json.Unmarshal(raw, &tools) != nil {
+		return []map[string]any{}
+	}
+	for _, t := range tools {
+		if t["type"] != "function" {
+			continue
+		}
+		if _, ok := t["description"]; !ok {
+			t["description"] = nil
+		}
+		if _, ok := t["strict"]; !ok {
+			t["strict"] = false
+		}
+	}
+	return tools
 }
