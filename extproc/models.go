@@ -42,6 +42,10 @@ type Model struct {
 	OwnedBy     string
 	Created     int64
 	Deployments []Deployment
+	// ContextWindow is the model's context in tokens; Responses requests
+	// with truncation "auto" drop their oldest items to fit it. Zero
+	// disables that.
+	ContextWindow int
 }
 
 // Deployment is one backend serving a model under its upstream name.

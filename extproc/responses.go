@@ -35,15 +35,18 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := ex.pick(ctx, req.Model); err != nil {
+		return err
+	}
 	history, err := ex.history(ctx, req.PreviousResponseID)
 	if err != nil {
 		return err
 	}
+	if window := ex.s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
+		history = responses.Truncate(history, req.Reserved(), window)
+	}
 	chatReq, err := responses.ToChat(req, history)
 	if err != nil {
-		return err
-	}
-	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
 	ex.respReq = req

@@ -58,6 +58,7 @@ func newFixture(t *testing.T, cfg extproctest.Config) *fixture {
 			{ID: "gpt-4o-mini", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
 			{ID: "mock-truncated", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-truncated"}}},
 			{ID: "mock-error-400", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-error-400"}}},
+			{ID: "small-window", OwnedBy: "test", ContextWindow: 300, Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
 		},
 		Responses: store,
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)

@@ -37,7 +37,7 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		out.Backends = append(out.Backends, eb)
 	}
 	for _, m := range cfg.Models {
-		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created}
+		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow}
 		for _, d := range m.Deployments {
 			em.Deployments = append(em.Deployments, extproc.Deployment{Backend: d.Backend, Model: d.Model, Weight: d.Weight})
 		}

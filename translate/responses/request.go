@@ -34,6 +34,7 @@ func ParseRequest(body []byte) (*Request, error) {
 		func() error { return numberIn(m, "temperature", 0, 2) },
 		func() error { return numberIn(m, "top_p", 0, 1) },
 		func() error { return numberIn(m, "max_output_tokens", 16, 1<<31) },
+		func() error { return checkTruncation(m) },
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {
@@ -93,6 +94,14 @@ func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 	}
 	if v < lo || v > hi {
 		return openai.Invalid(name, "Invalid '%s': expected a value between %g and %g, but got %s instead.", name, lo, hi, raw)
+	}
+	return nil
+}
+
+func checkTruncation(m map[string]json.RawMessage) error {
+	var t string
+	if raw := m["truncation"]; !isNull(raw) && (json.Unmarshal(raw, &t) != nil || t != "auto" && t != "disabled") {
+		return openai.Invalid("truncation", "Invalid 'truncation': expected 'auto' or 'disabled'.")
 	}
 	return nil
 }

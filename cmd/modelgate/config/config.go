@@ -100,6 +100,9 @@ type Model struct {
 	OwnedBy     string       `json:"owned_by"`
 	Created     int64        `json:"created"`
 	Deployments []Deployment `json:"deployments"`
+	// ContextWindow is the model's context in tokens, for Responses
+	// requests with truncation "auto"; zero leaves conversations whole.
+	ContextWindow int `json:"context_window"`
 }
 
 // Deployment serves a model on a backend under the upstream model name.
