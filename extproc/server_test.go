@@ -180,7 +180,7 @@ func deref(s *string) string {
 
 func TestModelsListsOnlyAllowed(t *testing.T) {
 	f := newFixture(t, extproctest.Config{})
-	for key, want := range map[string]int{"valid": 4, "limited": 1} {
+	for key, want := range map[string]int{"valid": 5, "limited": 1} {
 		req, _ := http.NewRequest("GET", "/v1/models", nil)
 		req.Header.Set("Authorization", "Bearer "+f.keys[key])
 		res := f.gw.Do(t, req)
