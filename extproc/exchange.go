@@ -47,8 +47,9 @@ type exchange struct {
 	firstByte time.Time // first streamed bytes to the client
 	recorded  bool
 
-	respReq   *responses.Request    // a Responses exchange's request
-	responses *responses.Translator // its translator, also in tr
+	respReq   *responses.Request // a Responses exchange's request
+	responses conversationKeeper // its translator, also in tr
+	saved     bool               // the response is stored
 }
 
 func (s *Server) newExchange() *exchange {
@@ -77,7 +78,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		if err := ex.expect(phaseResponseBody); err != nil {
 			return nil, err
 		}
-		return ex.responseBody(r.ResponseBody), nil
+		return ex.responseBody(ctx, r.ResponseBody), nil
 	}
 	return nil, fmt.Errorf("unexpected %T in phase %s (trailers are configured SKIP)", req.GetRequest(), ex.phase)
 }

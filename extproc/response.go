@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"context"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -37,7 +38,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 }
 
 // responseBody translates the buffered body or one streamed chunk.
-func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	if ex.tr == nil {
 		return bodyReply(nil, false, nil)
 	}
@@ -51,6 +52,9 @@ func (ex *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRes
 	}
 	if len(out) > 0 && ex.firstByte.IsZero() {
 		ex.firstByte = ex.s.now()
+	}
+	if ex.responses != nil && !ex.saved {
+		ex.saveResponse(ctx)
 	}
 	var mut *headers
 	if !ex.head.Stream {

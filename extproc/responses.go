@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/translate/azure"
 	"modelgate/translate/responses"
 )
 
@@ -28,8 +29,10 @@ type ResponseStore interface {
 	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
 }
 
-// translateResponses sets up a Responses exchange on the provider's chat
-// translator, continuing a stored conversation when asked to.
+// translateResponses sets up a Responses exchange, continuing a stored
+// conversation when asked to. OpenAI and Azure OpenAI serve the Responses
+// API themselves and get the request passed through; every other provider
+// gets it bridged onto its chat translator.
 func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
@@ -45,14 +48,30 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	if window := ex.s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
-	chatReq, err := responses.ToChat(req, history)
-	if err != nil {
-		return err
-	}
 	ex.respReq = req
-	ex.responses = responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, newResponseID(), ex.s.now().Unix())
-	ex.tr = ex.responses
+	switch ex.target.Provider {
+	case "openai":
+		tr := responses.NewPassthrough(ex.target, req, history, newResponseID())
+		ex.tr, ex.responses = tr, tr
+	case "azure":
+		tr := azure.NewResponses(ex.target, req, history, newResponseID())
+		ex.tr, ex.responses = tr, tr
+	default:
+		chatReq, err := responses.ToChat(req, history)
+		if err != nil {
+			return err
+		}
+		tr := responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, newResponseID(), ex.s.now().Unix())
+		ex.tr, ex.responses = tr, tr
+	}
 	return nil
+}
+
+// conversationKeeper is a Responses translator: it knows the response's id
+// and the conversation a continuation of it replays.
+type conversationKeeper interface {
+	ID() string
+	Conversation() []json.RawMessage
 }
 
 func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMessage, error) {
@@ -80,16 +99,21 @@ func errPreviousResponseNotFound(id string) *APIError {
 		Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
 }
 
-// saveResponse stores a completed response unless the client said store:
-// false.
+// saveResponse stores the response as soon as it completed, before the
+// reply that tells the client so: a client may continue it right away. It
+// stores nothing when the client said store: false.
 func (ex *exchange) saveResponse(ctx context.Context) {
-	if ex.responses == nil || ex.s.cfg.Responses == nil || !ex.respReq.Store {
+	if ex.s.cfg.Responses == nil || !ex.respReq.Store {
+		ex.saved = true
 		return
 	}
 	items := ex.responses.Conversation()
 	if items == nil {
 		return
 	}
+	ex.saved = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	defer cancel()
 	id := ex.responses.ID()
 	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, items, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
 		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/authz"
 	"modelgate/extproc/extproctest"
 	"modelgate/translate/openai/spec"
 )
@@ -60,5 +61,41 @@ func TestResponsesTruncationAuto(t *testing.T) {
 		if strings.Contains(sent, "oldest") != tt.wantOldest || !strings.Contains(sent, "recent question") {
 			t.Errorf("truncation %s: upstream body %.200s…", tt.truncation, sent)
 		}
+	}
+}
+
+// OpenAI backends get the Responses API passed through: the request goes
+// to /v1/responses with the provider's key, usage is recorded from the
+// Response (JSON) or response.completed (stream), and the client sees the
+// gateway's response id.
+func TestResponsesPassthroughRecordsUsage(t *testing.T) {
+	f := newFixture(t, extproctest.Config{})
+	since := time.Now().Add(-time.Minute)
+	res := f.gw.Post(t, "/v1/responses", f.keys["valid"], `{"model":"gpt-4o","input":"Hello!"}`)
+	spec.ValidateT(t, "Response", res.Body)
+	up := res.Upstream["main"][0]
+	if up.Path != "/v1/responses" || up.Header.Get("Authorization") != "Bearer "+providerKey || !strings.Contains(string(up.Body), `"model":"gpt-5-nano"`) {
+		t.Errorf("upstream request = %s %v %s", up.Path, up.Header, up.Body)
+	}
+	streamed := f.gw.Post(t, "/v1/responses", f.keys["valid"], `{"model":"gpt-4o","input":"Hello!","stream":true}`)
+	if streamed.Status != 200 || !strings.Contains(string(streamed.Body), "event: response.completed") {
+		t.Fatalf("stream: %d %s", streamed.Status, streamed.Body)
+	}
+	var totals authz.UsageTotals
+	for range 50 { // records are written right after the last reply
+		totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since)
+		if totals.Requests == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The recordings: 14 in + 8 out, and 25 in + 10 out.
+	if totals.Requests != 2 || totals.PromptTokens != 39 || totals.CompletionTokens != 18 || totals.TotalTokens != 57 {
+		t.Errorf("usage totals = %+v", totals)
+	}
+	var resp struct{ ID string }
+	json.Unmarshal(res.Body, &resp)
+	if _, err := f.store.Conversation(context.Background(), f.account.ID, resp.ID, time.Now()); err != nil {
+		t.Errorf("the passed-through response %q was not stored: %v", resp.ID, err)
 	}
 }

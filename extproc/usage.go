@@ -58,7 +58,6 @@ func (ex *exchange) record(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
-	ex.saveResponse(ctx)
 	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}

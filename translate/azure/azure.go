@@ -4,10 +4,12 @@
 package azure
 
 import (
+	"encoding/json"
 	"net/url"
 
 	"modelgate/translate"
 	"modelgate/translate/openai"
+	"modelgate/translate/responses"
 )
 
 // DefaultAPIVersion is the GA api-version used when the backend sets none.
@@ -37,15 +39,44 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	}
 	up.Path = c.target.BasePath + "/openai/deployments/" + url.PathEscape(c.target.Model) +
 		"/chat/completions?api-version=" + url.QueryEscape(version)
-	headers := up.Headers[:0]
-	for _, h := range up.Headers {
+	up.Headers = withAPIKey(up.Headers, c.target.APIKey)
+	return up, nil
+}
+
+// Responses is the Responses passthrough with Azure's request.
+type Responses struct {
+	*responses.Passthrough
+	target translate.Target
+}
+
+// NewResponses returns the Responses translator for provider azure. Azure
+// serves the Responses API on its v1 surface, /openai/v1/responses, which
+// takes the deployment name as the model and no api-version.
+func NewResponses(t translate.Target, r *responses.Request, history []json.RawMessage, id string) *Responses {
+	return &Responses{Passthrough: responses.NewPassthrough(t, r, history, id), target: t}
+}
+
+// RequestBody sends the OpenAI request to the v1 surface with api-key auth.
+func (a *Responses) RequestBody() (translate.Upstream, error) {
+	up, err := a.Passthrough.RequestBody()
+	if err != nil {
+		return up, err
+	}
+	up.Path = a.target.BasePath + "/openai/v1/responses"
+	up.Headers = withAPIKey(up.Headers, a.target.APIKey)
+	return up, nil
+}
+
+// withAPIKey replaces bearer auth with Azure's api-key header.
+func withAPIKey(headers []translate.Header, key string) []translate.Header {
+	out := headers[:0]
+	for _, h := range headers {
 		if h.Name != "authorization" {
-			headers = append(headers, h)
+			out = append(out, h)
 		}
 	}
-	if c.target.APIKey != "" {
-		headers = append(headers, translate.Header{Name: "api-key", Value: c.target.APIKey})
+	if key != "" {
+		out = append(out, translate.Header{Name: "api-key", Value: key})
 	}
-	up.Headers = headers
-	return up, nil
+	return out
 }

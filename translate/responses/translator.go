@@ -47,8 +47,8 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		return nil, err
 	case t.stream != nil:
 		events := t.stream.Feed(out, endOfStream)
-		if endOfStream {
-			t.output = t.stream.Output()
+		if t.output == nil {
+			t.output = t.stream.Output() // once the stream completed
 		}
 		return events, nil
 	case t.head.Status/100 != 2:

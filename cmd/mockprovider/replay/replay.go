@@ -82,6 +82,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/deployments/{deployment}/chat/completions", s.azure)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/responses", s.responses)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/v1/responses", s.responses)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1beta/models/{call}", s.gemini)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v2/chat", s.cohere)
@@ -376,6 +378,52 @@ func cohereStream(rec recording) (recording, error) {
 	}
 	event("message-end", map[string]any{"delta": map[string]any{"finish_reason": resp.FinishReason, "usage": resp.Usage}})
 	return recording{status: rec.status, contentType: "text/event-stream", body: out.Bytes()}, nil
+}
+
+// responses serves OpenAI's Responses API (also on Azure's v1 path) from
+// the OpenAI recordings. The models mock-tools and mock-roundtrip answer
+// with a recorded function call, and after its output with the recorded
+// answer.
+func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Model  string            `json:"model"`
+		Stream bool              `json:"stream"`
+		Tools  []json.RawMessage `json:"tools"`
+		Input  json.RawMessage   `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
+		return
+	}
+	var items []struct{ Type string }
+	json.Unmarshal(req.Input, &items) //nolint:errcheck // a string input has no items
+	n := 0
+	for _, it := range items {
+		if it.Type == "function_call_output" {
+			n++
+		}
+	}
+	tools := req.Model == "mock-tools" || req.Model == "mock-roundtrip"
+	var dir string
+	switch {
+	case req.Model == "mock-error-400":
+		dir = "openai/errors/chat-bad-request.bodies"
+	case tools && req.Stream:
+		dir = "openai/responses/test_openai_responses_stream.bodies"
+	case tools:
+		dir = "openai/responses/test_openai_responses_model_simple_response_with_tool_call.bodies"
+	case req.Stream:
+		dir = "openai/responses/test_openai_instructions_with_responses_logprobs_streaming.bodies"
+	default:
+		dir = "openai/responses/test_openai_responses_model_simple_response.bodies"
+	}
+	rec, err := s.loadTurn(dir, n)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
+		return
+	}
+	s.replay(w, rec)
 }
 
 // messages serves Anthropic's Messages API from the Anthropic recordings.

@@ -1,0 +1,395 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"strings"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/sse"
+)
+
+// Passthrough relays a Responses exchange to a backend that serves the
+// Responses API itself (OpenAI; Azure OpenAI through its own wrapper). The
+// gateway still keeps the conversation: a continuation goes upstream as the
+// stored items followed by the new input, never as previous_response_id,
+// because the provider scopes its ids to the gateway's provider key (every
+// account would see every other's) and cannot know responses another
+// provider produced.
+//
+// What comes back is relayed with the edits that make it valid against the
+// specification, which real traffic is not: OpenAI sends "user": null and
+// "usage": null where the schema allows no null, leaves out
+// cache_write_tokens and, in older API versions, sequence_number, logprobs
+// and the name on function_call_arguments.done.
+type Passthrough struct {
+	target    translate.Target
+	req       *Request
+	history   []json.RawMessage
+	head      translate.Head
+	stream    bool
+	dec       sse.Decoder
+	seq       int
+	names     map[string]string // function call name by item id
+	ended     bool              // a terminal event or an error was relayed
+	deltaType string            // the type of the event valid passed
+	id        string
+	output    []json.RawMessage // set once the response completed
+	usage     translate.Usage
+}
+
+// NewPassthrough returns the translator for r on provider openai. history
+// is the stored conversation r continues, nil if none. The client sees the
+// response as id, like a bridged one: the provider's id means nothing to
+// it (continuations never reach the provider by id), and the gateway's
+// store does not rely on any provider's ids being unique.
+func NewPassthrough(t translate.Target, r *Request, history []json.RawMessage, id string) *Passthrough {
+	return &Passthrough{target: t, req: r, history: history, id: id}
+}
+
+// RequestBody sends the client's request with the upstream model and the
+// stored conversation inlined in place of previous_response_id.
+func (p *Passthrough) RequestBody() (translate.Upstream, error) {
+	members := make(map[string]json.RawMessage, len(p.req.Members)+1)
+	for k, v := range p.req.Members {
+		members[k] = v
+	}
+	var err error
+	if members["model"], err = json.Marshal(p.target.Model); err != nil {
+		return translate.Upstream{}, err
+	}
+	delete(members, "previous_response_id")
+	if p.req.PreviousResponseID != "" {
+		input, err := p.req.Items()
+		if err != nil {
+			return translate.Upstream{}, err
+		}
+		if members["input"], err = json.Marshal(append(replayable(p.history), input...)); err != nil {
+			return translate.Upstream{}, err
+		}
+	}
+	body, err := json.Marshal(members)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	up := translate.Upstream{Body: body, Path: p.target.BasePath + "/v1/responses",
+		Headers: []translate.Header{{Name: "content-type", Value: "application/json"}}}
+	if p.target.APIKey != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + p.target.APIKey})
+	}
+	return up, nil
+}
+
+// replayable prepares stored items for a provider that serves Responses:
+// the ids of messages and function calls name items in the store of
+// whichever provider made them, so they are left out (they are optional on
+// input), and a reasoning item is only replayed when it carries its
+// encrypted content, the one form that needs no provider-side store.
+func replayable(items []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(items))
+	for _, raw := range items {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		switch itemType(raw) {
+		case "reasoning":
+			if isNull(m["encrypted_content"]) {
+				continue
+			}
+		case "message", "function_call", "function_call_output":
+			if _, ok := m["id"]; ok {
+				delete(m, "id")
+				raw, _ = json.Marshal(m)
+			}
+		}
+		out = append(out, raw)
+	}
+	return out
+}
+
+// ResponseHeaders implements translate.Translator.
+func (p *Passthrough) ResponseHeaders(status int, contentType string) translate.Head {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if status >= 200 && status < 300 && mt == "text/event-stream" {
+		p.stream = true
+		p.head = translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	} else {
+		p.head = translate.Head{Status: openai.ClientStatus(status), ContentType: "application/json"}
+	}
+	return p.head
+}
+
+var errNotResponse = errors.New("the provider's response is not a JSON object")
+
+// ResponseBody implements translate.Translator.
+func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	if p.stream {
+		return p.events(chunk, endOfStream), nil
+	}
+	if p.head.Status/100 != 2 {
+		return openai.ProviderError(p.head.Status, chunk), nil
+	}
+	out, ok := p.response(chunk, true)
+	if !ok {
+		return nil, errNotResponse
+	}
+	return out, nil
+}
+
+// events relays the complete events in chunk, numbered from 0. A stream
+// that ends without a terminal event ends with an error event.
+func (p *Passthrough) events(chunk []byte, end bool) []byte {
+	var out []byte
+	for _, ev := range p.dec.Feed(chunk) {
+		if p.ended {
+			continue
+		}
+		out = p.event(out, ev.Data)
+	}
+	if end && !p.ended {
+		out = p.fail(out, "The provider's stream ended before the response completed.")
+	}
+	return out
+}
+
+func (p *Passthrough) event(out, data []byte) []byte {
+	if p.valid(data) {
+		p.seq++
+		return sse.AppendEvent(out, p.deltaType, data)
+	}
+	var m map[string]json.RawMessage
+	var typ string
+	if json.Unmarshal(data, &m) != nil || m == nil || json.Unmarshal(m["type"], &typ) != nil || !eventType(typ) {
+		return p.fail(out, "The provider sent a stream event that is not a Responses event.")
+	}
+	switch typ {
+	case "response.completed", "response.incomplete", "response.failed", "error":
+		p.ended = true
+	}
+	if raw, ok := m["response"]; ok {
+		m["response"], _ = p.response(raw, typ == "response.completed" || typ == "response.incomplete")
+	}
+	if raw, ok := m["item"]; ok {
+		m["item"] = p.item(raw)
+	}
+	if raw, ok := m["part"]; ok {
+		m["part"] = textPartWithLists(raw)
+	}
+	switch typ {
+	case "response.output_text.delta", "response.output_text.done":
+		setAbsent(m, "logprobs", "[]")
+	case "response.function_call_arguments.done":
+		if _, ok := m["name"]; !ok {
+			var id string
+			json.Unmarshal(m["item_id"], &id) //nolint:errcheck // an unknown item has no name
+			m["name"], _ = json.Marshal(p.names[id])
+		}
+	case "error":
+		setAbsent(m, "code", "null")
+		setAbsent(m, "param", "null")
+	}
+	return p.emit(out, typ, m)
+}
+
+// deltaHead is what valid reads of an event.
+type deltaHead struct {
+	Type     string          `json:"type"`
+	Seq      *int            `json:"sequence_number"`
+	Logprobs json.RawMessage `json:"logprobs"`
+}
+
+// valid is the fast path for the bulk of a stream: a delta event that is
+// already valid and numbered as relayed passes unchanged.
+func (p *Passthrough) valid(data []byte) bool {
+	var h deltaHead
+	if json.Unmarshal(data, &h) != nil || h.Seq == nil || *h.Seq != p.seq || !strings.HasSuffix(h.Type, ".delta") || !eventType(h.Type) {
+		return false
+	}
+	if h.Type == "response.output_text.delta" && h.Logprobs == nil {
+		return false
+	}
+	p.deltaType = h.Type
+	return true
+}
+
+// eventType reports whether typ can name an SSE event: a line break in it
+// would let the provider forge events.
+func eventType(typ string) bool {
+	return typ != "" && !strings.ContainsAny(typ, "\r\n")
+}
+
+func (p *Passthrough) emit(out []byte, typ string, m map[string]json.RawMessage) []byte {
+	m["sequence_number"], _ = json.Marshal(p.seq)
+	p.seq++
+	b, err := json.Marshal(m)
+	if err != nil { // cannot happen: the members were decoded
+		panic(err)
+	}
+	return sse.AppendEvent(out, typ, b)
+}
+
+// fail ends the stream with an error event.
+func (p *Passthrough) fail(out []byte, msg string) []byte {
+	p.ended = true
+	m := map[string]json.RawMessage{"message": mustJSON(msg), "code": json.RawMessage(`"server_error"`),
+		"param": json.RawMessage("null"), "type": json.RawMessage(`"error"`)}
+	return p.emit(out, "error", m)
+}
+
+// response makes a Response object valid and, when final, keeps its id,
+// output and usage.
+func (p *Passthrough) response(raw json.RawMessage, final bool) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw, false
+	}
+	for _, k := range []string{"user", "usage"} {
+		if isNull(m[k]) {
+			delete(m, k)
+		}
+	}
+	m["id"] = mustJSON(p.id)
+	if p.req.PreviousResponseID != "" {
+		m["previous_response_id"] = mustJSON(p.req.PreviousResponseID)
+	}
+	if u, ok := m["usage"]; ok {
+		m["usage"] = p.readUsage(u)
+	}
+	var output []json.RawMessage
+	if json.Unmarshal(m["output"], &output) == nil {
+		for i, it := range output {
+			output[i] = p.item(it)
+		}
+		m["output"], _ = json.Marshal(output)
+	}
+	var status string
+	json.Unmarshal(m["status"], &status) //nolint:errcheck // no status stores nothing
+	if final && (status == "completed" || status == "incomplete") {
+		if output == nil {
+			output = []json.RawMessage{}
+		}
+		p.output = output
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return raw, false
+	}
+	return b, true
+}
+
+// readUsage records the usage and adds the details the schema requires.
+func (p *Passthrough) readUsage(raw json.RawMessage) json.RawMessage {
+	var u struct {
+		InputTokens         int64                      `json:"input_tokens"`
+		OutputTokens        int64                      `json:"output_tokens"`
+		TotalTokens         int64                      `json:"total_tokens"`
+		InputTokensDetails  map[string]json.RawMessage `json:"input_tokens_details"`
+		OutputTokensDetails map[string]json.RawMessage `json:"output_tokens_details"`
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &u) != nil || json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	var cached, reasoning int64
+	json.Unmarshal(u.InputTokensDetails["cached_tokens"], &cached)        //nolint:errcheck // absent counts zero
+	json.Unmarshal(u.OutputTokensDetails["reasoning_tokens"], &reasoning) //nolint:errcheck // absent counts zero
+	p.usage = translate.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
+		CachedTokens: cached, ReasoningTokens: reasoning}
+	in := u.InputTokensDetails
+	if in == nil {
+		in = map[string]json.RawMessage{}
+	}
+	setAbsent(in, "cached_tokens", "0")
+	setAbsent(in, "cache_write_tokens", "0")
+	out := u.OutputTokensDetails
+	if out == nil {
+		out = map[string]json.RawMessage{}
+	}
+	setAbsent(out, "reasoning_tokens", "0")
+	m["input_tokens_details"], m["output_tokens_details"] = mustJSON(in), mustJSON(out)
+	return mustJSON(m)
+}
+
+// item fills what an output item's schema requires and remembers function
+// call names for function_call_arguments.done.
+func (p *Passthrough) item(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw
+	}
+	switch itemType(raw) {
+	case "function_call":
+		var id, name string
+		json.Unmarshal(m["id"], &id)     //nolint:errcheck // unnamed calls stay unnamed
+		json.Unmarshal(m["name"], &name) //nolint:errcheck // as above
+		if p.names == nil {
+			p.names = map[string]string{}
+		}
+		p.names[id] = name
+		return raw
+	case "message":
+		var parts []json.RawMessage
+		if json.Unmarshal(m["content"], &parts) != nil {
+			return raw
+		}
+		for i, part := range parts {
+			parts[i] = textPartWithLists(part)
+		}
+		m["content"] = mustJSON(parts)
+		return mustJSON(m)
+	}
+	return raw
+}
+
+// textPartWithLists gives an output_text part the annotations and logprobs
+// lists the schema requires.
+func textPartWithLists(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil || itemType(raw) != "output_text" {
+		return raw
+	}
+	_, a := m["annotations"]
+	_, l := m["logprobs"]
+	if a && l {
+		return raw
+	}
+	setAbsent(m, "annotations", "[]")
+	setAbsent(m, "logprobs", "[]")
+	return mustJSON(m)
+}
+
+func setAbsent(m map[string]json.RawMessage, key, value string) {
+	if _, ok := m[key]; !ok {
+		m[key] = json.RawMessage(value)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen: decoded JSON and plain values only
+		panic(err)
+	}
+	return b
+}
+
+// ID is the response's id.
+func (p *Passthrough) ID() string { return p.id }
+
+// Usage implements translate.Translator.
+func (p *Passthrough) Usage() translate.Usage { return p.usage }
+
+// Conversation returns the items a continuation replays: the earlier
+// conversation, this request's input and the response's output. It is nil
+// until the response completed.
+func (p *Passthrough) Conversation() []json.RawMessage {
+	if p.output == nil {
+		return nil
+	}
+	input, _ := p.req.Items()
+	return append(append(append([]json.RawMessage(nil), p.history...), input...), p.output...)
+}
+
+var _ translate.Translator = (*Passthrough)(nil)
