@@ -28,7 +28,8 @@ func grpcMaxMessage(cfg *config.Config) int {
 
 // extprocConfig resolves credentials from the environment.
 func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logger) (extproc.Config, error) {
-	out := extproc.Config{MaxRequestBodyBytes: cfg.Limits.MaxRequestBodyBytes, Logger: log}
+	out := extproc.Config{MaxRequestBodyBytes: cfg.Limits.MaxRequestBodyBytes, Logger: log,
+		ResponseRetention: cfg.Storage.ResponseRetention.Duration}
 	for _, b := range cfg.Backends {
 		eb, err := backend(b, getenv)
 		if err != nil {

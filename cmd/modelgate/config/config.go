@@ -51,6 +51,10 @@ type Envoy struct {
 type Storage struct {
 	// SQLitePath is the SQLite database file; default modelgate.db.
 	SQLitePath string `json:"sqlite_path"`
+	// ResponseRetention is how long POST /v1/responses results are kept
+	// for previous_response_id; default 720h (30 days, as OpenAI keeps
+	// them).
+	ResponseRetention Duration `json:"response_retention"`
 }
 
 // Limits bounds what clients may send.
@@ -186,6 +190,9 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxRequestBodyBytes == 0 {
 		c.Limits.MaxRequestBodyBytes = 10 << 20
 	}
+	if c.Storage.ResponseRetention.Duration == 0 {
+		c.Storage.ResponseRetention.Duration = 30 * 24 * time.Hour
+	}
 }
 
 func setDefault(s *string, v string) {
@@ -204,6 +211,9 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
 		p.add("envoy.message_timeout", "must be between 0 and 1h")
+	}
+	if r := c.Storage.ResponseRetention.Duration; r < time.Minute || r > 366*24*time.Hour {
+		p.add("storage.response_retention", "must be between 1m and 8784h (a year)")
 	}
 	names := map[string]bool{}
 	for i, b := range c.Backends {

@@ -37,6 +37,9 @@ func TestParseValid(t *testing.T) {
 	if got, want := cfg.Limits.MaxRequestBodyBytes, int64(10<<20); got != want {
 		t.Errorf("default max_request_body_bytes = %d, want %d", got, want)
 	}
+	if got, want := cfg.Storage.ResponseRetention.Duration, 30*24*time.Hour; got != want {
+		t.Errorf("default response_retention = %v, want %v", got, want)
+	}
 	if got := cfg.Backends[1].BasePath(); got != "/openai" {
 		t.Errorf("BasePath = %q, want /openai", got)
 	}
@@ -49,6 +52,7 @@ func TestParseReportsEveryProblemWithItsLocation(t *testing.T) {
 	bad := `
 server: {grpc_listen: ":1", admin_lisen: ":2"}
 envoy: {message_timeout: 2h}
+storage: {response_retention: 10s}
 backends:
   - {name: openai-main, provider: openai, base_url: https://api.openai.com/v1}
   - {name: openai-main, provider: antropic, base_url: "ftp://x", bas_url: y}
@@ -69,6 +73,7 @@ models:
 		"backends[1].bas_url: unknown key",
 		"server.admin_lisen: unknown key",
 		"envoy.message_timeout: must be between 0 and 1h",
+		"storage.response_retention: must be between 1m and 8784h (a year)",
 		"backends[0].base_url: must not end in /v1: the gateway appends /v1/... itself",
 		`backends[1].provider: "antropic" is not one of ` + strings.Join(Providers, ", "),
 		`backends[1].base_url: scheme must be http or https, not "ftp"`,
