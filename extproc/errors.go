@@ -83,7 +83,11 @@ func toAPIError(err error) *APIError {
 	}
 	var reqErr *openai.RequestError
 	if errors.As(err, &reqErr) {
-		return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest,
+		status := reqErr.Status
+		if status == 0 {
+			status = http.StatusBadRequest
+		}
+		return &APIError{Status: status, Type: typeInvalidRequest,
 			Message: reqErr.Message, Param: reqErr.Param, Code: reqErr.Code, Cause: err}
 	}
 	switch {

@@ -8,10 +8,13 @@ import (
 
 // RequestError is a client request that does not match the API. Its type
 // is always invalid_request_error; Param and Code are empty when null.
+// Status is the HTTP status, 400 when zero (413 and 415 are the others
+// the specification uses for bad requests).
 type RequestError struct {
 	Param   string
 	Code    string
 	Message string
+	Status  int
 }
 
 // Error implements error.

@@ -70,6 +70,12 @@ type Server struct {
 	cfg Config
 	mux *http.ServeMux
 
+	// methods serve further operations on the shared Gemini, Vertex and
+	// Bedrock routes, keyed "gemini:<method>", "vertex:<method>" and
+	// "bedrock:<op>" (embeddings and images register theirs here). The
+	// first handler that reports true answered the request.
+	methods map[string][]func(http.ResponseWriter, *http.Request, []byte) bool
+
 	mu       sync.Mutex
 	requests []Request
 }
@@ -79,7 +85,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Recordings == nil {
 		return nil, fmt.Errorf("replay: Recordings is required")
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), methods: map[string][]func(http.ResponseWriter, *http.Request, []byte) bool{}}
+	s.embeddingRoutes()
+	s.imageRoutes()
+	s.audioRoutes()
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/deployments/{deployment}/chat/completions", s.azure)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/responses", s.responses)
@@ -165,6 +174,23 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	s.replay(w, rec)
 }
 
+// serveMethod offers the request to the handlers registered for key, with
+// its body; r.Body stays readable for the caller when none answered.
+func (s *Server) serveMethod(key string, w http.ResponseWriter, r *http.Request) bool {
+	handlers := s.methods[key]
+	if len(handlers) == 0 {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	for _, h := range handlers {
+		if h(w, r, body) {
+			return true
+		}
+	}
+	return false
+}
+
 // authorized accepts the key the way each provider takes it.
 func (s *Server) authorized(h http.Header) bool {
 	k := s.cfg.APIKey
@@ -175,6 +201,9 @@ func (s *Server) authorized(h http.Header) bool {
 // recordings; the model mock-tools answers with a recorded function call.
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	if s.serveMethod("gemini:"+method, w, r) {
+		return
+	}
 	dir := "gemini/test_google_model.bodies"
 	switch {
 	case model == "mock-tools":
@@ -227,6 +256,9 @@ func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
 // recordings, Anthropic's from the Anthropic ones.
 func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
+	if s.serveMethod("vertex:"+method, w, r) {
+		return
+	}
 	var dir string
 	switch {
 	case model == "mock-tools":
@@ -275,6 +307,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // bedrock serves Converse and ConverseStream from the Bedrock recordings,
 // the stream as the recorded binary event-stream.
 func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
+	if s.serveMethod("bedrock:"+r.PathValue("op"), w, r) {
+		return
+	}
 	dir := "bedrock/test_bedrock_model.bodies"
 	switch r.PathValue("op") {
 	case "converse-stream":

@@ -1,0 +1,9 @@
+package gemini
+
+import (
+	"modelgate/translate"
+	"modelgate/translate/openai"
+)
+
+// NewEmbeddings returns the embeddings translator for provider gemini.
+func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator { return nil }

@@ -1,0 +1,9 @@
+package vertex
+
+import (
+	"modelgate/translate"
+	"modelgate/translate/openai"
+)
+
+// NewEmbeddings returns the embeddings translator for provider vertex.
+func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator { return nil }
