@@ -10,6 +10,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/translate"
+	"modelgate/translate/openai"
 	"modelgate/translate/responses"
 )
 
@@ -46,6 +47,10 @@ type exchange struct {
 
 	firstByte time.Time // first streamed bytes to the client
 	recorded  bool
+
+	contentType string                // of the client's request body
+	imgReq      *openai.ImagesRequest // an image generation's request
+	publicBase  string                // where the client reaches the gateway, for image URLs
 
 	respReq   *responses.Request // a Responses exchange's request
 	responses conversationKeeper // its translator, also in tr

@@ -21,9 +21,13 @@ const (
 	endpointModels
 	endpointChat
 	endpointResponses
+	endpointEmbeddings
+	endpointImages
+	endpointTranscriptions
+	endpointImageFile // a signed URL of an image the gateway keeps
 )
 
-var endpointNames = [...]string{"none", "models", "chat.completions", "responses"}
+var endpointNames = [...]string{"none", "models", "chat.completions", "responses", "embeddings", "images.generations", "audio.transcriptions", "image_file"}
 
 func (e endpoint) String() string { return endpointNames[e] }
 
@@ -39,6 +43,14 @@ func dispatch(method, path string) (endpoint, error) {
 		return endpointChat, nil
 	case method == http.MethodPost && path == "/v1/responses":
 		return endpointResponses, nil
+	case method == http.MethodPost && path == "/v1/embeddings":
+		return endpointEmbeddings, nil
+	case method == http.MethodPost && path == "/v1/images/generations":
+		return endpointImages, nil
+	case method == http.MethodPost && path == "/v1/audio/transcriptions":
+		return endpointTranscriptions, nil
+	case (method == http.MethodGet || method == http.MethodHead) && strings.HasPrefix(path, imageFilePrefix):
+		return endpointImageFile, nil
 	}
 	return endpointNone, errUnknownURL(method, path)
 }
@@ -66,6 +78,9 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		return nil, err
 	}
 	ex.endpoint = ep
+	if ep == endpointImageFile { // the signature is the credential
+		return ex.serveImage(ctx, hm)
+	}
 	if err := ex.authenticate(ctx, hm["authorization"]); err != nil {
 		return nil, err
 	}
@@ -75,6 +90,9 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	}
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err
+	}
+	if ep == endpointImages {
+		ex.publicBase = ex.s.publicBase(hm)
 	}
 	ex.phase = phaseRequestBody
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
@@ -121,12 +139,20 @@ func bearer(authorization string) (string, bool) {
 	return key, key != ""
 }
 
+// checkBodyHeaders refuses what the headers already show to be wrong: no
+// body, a declared length over the endpoint's limit, a multipart body for
+// a JSON endpoint. Transcriptions take multipart bodies only; the parser
+// judges their content type.
 func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 	if endOfStream {
 		return errMissingBody()
 	}
-	if cl, err := strconv.ParseInt(hm["content-length"], 10, 64); err == nil && cl > ex.s.cfg.MaxRequestBodyBytes {
-		return errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
+	if cl, err := strconv.ParseInt(hm["content-length"], 10, 64); err == nil && cl > ex.bodyLimit() {
+		return errTooLarge(ex.bodyLimit())
+	}
+	ex.contentType = hm["content-type"]
+	if ex.endpoint == endpointTranscriptions {
+		return nil
 	}
 	if ct := hm["content-type"]; ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); strings.HasPrefix(mt, "multipart/") {
@@ -134,6 +160,14 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 		}
 	}
 	return nil
+}
+
+// bodyLimit is the largest request body of the endpoint.
+func (ex *exchange) bodyLimit() int64 {
+	if ex.endpoint == endpointTranscriptions {
+		return ex.s.cfg.MaxAudioBodyBytes
+	}
+	return ex.s.cfg.MaxRequestBodyBytes
 }
 
 // requestBody validates and routes the request, translates it for the
@@ -148,13 +182,20 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 }
 
 func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if int64(len(body)) > ex.s.cfg.MaxRequestBodyBytes {
-		return nil, errTooLarge(ex.s.cfg.MaxRequestBodyBytes)
+	if int64(len(body)) > ex.bodyLimit() {
+		return nil, errTooLarge(ex.bodyLimit())
 	}
 	var err error
-	if ex.endpoint == endpointResponses {
+	switch ex.endpoint {
+	case endpointResponses:
 		err = ex.translateResponses(ctx, body)
-	} else {
+	case endpointEmbeddings:
+		err = ex.translateEmbeddings(ctx, body)
+	case endpointImages:
+		err = ex.translateImages(ctx, body)
+	case endpointTranscriptions:
+		err = ex.translateTranscription(ctx, body)
+	default:
 		err = ex.translateChat(ctx, body)
 	}
 	if err != nil {

@@ -46,6 +46,9 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	// is false only when trailers follow, which we do not process.
 	eos := b.GetEndOfStream() || !ex.head.Stream
 	out, err := ex.tr.ResponseBody(b.GetBody(), eos)
+	if err == nil && ex.imgReq != nil {
+		out, err = ex.imageURLs(ctx, out)
+	}
 	if err != nil {
 		ex.log.Error("translating response", zap.Error(err))
 		return ex.fail(errInternal(err))

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,21 @@ type Config struct {
 	// ResponseRetention is how long stored responses live; zero means 30
 	// days.
 	ResponseRetention time.Duration
+	// MaxAudioBodyBytes is the largest transcription upload; zero means
+	// 25 MiB, OpenAI's limit.
+	MaxAudioBodyBytes int64
+	// Images keeps generated images a provider returned as bytes when the
+	// client asked for URLs; nil refuses such requests with a 500.
+	Images ImageStore
+	// ImageURLKey signs image URLs. Replicas that share Images must share
+	// it; empty means a random key, so URLs die with the process.
+	ImageURLKey []byte
+	// ImageURLTTL is how long an image URL works; zero means one hour, as
+	// OpenAI's do.
+	ImageURLTTL time.Duration
+	// PublicBaseURL is the scheme and host clients reach the gateway at,
+	// for image URLs; empty takes them from each request.
+	PublicBaseURL string
 }
 
 // chatFactory builds the chat translator for one provider.
@@ -80,6 +96,7 @@ type Server struct {
 	usage  UsageRecorder
 	router *router
 	chat   map[string]chatFactory
+	fx     factories
 	log    *zap.Logger
 	now    func() time.Time
 }
@@ -103,7 +120,8 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 			"cohere":    cohere.NewChat,
 			"bedrock":   bedrock.NewChat,
 			"vertex":    vertex.NewChat,
-		}}
+		},
+		fx: newFactories()}
 	for name, quirks := range openai.CompatibleProviders() {
 		s.chat[name] = openai.NewCompatibleChat(quirks)
 	}
@@ -127,6 +145,16 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MaxAudioBodyBytes <= 0 {
+		cfg.MaxAudioBodyBytes = 25 << 20
+	}
+	if cfg.ImageURLTTL <= 0 {
+		cfg.ImageURLTTL = time.Hour
+	}
+	if len(cfg.ImageURLKey) == 0 {
+		cfg.ImageURLKey = make([]byte, 32)
+		rand.Read(cfg.ImageURLKey) //nolint:errcheck // crypto/rand.Read never fails
 	}
 	if cfg.UsageTimeout <= 0 {
 		cfg.UsageTimeout = 5 * time.Second

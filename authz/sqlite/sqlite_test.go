@@ -70,3 +70,30 @@ func TestResponses(t *testing.T) {
 		}
 	}
 }
+
+func TestImages(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "i.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	png := []byte("\x89PNG\r\n\x1a\nbytes")
+	if err := s.SaveImage(ctx, "acct_a", "img_1", "image/png", png, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ct, data, err := s.Image(ctx, "img_1", now)
+	if err != nil || ct != "image/png" || string(data) != string(png) {
+		t.Fatalf("Image = %q %q %v", ct, data, err)
+	}
+	if _, _, err := s.Image(ctx, "img_1", now.Add(2*time.Hour)); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("expired: error = %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.Image(ctx, "img_2", now); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("unknown: error = %v, want ErrNotFound", err)
+	}
+	if err := s.SaveImage(ctx, "acct_b", "img_1", "image/png", []byte("other"), now.Add(time.Hour)); err == nil {
+		t.Error("a second image with the same id replaced the first")
+	}
+}

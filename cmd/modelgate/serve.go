@@ -81,6 +81,9 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	if rs, ok := store.(extproc.ResponseStore); ok { // stores that keep response state
 		ecfg.Responses = rs
 	}
+	if is, ok := store.(extproc.ImageStore); ok {
+		ecfg.Images = is
+	}
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	srv, err := extproc.New(ecfg, auth, store)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // answers oversized requests (with an OpenAI-shaped 413), and large enough
 // for buffered responses such as base64 images.
 func envoyBufferLimit(cfg *config.Config) int64 {
-	return max(cfg.Limits.MaxRequestBodyBytes+1<<20, 32<<20)
+	return max(max(cfg.Limits.MaxRequestBodyBytes, cfg.Limits.MaxAudioBytes)+1<<20, 32<<20)
 }
 
 // grpcMaxMessage is the ext_proc server's receive limit: a buffered body of
@@ -29,7 +29,15 @@ func grpcMaxMessage(cfg *config.Config) int {
 // extprocConfig resolves credentials from the environment.
 func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logger) (extproc.Config, error) {
 	out := extproc.Config{MaxRequestBodyBytes: cfg.Limits.MaxRequestBodyBytes, Logger: log,
-		ResponseRetention: cfg.Storage.ResponseRetention.Duration}
+		ResponseRetention: cfg.Storage.ResponseRetention.Duration, MaxAudioBodyBytes: cfg.Limits.MaxAudioBytes,
+		ImageURLTTL: cfg.Images.URLTTL.Duration, PublicBaseURL: cfg.Images.PublicBaseURL}
+	if env := cfg.Images.URLKeyEnv; env != "" {
+		key := getenv(env)
+		if len(key) < 32 {
+			return extproc.Config{}, fmt.Errorf("images.url_key_env: environment variable %s must hold at least 32 characters", env)
+		}
+		out.ImageURLKey = []byte(key)
+	}
 	for _, b := range cfg.Backends {
 		eb, err := backend(b, getenv)
 		if err != nil {

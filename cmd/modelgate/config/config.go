@@ -24,6 +24,7 @@ type Config struct {
 	Envoy    Envoy     `json:"envoy"`
 	Storage  Storage   `json:"storage"`
 	Limits   Limits    `json:"limits"`
+	Images   Images    `json:"images"`
 	Backends []Backend `json:"backends"`
 	Models   []Model   `json:"models"`
 }
@@ -61,6 +62,24 @@ type Storage struct {
 type Limits struct {
 	// MaxRequestBodyBytes is the largest request body; default 10 MiB.
 	MaxRequestBodyBytes int64 `json:"max_request_body_bytes"`
+	// MaxAudioBytes is the largest transcription upload; default 25 MiB,
+	// OpenAI's limit.
+	MaxAudioBytes int64 `json:"max_audio_bytes"`
+}
+
+// Images configures the URLs of generated images the gateway keeps (when
+// a provider returns bytes and the client asked for response_format url).
+type Images struct {
+	// URLKeyEnv names the environment variable holding the key that signs
+	// image URLs (at least 32 characters). Replicas sharing a database
+	// must share it; unset means a random key per process.
+	URLKeyEnv string `json:"url_key_env"`
+	// URLTTL is how long an image URL works; default 1h.
+	URLTTL Duration `json:"url_ttl"`
+	// PublicBaseURL is the scheme and host clients reach the gateway at
+	// (such as https://llm.example.com); unset takes them from each
+	// request's Host.
+	PublicBaseURL string `json:"public_base_url"`
 }
 
 // Backend is one upstream provider endpoint.
@@ -190,6 +209,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxRequestBodyBytes == 0 {
 		c.Limits.MaxRequestBodyBytes = 10 << 20
 	}
+	if c.Limits.MaxAudioBytes == 0 {
+		c.Limits.MaxAudioBytes = 25 << 20
+	}
+	if c.Images.URLTTL.Duration == 0 {
+		c.Images.URLTTL.Duration = time.Hour
+	}
 	if c.Storage.ResponseRetention.Duration == 0 {
 		c.Storage.ResponseRetention.Duration = 30 * 24 * time.Hour
 	}
@@ -211,6 +236,17 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
 		p.add("envoy.message_timeout", "must be between 0 and 1h")
+	}
+	if c.Limits.MaxAudioBytes < 0 {
+		p.add("limits.max_audio_bytes", "must be positive")
+	}
+	if d := c.Images.URLTTL.Duration; d < time.Minute || d > 7*24*time.Hour {
+		p.add("images.url_ttl", "must be between 1m and 168h")
+	}
+	if u := c.Images.PublicBaseURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "" || strings.Trim(pu.Path, "/") != "" {
+			p.add("images.public_base_url", "must be http(s)://host[:port] without a path")
+		}
 	}
 	if r := c.Storage.ResponseRetention.Duration; r < time.Minute || r > 366*24*time.Hour {
 		p.add("storage.response_retention", "must be between 1m and 8784h (a year)")

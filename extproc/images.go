@@ -1,0 +1,150 @@
+package extproc
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"modelgate/authz"
+	"modelgate/translate/openai"
+)
+
+// imageFilePrefix is the path of the images the gateway keeps. It is
+// outside /v1 so that it can never shadow an OpenAI endpoint.
+const imageFilePrefix = "/modelgate/images/"
+
+// ImageStore keeps the images a provider returned as bytes when the
+// client asked for a URL. It must be safe for concurrent use.
+type ImageStore interface {
+	// SaveImage keeps an image until expires.
+	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
+	// Image returns a kept image; unknown and expired ids give
+	// authz.ErrNotFound.
+	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
+}
+
+// publicBase is the scheme and authority clients reach the gateway at,
+// for the URLs it hands out.
+func (s *Server) publicBase(hm headerMap) string {
+	if s.cfg.PublicBaseURL != "" {
+		return strings.TrimSuffix(s.cfg.PublicBaseURL, "/")
+	}
+	scheme := hm[":scheme"]
+	if p := hm["x-forwarded-proto"]; p == "http" || p == "https" {
+		scheme = p
+	}
+	if scheme != "https" {
+		scheme = "http"
+	}
+	return scheme + "://" + hm[":authority"]
+}
+
+// imageURLs keeps every image of a successful ImagesResponse and puts a
+// signed URL in its place, when the client asked for URLs and the
+// provider answered with bytes.
+func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) {
+	if ex.imgReq == nil || ex.imgReq.ResponseFormat != "url" || ex.head.Status/100 != 2 {
+		return body, nil
+	}
+	if ex.s.cfg.Images == nil {
+		return nil, errors.New("the provider returned image bytes, the client asked for URLs, and no image store is configured")
+	}
+	expires := ex.s.now().Add(ex.s.cfg.ImageURLTTL).Truncate(time.Second)
+	return openai.ImagesToURLs(body, func(data []byte, contentType string) (string, error) {
+		id := newImageID()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+		defer cancel()
+		// Kept a minute past the URL's expiry, so that a URL never outlives
+		// its image.
+		if err := ex.s.cfg.Images.SaveImage(ctx, ex.principal.AccountID, id, contentType, data, expires.Add(time.Minute)); err != nil {
+			return "", fmt.Errorf("keeping image: %w", err)
+		}
+		return ex.publicBase + ex.s.signImageURL(id, expires), nil
+	})
+}
+
+func newImageID() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return "img_" + hex.EncodeToString(b[:])
+}
+
+// signImageURL returns the path and query of a kept image's URL, valid
+// until expires.
+func (s *Server) signImageURL(id string, expires time.Time) string {
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	return imageFilePrefix + id + "?expires=" + exp + "&signature=" + s.imageSignature(id, exp)
+}
+
+func (s *Server) imageSignature(id, expires string) string {
+	mac := hmac.New(sha256.New, s.cfg.ImageURLKey)
+	mac.Write([]byte(id + "\n" + expires))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// serveImage answers GET on a signed image URL. The signature is the
+// credential: no API key is needed, as for OpenAI's own image URLs.
+func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.ProcessingResponse, error) {
+	u, err := url.ParseRequestURI(hm[":path"])
+	if err != nil {
+		return nil, errImageURL("The image URL is malformed.")
+	}
+	id := strings.TrimPrefix(u.Path, imageFilePrefix)
+	q := u.Query()
+	exp, sig := q.Get("expires"), q.Get("signature")
+	expires, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !hmac.Equal([]byte(sig), []byte(ex.s.imageSignature(id, exp))) {
+		return nil, errImageURL("The image URL's signature is not valid.")
+	}
+	now := ex.s.now()
+	if now.Unix() >= expires {
+		return nil, errImageURL("The image URL has expired.")
+	}
+	if ex.s.cfg.Images == nil {
+		return nil, errImageNotFound()
+	}
+	contentType, data, err := ex.s.cfg.Images.Image(ctx, id, now)
+	if errors.Is(err, authz.ErrNotFound) {
+		return nil, errImageNotFound()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ex.phase, ex.status = phaseDone, http.StatusOK
+	var h headers
+	h.Set("content-type", contentType)
+	h.Set("cache-control", fmt.Sprintf("private, max-age=%d", expires-now.Unix()))
+	if hm[":method"] == http.MethodHead {
+		data = nil
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+		ImmediateResponse: &extprocv3.ImmediateResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode_OK},
+			Headers: h.mutation(),
+			Body:    data,
+			Details: "modelgate_image",
+		},
+	}}, nil
+}
+
+func errImageURL(msg string) *APIError {
+	return &APIError{Status: http.StatusForbidden, Type: typePermission, Code: "invalid_image_url", Message: msg}
+}
+
+func errImageNotFound() *APIError {
+	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "image_not_found",
+		Message: "The image is no longer available."}
+}
