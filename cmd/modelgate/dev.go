@@ -98,6 +98,57 @@ models:
   - id: vertex-claude-tools
     owned_by: modelgate-mock
     deployments: [{backend: mock-vertex, model: claude-mock-tools}]
+  - id: text-embedding-3-small
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: text-embedding-3-small}]
+  - id: azure-embedding
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-azure, model: text-embedding-3-small}]
+  - id: mistral-embed
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-mistral, model: mistral-embed}]
+  - id: gemini-embedding
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: gemini-embedding-001}]
+  - id: vertex-embedding
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: text-embedding-005}]
+  - id: titan-embed
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: "amazon.titan-embed-text-v2:0"}]
+  - id: bedrock-cohere-embed
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: "cohere.embed-english-v3"}]
+  - id: cohere-embed
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-cohere, model: embed-v4.0}]
+  - id: dall-e-3
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: dall-e-3}]
+  - id: gpt-image-1-mini
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: gpt-image-1-mini}]
+  - id: azure-dall-e-3
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-azure, model: dall-e-3}]
+  - id: imagen
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: imagen-4.0-generate-001}]
+  - id: vertex-imagen
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-vertex, model: imagen-4.0-generate-001}]
+  - id: nova-canvas
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: "amazon.nova-canvas-v1:0"}]
+  - id: whisper-1
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: whisper-1}]
+  - id: azure-whisper
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-azure, model: whisper}]
+  - id: groq-whisper
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-groq, model: whisper-large-v3-turbo}]
 `
 
 // devBackends are the built-in mock backends, name and provider: the one
@@ -254,6 +305,8 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 		switch { // a config may use the built-in mocks too
 		case isDevBackend(b.Name):
 			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL, devMockKeyEnv
+		case b.Name == "mock-groq": // Groq serves the OpenAI API under /openai
+			cfg.Backends[i].BaseURL, cfg.Backends[i].APIKeyEnv = mockURL+"/openai", devMockKeyEnv
 		case b.Name == "mock-vertex":
 			cfg.Backends[i].BaseURL, cfg.Backends[i].ServiceAccountEnv = mockURL, devVertexSAEnv
 		}
@@ -267,6 +320,7 @@ func devModelsWithBackend(mockURL string) string {
 	for _, nb := range devBackends() {
 		fmt.Fprintf(&b, "  - {name: %s, provider: %s, base_url: %q, api_key_env: %s}\n", nb[0], nb[1], mockURL, devMockKeyEnv)
 	}
+	fmt.Fprintf(&b, "  - {name: mock-groq, provider: groq, base_url: %q, api_key_env: %s}\n", mockURL+"/openai", devMockKeyEnv)
 	fmt.Fprintf(&b, "  - {name: mock-vertex, provider: vertex, base_url: %q, project: dev-project, region: us-central1, service_account_env: %s}\n",
 		mockURL, devVertexSAEnv)
 	return b.String() + devModels
