@@ -25,6 +25,11 @@ type Quirks struct {
 	// RepairNulls drops null delta members the schema forbids (vLLM and
 	// others send "role": null or "tool_calls": null).
 	RepairNulls bool
+	// TranscriptionFormats are the response_format values the server's
+	// /v1/audio/transcriptions produces; nil means all of OpenAI's. For a
+	// format the server lacks, the gateway asks for verbose_json (srt,
+	// vtt) or json (text) and renders the client's format itself.
+	TranscriptionFormats []string
 }
 
 // openaiOnly are OpenAI platform features other servers do not take.
@@ -38,7 +43,7 @@ func CompatibleProviders() map[string]Quirks {
 	quirks := map[string]Quirks{
 		"openai-compatible": {},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly()},
-		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...)},
+		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}},
 		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 		"xai":               {Drop: openaiOnly()},
 		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
