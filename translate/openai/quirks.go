@@ -25,6 +25,8 @@ type Quirks struct {
 	// RepairNulls drops null delta members the schema forbids (vLLM and
 	// others send "role": null or "tool_calls": null).
 	RepairNulls bool
+	// Embeddings are the server's /v1/embeddings quirks.
+	Embeddings EmbeddingsQuirks
 	// TranscriptionFormats are the response_format values the server's
 	// /v1/audio/transcriptions produces; nil means all of OpenAI's. For a
 	// format the server lacks, the gateway asks for verbose_json (srt,
@@ -42,7 +44,7 @@ func openaiOnly() []string {
 func CompatibleProviders() map[string]Quirks {
 	quirks := map[string]Quirks{
 		"openai-compatible": {},
-		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly()},
+		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly(), Embeddings: mistralEmbeddings},
 		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}},
 		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 		"xai":               {Drop: openaiOnly()},
