@@ -1,9 +1,191 @@
 package bedrock
 
 import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
 	"modelgate/translate"
 	"modelgate/translate/openai"
 )
 
+// Embeddings use InvokeModel (/model/{id}/invoke) with the model's own
+// body, for two families:
+//
+//   - Amazon Titan Text Embeddings: one input per call; v2 takes
+//     dimensions 256, 512 or 1024, v1 cannot shorten. Usage is
+//     inputTextTokenCount.
+//   - Cohere Embed: up to 96 texts per call, input_type search_document
+//     (OpenAI's API has no notion of query and document embeddings); v4
+//     takes output_dimension 256, 512, 1024 or 1536, v3 cannot shorten.
+//     Bedrock reports Cohere's token count only in a response header the
+//     translator does not see, so usage is the gateway's estimate of one
+//     token per four characters (openai.EstimateEmbeddingTokens), the rule
+//     of thumb Bedrock's Cohere documentation gives.
+//
+// Other models, including those named only by an ARN, are a 400.
+
+// embedFamily is the body format of a Bedrock embedding model.
+type embedFamily int
+
+const (
+	embedUnknown embedFamily = iota
+	embedTitanV1
+	embedTitanV2
+	embedCohereV3
+	embedCohereV4
+)
+
+func embedFamilyOf(model string) embedFamily {
+	switch {
+	case strings.Contains(model, "amazon.titan-embed-text-v2"):
+		return embedTitanV2
+	case strings.Contains(model, "amazon.titan-embed-text-v1"), strings.Contains(model, "amazon.titan-embed-g1-text"):
+		return embedTitanV1
+	case strings.Contains(model, "cohere.embed-v4"):
+		return embedCohereV4
+	case strings.Contains(model, "cohere.embed-"):
+		return embedCohereV3
+	}
+	return embedUnknown
+}
+
+// maxCohereTexts is Cohere Embed's limit on texts per call on Bedrock.
+const maxCohereTexts = 96
+
+type embeddings struct {
+	target translate.Target
+	req    *openai.EmbeddingsRequest
+	now    func() time.Time
+	family embedFamily
+	texts  []string
+	status int
+	usage  translate.Usage
+}
+
 // NewEmbeddings returns the embeddings translator for provider bedrock.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator { return nil }
+// Like chat, it sends a Bedrock API key as a bearer token and otherwise
+// signs with SigV4.
+func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+	return &embeddings{target: t, req: req, now: time.Now, family: embedFamilyOf(t.Model)}
+}
+
+type titanRequest struct {
+	InputText  string `json:"inputText"`
+	Dimensions int    `json:"dimensions,omitempty"`
+}
+
+type cohereRequest struct {
+	Texts           []string `json:"texts"`
+	InputType       string   `json:"input_type"`
+	EmbeddingTypes  []string `json:"embedding_types"`
+	OutputDimension int      `json:"output_dimension,omitempty"`
+}
+
+// RequestBody builds the model's InvokeModel request.
+func (e *embeddings) RequestBody() (translate.Upstream, error) {
+	body, err := e.body()
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	path := e.target.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(e.target.Model, "/", "%2F"), ":", "%3A") + "/invoke"
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
+	switch {
+	case e.target.APIKey != "":
+		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + e.target.APIKey})
+	case e.target.AWS.AccessKeyID != "":
+		region := (&chat{target: e.target}).region()
+		headers = append(headers, Sign(e.target.AWS, region, "POST", e.target.Host, path, "application/json", body, e.now())...)
+	}
+	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+}
+
+func (e *embeddings) body() ([]byte, error) {
+	dims := e.req.Dimensions
+	var err error
+	switch e.family {
+	case embedTitanV1, embedTitanV2:
+		if e.texts, err = e.req.TextInputs("Amazon Titan", 1); err != nil {
+			return nil, err
+		}
+		switch {
+		case dims == 0:
+		case e.family == embedTitanV1:
+			return nil, openai.DimensionsUnsupported()
+		case !slices.Contains([]int{256, 512, 1024}, dims):
+			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512 or 1024.", dims)
+		}
+		return json.Marshal(titanRequest{InputText: e.texts[0], Dimensions: dims})
+	case embedCohereV3, embedCohereV4:
+		if e.texts, err = e.req.TextInputs("Cohere", maxCohereTexts); err != nil {
+			return nil, err
+		}
+		switch {
+		case dims == 0:
+		case e.family == embedCohereV3:
+			return nil, openai.DimensionsUnsupported()
+		case !slices.Contains([]int{256, 512, 1024, 1536}, dims):
+			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
+		}
+		return json.Marshal(cohereRequest{Texts: e.texts, InputType: "search_document", EmbeddingTypes: []string{"float"}, OutputDimension: dims})
+	}
+	return nil, openai.Invalid("model", "The gateway can call Amazon Titan Text Embeddings and Cohere Embed models on Bedrock for embeddings; this model is neither.")
+}
+
+// ResponseHeaders implements translate.Translator.
+func (e *embeddings) ResponseHeaders(status int, contentType string) translate.Head {
+	e.status = status
+	if status/100 == 2 {
+		return translate.Head{Status: status, ContentType: "application/json"}
+	}
+	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
+}
+
+var errNotEmbedding = errors.New("the provider's response is not an InvokeModel embeddings response")
+
+// ResponseBody turns the model's response into a CreateEmbeddingResponse.
+func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	if e.status/100 != 2 {
+		return errorBody(e.status, chunk), nil
+	}
+	var vectors []json.RawMessage
+	if e.family == embedTitanV1 || e.family == embedTitanV2 {
+		var r struct {
+			Embedding           json.RawMessage `json:"embedding"`
+			InputTextTokenCount int64           `json:"inputTextTokenCount"`
+		}
+		if err := json.Unmarshal(chunk, &r); err != nil || r.Embedding == nil {
+			return nil, errNotEmbedding
+		}
+		vectors = []json.RawMessage{r.Embedding}
+		e.usage = translate.Usage{PromptTokens: r.InputTextTokenCount, TotalTokens: r.InputTextTokenCount}
+	} else {
+		// embeddings is {"float": [...]} when embedding_types was sent (it
+		// always is), a plain array of vectors otherwise.
+		var r struct {
+			Embeddings json.RawMessage `json:"embeddings"`
+		}
+		if err := json.Unmarshal(chunk, &r); err != nil {
+			return nil, errNotEmbedding
+		}
+		var byType struct {
+			Float []json.RawMessage `json:"float"`
+		}
+		if json.Unmarshal(r.Embeddings, &vectors) != nil {
+			if err := json.Unmarshal(r.Embeddings, &byType); err != nil {
+				return nil, errNotEmbedding
+			}
+			vectors = byType.Float
+		}
+	}
+	if e.usage.PromptTokens <= 0 {
+		n := openai.EstimateEmbeddingTokens(e.texts)
+		e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
+	}
+	return e.req.Response(e.target.Model, vectors, e.usage)
+}
+
+// Usage implements translate.Translator.
+func (e *embeddings) Usage() translate.Usage { return e.usage }

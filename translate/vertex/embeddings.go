@@ -1,9 +1,134 @@
 package vertex
 
 import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+
 	"modelgate/translate"
+	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
 )
 
+// Embeddings use the text embeddings API, :predict on a publishers/google
+// model: each input is an instance, dimensions is
+// parameters.outputDimensionality (Google's rules, gemini.CheckDimensions),
+// and usage is the sum of the predictions' statistics.token_count. Vertex
+// takes 250 inputs per request, gemini-embedding models one.
+
+// MaxEmbeddingBatch is the text embeddings API's limit on instances.
+const MaxEmbeddingBatch = 250
+
+type embeddings struct {
+	target translate.Target
+	req    *openai.EmbeddingsRequest
+	texts  []string
+	status int
+	usage  translate.Usage
+}
+
 // NewEmbeddings returns the embeddings translator for provider vertex.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator { return nil }
+func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+	return &embeddings{target: t, req: req}
+}
+
+type predictRequest struct {
+	Instances  []predictInstance `json:"instances"`
+	Parameters *predictParams    `json:"parameters,omitempty"`
+}
+
+type predictInstance struct {
+	Content string `json:"content"`
+}
+
+type predictParams struct {
+	OutputDimensionality int `json:"outputDimensionality,omitempty"`
+}
+
+// RequestBody builds the predict request.
+func (e *embeddings) RequestBody() (translate.Upstream, error) {
+	limit := MaxEmbeddingBatch
+	if strings.HasPrefix(e.target.Model, "gemini-embedding") {
+		limit = 1
+	}
+	texts, err := e.req.TextInputs("Vertex AI", limit)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	if err := gemini.CheckDimensions(e.target.Model, e.req.Dimensions); err != nil {
+		return translate.Upstream{}, err
+	}
+	e.texts = texts
+	r := predictRequest{Instances: make([]predictInstance, len(texts))}
+	for i, t := range texts {
+		r.Instances[i].Content = t
+	}
+	if e.req.Dimensions > 0 {
+		r.Parameters = &predictParams{OutputDimensionality: e.req.Dimensions}
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	location := e.target.Region
+	if location == "" {
+		location = "global"
+	}
+	path := e.target.BasePath + "/v1/projects/" + url.PathEscape(e.target.Project) + "/locations/" + url.PathEscape(location) +
+		"/publishers/google/models/" + url.PathEscape(e.target.Model) + ":predict"
+	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if e.target.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + e.target.APIKey})
+	}
+	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+}
+
+// ResponseHeaders implements translate.Translator.
+func (e *embeddings) ResponseHeaders(status int, contentType string) translate.Head {
+	e.status = status
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
+	}
+	return translate.Head{Status: status, ContentType: "application/json"}
+}
+
+var errNotPredictions = errors.New("the provider's response is not a Vertex AI text embeddings response")
+
+// ResponseBody turns the predictions into a CreateEmbeddingResponse.
+func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	if e.status/100 != 2 {
+		return gemini.ErrorBody(e.status, chunk), nil
+	}
+	var r struct {
+		Predictions []struct {
+			Embeddings struct {
+				Statistics struct {
+					// TokenCount is a JSON number that Vertex writes as 6.0 at times.
+					TokenCount float64 `json:"token_count"`
+				} `json:"statistics"`
+				Values json.RawMessage `json:"values"`
+			} `json:"embeddings"`
+		} `json:"predictions"`
+	}
+	if err := json.Unmarshal(chunk, &r); err != nil || r.Predictions == nil {
+		return nil, errNotPredictions
+	}
+	vectors := make([]json.RawMessage, len(r.Predictions))
+	var tokens float64
+	for i, p := range r.Predictions {
+		vectors[i] = p.Embeddings.Values
+		tokens += p.Embeddings.Statistics.TokenCount
+	}
+	n := int64(math.Round(tokens))
+	if n <= 0 {
+		n = openai.EstimateEmbeddingTokens(e.texts)
+	}
+	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
+	return e.req.Response(e.target.Model, vectors, e.usage)
+}
+
+// Usage implements translate.Translator.
+func (e *embeddings) Usage() translate.Usage { return e.usage }
