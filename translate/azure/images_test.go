@@ -1,0 +1,105 @@
+package azure
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"modelgate/translate"
+	"modelgate/translate/openai"
+	"modelgate/translate/openai/spec"
+)
+
+// -update is registered here unless another test file of the package
+// already did (package variables initialize before init functions).
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+func newImages(t *testing.T, body string, target translate.Target) translate.Translator {
+	t.Helper()
+	req, err := openai.ParseImagesRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewImages(target, req)
+}
+
+// imageRequestCases are checked against testdata/images/<name>.json. A
+// deployment named after an OpenAI model gets that model's rules; another
+// name passes the request as sent.
+var imageRequestCases = []struct {
+	name, body string
+	target     translate.Target
+}{
+	{"dall-e-3-deployment", `{"model":"azure-dall-e-3","prompt":"A lighthouse at dusk","quality":"high","style":"vivid","response_format":"b64_json"}`,
+		translate.Target{Provider: "azure", Model: "dall-e-3", APIKey: "azure-key", BasePath: "/prefix", APIVersion: "2024-10-21"}},
+	{"named-deployment", `{"model":"azure-images","prompt":"A lighthouse","n":2,"size":"1536x1024","quality":"high"}`,
+		translate.Target{Provider: "azure", Model: "my images", APIKey: "azure-key"}},
+	{"dall-e-3-n-2", `{"model":"azure-dall-e-3","prompt":"A lighthouse","n":2}`,
+		translate.Target{Provider: "azure", Model: "dall-e-3", APIKey: "azure-key"}},
+}
+
+func TestImagesRequestGoldens(t *testing.T) {
+	for _, tc := range imageRequestCases {
+		t.Run(tc.name, func(t *testing.T) {
+			up, err := newImages(t, tc.body, tc.target).RequestBody()
+			var out any
+			var re *openai.RequestError
+			switch {
+			case errors.As(err, &re):
+				out = map[string]any{"client_error": map[string]string{"param": re.Param, "code": re.Code, "message": re.Message}}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				var body any
+				json.Unmarshal(up.Body, &body)
+				out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
+			}
+			got, _ := json.MarshalIndent(out, "", "  ")
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "images", tc.name+".json")
+			if updating() {
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if !bytes.Equal(want, got) {
+				t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
+			}
+		})
+	}
+}
+
+// Azure's answer is OpenAI's; dall-e-3 adds revised_prompt and Azure adds
+// content filter results the gateway passes. No Azure image traffic was
+// recorded: this is the documented shape.
+func TestImagesResponse(t *testing.T) {
+	tr := newImages(t, `{"model":"azure-dall-e-3","prompt":"p"}`, translate.Target{Model: "dall-e-3"})
+	tr.ResponseHeaders(200, "application/json")
+	out, err := tr.ResponseBody([]byte(`{"created":1698116662,"data":[{"url":"https://dalleproduse.blob.core.windows.net/private/images/x.png?se=1&sig=a",
+		"revised_prompt":"A lighthouse at dusk","content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "ImagesResponse", out)
+	if !bytes.Contains(out, []byte(`"revised_prompt":"A lighthouse at dusk"`)) || !bytes.Contains(out, []byte("?se=1&sig=a")) {
+		t.Errorf("body = %s", out)
+	}
+}
