@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -20,12 +21,58 @@ var (
 	ErrDisabled = errors.New("key or account disabled")
 )
 
+// Group holds accounts that share allowed models and default limits.
+type Group struct {
+	ID   string
+	Name string
+	// Models are the public model ids the group's accounts may use; empty
+	// means all.
+	Models []string
+	// Limits apply to each account of the group that does not override them.
+	Limits    Limits
+	CreatedAt time.Time
+}
+
 // Account owns keys and is what usage is charged to.
 type Account struct {
-	ID        string
-	Name      string
-	Disabled  bool
+	ID   string
+	Name string
+	// GroupID is the account's group; empty means none.
+	GroupID string
+	// Models narrow the group's models for this account; empty means no
+	// narrowing at this level.
+	Models   []string
+	Disabled bool
+	// Limits override the group's limits field by field.
+	Limits    Limits
 	CreatedAt time.Time
+}
+
+// Limits are the rate limits set on a group or an account. A nil field is
+// not set at that level. They are data here: the ratelimit package enforces
+// them.
+type Limits struct {
+	RequestsPerMinute  *int64
+	TokensPerMinute    *int64
+	TokensPerDay       *int64
+	ConcurrentRequests *int64
+}
+
+// Or returns l with every unset field taken from fallback, as an account's
+// overrides apply over its group's limits.
+func (l Limits) Or(fallback Limits) Limits {
+	or := func(a, b *int64) *int64 {
+		if a != nil {
+			return a
+		}
+		return b
+	}
+	return Limits{
+		RequestsPerMinute:  or(l.RequestsPerMinute, fallback.RequestsPerMinute),
+		TokensPerMinute:    or(l.TokensPerMinute, fallback.TokensPerMinute),
+		TokensPerDay:       or(l.TokensPerDay, fallback.TokensPerDay),
+		ConcurrentRequests: or(l.ConcurrentRequests, fallback.ConcurrentRequests),
+	}
 }
 
 // Key is a stored API key. It never holds the secret itself.
@@ -37,11 +84,17 @@ type Key struct {
 	Prefix string
 	// Hash is the SHA-256 of the secret.
 	Hash [32]byte
-	// Models are the public model ids the key may use; empty means all.
-	Models    []string
-	Disabled  bool
+	// Models are the public model ids the key may use, within its account's
+	// and group's; empty means no narrowing at this level.
+	Models   []string
+	Disabled bool
+	// ExpiresAt is when the key stops authenticating; nil means never.
+	ExpiresAt *time.Time
 	RevokedAt *time.Time
 	CreatedAt time.Time
+	// LastUsedAt is when the key last authenticated, recorded lazily: see
+	// AuthenticatorConfig.LastUsedInterval for how far behind it may be.
+	LastUsedAt *time.Time
 }
 
 // Principal is who an authenticated request acts as.
@@ -50,13 +103,47 @@ type Principal struct {
 	KeyPrefix   string
 	AccountID   string
 	AccountName string
-	// Models are the model ids the key may use; empty means all.
+	// GroupID and GroupName are the account's group, empty if it has none.
+	GroupID   string
+	GroupName string
+	// Models are the model ids the principal may use: the intersection of
+	// the group's, the account's and the key's lists. Empty means all,
+	// unless NoModels is set.
 	Models []string
+	// NoModels is set when the levels restrict models with nothing in
+	// common, so that no model is allowed.
+	NoModels bool
+	// Limits are the effective limits: the account's overrides, else the
+	// group's.
+	Limits Limits
 }
 
 // Allows reports whether the principal may use the model.
 func (p *Principal) Allows(model string) bool {
+	if p.NoModels {
+		return false
+	}
 	return len(p.Models) == 0 || slices.Contains(p.Models, model)
+}
+
+// EffectiveModels intersects model lists from the most specific level (the
+// key) to the broadest (the group), an empty list restricting nothing. It
+// reports none when the lists restrict and share no model, which an empty
+// result alone could not tell from "all".
+func EffectiveModels(levels ...[]string) (models []string, none bool) {
+	restricted := false
+	for _, level := range levels {
+		if len(level) == 0 {
+			continue
+		}
+		if !restricted {
+			restricted = true
+			models = slices.Clone(level)
+			continue
+		}
+		models = slices.DeleteFunc(models, func(m string) bool { return !slices.Contains(level, m) })
+	}
+	return models, restricted && len(models) == 0
 }
 
 // UsageRecord is one request in the usage ledger.
@@ -83,10 +170,50 @@ type UsageTotals struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	TotalTokens      int64
+	CachedTokens     int64
+	ReasoningTokens  int64
 }
 
-// Store persists accounts, keys and usage. Methods are safe for concurrent
-// use; lookups that find nothing return ErrNotFound.
+// UsageGrouping says which columns UsageReport groups by; zero sums
+// everything into one row.
+type UsageGrouping uint8
+
+// Columns UsageReport can group by, combined with |.
+const (
+	// ByDay groups by UTC calendar day.
+	ByDay UsageGrouping = 1 << iota
+	ByAccount
+	ByKey
+	ByModel
+)
+
+// UsageQuery selects and groups usage records for UsageReport.
+type UsageQuery struct {
+	// From and To bound the records' times to [From, To); a zero To means
+	// no upper bound.
+	From, To time.Time
+	// AccountID, KeyID and Model filter when set.
+	AccountID string
+	KeyID     string
+	Model     string
+	By        UsageGrouping
+}
+
+// UsageRow is one group of a usage report. The fields not grouped by are
+// zero.
+type UsageRow struct {
+	// Day is midnight UTC of the day.
+	Day       time.Time
+	AccountID string
+	KeyID     string
+	Model     string
+	UsageTotals
+}
+
+// Store persists groups, accounts, keys, the usage ledger, the response
+// state of the Responses API and the images the gateway keeps. Methods are
+// safe for concurrent use; lookups that find nothing return ErrNotFound.
+// Times are kept to the millisecond.
 type Store interface {
 	// CreateAccount creates an account; ErrExists if the name is taken.
 	CreateAccount(ctx context.Context, name string) (Account, error)
@@ -94,8 +221,28 @@ type Store interface {
 	AccountByID(ctx context.Context, id string) (Account, error)
 	// AccountByName returns an account.
 	AccountByName(ctx context.Context, name string) (Account, error)
+	// ListAccounts returns every account, by name.
+	ListAccounts(ctx context.Context) ([]Account, error)
+	// UpdateAccount sets the name, group, models, disabled flag and limits
+	// of the account with a.ID. ErrNotFound for an unknown account or
+	// group, ErrExists if the name is taken.
+	UpdateAccount(ctx context.Context, a Account) error
 	// SetAccountDisabled disables or enables an account.
 	SetAccountDisabled(ctx context.Context, id string, disabled bool) error
+
+	// CreateGroup stores a group; it assigns ID and CreatedAt when empty.
+	// ErrExists if the name is taken.
+	CreateGroup(ctx context.Context, g Group) (Group, error)
+	// GroupByID returns a group.
+	GroupByID(ctx context.Context, id string) (Group, error)
+	// GroupByName returns a group.
+	GroupByName(ctx context.Context, name string) (Group, error)
+	// ListGroups returns every group, by name.
+	ListGroups(ctx context.Context) ([]Group, error)
+	// UpdateGroup sets the name, models and limits of the group with g.ID.
+	// ErrExists if the name is taken.
+	UpdateGroup(ctx context.Context, g Group) error
+
 	// CreateKey stores a key; it assigns ID and CreatedAt when empty.
 	// ErrExists if the hash is already stored; ErrNotFound for an unknown
 	// account.
@@ -108,14 +255,42 @@ type Store interface {
 	KeyByPrefix(ctx context.Context, prefix string) (Key, error)
 	// ListKeys returns an account's keys, oldest first.
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	// UpdateKey sets the name, models, disabled flag and expiry of the key
+	// with k.ID; its secret, account and revocation stay.
+	UpdateKey(ctx context.Context, k Key) error
 	// SetKeyDisabled disables or enables a key.
 	SetKeyDisabled(ctx context.Context, id string, disabled bool) error
 	// RevokeKey revokes a key for good.
 	RevokeKey(ctx context.Context, id string) error
+	// TouchKey records that a key was used at at, unless a later use is
+	// already recorded.
+	TouchKey(ctx context.Context, id string, at time.Time) error
+
 	// AppendUsage appends a record to the usage ledger.
 	AppendUsage(ctx context.Context, rec UsageRecord) error
+	// AppendUsageBatch appends records in one transaction: all or none.
+	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
 	// UsageSince sums an account's usage records at or after since.
 	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)
+	// UsageReport sums the selected usage records per group, ordered by
+	// day, account, key and model; groups without records are absent.
+	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+
+	// SaveResponse stores a response's conversation for the account until
+	// expires, and drops expired ones. ErrExists if the id is taken.
+	SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error
+	// Conversation returns a stored conversation of the account; unknown,
+	// expired and other accounts' ids are ErrNotFound alike.
+	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+	// SaveImage keeps a generated image until expires, for the signed URL
+	// handed out in its place, and drops expired ones. ErrExists if the id
+	// is taken.
+	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
+	// Image returns a kept image; unknown and expired ids are ErrNotFound.
+	// It is not account-scoped: whoever holds a validly signed URL may
+	// fetch it.
+	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
+
 	// Close releases the store.
 	Close() error
 }

@@ -4,14 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"modelgate/authz"
 )
 
+const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, created_at`
+
 // CreateAccount implements authz.Store.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
-	a := authz.Account{ID: newID("acct"), Name: name, CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
+	a := authz.Account{ID: newID("acct"), Name: name, CreatedAt: ms(s.now())}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)`,
 		a.ID, a.Name, a.CreatedAt.UnixMilli())
 	if isUnique(err) {
@@ -22,23 +23,32 @@ func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, 
 
 // AccountByID implements authz.Store.
 func (s *Store) AccountByID(ctx context.Context, id string) (authz.Account, error) {
-	return s.account(ctx, `SELECT id, name, disabled, created_at FROM accounts WHERE id = ?`, id)
+	a, err := scanAccount(s.db.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = ?`, id))
+	return a, notFound(err)
 }
 
 // AccountByName implements authz.Store.
 func (s *Store) AccountByName(ctx context.Context, name string) (authz.Account, error) {
-	return s.account(ctx, `SELECT id, name, disabled, created_at FROM accounts WHERE name = ?`, name)
+	a, err := scanAccount(s.db.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM accounts WHERE name = ?`, name))
+	return a, notFound(err)
 }
 
-func (s *Store) account(ctx context.Context, query, arg string) (authz.Account, error) {
-	var a authz.Account
-	var created int64
-	err := s.db.QueryRowContext(ctx, query, arg).Scan(&a.ID, &a.Name, &a.Disabled, &created)
-	if err != nil {
-		return authz.Account{}, notFound(err)
+// ListAccounts implements authz.Store.
+func (s *Store) ListAccounts(ctx context.Context) ([]authz.Account, error) {
+	return list(ctx, s, scanAccount, `SELECT `+accountColumns+` FROM accounts ORDER BY name`)
+}
+
+// UpdateAccount implements authz.Store.
+func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
+	err := s.update(ctx, `UPDATE accounts SET name = ?, group_id = ?, models = ?, disabled = ?, `+limitAssignments+` WHERE id = ?`,
+		append([]any{a.Name, nullString(a.GroupID), joinModels(a.Models), a.Disabled}, append(limitArgs(a.Limits), a.ID)...)...)
+	switch {
+	case isUnique(err):
+		return fmt.Errorf("account %q: %w", a.Name, authz.ErrExists)
+	case isForeignKey(err):
+		return fmt.Errorf("group %q: %w", a.GroupID, authz.ErrNotFound)
 	}
-	a.CreatedAt = time.UnixMilli(created).UTC()
-	return a, nil
+	return err
 }
 
 // SetAccountDisabled implements authz.Store.
@@ -46,33 +56,15 @@ func (s *Store) SetAccountDisabled(ctx context.Context, id string, disabled bool
 	return s.update(ctx, `UPDATE accounts SET disabled = ? WHERE id = ?`, disabled, id)
 }
 
-func (s *Store) update(ctx context.Context, query string, args ...any) error {
-	res, err := s.db.ExecContext(ctx, query, args...)
-	if err != nil {
-		return err
+func scanAccount(row scanner) (authz.Account, error) {
+	var a authz.Account
+	var group sql.NullString
+	var models string
+	var lim limits
+	var created int64
+	if err := row.Scan(&a.ID, &a.Name, &group, &models, &a.Disabled, &lim[0], &lim[1], &lim[2], &lim[3], &created); err != nil {
+		return authz.Account{}, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return authz.ErrNotFound
-	}
-	return nil
-}
-
-// AppendUsage implements authz.Store.
-func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (request_id, key_id, account_id, endpoint, model, backend,
-		status, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, duration_ms, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Duration.Milliseconds(), r.At.UnixMilli())
-	return err
-}
-
-// UsageSince implements authz.Store.
-func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
-	var t authz.UsageTotals
-	var p, c, tot sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(total_tokens)
-		FROM usage WHERE account_id = ? AND at >= ?`, accountID, since.UnixMilli()).Scan(&t.Requests, &p, &c, &tot)
-	t.PromptTokens, t.CompletionTokens, t.TotalTokens = p.Int64, c.Int64, tot.Int64
-	return t, err
+	a.GroupID, a.Models, a.Limits, a.CreatedAt = group.String, splitModels(models), lim.Limits(), fromMS(created)
+	return a, nil
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"modelgate/authz"
 )
 
-const keyColumns = `id, account_id, name, prefix, hash, models, disabled, revoked_at, created_at`
+const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at`
 
 // CreateKey implements authz.Store.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
@@ -18,10 +17,12 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.ID = newID("key")
 	}
 	if k.CreatedAt.IsZero() {
-		k.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
+		k.CreatedAt = s.now()
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)`,
-		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], strings.Join(k.Models, ","), k.Disabled, k.CreatedAt.UnixMilli())
+	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
+	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
+		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt),
+		k.CreatedAt.UnixMilli())
 	switch {
 	case isUnique(err):
 		return authz.Key{}, fmt.Errorf("key: %w", authz.ErrExists)
@@ -44,7 +45,7 @@ func (s *Store) KeyByID(ctx context.Context, id string) (authz.Key, error) {
 // KeyByPrefix implements authz.Store. A prefix shared by several keys is
 // ambiguous and returns an error rather than picking one.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, error) {
-	keys, err := s.keys(ctx, `SELECT `+keyColumns+` FROM keys WHERE prefix = ? ORDER BY created_at`, prefix)
+	keys, err := list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE prefix = ? ORDER BY created_at, rowid`, prefix)
 	switch {
 	case err != nil:
 		return authz.Key{}, err
@@ -58,7 +59,13 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, erro
 
 // ListKeys implements authz.Store.
 func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, error) {
-	return s.keys(ctx, `SELECT `+keyColumns+` FROM keys WHERE account_id = ? ORDER BY created_at, id`, accountID)
+	return list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE account_id = ? ORDER BY created_at, rowid`, accountID)
+}
+
+// UpdateKey implements authz.Store.
+func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
+	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, disabled = ?, expires_at = ? WHERE id = ?`,
+		k.Name, joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt), k.ID)
 }
 
 // SetKeyDisabled implements authz.Store.
@@ -71,45 +78,28 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return s.update(ctx, `UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.now().UnixMilli(), id)
 }
 
+// TouchKey implements authz.Store.
+func (s *Store) TouchKey(ctx context.Context, id string, at time.Time) error {
+	return s.update(ctx, `UPDATE keys SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?`, at.UnixMilli(), id)
+}
+
 func (s *Store) key(ctx context.Context, query string, arg any) (authz.Key, error) {
 	k, err := scanKey(s.db.QueryRowContext(ctx, query, arg))
 	return k, notFound(err)
 }
 
-func (s *Store) keys(ctx context.Context, query string, arg any) ([]authz.Key, error) {
-	rows, err := s.db.QueryContext(ctx, query, arg)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []authz.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
-}
-
-func scanKey(row interface{ Scan(...any) error }) (authz.Key, error) {
+func scanKey(row scanner) (authz.Key, error) {
 	var k authz.Key
 	var hash []byte
 	var models string
-	var revoked sql.NullInt64
+	var expires, revoked, lastUsed sql.NullInt64
 	var created int64
-	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &models, &k.Disabled, &revoked, &created); err != nil {
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &models, &k.Disabled, &expires, &revoked,
+		&created, &lastUsed); err != nil {
 		return authz.Key{}, err
 	}
 	copy(k.Hash[:], hash)
-	if models != "" {
-		k.Models = strings.Split(models, ",")
-	}
-	if revoked.Valid {
-		t := time.UnixMilli(revoked.Int64).UTC()
-		k.RevokedAt = &t
-	}
-	k.CreatedAt = time.UnixMilli(created).UTC()
+	k.Models, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = splitModels(models), fromNullMS(expires), fromNullMS(revoked), fromNullMS(lastUsed)
+	k.CreatedAt = fromMS(created)
 	return k, nil
 }

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// SaveResponse stores a response's conversation until expires, and drops
-// expired ones.
+// SaveResponse implements authz.Store.
 func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error {
 	b, err := json.Marshal(items)
 	if err != nil {
@@ -16,14 +15,13 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []
 	now := s.now()
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 		id, accountID, b, now.UnixMilli(), expires.UnixMilli()); err != nil {
-		return err
+		return exists(err, "response", id)
 	}
 	_, err = s.db.ExecContext(ctx, `DELETE FROM responses WHERE expires_at <= ?`, now.UnixMilli())
 	return err
 }
 
-// Conversation returns a stored conversation of the account; unknown,
-// expired and other accounts' ids are authz.ErrNotFound alike.
+// Conversation implements authz.Store.
 func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
 	var b []byte
 	err := s.db.QueryRowContext(ctx, `SELECT items FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
@@ -37,8 +35,3 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 	}
 	return items, nil
 }
-
-var _ interface {
-	SaveResponse(context.Context, string, string, []json.RawMessage, time.Time) error
-	Conversation(context.Context, string, string, time.Time) ([]json.RawMessage, error)
-} = (*Store)(nil)

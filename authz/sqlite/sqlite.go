@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,67 +16,15 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"modelgate/authz"
+	"modelgate/authz/internal/migrate"
 )
 
-// migrations are applied in order; the index of the last applied one is
-// kept in schema_version.
-var migrations = []string{`
-CREATE TABLE accounts (
-	id         TEXT PRIMARY KEY,
-	name       TEXT NOT NULL UNIQUE,
-	disabled   INTEGER NOT NULL DEFAULT 0,
-	created_at INTEGER NOT NULL
-);
-CREATE TABLE keys (
-	id         TEXT PRIMARY KEY,
-	account_id TEXT NOT NULL REFERENCES accounts(id),
-	name       TEXT NOT NULL DEFAULT '',
-	prefix     TEXT NOT NULL,
-	hash       BLOB NOT NULL UNIQUE,
-	models     TEXT NOT NULL DEFAULT '',
-	disabled   INTEGER NOT NULL DEFAULT 0,
-	revoked_at INTEGER,
-	created_at INTEGER NOT NULL
-);
-CREATE INDEX keys_prefix ON keys(prefix);
-CREATE INDEX keys_account ON keys(account_id);
-CREATE TABLE usage (
-	request_id        TEXT NOT NULL,
-	key_id            TEXT NOT NULL,
-	account_id        TEXT NOT NULL,
-	endpoint          TEXT NOT NULL,
-	model             TEXT NOT NULL,
-	backend           TEXT NOT NULL,
-	status            INTEGER NOT NULL,
-	prompt_tokens     INTEGER NOT NULL,
-	completion_tokens INTEGER NOT NULL,
-	total_tokens      INTEGER NOT NULL,
-	cached_tokens     INTEGER NOT NULL,
-	reasoning_tokens  INTEGER NOT NULL,
-	duration_ms       INTEGER NOT NULL,
-	at                INTEGER NOT NULL
-);
-CREATE INDEX usage_account_at ON usage(account_id, at);
-`, `
-CREATE TABLE responses (
-	id         TEXT PRIMARY KEY,
-	account_id TEXT NOT NULL,
-	items      BLOB NOT NULL,
-	created_at INTEGER NOT NULL,
-	expires_at INTEGER NOT NULL
-);
-CREATE INDEX responses_expires ON responses(expires_at);
-`, `
-CREATE TABLE images (
-	id           TEXT PRIMARY KEY,
-	account_id   TEXT NOT NULL,
-	content_type TEXT NOT NULL,
-	data         BLOB NOT NULL,
-	created_at   INTEGER NOT NULL,
-	expires_at   INTEGER NOT NULL
-);
-CREATE INDEX images_expires ON images(expires_at);
-`}
+// migrationFiles are the schema versions, applied in order at Open; the
+// last applied version is kept in schema_version. Released files are never
+// edited: databases at any earlier version upgrade in place.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
 
 // Store is an authz.Store backed by SQLite.
 type Store struct {
@@ -102,35 +51,48 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err
 	}
 	var version int
-	err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
+	err = s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) {
 		_, err = s.db.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`)
 	}
 	if err != nil {
 		return err
 	}
-	for i := version; i < len(migrations); i++ {
-		if err := s.apply(ctx, i); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
+	if version > len(ms) {
+		return fmt.Errorf("schema version %d is newer than this binary's %d", version, len(ms))
+	}
+	for _, m := range ms[version:] {
+		if err := s.apply(ctx, m); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) apply(ctx context.Context, i int) error {
+// apply runs one migration in a transaction that first claims the version,
+// so that a process opening the same file at the same time skips it.
+func (s *Store) apply(ctx context.Context, m migrate.Migration) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+	res, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ? WHERE version = ?`, m.Version, m.Version-1)
+	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, i+1); err != nil {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err // applied by someone else meanwhile
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -138,6 +100,106 @@ func (s *Store) apply(ctx context.Context, i int) error {
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) update(ctx context.Context, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return authz.ErrNotFound
+	}
+	return nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+// list runs a query and scans every row.
+func list[T any](ctx context.Context, s *Store, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// Times are stored as Unix milliseconds.
+
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func msPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return new(ms(*t))
+}
+
+func nullMS(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	return new(fromMS(v.Int64))
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Model lists are stored comma-separated; model ids hold no commas.
+
+func joinModels(models []string) string { return strings.Join(models, ",") }
+
+func splitModels(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// limitColumns are the nullable limit columns of groups and accounts.
+const (
+	limitColumns     = `requests_per_minute, tokens_per_minute, tokens_per_day, concurrent_requests`
+	limitAssignments = `requests_per_minute = ?, tokens_per_minute = ?, tokens_per_day = ?, concurrent_requests = ?`
+)
+
+func limitArgs(l authz.Limits) []any {
+	return []any{l.RequestsPerMinute, l.TokensPerMinute, l.TokensPerDay, l.ConcurrentRequests}
+}
+
+// limits scans limitColumns.
+type limits [4]sql.NullInt64
+
+func (l limits) Limits() authz.Limits {
+	p := func(v sql.NullInt64) *int64 {
+		if !v.Valid {
+			return nil
+		}
+		return new(v.Int64)
+	}
+	return authz.Limits{RequestsPerMinute: p(l[0]), TokensPerMinute: p(l[1]), TokensPerDay: p(l[2]), ConcurrentRequests: p(l[3])}
+}
 
 func newID(kind string) string {
 	var b [8]byte
@@ -151,6 +213,14 @@ func isUnique(err error) bool {
 
 func isForeignKey(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
+}
+
+// exists turns a unique violation into authz.ErrExists.
+func exists(err error, what, id string) error {
+	if isUnique(err) {
+		return fmt.Errorf("%s %q: %w", what, id, authz.ErrExists)
+	}
+	return err
 }
 
 func notFound(err error) error {

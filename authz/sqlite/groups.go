@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"modelgate/authz"
+)
+
+const groupColumns = `id, name, models, ` + limitColumns + `, created_at`
+
+// CreateGroup implements authz.Store.
+func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
+	if g.ID == "" {
+		g.ID = newID("grp")
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = s.now()
+	}
+	g.CreatedAt = ms(g.CreatedAt)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{g.ID, g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), g.CreatedAt.UnixMilli())...)...)
+	if isUnique(err) {
+		return authz.Group{}, fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
+	}
+	return g, err
+}
+
+// GroupByID implements authz.Store.
+func (s *Store) GroupByID(ctx context.Context, id string) (authz.Group, error) {
+	g, err := scanGroup(s.db.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM groups WHERE id = ?`, id))
+	return g, notFound(err)
+}
+
+// GroupByName implements authz.Store.
+func (s *Store) GroupByName(ctx context.Context, name string) (authz.Group, error) {
+	g, err := scanGroup(s.db.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM groups WHERE name = ?`, name))
+	return g, notFound(err)
+}
+
+// ListGroups implements authz.Store.
+func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
+	return list(ctx, s, scanGroup, `SELECT `+groupColumns+` FROM groups ORDER BY name`)
+}
+
+// UpdateGroup implements authz.Store.
+func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
+	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, `+limitAssignments+` WHERE id = ?`,
+		append([]any{g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), g.ID)...)...)
+	if isUnique(err) {
+		return fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
+	}
+	return err
+}
+
+func scanGroup(row scanner) (authz.Group, error) {
+	var g authz.Group
+	var models string
+	var lim limits
+	var created int64
+	if err := row.Scan(&g.ID, &g.Name, &models, &lim[0], &lim[1], &lim[2], &lim[3], &created); err != nil {
+		return authz.Group{}, err
+	}
+	g.Models, g.Limits, g.CreatedAt = splitModels(models), lim.Limits(), fromMS(created)
+	return g, nil
+}

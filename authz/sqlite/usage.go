@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"modelgate/authz"
+)
+
+const insertUsage = `INSERT INTO usage (request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
+	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, duration_ms, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// usageSums are the UsageTotals columns of an aggregate over usage.
+const usageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
+	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
+
+func usageArgs(r authz.UsageRecord) []any {
+	return []any{r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Duration.Milliseconds(), r.At.UnixMilli()}
+}
+
+// AppendUsage implements authz.Store.
+func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
+	_, err := s.db.ExecContext(ctx, insertUsage, usageArgs(r)...)
+	return err
+}
+
+// AppendUsageBatch implements authz.Store: one transaction and one
+// prepared statement, so SQLite syncs once per batch instead of per record.
+func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	stmt, err := tx.PrepareContext(ctx, insertUsage)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range recs {
+		if _, err := stmt.ExecContext(ctx, usageArgs(r)...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// UsageSince implements authz.Store.
+func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
+	var t authz.UsageTotals
+	err := s.db.QueryRowContext(ctx, `SELECT `+usageSums+` FROM usage WHERE account_id = ? AND at >= ?`,
+		accountID, since.UnixMilli()).Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens,
+		&t.CachedTokens, &t.ReasoningTokens)
+	return t, err
+}
+
+// UsageReport implements authz.Store.
+func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
+	query, args := usageReportQuery(q)
+	return list(ctx, s, func(row scanner) (authz.UsageRow, error) {
+		var r authz.UsageRow
+		var day int64
+		err := row.Scan(&day, &r.AccountID, &r.KeyID, &r.Model, &r.Requests, &r.PromptTokens, &r.CompletionTokens,
+			&r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens)
+		if q.By&authz.ByDay != 0 {
+			r.Day = fromMS(day)
+		}
+		return r, err
+	}, query, args...)
+}
+
+// usageReportQuery selects constants for the columns not grouped by, so
+// that every row scans the same way.
+func usageReportQuery(q authz.UsageQuery) (string, []any) {
+	var sel, group []string
+	for _, c := range []struct {
+		by        authz.UsageGrouping
+		expr, not string
+	}{
+		{authz.ByDay, `(at / 86400000) * 86400000`, `0`},
+		{authz.ByAccount, `account_id`, `''`},
+		{authz.ByKey, `key_id`, `''`},
+		{authz.ByModel, `model`, `''`},
+	} {
+		if q.By&c.by == 0 {
+			sel = append(sel, c.not)
+			continue
+		}
+		sel = append(sel, c.expr)
+		group = append(group, c.expr)
+	}
+	where, args := []string{`at >= ?`}, []any{q.From.UnixMilli()}
+	for _, f := range []struct {
+		cond string
+		set  bool
+		arg  any
+	}{
+		{`at < ?`, !q.To.IsZero(), q.To.UnixMilli()},
+		{`account_id = ?`, q.AccountID != "", q.AccountID},
+		{`key_id = ?`, q.KeyID != "", q.KeyID},
+		{`model = ?`, q.Model != "", q.Model},
+	} {
+		if f.set {
+			where, args = append(where, f.cond), append(args, f.arg)
+		}
+	}
+	query := `SELECT ` + strings.Join(sel, ", ") + `, ` + usageSums + ` FROM usage WHERE ` + strings.Join(where, " AND ")
+	if len(group) == 0 {
+		return query + ` HAVING COUNT(*) > 0`, args // no empty row for no records
+	}
+	cols := strings.Join(group, ", ")
+	return query + ` GROUP BY ` + cols + ` ORDER BY ` + cols, args
+}
