@@ -1,0 +1,6 @@
+// Package memory is the in-process ratelimit.Limiter: for one replica, for
+// `modelgate dev` and for tests. All state sits behind one mutex, so an
+// admission over several rules is atomic. Drained counters and expired
+// leases are swept as operations go by (no background goroutine), keeping
+// memory proportional to the subjects with live usage.
+package memory

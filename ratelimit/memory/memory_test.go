@@ -1,0 +1,16 @@
+package memory_test
+
+import (
+	"testing"
+	"time"
+
+	"modelgate/ratelimit"
+	"modelgate/ratelimit/limitertest"
+	"modelgate/ratelimit/memory"
+)
+
+func TestConformance(t *testing.T) {
+	limitertest.Run(t, func(t *testing.T, now func() time.Time) ratelimit.Limiter {
+		return memory.New(memory.Config{Now: now})
+	})
+}
