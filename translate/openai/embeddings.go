@@ -32,6 +32,8 @@ type EmbeddingsRequest struct {
 	Dimensions int
 	// Members are the request's top-level members as sent.
 	Members map[string]json.RawMessage
+
+	tokenCount int64 // the token ids of token input
 }
 
 // ParseEmbeddingsRequest validates a CreateEmbeddingRequest body. Errors
@@ -99,6 +101,7 @@ func (r *EmbeddingsRequest) parseInput() error {
 			if err := tokenIDs(a); err != nil {
 				return err
 			}
+			r.tokenCount += int64(len(a))
 		}
 		return nil
 	}
@@ -107,6 +110,7 @@ func (r *EmbeddingsRequest) parseInput() error {
 	if json.Unmarshal(raw, &ids) != nil {
 		return wrongType("input", embeddingInputKinds, raw)
 	}
+	r.tokenCount = int64(len(ids))
 	return tokenIDs(ids)
 }
 
@@ -334,7 +338,9 @@ type openaiEmbeddings struct {
 // response passes a valid response through as sent. One the gateway must
 // change is rendered anew: vectors in the other encoding (the gateway
 // encodes base64 for servers that cannot, and decodes it for a server that
-// ignored encoding_format "float"), or required members missing.
+// ignored encoding_format "float"), or required members missing. Without
+// a count from the server, usage is the token ids sent, or the estimate
+// for text.
 func (e *embeddings) response(body []byte) ([]byte, error) {
 	var r openaiEmbeddings
 	if err := json.Unmarshal(body, &r); err != nil || r.Data == nil {
@@ -343,7 +349,14 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 	if r.Usage != nil {
 		e.usage = translate.Usage{PromptTokens: r.Usage.PromptTokens, TotalTokens: max(r.Usage.TotalTokens, r.Usage.PromptTokens)}
 	}
-	keep := r.Object == "list" && r.Model != "" && r.Usage != nil
+	if e.usage.PromptTokens <= 0 { // a server that counts nothing
+		n := e.req.tokenCount
+		if n == 0 {
+			n = EstimateEmbeddingTokens(e.req.Texts)
+		}
+		e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
+	}
+	keep := r.Object == "list" && r.Model != "" && r.Usage != nil && r.Usage.PromptTokens > 0
 	vectors := make([]json.RawMessage, len(r.Data))
 	for i, d := range r.Data {
 		isString := len(d.Embedding) > 0 && d.Embedding[0] == '"'

@@ -522,3 +522,27 @@ func BenchmarkEmbeddingsFloatToBase64(b *testing.B) {
 		}
 	}
 }
+
+// A compatible server that reports no usage gets the token ids counted,
+// or text estimated, and the response carries that usage.
+func TestEmbeddingsUsageWithoutCounts(t *testing.T) {
+	for body, want := range map[string]int64{
+		`{"model":"m","input":[[1,2,3],[4]]}`: 4,
+		`{"model":"m","input":[5,6]}`:         2,
+		`{"model":"m","input":"abcdefgh"}`:    2,
+	} {
+		req, err := ParseEmbeddingsRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := NewCompatibleEmbeddings(CompatibleProviders()["ollama"])(translate.Target{Model: "m"}, req)
+		tr.ResponseHeaders(200, "application/json")
+		out, err := tr.ResponseBody([]byte(`{"object":"list","model":"m","data":[{"object":"embedding","index":0,"embedding":[1]}],"usage":{"prompt_tokens":0,"total_tokens":0}}`), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := tr.Usage(); u.PromptTokens != want || u.TotalTokens != want || !strings.Contains(string(out), fmt.Sprintf(`"prompt_tokens":%d,`, want)) {
+			t.Errorf("%s: usage %+v, body %s", body, u, out)
+		}
+	}
+}
