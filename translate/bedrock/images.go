@@ -149,13 +149,14 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		Images []string `json:"images"`
 		Error  string   `json:"error"`
 	}
-	if err := json.Unmarshal(chunk, &r); err != nil {
+	small, lifted := openai.LiftBase64(chunk)
+	if err := json.Unmarshal(small, &r); err != nil {
 		return nil, errNotAmazonImages
 	}
 	out := make([]openai.GeneratedImage, 0, len(r.Images))
 	for _, b64 := range r.Images {
 		if b64 != "" {
-			out = append(out, openai.GeneratedImage{B64: b64})
+			out = append(out, openai.GeneratedImage{B64: lifted.Value(b64)})
 		}
 	}
 	if len(out) == 0 {

@@ -174,8 +174,9 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
 		return imagenError(im.status, chunk), nil
 	}
+	small, lifted := openai.LiftBase64(chunk)
 	var r imagenResponse
-	if err := json.Unmarshal(chunk, &r); err != nil {
+	if err := json.Unmarshal(small, &r); err != nil {
 		return nil, errNotImagen
 	}
 	out := make([]openai.GeneratedImage, 0, len(r.Predictions))
@@ -193,7 +194,7 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		} else {
 			format = "" // mixed types: let the bytes tell
 		}
-		out = append(out, openai.GeneratedImage{B64: p.BytesBase64Encoded, RevisedPrompt: p.Prompt})
+		out = append(out, openai.GeneratedImage{B64: lifted.Value(p.BytesBase64Encoded), RevisedPrompt: p.Prompt})
 	}
 	if len(out) == 0 {
 		msg := "Your request was rejected by the provider's safety system: no image was returned."

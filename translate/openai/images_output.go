@@ -12,8 +12,9 @@ import (
 
 // GeneratedImage is one image a provider returned as bytes.
 type GeneratedImage struct {
-	// B64 is the image in standard base64, as the provider sent it.
-	B64 string
+	// B64 is the image in standard base64, as the provider sent it
+	// (usually a slice of the provider's body, see LiftBase64).
+	B64 []byte
 	// RevisedPrompt is the prompt the provider rewrote the client's into,
 	// when it says.
 	RevisedPrompt string
@@ -62,24 +63,30 @@ func MarshalImagesResponse(created int64, outputFormat string, images []Generate
 	return append(out, '}'), nil
 }
 
+// base64Alphabet marks the bytes of standard base64 but its padding.
+var base64Alphabet = func() (a [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		a[c] = true
+	}
+	return a
+}()
+
 // isBase64 reports standard, padded base64.
-func isBase64(s string) bool {
-	if len(s)%4 != 0 {
+func isBase64[T string | []byte](s T) bool {
+	n := len(s)
+	if n%4 != 0 {
 		return false
 	}
-	pad := 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '=':
-			pad++
-		case pad > 0:
-			return false
-		case 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/':
-		default:
+	end := n
+	for end > 0 && n-end < 2 && s[end-1] == '=' {
+		end--
+	}
+	for i := 0; i < end; i++ {
+		if !base64Alphabet[s[i]] {
 			return false
 		}
 	}
-	return pad <= 2
+	return true
 }
 
 // OutputFormat is the ImagesResponse output_format for a MIME type, empty
@@ -105,8 +112,9 @@ var errImagesBody = errors.New("the images response is not a JSON object with a 
 // Items that already carry a URL stay as they are; a body without a
 // b64_json comes back unchanged.
 func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (string, error)) ([]byte, error) {
+	small, lifted := LiftBase64(body)
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(body, &top); err != nil || top == nil {
+	if err := json.Unmarshal(small, &top); err != nil || top == nil {
 		return nil, errImagesBody
 	}
 	if isNull(top["data"]) {
@@ -124,14 +132,17 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 		if !ok || isNull(raw) {
 			continue
 		}
-		var b64 string
-		if err := json.Unmarshal(raw, &b64); err != nil {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, fmt.Errorf("data[%d].b64_json is not a string", i)
 		}
-		data, err := base64.StdEncoding.DecodeString(b64)
+		b64 := lifted.Value(s)
+		data := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
+		n, err := base64.StdEncoding.Decode(data, b64)
 		if err != nil {
 			return nil, fmt.Errorf("data[%d].b64_json: %w", i, err)
 		}
+		data = data[:n]
 		contentType := imageContentType(format)
 		if contentType == "" {
 			contentType = http.DetectContentType(data)
@@ -153,7 +164,8 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 	if top["data"], err = marshalKeepingHTML(items); err != nil {
 		return nil, err
 	}
-	return marshalKeepingHTML(top)
+	out, err := marshalKeepingHTML(top)
+	return lifted.Restore(out), err
 }
 
 // marshalKeepingHTML is json.Marshal without its HTML escaping, so that

@@ -175,6 +175,7 @@ func TestImagesRecordedGolden(t *testing.T) {
 
 func TestImagesResponseNormalized(t *testing.T) {
 	const details = `"input_tokens_details":{"text_tokens":10,"image_tokens":0}`
+	largeB64 := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("\x89PNG\r\n\x1a\n"), 500))
 	tests := []struct {
 		name, body, want string
 		usage            translate.Usage
@@ -189,6 +190,8 @@ func TestImagesResponseNormalized(t *testing.T) {
 		{"off-schema values dropped", `{"created":1,"data":[{"url":"https://x/y.png"}],"size":"1536x864","quality":"auto","usage":null,"background":7}`,
 			`{"created":1,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{}},
 		{"created set", `{"data":[{"url":"https://x/y.png"}]}`, `{"created":1700000000,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{}},
+		{"large image kept byte for byte", `{"created":1,"data":[{"b64_json":"` + largeB64 + `","revised_prompt":null}],"usage":null}`,
+			`{"created":1,"data":[{"b64_json":"` + largeB64 + `"}]}`, translate.Usage{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,6 +234,7 @@ func TestImagesToURLs(t *testing.T) {
 	pngBytes := encodeImage(t, func(b *bytes.Buffer, m image.Image) error { return png.Encode(b, m) })
 	jpegBytes := encodeImage(t, func(b *bytes.Buffer, m image.Image) error { return jpeg.Encode(b, m, nil) })
 	b64 := base64.StdEncoding.EncodeToString
+	largePNG := append(bytes.Clone(pngBytes), bytes.Repeat([]byte{0xab}, 4000)...)
 	type kept struct {
 		data        []byte
 		contentType string
@@ -245,6 +249,8 @@ func TestImagesToURLs(t *testing.T) {
 			[]kept{{pngBytes, "image/png"}, {jpegBytes, "image/jpeg"}}},
 		{"output_format names the type", `{"created":5,"data":[{"b64_json":"` + b64(pngBytes) + `"}],"output_format":"webp"}`,
 			`{"created":5,"data":[{"url":"https://gw/img/0?a=1&b=2"}],"output_format":"webp"}`, []kept{{pngBytes, "image/webp"}}},
+		{"a large image, lifted", `{"data":[{"b64_json":"` + b64(largePNG) + `"}],"created":5}`,
+			`{"created":5,"data":[{"url":"https://gw/img/0?a=1&b=2"}]}`, []kept{{largePNG, "image/png"}}},
 		{"no bytes: unchanged", `{"created":5, "data":[{"url":"https://cdn/x.png"}]}`, `{"created":5, "data":[{"url":"https://cdn/x.png"}]}`, nil},
 		{"no data: unchanged", `{"created":5}`, `{"created":5}`, nil},
 	}
@@ -281,7 +287,7 @@ func TestImagesToURLs(t *testing.T) {
 }
 
 func TestMarshalImagesResponse(t *testing.T) {
-	out, err := MarshalImagesResponse(7, "png", []GeneratedImage{{B64: "QUJD"}, {B64: "QUI=", RevisedPrompt: `a "cat" <3`}})
+	out, err := MarshalImagesResponse(7, "png", []GeneratedImage{{B64: []byte("QUJD")}, {B64: []byte("QUI="), RevisedPrompt: `a "cat" <3`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +297,7 @@ func TestMarshalImagesResponse(t *testing.T) {
 	}
 	spec.ValidateT(t, "ImagesResponse", out)
 	for _, bad := range []string{"QUJ", "QU=D", `QU"D`, "QUJD\n", "Q==="} {
-		if _, err := MarshalImagesResponse(7, "", []GeneratedImage{{B64: bad}}); err == nil {
+		if _, err := MarshalImagesResponse(7, "", []GeneratedImage{{B64: []byte(bad)}}); err == nil {
 			t.Errorf("%q accepted as base64", bad)
 		}
 	}

@@ -181,8 +181,9 @@ var imagesEnums = map[string][]string{
 // values the schema lacks and usage not in ImageGenUsage's shape (after
 // it was counted); a missing created is set.
 func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, translate.Usage, error) {
+	small, lifted := LiftBase64(body)
 	var members map[string]json.RawMessage
-	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+	if err := json.Unmarshal(small, &members); err != nil || members == nil {
 		return nil, translate.Usage{}, errNotImagesResponse
 	}
 	for k, v := range members {
@@ -221,7 +222,7 @@ func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, transla
 		}
 	}
 	out, err := marshalKeepingHTML(members)
-	return out, usage, err
+	return lifted.Restore(out), usage, err
 }
 
 // imageUsage reads ImageGenUsage; valid reports whether it has the
