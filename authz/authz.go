@@ -143,7 +143,10 @@ func EffectiveModels(levels ...[]string) (models []string, none bool) {
 		}
 		models = slices.DeleteFunc(models, func(m string) bool { return !slices.Contains(level, m) })
 	}
-	return models, restricted && len(models) == 0
+	if restricted && len(models) == 0 {
+		return nil, true
+	}
+	return models, false
 }
 
 // UsageRecord is one request in the usage ledger.

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every authz.Store
-// implementation must pass.
+// implementation must pass, and the benchmarks of its per-request paths.
 package storetest
 
 import (
@@ -13,19 +13,34 @@ import (
 	"modelgate/authz"
 )
 
-// Run runs the suite; newStore returns an empty store for each subtest.
+// Run runs the suite; newStore returns an empty store for each subtest,
+// which run in parallel.
 func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s authz.Store)
 	}{
 		{"Accounts", testAccounts},
+		{"UpdateAccount", testUpdateAccount},
+		{"Groups", testGroups},
 		{"Keys", testKeys},
+		{"KeyPrefixAmbiguous", testKeyPrefixAmbiguous},
 		{"KeyDisableAndRevoke", testKeyDisableAndRevoke},
+		{"UpdateKey", testUpdateKey},
+		{"TouchKey", testTouchKey},
+		{"EffectiveAccess", testEffectiveAccess},
+		{"AuthenticateStates", testAuthenticateStates},
+		{"AuthenticateExpiry", testAuthenticateExpiry},
+		{"AuthenticateLastUsed", testAuthenticateLastUsed},
 		{"Usage", testUsage},
+		{"UsageReport", testUsageReport},
+		{"UsageConcurrent", testUsageConcurrent},
+		{"Responses", testResponses},
+		{"Images", testImages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := newStore(t)
 			t.Cleanup(func() { s.Close() })
 			tt.fn(t, s)
@@ -38,6 +53,9 @@ func testAccounts(t *testing.T, s authz.Store) {
 	a, err := s.CreateAccount(ctx, "acme")
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
+	}
+	if a.ID == "" || a.CreatedAt.IsZero() || a.GroupID != "" || a.Models != nil || a.Limits != (authz.Limits{}) {
+		t.Errorf("CreateAccount = %+v, want an id, a creation time and nothing else set", a)
 	}
 	if _, err := s.CreateAccount(ctx, "acme"); !errors.Is(err, authz.ErrExists) {
 		t.Errorf("CreateAccount(duplicate) error = %v, want ErrExists", err)
@@ -56,110 +74,106 @@ func testAccounts(t *testing.T, s authz.Store) {
 	if err != nil || !byID.Disabled {
 		t.Errorf("AccountByID after disable = %+v, %v; want disabled", byID, err)
 	}
-	if _, err := s.AccountByName(ctx, "nobody"); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("AccountByName(unknown) error = %v, want ErrNotFound", err)
-	}
-	if err := s.SetAccountDisabled(ctx, "acct_missing", true); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("SetAccountDisabled(unknown) error = %v, want ErrNotFound", err)
-	}
-}
-
-func testKeys(t *testing.T, s authz.Store) {
-	ctx := context.Background()
-	a := mustAccount(t, s, "acme")
-	secret, k, err := authz.CreateKey(ctx, s, a.ID, "ci", []string{"gpt-4o", "gpt-4o-mini"})
-	if err != nil {
-		t.Fatalf("CreateKey: %v", err)
-	}
-	if k.Hash != authz.HashKey(secret) || k.Prefix != secret[:len(k.Prefix)] {
-		t.Errorf("stored key = %+v, want hash and prefix of the secret", k)
-	}
-	for name, lookup := range map[string]func() (authz.Key, error){
-		"KeyByHash":   func() (authz.Key, error) { return s.KeyByHash(ctx, authz.HashKey(secret)) },
-		"KeyByID":     func() (authz.Key, error) { return s.KeyByID(ctx, k.ID) },
-		"KeyByPrefix": func() (authz.Key, error) { return s.KeyByPrefix(ctx, k.Prefix) },
-	} {
-		got, err := lookup()
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if diff := cmp.Diff(k, got); diff != "" {
-			t.Errorf("%s (-created +got):\n%s", name, diff)
-		}
-	}
-	if _, err := s.CreateKey(ctx, k); !errors.Is(err, authz.ErrExists) {
-		t.Errorf("CreateKey(same hash) error = %v, want ErrExists", err)
-	}
-	if _, err := s.CreateKey(ctx, authz.Key{AccountID: "acct_missing", Prefix: "x", Hash: authz.HashKey("other")}); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("CreateKey(unknown account) error = %v, want ErrNotFound", err)
-	}
-	if _, err := s.KeyByHash(ctx, authz.HashKey("nope")); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("KeyByHash(unknown) error = %v, want ErrNotFound", err)
-	}
-	_, k2, err := authz.CreateKey(ctx, s, a.ID, "second", nil)
-	if err != nil {
-		t.Fatalf("CreateKey: %v", err)
-	}
-	list, err := s.ListKeys(ctx, a.ID)
-	if err != nil {
-		t.Fatalf("ListKeys: %v", err)
-	}
-	if len(list) != 2 || list[0].ID != k.ID || list[1].ID != k2.ID || len(list[1].Models) != 0 {
-		t.Errorf("ListKeys = %+v, want [%s %s] oldest first", list, k.ID, k2.ID)
-	}
-}
-
-func testKeyDisableAndRevoke(t *testing.T, s authz.Store) {
-	ctx := context.Background()
-	a := mustAccount(t, s, "acme")
-	_, k, err := authz.CreateKey(ctx, s, a.ID, "", nil)
-	if err != nil {
-		t.Fatalf("CreateKey: %v", err)
-	}
-	if err := s.SetKeyDisabled(ctx, k.ID, true); err != nil {
-		t.Fatalf("SetKeyDisabled: %v", err)
-	}
-	if got, _ := s.KeyByID(ctx, k.ID); !got.Disabled {
-		t.Errorf("key after disable = %+v, want disabled", got)
-	}
-	if err := s.RevokeKey(ctx, k.ID); err != nil {
-		t.Fatalf("RevokeKey: %v", err)
-	}
-	if got, _ := s.KeyByID(ctx, k.ID); got.RevokedAt == nil {
-		t.Errorf("key after revoke = %+v, want RevokedAt set", got)
-	}
 	for name, err := range map[string]error{
-		"SetKeyDisabled": s.SetKeyDisabled(ctx, "key_missing", true),
-		"RevokeKey":      s.RevokeKey(ctx, "key_missing"),
+		"AccountByName":      second(s.AccountByName(ctx, "nobody")),
+		"AccountByID":        second(s.AccountByID(ctx, "acct_missing")),
+		"SetAccountDisabled": s.SetAccountDisabled(ctx, "acct_missing", true),
+		"UpdateAccount":      s.UpdateAccount(ctx, authz.Account{ID: "acct_missing", Name: "x"}),
 	} {
 		if !errors.Is(err, authz.ErrNotFound) {
 			t.Errorf("%s(unknown) error = %v, want ErrNotFound", name, err)
 		}
 	}
+	mustAccount(t, s, "zeta")
+	mustAccount(t, s, "beta")
+	list, err := s.ListAccounts(ctx)
+	if err != nil {
+		t.Fatalf("ListAccounts: %v", err)
+	}
+	if diff := cmp.Diff([]string{"acme", "beta", "zeta"}, names(list, func(a authz.Account) string { return a.Name })); diff != "" {
+		t.Errorf("ListAccounts names, by name (-want +got):\n%s", diff)
+	}
 }
 
-func testUsage(t *testing.T, s authz.Store) {
+func testUpdateAccount(t *testing.T, s authz.Store) {
 	ctx := context.Background()
+	g := mustGroup(t, s, authz.Group{Name: "team"})
 	a := mustAccount(t, s, "acme")
-	t0 := time.Now().Add(-time.Hour)
-	for i, at := range []time.Time{t0.Add(-time.Minute), t0, t0.Add(time.Minute)} {
-		rec := authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
-			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, At: at}
-		if err := s.AppendUsage(ctx, rec); err != nil {
-			t.Fatalf("AppendUsage: %v", err)
+	mustAccount(t, s, "taken")
+	a.Name, a.GroupID, a.Models, a.Disabled = "acme-2", g.ID, []string{"gpt-4o", "o3"}, true
+	a.Limits = authz.Limits{RequestsPerMinute: new(int64(60)), TokensPerDay: new(int64(1_000_000))}
+	if err := s.UpdateAccount(ctx, a); err != nil {
+		t.Fatalf("UpdateAccount: %v", err)
+	}
+	got, err := s.AccountByID(ctx, a.ID)
+	if diff := cmp.Diff(a, got); err != nil || diff != "" {
+		t.Errorf("AccountByID after UpdateAccount: %v (-want +got):\n%s", err, diff)
+	}
+	a.GroupID, a.Models, a.Limits = "", nil, authz.Limits{}
+	if err := s.UpdateAccount(ctx, a); err != nil {
+		t.Fatalf("UpdateAccount(clearing): %v", err)
+	}
+	got, err = s.AccountByName(ctx, "acme-2")
+	if diff := cmp.Diff(a, got); err != nil || diff != "" {
+		t.Errorf("AccountByName after clearing: %v (-want +got):\n%s", err, diff)
+	}
+	if err := s.UpdateAccount(ctx, authz.Account{ID: a.ID, Name: "taken"}); !errors.Is(err, authz.ErrExists) {
+		t.Errorf("UpdateAccount(taken name) error = %v, want ErrExists", err)
+	}
+	if err := s.UpdateAccount(ctx, authz.Account{ID: a.ID, Name: a.Name, GroupID: "grp_missing"}); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("UpdateAccount(unknown group) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testGroups(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	limits := authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerMinute: new(int64(20_000)),
+		TokensPerDay: new(int64(5_000_000)), ConcurrentRequests: new(int64(8))}
+	g, err := s.CreateGroup(ctx, authz.Group{Name: "team", Models: []string{"gpt-4o", "claude"}, Limits: limits})
+	if err != nil {
+		t.Fatalf("CreateGroup: %v", err)
+	}
+	if g.ID == "" || g.CreatedAt.IsZero() || g.CreatedAt != g.CreatedAt.Truncate(time.Millisecond) {
+		t.Errorf("CreateGroup = %+v, want an id and a creation time in milliseconds", g)
+	}
+	if _, err := s.CreateGroup(ctx, authz.Group{Name: "team"}); !errors.Is(err, authz.ErrExists) {
+		t.Errorf("CreateGroup(duplicate) error = %v, want ErrExists", err)
+	}
+	for name, lookup := range map[string]func() (authz.Group, error){
+		"GroupByID":   func() (authz.Group, error) { return s.GroupByID(ctx, g.ID) },
+		"GroupByName": func() (authz.Group, error) { return s.GroupByName(ctx, "team") },
+	} {
+		got, err := lookup()
+		if diff := cmp.Diff(g, got); err != nil || diff != "" {
+			t.Errorf("%s: %v (-created +got):\n%s", name, err, diff)
 		}
 	}
-	got, err := s.UsageSince(ctx, a.ID, t0)
+	g.Name, g.Models, g.Limits = "team-2", nil, authz.Limits{ConcurrentRequests: new(int64(2))}
+	if err := s.UpdateGroup(ctx, g); err != nil {
+		t.Fatalf("UpdateGroup: %v", err)
+	}
+	if got, err := s.GroupByID(ctx, g.ID); err != nil || cmp.Diff(g, got) != "" {
+		t.Errorf("GroupByID after UpdateGroup: %v (-want +got):\n%s", err, cmp.Diff(g, got))
+	}
+	mustGroup(t, s, authz.Group{Name: "admins"})
+	if err := s.UpdateGroup(ctx, authz.Group{ID: g.ID, Name: "admins"}); !errors.Is(err, authz.ErrExists) {
+		t.Errorf("UpdateGroup(taken name) error = %v, want ErrExists", err)
+	}
+	for name, err := range map[string]error{
+		"GroupByID":   second(s.GroupByID(ctx, "grp_missing")),
+		"GroupByName": second(s.GroupByName(ctx, "nobody")),
+		"UpdateGroup": s.UpdateGroup(ctx, authz.Group{ID: "grp_missing", Name: "x"}),
+	} {
+		if !errors.Is(err, authz.ErrNotFound) {
+			t.Errorf("%s(unknown) error = %v, want ErrNotFound", name, err)
+		}
+	}
+	list, err := s.ListGroups(ctx)
 	if err != nil {
-		t.Fatalf("UsageSince: %v", err)
+		t.Fatalf("ListGroups: %v", err)
 	}
-	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("UsageSince (-want +got):\n%s", diff)
-	}
-	if got, _ := s.UsageSince(ctx, "acct_other", t0); got.Requests != 0 {
-		t.Errorf("UsageSince(other account) = %+v, want none", got)
+	if diff := cmp.Diff([]string{"admins", "team-2"}, names(list, func(g authz.Group) string { return g.Name })); diff != "" {
+		t.Errorf("ListGroups names, by name (-want +got):\n%s", diff)
 	}
 }
 
@@ -170,4 +184,31 @@ func mustAccount(t *testing.T, s authz.Store, name string) authz.Account {
 		t.Fatalf("CreateAccount: %v", err)
 	}
 	return a
+}
+
+func mustGroup(t *testing.T, s authz.Store, g authz.Group) authz.Group {
+	t.Helper()
+	g, err := s.CreateGroup(context.Background(), g)
+	if err != nil {
+		t.Fatalf("CreateGroup: %v", err)
+	}
+	return g
+}
+
+// mustUpdateAccount puts the account in a group with models and limits.
+func mustUpdateAccount(t *testing.T, s authz.Store, a authz.Account) {
+	t.Helper()
+	if err := s.UpdateAccount(context.Background(), a); err != nil {
+		t.Fatalf("UpdateAccount: %v", err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func names[T any](list []T, name func(T) string) []string {
+	var out []string
+	for _, v := range list {
+		out = append(out, name(v))
+	}
+	return out
 }

@@ -1,0 +1,51 @@
+package authz_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"modelgate/authz"
+)
+
+func TestEffectiveModels(t *testing.T) {
+	tests := []struct {
+		name     string
+		levels   [][]string
+		want     []string
+		wantNone bool
+	}{
+		{"no levels", nil, nil, false},
+		{"all empty", [][]string{nil, {}, nil}, nil, false},
+		{"one level", [][]string{nil, {"a", "b"}, nil}, []string{"a", "b"}, false},
+		{"intersection in the first restricting level's order", [][]string{{"c", "b", "x"}, {"a", "b", "c"}, {"b", "c", "d"}}, []string{"c", "b"}, false},
+		{"disjoint", [][]string{{"a"}, nil, {"b"}}, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, none := authz.EffectiveModels(tt.levels...)
+			if diff := cmp.Diff(tt.want, got); diff != "" || none != tt.wantNone {
+				t.Errorf("EffectiveModels(%v) none = %v, want %v; models (-want +got):\n%s", tt.levels, none, tt.wantNone, diff)
+			}
+		})
+	}
+}
+
+func TestLimitsOr(t *testing.T) {
+	account := authz.Limits{RequestsPerMinute: new(int64(10)), TokensPerDay: new(int64(0))}
+	group := authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerMinute: new(int64(1000)), TokensPerDay: new(int64(5000))}
+	want := authz.Limits{RequestsPerMinute: new(int64(10)), TokensPerMinute: new(int64(1000)), TokensPerDay: new(int64(0))}
+	if diff := cmp.Diff(want, account.Or(group)); diff != "" {
+		t.Errorf("account.Or(group) (-want +got):\n%s", diff)
+	}
+}
+
+func TestAllowsNoModels(t *testing.T) {
+	p := &authz.Principal{NoModels: true}
+	if p.Allows("gpt-4o") {
+		t.Error("a principal with NoModels allows gpt-4o")
+	}
+	if !(&authz.Principal{}).Allows("gpt-4o") {
+		t.Error("a principal without restrictions does not allow gpt-4o")
+	}
+}

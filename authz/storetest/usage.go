@@ -1,0 +1,191 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"modelgate/authz"
+)
+
+func testUsage(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "acme")
+	t0 := time.Now().Add(-time.Hour)
+	for i, at := range []time.Time{t0.Add(-time.Minute), t0, t0.Add(time.Minute)} {
+		rec := authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
+			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
+			CachedTokens: 4, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at}
+		if err := s.AppendUsage(ctx, rec); err != nil {
+			t.Fatalf("AppendUsage: %v", err)
+		}
+	}
+	got, err := s.UsageSince(ctx, a.ID, t0)
+	if err != nil {
+		t.Fatalf("UsageSince: %v", err)
+	}
+	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, ReasoningTokens: 4}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("UsageSince (-want +got):\n%s", diff)
+	}
+	if got, err := s.UsageSince(ctx, "acct_other", t0); err != nil || got != (authz.UsageTotals{}) {
+		t.Errorf("UsageSince(other account) = %+v, %v; want none", got, err)
+	}
+	if err := s.AppendUsageBatch(ctx, nil); err != nil {
+		t.Errorf("AppendUsageBatch(nothing): %v", err)
+	}
+}
+
+// day is a UTC midnight the report records cluster around.
+var day = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+
+// reportRecords are usage records of two accounts, three keys and two
+// models on both sides of day boundaries.
+func reportRecords() []authz.UsageRecord {
+	keys := []struct{ account, key string }{{"acct_a", "key_a1"}, {"acct_a", "key_a2"}, {"acct_b", "key_b1"}}
+	times := []time.Time{day.Add(-time.Millisecond), day, day.Add(12 * time.Hour), day.Add(24*time.Hour - time.Millisecond),
+		day.Add(24 * time.Hour), day.Add(48*time.Hour + 5*time.Second)}
+	var recs []authz.UsageRecord
+	for i, k := range keys {
+		for j, model := range []string{"gpt-4o", "claude"} {
+			for n, at := range times {
+				v := int64(100*i + 10*j + n + 1)
+				recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
+					AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "b", Status: 200,
+					PromptTokens: v, CompletionTokens: 2 * v, TotalTokens: 3 * v, CachedTokens: v / 2, ReasoningTokens: v % 7,
+					Duration: time.Duration(v) * time.Millisecond, At: at})
+			}
+		}
+	}
+	return recs
+}
+
+// report is the reference UsageReport: a plain loop over the records.
+func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
+	sums := map[authz.UsageRow]authz.UsageTotals{}
+	for _, r := range recs {
+		if r.At.Before(q.From) || (!q.To.IsZero() && !r.At.Before(q.To)) ||
+			(q.AccountID != "" && r.AccountID != q.AccountID) || (q.KeyID != "" && r.KeyID != q.KeyID) ||
+			(q.Model != "" && r.Model != q.Model) {
+			continue
+		}
+		var k authz.UsageRow
+		if q.By&authz.ByDay != 0 {
+			k.Day = r.At.UTC().Truncate(24 * time.Hour)
+		}
+		if q.By&authz.ByAccount != 0 {
+			k.AccountID = r.AccountID
+		}
+		if q.By&authz.ByKey != 0 {
+			k.KeyID = r.KeyID
+		}
+		if q.By&authz.ByModel != 0 {
+			k.Model = r.Model
+		}
+		t := sums[k]
+		t.Requests++
+		t.PromptTokens += r.PromptTokens
+		t.CompletionTokens += r.CompletionTokens
+		t.TotalTokens += r.TotalTokens
+		t.CachedTokens += r.CachedTokens
+		t.ReasoningTokens += r.ReasoningTokens
+		sums[k] = t
+	}
+	var rows []authz.UsageRow
+	for k, t := range sums {
+		k.UsageTotals = t
+		rows = append(rows, k)
+	}
+	slices.SortFunc(rows, func(a, b authz.UsageRow) int {
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.KeyID, b.KeyID),
+			cmp.Compare(a.Model, b.Model))
+	})
+	return rows
+}
+
+func testUsageReport(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	recs := reportRecords()
+	half := len(recs) / 2
+	for _, r := range recs[:half] {
+		if err := s.AppendUsage(ctx, r); err != nil {
+			t.Fatalf("AppendUsage: %v", err)
+		}
+	}
+	if err := s.AppendUsageBatch(ctx, recs[half:]); err != nil {
+		t.Fatalf("AppendUsageBatch: %v", err)
+	}
+	queries := []authz.UsageQuery{
+		{From: day, To: day.Add(24 * time.Hour), By: authz.ByDay | authz.ByModel}, // bounds: [From, To)
+		{From: day.Add(-24 * time.Hour), AccountID: "acct_a", By: authz.ByKey},
+		{From: day.Add(-24 * time.Hour), KeyID: "key_b1", Model: "claude", By: authz.ByDay},
+		{From: day.Add(12 * time.Hour), To: day.Add(12*time.Hour + time.Millisecond)},
+		{From: day.Add(-24 * time.Hour), AccountID: "acct_nobody", By: authz.ByDay},
+		{From: day.Add(72 * time.Hour)},
+	}
+	for by := range authz.UsageGrouping(16) { // every combination of the four columns
+		queries = append(queries, authz.UsageQuery{From: day.Add(-24 * time.Hour), By: by})
+	}
+	for _, q := range queries {
+		got, err := s.UsageReport(ctx, q)
+		if err != nil {
+			t.Fatalf("UsageReport(%+v): %v", q, err)
+		}
+		if diff := gocmp.Diff(report(recs, q), got); diff != "" {
+			t.Errorf("UsageReport(%+v) (-want +got):\n%s", q, diff)
+		}
+	}
+}
+
+// testUsageConcurrent appends from many goroutines, one by one and in
+// batches, and checks that no record is lost.
+func testUsageConcurrent(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	const singles, batches, batchSize, perWorker = 8, 4, 10, 25
+	at := time.Now().Add(-time.Minute)
+	rec := func(w, i int) authz.UsageRecord {
+		return authz.UsageRecord{RequestID: fmt.Sprintf("%d-%d", w, i), KeyID: "k", AccountID: "acct_c", Endpoint: "embeddings",
+			Model: "m", Backend: "b", Status: 200, PromptTokens: int64(i), TotalTokens: int64(i), At: at}
+	}
+	var wg sync.WaitGroup
+	for w := range singles {
+		wg.Go(func() {
+			for i := range perWorker {
+				if err := s.AppendUsage(ctx, rec(w, i)); err != nil {
+					t.Errorf("AppendUsage: %v", err)
+				}
+			}
+		})
+	}
+	for w := range batches {
+		wg.Go(func() {
+			for b := range perWorker / 5 {
+				var recs []authz.UsageRecord
+				for i := range batchSize {
+					recs = append(recs, rec(singles+w, b*batchSize+i))
+				}
+				if err := s.AppendUsageBatch(ctx, recs); err != nil {
+					t.Errorf("AppendUsageBatch: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Singles append 0..24 each; each batch worker appends 0..49.
+	want := authz.UsageTotals{Requests: singles*perWorker + batches*(perWorker/5)*batchSize,
+		PromptTokens: singles*(perWorker*(perWorker-1)/2) + batches*(50*49/2)}
+	want.TotalTokens = want.PromptTokens
+	got, err := s.UsageSince(ctx, "acct_c", at)
+	if err != nil {
+		t.Fatalf("UsageSince: %v", err)
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("UsageSince after concurrent appends (-want +got):\n%s", diff)
+	}
+}
