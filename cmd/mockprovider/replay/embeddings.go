@@ -374,8 +374,7 @@ func (s *Server) vertexEmbeddings(w http.ResponseWriter, r *http.Request, body [
 			Content *string `json:"content"`
 		} `json:"instances"`
 		Parameters struct {
-			OutputDimensionality int  `json:"outputDimensionality"`
-			AutoTruncate         bool `json:"autoTruncate"`
+			OutputDimensionality int `json:"outputDimensionality"`
 		} `json:"parameters"`
 	}
 	if json.Unmarshal(body, &req) != nil || len(req.Instances) == 0 || req.Instances[0].Content == nil {
