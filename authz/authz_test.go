@@ -1,6 +1,8 @@
 package authz_test
 
 import (
+	"crypto/sha256"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,5 +49,14 @@ func TestAllowsNoModels(t *testing.T) {
 	}
 	if !(&authz.Principal{}).Allows("gpt-4o") {
 		t.Error("a principal without restrictions does not allow gpt-4o")
+	}
+}
+
+func TestHashKey(t *testing.T) {
+	for _, n := range []int{0, 20, 49, 256, 257, 1000} {
+		s := strings.Repeat("k", n)
+		if got, want := authz.HashKey(s), sha256.Sum256([]byte(s)); got != want {
+			t.Errorf("HashKey(%d bytes) = %x, want %x", n, got, want)
+		}
 	}
 }

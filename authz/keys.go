@@ -15,6 +15,9 @@ const KeyPrefix = "sk-mg-"
 // visibleLen is how much of a secret is stored in the clear as its prefix.
 const visibleLen = 12
 
+// maxKeyLen is the longest secret Authenticate will look up.
+const maxKeyLen = 256
+
 // minKeyLen is the shortest secret Authenticate will look up; shorter
 // strings cannot be keys and are rejected without touching the store.
 const minKeyLen = 20
@@ -30,7 +33,15 @@ func GenerateKey() (string, error) {
 }
 
 // HashKey returns the SHA-256 a secret is stored as.
-func HashKey(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+func HashKey(secret string) [32]byte {
+	if len(secret) <= maxKeyLen {
+		// A stack copy: converting a string longer than 32 bytes to
+		// []byte would allocate on every request.
+		var buf [maxKeyLen]byte
+		return sha256.Sum256(buf[:copy(buf[:], secret)])
+	}
+	return sha256.Sum256([]byte(secret))
+}
 
 // VisiblePrefix returns the part of a secret that may be shown.
 func VisiblePrefix(secret string) string {
@@ -39,7 +50,7 @@ func VisiblePrefix(secret string) string {
 
 // wellFormed reports whether a presented string could be a key at all.
 func wellFormed(secret string) bool {
-	if len(secret) < minKeyLen || len(secret) > 256 {
+	if len(secret) < minKeyLen || len(secret) > maxKeyLen {
 		return false
 	}
 	return !strings.ContainsAny(secret, " \t\r\n")
@@ -71,7 +82,7 @@ func RegisterKey(ctx context.Context, s Store, accountID, name, secret string, m
 
 func storeKey(ctx context.Context, s Store, k Key, secret string) (Key, error) {
 	if !wellFormed(secret) {
-		return Key{}, fmt.Errorf("a key must be %d to 256 characters without spaces", minKeyLen)
+		return Key{}, fmt.Errorf("a key must be %d to %d characters without spaces", minKeyLen, maxKeyLen)
 	}
 	k.Prefix, k.Hash = VisiblePrefix(secret), HashKey(secret)
 	k, err := s.CreateKey(ctx, k)

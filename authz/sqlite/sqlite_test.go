@@ -15,14 +15,21 @@ import (
 	"modelgate/authz/storetest"
 )
 
+func openTest(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "test.db"))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) authz.Store {
-		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "test.db"))
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		return s
-	})
+	storetest.Run(t, func(t *testing.T) authz.Store { return openTest(t) })
+}
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, func(b *testing.B) authz.Store { return openTest(b) })
 }
 
 func TestReopenKeepsDataAndSchema(t *testing.T) {

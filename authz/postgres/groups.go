@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"modelgate/authz"
+)
+
+const groupColumns = `id, name, models, ` + limitColumns + `, created_at`
+
+// CreateGroup implements authz.Store.
+func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
+	if g.ID == "" {
+		g.ID = newID("grp")
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = s.now()
+	}
+	g.CreatedAt = ms(g.CreatedAt)
+	_, err := s.exec(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		append([]any{g.ID, g.Name, modelsArg(g.Models)}, append(limitArgs(g.Limits), g.CreatedAt)...)...)
+	if err != nil {
+		return authz.Group{}, exists(err, "group", g.Name)
+	}
+	return g, nil
+}
+
+// GroupByID implements authz.Store.
+func (s *Store) GroupByID(ctx context.Context, id string) (authz.Group, error) {
+	return s.group(ctx, `SELECT `+groupColumns+` FROM groups WHERE id = $1`, id)
+}
+
+// GroupByName implements authz.Store.
+func (s *Store) GroupByName(ctx context.Context, name string) (authz.Group, error) {
+	return s.group(ctx, `SELECT `+groupColumns+` FROM groups WHERE name = $1`, name)
+}
+
+// ListGroups implements authz.Store.
+func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
+	return list(ctx, s, scanGroup, `SELECT `+groupColumns+` FROM groups ORDER BY name`)
+}
+
+// UpdateGroup implements authz.Store.
+func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
+	err := s.update(ctx, `UPDATE groups SET name = $2, models = $3, requests_per_minute = $4, tokens_per_minute = $5,
+		tokens_per_day = $6, concurrent_requests = $7 WHERE id = $1`,
+		append([]any{g.ID, g.Name, modelsArg(g.Models)}, limitArgs(g.Limits)...)...)
+	if pgCode(err) == uniqueViolation {
+		return fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
+	}
+	return err
+}
+
+func (s *Store) group(ctx context.Context, sql string, arg string) (authz.Group, error) {
+	var g authz.Group
+	err := s.row(ctx, func(row pgx.Row) (err error) { g, err = scanGroup(row); return err }, sql, arg)
+	return g, err
+}
+
+func scanGroup(row pgx.Row) (authz.Group, error) {
+	var g authz.Group
+	dests := append([]any{&g.ID, &g.Name, &g.Models}, append(limitDests(&g.Limits), &g.CreatedAt)...)
+	if err := row.Scan(dests...); err != nil {
+		return authz.Group{}, err
+	}
+	g.Models, g.CreatedAt = modelsOf(g.Models), g.CreatedAt.UTC()
+	return g, nil
+}

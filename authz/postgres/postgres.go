@@ -1,0 +1,233 @@
+// Package postgres is the authz.Store shared by gateway replicas: PostgreSQL
+// through pgx, with the schema migrated at Open.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"modelgate/authz"
+	"modelgate/authz/internal/migrate"
+)
+
+// migrationFiles are the schema versions, applied in order at Open and
+// recorded in schema_migrations. Released files are never edited.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is an authz.Store backed by PostgreSQL.
+type Store struct {
+	pool *pool
+	now  func() time.Time
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// string, as libpq takes; pool_max_conns sets the pool size, default the
+// larger of 4 and the CPU count) and migrates its schema, the first in the
+// search_path. It fails when the database cannot be reached.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the PostgreSQL URL: %w", err)
+	}
+	maxConns := max(4, runtime.NumCPU())
+	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
+		// pgx would send it to the server as a setting.
+		delete(cfg.RuntimeParams, "pool_max_conns")
+		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
+			return nil, fmt.Errorf("pool_max_conns %q: want a positive number", v)
+		}
+	}
+	s := &Store{pool: newPool(cfg, maxConns), now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("migrating %s@%s/%s: %w", cfg.User, cfg.Host, cfg.Database, err)
+	}
+	return s, nil
+}
+
+// migrate applies the missing migrations in one transaction under an
+// advisory lock, so that replicas starting together apply each once.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('modelgate.migrate.' || current_schema()))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var version int
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+			return err
+		}
+		if version > len(ms) {
+			return fmt.Errorf("schema version %d is newer than this binary's %d", version, len(ms))
+		}
+		for _, m := range ms[version:] {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error {
+	s.pool.close()
+	return nil
+}
+
+// exec runs a statement.
+func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		tag, err = c.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
+}
+
+// update runs an UPDATE of one row by id: ErrNotFound if none matched.
+func (s *Store) update(ctx context.Context, sql string, args ...any) error {
+	tag, err := s.exec(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return authz.ErrNotFound
+	}
+	return nil
+}
+
+// row runs a query of one row and scans it; no row is ErrNotFound.
+func (s *Store) row(ctx context.Context, scan func(pgx.Row) error, sql string, args ...any) error {
+	return notFound(s.pool.with(ctx, func(c *pgx.Conn) error { return scan(c.QueryRow(ctx, sql, args...)) }))
+}
+
+// list runs a query and scans every row.
+func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	var out []T
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// tx runs fn in a transaction, committed if fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.pool.with(ctx, func(c *pgx.Conn) error { return pgx.BeginFunc(ctx, c, fn) })
+}
+
+func newID(kind string) string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return kind + "_" + hex.EncodeToString(b[:])
+}
+
+// SQLSTATE codes the store maps to authz errors.
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return authz.ErrNotFound
+	}
+	return err
+}
+
+// exists turns a unique violation into authz.ErrExists.
+func exists(err error, what, id string) error {
+	if pgCode(err) == uniqueViolation {
+		return fmt.Errorf("%s %q: %w", what, id, authz.ErrExists)
+	}
+	return err
+}
+
+// Times are kept to the millisecond, as in the SQLite store.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func msPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return new(ms(*t))
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return new(t.UTC())
+}
+
+// Model lists are text[]; nil and empty both mean no restriction, read
+// back as nil.
+func modelsArg(models []string) []string {
+	if models == nil {
+		return []string{}
+	}
+	return models
+}
+
+func modelsOf(models []string) []string {
+	if len(models) == 0 {
+		return nil
+	}
+	return models
+}
+
+// limitColumns are the nullable limit columns of groups and accounts.
+const limitColumns = `requests_per_minute, tokens_per_minute, tokens_per_day, concurrent_requests`
+
+func limitArgs(l authz.Limits) []any {
+	return []any{l.RequestsPerMinute, l.TokensPerMinute, l.TokensPerDay, l.ConcurrentRequests}
+}
+
+func limitDests(l *authz.Limits) []any {
+	return []any{&l.RequestsPerMinute, &l.TokensPerMinute, &l.TokensPerDay, &l.ConcurrentRequests}
+}

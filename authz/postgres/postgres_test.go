@@ -1,0 +1,223 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"modelgate/authz"
+	"modelgate/authz/storetest"
+)
+
+// urlEnv names the database the tests use, e.g.
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable as in CI.
+const urlEnv = "MODELGATE_TEST_POSTGRES_URL"
+
+// testSchema creates a schema of its own for the test, dropped at cleanup,
+// and returns the URL of the test database with it as search_path, so that
+// tests and packages running in parallel never see each other's tables. It
+// skips when urlEnv is unset and fails when the server cannot be reached.
+func testSchema(tb testing.TB) string {
+	tb.Helper()
+	base := testURL(tb)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("connecting to %s=%s: %v", urlEnv, base, err)
+	}
+	defer admin.Close(ctx)
+	var b [6]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	schema := "modelgate_test_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		tb.Fatalf("creating schema %s: %v", schema, err)
+	}
+	tb.Cleanup(func() {
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			tb.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			tb.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return withParam(tb, base, "search_path", schema)
+}
+
+// testURL returns urlEnv, skipping when it is unset.
+func testURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(urlEnv)
+	if u == "" {
+		tb.Skipf("%s is unset: set it to a PostgreSQL database (CI uses postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL store tests", urlEnv)
+	}
+	return u
+}
+
+// withParam adds a connection parameter to a URL or key=value string.
+func withParam(tb testing.TB, base, key, value string) string {
+	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
+		return base + " " + key + "=" + value
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("parsing %s: %v", urlEnv, err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func openTest(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), testSchema(tb))
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	testSchema(t) // skip or fail once, not in every subtest
+	storetest.Run(t, func(t *testing.T) authz.Store { return openTest(t) })
+}
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, func(b *testing.B) authz.Store { return openTest(b) })
+}
+
+// TestOpenConcurrentlyAndReopen starts replicas on an empty schema at once
+// and again later: the schema is migrated once and kept.
+func TestOpenConcurrentlyAndReopen(t *testing.T) {
+	ctx := context.Background()
+	u := testSchema(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := Open(ctx, u)
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	s, err := Open(ctx, u)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	a, err := s.CreateAccount(ctx, "acme")
+	if err != nil {
+		t.Fatalf("CreateAccount: %v", err)
+	}
+	s.Close()
+	s, err = Open(ctx, u)
+	if err != nil {
+		t.Fatalf("reopening: %v", err)
+	}
+	defer s.Close()
+	if got, err := s.AccountByName(ctx, "acme"); err != nil || got.ID != a.ID {
+		t.Errorf("AccountByName after reopen = %+v, %v; want %s", got, err, a.ID)
+	}
+	var applied, max int
+	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&applied, &max) },
+		`SELECT COUNT(*), MAX(version) FROM schema_migrations`)
+	if err != nil || applied != max || max < 1 {
+		t.Errorf("schema_migrations: %d rows up to version %d, %v; want each version once", applied, max, err)
+	}
+}
+
+func TestOpenFails(t *testing.T) {
+	ctx := context.Background()
+	u := testSchema(t)
+	for name, u := range map[string]string{
+		"unreachable":    "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
+		"bad pool size":  withParam(t, u, "pool_max_conns", "0"),
+		"newer schema":   u, // prepared below
+		"missing schema": withParam(t, u, "search_path", "modelgate_test_missing"),
+	} {
+		if name == "newer schema" {
+			s, err := Open(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (1000, 'from the future')`); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}
+		if s, err := Open(ctx, u); err == nil {
+			s.Close()
+			t.Errorf("%s: Open succeeded", name)
+		}
+	}
+}
+
+// TestPoolSurvivesKilledConnections kills the pool's idle connections on
+// the server side: a failed query closes its connection, and the next
+// queries dial afresh.
+func TestPoolSurvivesKilledConnections(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	defer s.Close()
+	if _, err := s.CreateAccount(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	var pid uint32
+	if err := s.pool.with(ctx, func(c *pgx.Conn) error { pid = c.PgConn().PID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	s.AccountByName(ctx, "acme") //nolint:errcheck // may fail: its connection was killed
+	if _, err := s.AccountByName(ctx, "acme"); err != nil {
+		t.Errorf("AccountByName after the connection was killed: %v", err)
+	}
+}
+
+func TestPoolBoundsConnections(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, withParam(t, testSchema(t), "pool_max_conns", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var mu sync.Mutex
+	pids := map[uint32]bool{}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			err := s.pool.with(ctx, func(c *pgx.Conn) error {
+				mu.Lock()
+				pids[c.PgConn().PID()] = true
+				mu.Unlock()
+				_, err := c.Exec(ctx, `SELECT pg_sleep(0.01)`)
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(pids) > 2 {
+		t.Errorf("%d connections used, want at most pool_max_conns=2", len(pids))
+	}
+}

@@ -1,0 +1,64 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"modelgate/authz"
+)
+
+// SaveResponse implements authz.Store.
+func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	now := ms(s.now())
+	if _, err := s.exec(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		id, accountID, b, now, ms(expires)); err != nil {
+		return exists(err, "response", id)
+	}
+	_, err = s.exec(ctx, `DELETE FROM responses WHERE expires_at <= $1`, now)
+	return err
+}
+
+// Conversation implements authz.Store.
+func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
+	var b []byte
+	err := s.row(ctx, func(row pgx.Row) error { return row.Scan(&b) },
+		`SELECT items FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// SaveImage implements authz.Store.
+func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error {
+	now := ms(s.now())
+	if _, err := s.exec(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		id, accountID, contentType, data, now, ms(expires)); err != nil {
+		return exists(err, "image", id)
+	}
+	_, err := s.exec(ctx, `DELETE FROM images WHERE expires_at <= $1`, now)
+	return err
+}
+
+// Image implements authz.Store.
+func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error) {
+	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&contentType, &data) },
+		`SELECT content_type, data FROM images WHERE id = $1 AND expires_at > $2`, id, ms(now))
+	if err != nil {
+		return "", nil, err
+	}
+	return contentType, data, nil
+}
+
+var _ authz.Store = (*Store)(nil)
