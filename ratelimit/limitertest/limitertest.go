@@ -62,6 +62,7 @@ func Run(t *testing.T, newLimiter NewLimiter) {
 		{"Independence", testIndependence},
 		{"WindowExpiry", testWindowExpiry},
 		{"ChangedMaxKeepsUsage", testChangedMaxKeepsUsage},
+		{"ClockBehind", testClockBehind},
 		{"DoneContext", testDoneContext},
 	}
 	for _, tt := range tests {
@@ -442,6 +443,26 @@ func testChangedMaxKeepsUsage(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 	}
 	if d := admit(t, l, lowered); d.Allowed {
 		t.Errorf("Admit past the lowered limit = %+v, want refused", d)
+	}
+}
+
+// testClockBehind checks that a clock behind the last write (a skewed
+// replica) never refills a counter.
+func testClockBehind(t *testing.T, l ratelimit.Limiter, c *Clock) {
+	rpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.RequestsPerMinute(10)}
+	tpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.TokensPerMinute(100)}
+	for range 10 {
+		admit(t, l, rpm)
+	}
+	charge(t, l, 100, tpm)
+	c.Advance(-30 * time.Second)
+	if d := admit(t, l, rpm, tpm); d.Allowed || d.Statuses[0].Remaining != 0 || d.Statuses[1].Remaining != 0 {
+		t.Errorf("Admit with the clock 30s behind = %+v, want refused with nothing left", d)
+	}
+	charge(t, l, 50, tpm)
+	c.Advance(30*time.Second + 6*time.Second)
+	if d := admit(t, l, rpm, tpm); !d.Statuses[0].Allowed || d.Statuses[1].Remaining != 0 {
+		t.Errorf("Admit 6s after the last write = %+v, want one request back and 150-10 tokens still used", d)
 	}
 }
 

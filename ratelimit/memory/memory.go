@@ -29,11 +29,16 @@ type Config struct {
 // a few map lookups.
 type Limiter struct {
 	now func() time.Time
+	// epoch is the origin of the millisecond clock. Measuring from it uses
+	// Go's monotonic clock, so wall-clock steps do not refill or freeze
+	// buckets.
+	epoch time.Time
 
 	mu sync.Mutex
 	// buckets holds Requests and Tokens usage by state key.
 	buckets map[string]*bucket
-	// slots holds Concurrent leases by state key: lease ID → expiry (ms).
+	// slots holds Concurrent leases by state key: lease ID → expiry (ms
+	// since epoch).
 	slots map[string]map[string]int64
 	// ops counts operations since the last sweep.
 	ops int
@@ -43,8 +48,8 @@ type Limiter struct {
 // Max per Window.
 type bucket struct {
 	level float64
-	at    int64 // unix ms
-	empty int64 // unix ms when level reaches zero: the bucket can go
+	at    int64 // ms since epoch
+	empty int64 // ms since epoch when level reaches zero: the bucket can go
 }
 
 // New returns an empty Limiter.
@@ -53,7 +58,7 @@ func New(cfg Config) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{now: now, buckets: map[string]*bucket{}, slots: map[string]map[string]int64{}}
+	return &Limiter{now: now, epoch: now(), buckets: map[string]*bucket{}, slots: map[string]map[string]int64{}}
 }
 
 // Admit implements ratelimit.Limiter.
@@ -78,7 +83,7 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 	used := buf[:0]
 
 	l.mu.Lock()
-	now := l.now().UnixMilli()
+	now := l.millis()
 	l.sweep(now)
 	for i, r := range rules {
 		u := l.usage(keys[i], r.Limit, now)
@@ -103,6 +108,9 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 	}
 	return d, nil
 }
+
+// millis reads the clock in milliseconds since epoch.
+func (l *Limiter) millis() int64 { return l.now().Sub(l.epoch).Milliseconds() }
 
 // usage returns what a rule's counter holds at now, dropping expired leases.
 func (l *Limiter) usage(key string, lim ratelimit.Limit, now int64) float64 {
@@ -199,7 +207,7 @@ func (l *Limiter) Charge(ctx context.Context, rules []ratelimit.Rule, tokens int
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now().UnixMilli()
+	now := l.millis()
 	l.sweep(now)
 	for _, r := range rules {
 		if r.Limit.Kind == ratelimit.Tokens {

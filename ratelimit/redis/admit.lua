@@ -48,7 +48,7 @@ end
 if all then
   for i = 1, n do
     if kind[i] == 'c' then
-      redis.call('ZADD', KEYS[i], now + win[i], lease)
+      redis.call('ZADD', KEYS[i], string.format('%d', now + win[i]), lease)
       redis.call('PEXPIRE', KEYS[i], string.format('%d', win[i]))
       used[i] = used[i] + 1
     elseif kind[i] == 'r' then
