@@ -2,10 +2,13 @@ package extproc
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
+
+	"modelgate/translate/openai"
 )
 
 // responseHeaders lets the translator decide the client-facing head and
@@ -49,7 +52,14 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	if err == nil && ex.imgReq != nil {
 		out, err = ex.imageURLs(ctx, out)
 	}
-	if err != nil {
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &reqErr) && !ex.head.Stream:
+		// The provider answered 200 with nothing the client can use, for
+		// a reason that is the request's (an image every result of which
+		// a safety filter removed): the client's error, not ours.
+		return ex.fail(err)
+	case err != nil:
 		ex.log.Error("translating response", zap.Error(err))
 		return ex.fail(errInternal(err))
 	}

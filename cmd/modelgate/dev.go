@@ -134,6 +134,9 @@ models:
   - id: imagen
     owned_by: modelgate-mock
     deployments: [{backend: mock-gemini, model: imagen-4.0-generate-001}]
+  - id: imagen-filtered
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: mock-filtered}]
   - id: vertex-imagen
     owned_by: modelgate-mock
     deployments: [{backend: mock-vertex, model: imagen-4.0-generate-001}]
