@@ -9,12 +9,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
@@ -37,22 +36,18 @@ type Store struct {
 // larger of 4 and the CPU count) and migrates its schema, the first in the
 // search_path. It fails when the database cannot be reached.
 func Open(ctx context.Context, url string) (*Store, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the PostgreSQL URL: %w", err)
 	}
-	maxConns := max(4, runtime.NumCPU())
-	if v, ok := cfg.RuntimeParams["pool_max_conns"]; ok {
-		// pgx would send it to the server as a setting.
-		delete(cfg.RuntimeParams, "pool_max_conns")
-		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 1 {
-			return nil, fmt.Errorf("pool_max_conns %q: want a positive number", v)
-		}
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{pool: newPool(cfg, maxConns), now: time.Now}
+	s := &Store{pool: &pool{p}, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("migrating %s@%s/%s: %w", cfg.User, cfg.Host, cfg.Database, err)
+		return nil, fmt.Errorf("migrating %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
 	return s, nil
 }
