@@ -30,7 +30,7 @@ var embeddingModels = []struct {
 	dimensions int64
 	single     bool // embeds one input per request
 }{
-	{"text-embedding-3-small", 0, false},
+	{"text-embedding-3-small", 256, false},
 	{"azure-embedding", 0, false},
 	{"mistral-embed", 0, false},
 	{"gemini-embedding", 256, false},
