@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"modelgate/authz"
+	"modelgate/ratelimit"
 	"modelgate/translate/openai"
 )
 
@@ -20,6 +22,9 @@ type APIError struct {
 	Param   string // "" renders as null
 	Code    string // "" renders as null
 	Cause   error
+
+	retryAfter time.Duration       // a Retry-After header, when set
+	decision   *ratelimit.Decision // x-ratelimit-* headers of a refused admission
 }
 
 // Error implements error.

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/responses"
@@ -51,6 +52,9 @@ type exchange struct {
 	contentType string                // of the client's request body
 	imgReq      *openai.ImagesRequest // an image generation's request
 	publicBase  string                // where the client reaches the gateway, for image URLs
+
+	limitRules []ratelimit.Rule    // the principal's rate limit rules
+	limit      *ratelimit.Decision // the admission, nil if none was made
 
 	respReq   *responses.Request // a Responses exchange's request
 	responses conversationKeeper // its translator, also in tr

@@ -17,6 +17,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	ttft     *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
+	limiter  prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg.
@@ -40,8 +41,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "modelgate_extproc_tokens_total",
 			Help: "Tokens used, by type input or output (gen_ai.client.token.usage).",
 		}, []string{"endpoint", "provider", "model", "type"}),
+		limiter: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "modelgate_extproc_ratelimit_errors_total",
+			Help: "Rate limiter calls that failed (admissions then fail open or closed as configured).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -66,4 +71,11 @@ func (m *Metrics) observe(ex *exchange, end time.Time) {
 	u := ex.tr.Usage()
 	m.tokens.WithLabelValues(ep, provider, ex.model, "input").Add(float64(u.PromptTokens))
 	m.tokens.WithLabelValues(ep, provider, ex.model, "output").Add(float64(u.CompletionTokens))
+}
+
+// limiterError counts a failed rate limiter call.
+func (m *Metrics) limiterError() {
+	if m != nil {
+		m.limiter.Inc()
+	}
 }

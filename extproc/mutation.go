@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -77,7 +78,18 @@ func immediate(status int, body []byte, metadata *structpb.Struct) *extprocv3.Pr
 
 // errorResponse renders an APIError as an immediate response.
 func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
-	return immediate(e.Status, e.Body(), nil)
+	resp := immediate(e.Status, e.Body(), nil)
+	if e.retryAfter <= 0 && e.decision == nil {
+		return resp
+	}
+	var h headers
+	h.Set("content-type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
+	}
+	rateHeaders(e.decision, &h)
+	resp.GetImmediateResponse().Headers = h.mutation()
+	return resp
 }
 
 // streamedOverride switches the response body to STREAMED. Envoy takes body

@@ -88,6 +88,9 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		ex.phase, ex.status = phaseDone, http.StatusOK
 		return immediate(http.StatusOK, ex.s.router.list(ex.principal), nil), nil
 	}
+	if err := ex.admitRate(ctx); err != nil {
+		return nil, err
+	}
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	ex.head = ex.tr.ResponseHeaders(ex.status, hm["content-type"])
 	var mut headers
 	mut.Set("content-type", ex.head.ContentType)
+	rateHeaders(ex.limit, &mut)
 	if ex.head.Status != ex.status {
 		mut.Set(":status", strconv.Itoa(ex.head.Status))
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"modelgate/authz"
+	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
 	"modelgate/translate/azure"
@@ -78,6 +79,14 @@ type Config struct {
 	// ImageURLTTL is how long an image URL works; zero means one hour, as
 	// OpenAI's do.
 	ImageURLTTL time.Duration
+	// Limiter enforces rate limits; nil enforces none.
+	Limiter ratelimit.Limiter
+	// KeyLimits apply to every key; AccountLimits to every account that
+	// has no limits of its own or of its group (field by field).
+	KeyLimits, AccountLimits authz.Limits
+	// RateLimitFailClosed refuses requests with a 503 while the limiter
+	// fails; by default they are admitted (fail open), logged and counted.
+	RateLimitFailClosed bool
 	// PublicBaseURL is the scheme and host clients reach the gateway at,
 	// for image URLs; empty takes them from each request.
 	PublicBaseURL string

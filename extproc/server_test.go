@@ -30,7 +30,7 @@ type fixture struct {
 	keys    map[string]string // valid, limited, disabled, disabledAccount
 }
 
-func newFixture(t *testing.T, cfg extproctest.Config) *fixture {
+func newFixture(t *testing.T, cfg extproctest.Config, opts ...func(*extproc.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "gw.db"))
@@ -49,7 +49,7 @@ func newFixture(t *testing.T, cfg extproctest.Config) *fixture {
 	store.SetKeyDisabled(ctx, k.ID, true)
 	store.SetAccountDisabled(ctx, other.ID, true)
 
-	srv, err := extproc.New(extproc.Config{
+	ecfg := extproc.Config{
 		MaxRequestBodyBytes: 64 << 10,
 		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey},
 			{Name: "evil", Provider: "openai", APIKey: "evil"}},
@@ -61,7 +61,11 @@ func newFixture(t *testing.T, cfg extproctest.Config) *fixture {
 			{ID: "small-window", OwnedBy: "test", ContextWindow: 300, Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
 		},
 		Responses: store,
-	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
+	}
+	for _, o := range opts {
+		o(&ecfg)
+	}
+	srv, err := extproc.New(ecfg, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
 	end := ex.s.now()
 	ex.s.cfg.Metrics.observe(ex, end)
+	ex.settleRate(ctx)
 	if ex.tr == nil || ex.principal == nil {
 		return
 	}

@@ -1,0 +1,155 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"modelgate/authz"
+	"modelgate/ratelimit"
+)
+
+// rules are the rate limit rules of a principal: the key's (every key
+// gets Config.KeyLimits) and the account's (its own limits, else its
+// group's, else Config.AccountLimits). Group limits apply to each account
+// of the group, as authz documents.
+func (s *Server) rules(p *authz.Principal) []ratelimit.Rule {
+	var out []ratelimit.Rule
+	out = appendRules(out, "key:"+p.KeyID, s.cfg.KeyLimits)
+	return appendRules(out, "account:"+p.AccountID, p.Limits.Or(s.cfg.AccountLimits))
+}
+
+func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) []ratelimit.Rule {
+	add := func(v *int64, limit func(int64) ratelimit.Limit) {
+		if v != nil && *v > 0 {
+			out = append(out, ratelimit.Rule{Key: subject, Limit: limit(*v)})
+		}
+	}
+	add(l.RequestsPerMinute, ratelimit.RequestsPerMinute)
+	add(l.TokensPerMinute, ratelimit.TokensPerMinute)
+	add(l.TokensPerDay, ratelimit.TokensPerDay)
+	add(l.ConcurrentRequests, ratelimit.ConcurrentRequests)
+	return out
+}
+
+// admitRate admits the request against its rate limits, at request
+// headers, before anything reaches a provider. A limiter failure fails
+// open (logged and counted) unless the config says closed.
+func (ex *exchange) admitRate(ctx context.Context) error {
+	if ex.s.cfg.Limiter == nil {
+		return nil
+	}
+	rules := ex.s.rules(ex.principal)
+	if len(rules) == 0 {
+		return nil
+	}
+	ex.limitRules = rules
+	d, err := ex.s.cfg.Limiter.Admit(ctx, rules)
+	if err != nil {
+		ex.s.cfg.Metrics.limiterError()
+		if ex.s.cfg.RateLimitFailClosed {
+			ex.log.Error("rate limiter failed; refusing (fail closed)", zap.Error(err))
+			return errLimiterUnavailable(err)
+		}
+		ex.log.Warn("rate limiter failed; admitting (fail open)", zap.Error(err))
+		return nil
+	}
+	ex.limit = &d
+	if !d.Allowed {
+		return errRateLimited(d)
+	}
+	return nil
+}
+
+// settleRate charges the tokens the exchange really used and frees its
+// concurrency slot, however the exchange ended. The charge happens also
+// when admission failed open: usage is usage.
+func (ex *exchange) settleRate(ctx context.Context) {
+	if ex.limitRules == nil || ex.limit != nil && !ex.limit.Allowed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	defer cancel()
+	if ex.tr != nil {
+		if tokens := ex.tr.Usage().TotalTokens; tokens > 0 {
+			if err := ex.s.cfg.Limiter.Charge(ctx, ex.limitRules, tokens); err != nil {
+				ex.s.cfg.Metrics.limiterError()
+				ex.log.Error("charging tokens to rate limits", zap.Int64("tokens", tokens), zap.Error(err))
+			}
+		}
+	}
+	if ex.limit != nil {
+		if err := ex.s.cfg.Limiter.Release(ctx, ex.limit.Lease); err != nil {
+			ex.log.Error("releasing a concurrency slot", zap.Error(err))
+		}
+	}
+}
+
+// rateHeaders are OpenAI's x-ratelimit-* headers for a decision: the
+// tightest requests rule and the tightest tokens rule.
+func rateHeaders(d *ratelimit.Decision, h *headers) {
+	if d == nil {
+		return
+	}
+	for _, k := range []struct {
+		kind ratelimit.Kind
+		name string
+	}{{ratelimit.Requests, "requests"}, {ratelimit.Tokens, "tokens"}} {
+		st, ok := d.Tightest(k.kind)
+		if !ok {
+			continue
+		}
+		h.Set("x-ratelimit-limit-"+k.name, strconv.FormatInt(st.Rule.Limit.Max, 10))
+		h.Set("x-ratelimit-remaining-"+k.name, strconv.FormatInt(st.Remaining, 10))
+		h.Set("x-ratelimit-reset-"+k.name, resetString(st.Reset))
+	}
+}
+
+// resetString formats a reset as OpenAI does: "6s", "1m30s", "250ms".
+func resetString(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	}
+	return d.Round(time.Second).String()
+}
+
+// errRateLimited is the 429 of a refused admission, worded as OpenAI's.
+func errRateLimited(d ratelimit.Decision) *APIError {
+	kind, what := "requests", "requests per min (RPM)"
+	var st ratelimit.Status
+	for _, s := range d.Statuses {
+		if !s.Allowed && s.RetryAfter >= st.RetryAfter {
+			st = s
+		}
+	}
+	switch {
+	case st.Rule.Limit.Kind == ratelimit.Tokens && st.Rule.Limit.Window >= 24*time.Hour:
+		kind, what = "tokens", "tokens per day (TPD)"
+	case st.Rule.Limit.Kind == ratelimit.Tokens:
+		kind, what = "tokens", "tokens per min (TPM)"
+	case st.Rule.Limit.Kind == ratelimit.Concurrent:
+		kind, what = "requests", "concurrent requests"
+	}
+	return &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+		Message: fmt.Sprintf("Rate limit reached for %s on %s: Limit %d. Please try again in %s.",
+			kind, what, st.Rule.Limit.Max, retryString(d.RetryAfter)),
+		retryAfter: d.RetryAfter, decision: &d}
+}
+
+// retryString rounds up to what the client should wait.
+func retryString(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatInt(max(1, (d+time.Millisecond-1).Milliseconds()), 10) + "ms"
+	}
+	return (time.Duration(math.Ceil(d.Seconds())) * time.Second).String()
+}
+
+func errLimiterUnavailable(cause error) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "rate_limiter_unavailable",
+		Message: "The gateway cannot check rate limits right now; please retry.", Cause: cause, retryAfter: time.Second}
+}
