@@ -18,12 +18,12 @@ import (
 )
 
 // startDev runs `modelgate dev` in-process on free ports.
-func startDev(t *testing.T, getenv func(string) string) devAddrs {
+func startDev(t *testing.T, getenv func(string) string, extra ...string) devAddrs {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan devAddrs, 1)
 	done := make(chan error, 1)
-	args := []string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}
+	args := append([]string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, extra...)
 	go func() {
 		done <- run(ctx, args, env{getenv: getenv, stdout: io.Discard, stderr: io.Discard, ready: func(a devAddrs) { ready <- a }})
 	}()

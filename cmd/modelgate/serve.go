@@ -66,6 +66,8 @@ type gateway struct {
 	admin *http.Server
 	auth  *authz.Authenticator
 	log   *zap.Logger
+
+	closeLimiter func() error
 }
 
 func newGateway(cfg *config.Config, store authz.Store, getenv func(string) string, log *zap.Logger) (*gateway, error) {
@@ -84,6 +86,11 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	if is, ok := store.(extproc.ImageStore); ok {
 		ecfg.Images = is
 	}
+	lim, closeLimiter, err := newLimiter(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	ecfg.Limiter = lim
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	srv, err := extproc.New(ecfg, auth, store)
 	if err != nil {
@@ -99,7 +106,7 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 		w.Write([]byte(`{"status":"ok"}` + "\n")) //nolint:errcheck // best effort
 	})
 	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	return &gateway{grpc: gs, admin: admin, auth: auth, log: log}, nil
+	return &gateway{grpc: gs, admin: admin, auth: auth, log: log, closeLimiter: closeLimiter}, nil
 }
 
 // run serves until ctx ends, then stops gracefully.
@@ -133,4 +140,5 @@ func (g *gateway) stop() {
 	case <-ctx.Done():
 		g.grpc.Stop()
 	}
+	g.closeLimiter() //nolint:errcheck // shutting down anyway
 }

@@ -6,9 +6,15 @@ import (
 
 	"go.uber.org/zap"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"modelgate/authz"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/extproc"
+	"modelgate/ratelimit"
+	"modelgate/ratelimit/memory"
+	redislimit "modelgate/ratelimit/redis"
 )
 
 // envoyBufferLimit is Envoy's per-connection buffer limit for a config. It
@@ -30,7 +36,9 @@ func grpcMaxMessage(cfg *config.Config) int {
 func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logger) (extproc.Config, error) {
 	out := extproc.Config{MaxRequestBodyBytes: cfg.Limits.MaxRequestBodyBytes, Logger: log,
 		ResponseRetention: cfg.Storage.ResponseRetention.Duration, MaxAudioBodyBytes: cfg.Limits.MaxAudioBytes,
-		ImageURLTTL: cfg.Images.URLTTL.Duration, PublicBaseURL: cfg.Images.PublicBaseURL}
+		ImageURLTTL: cfg.Images.URLTTL.Duration, PublicBaseURL: cfg.Images.PublicBaseURL,
+		KeyLimits: limitsOf(cfg.RateLimits.Key), AccountLimits: limitsOf(cfg.RateLimits.Account),
+		RateLimitFailClosed: cfg.RateLimits.FailClosed}
 	if env := cfg.Images.URLKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {
@@ -120,4 +128,41 @@ func envoyConfig(cfg *config.Config) envoy.Config {
 		out.Backends = append(out.Backends, envoy.Backend{Name: b.Name, BaseURL: b.BaseURL})
 	}
 	return out
+}
+
+// limitsOf turns configured limits into authz.Limits (zero: unlimited).
+func limitsOf(l config.RateLimit) authz.Limits {
+	set := func(v int64) *int64 {
+		if v <= 0 {
+			return nil
+		}
+		return &v
+	}
+	return authz.Limits{RequestsPerMinute: set(l.RequestsPerMinute), TokensPerMinute: set(l.TokensPerMinute),
+		TokensPerDay: set(l.TokensPerDay), ConcurrentRequests: set(l.ConcurrentRequests)}
+}
+
+// newLimiter builds the configured rate limiter and what closes it.
+func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limiter, func() error, error) {
+	if cfg.RateLimits.Store != "redis" {
+		return memory.New(memory.Config{}), func() error { return nil }, nil
+	}
+	url := getenv(cfg.RateLimits.RedisURLEnv)
+	if url == "" {
+		return nil, nil, fmt.Errorf("rate_limits.redis_url_env: environment variable %s is not set", cfg.RateLimits.RedisURLEnv)
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rate_limits: parsing the Redis URL: %w", err)
+	}
+	// Calls are bounded by the limiter's timeout; a retry after a lost
+	// reply would count a request twice.
+	opts.ContextTimeoutEnabled, opts.MaxRetries = true, -1
+	client := goredis.NewClient(opts)
+	lim, err := redislimit.New(client, redislimit.Config{})
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return lim, client.Close, nil
 }

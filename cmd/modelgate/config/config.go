@@ -20,13 +20,15 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Server   Server    `json:"server"`
-	Envoy    Envoy     `json:"envoy"`
-	Storage  Storage   `json:"storage"`
-	Limits   Limits    `json:"limits"`
-	Images   Images    `json:"images"`
-	Backends []Backend `json:"backends"`
-	Models   []Model   `json:"models"`
+	Server  Server  `json:"server"`
+	Envoy   Envoy   `json:"envoy"`
+	Storage Storage `json:"storage"`
+	Limits  Limits  `json:"limits"`
+	Images  Images  `json:"images"`
+	// RateLimits are the request and token limits; see RateLimits.
+	RateLimits RateLimits `json:"rate_limits"`
+	Backends   []Backend  `json:"backends"`
+	Models     []Model    `json:"models"`
 }
 
 // Server holds the listen addresses of `modelgate serve`.
@@ -65,6 +67,33 @@ type Limits struct {
 	// MaxAudioBytes is the largest transcription upload; default 25 MiB,
 	// OpenAI's limit.
 	MaxAudioBytes int64 `json:"max_audio_bytes"`
+}
+
+// RateLimits configures rate limiting. Accounts and groups can carry
+// their own limits in the store; these are the defaults.
+type RateLimits struct {
+	// Store is "memory" (per replica; the default) or "redis" (shared by
+	// every replica).
+	Store string `json:"store"`
+	// RedisURLEnv names the environment variable holding the redis:// URL
+	// when Store is redis.
+	RedisURLEnv string `json:"redis_url_env"`
+	// FailClosed refuses requests with a 503 while Redis fails; by
+	// default they are admitted (fail open), logged and counted.
+	FailClosed bool `json:"fail_closed"`
+	// Key applies to every API key.
+	Key RateLimit `json:"key"`
+	// Account applies to every account without limits of its own or of
+	// its group.
+	Account RateLimit `json:"account"`
+}
+
+// RateLimit is one set of limits; zero or absent means unlimited.
+type RateLimit struct {
+	RequestsPerMinute  int64 `json:"requests_per_minute"`
+	TokensPerMinute    int64 `json:"tokens_per_minute"`
+	TokensPerDay       int64 `json:"tokens_per_day"`
+	ConcurrentRequests int64 `json:"concurrent_requests"`
 }
 
 // Images configures the URLs of generated images the gateway keeps (when
@@ -236,6 +265,23 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
 		p.add("envoy.message_timeout", "must be between 0 and 1h")
+	}
+	switch c.RateLimits.Store {
+	case "", "memory":
+	case "redis":
+		if c.RateLimits.RedisURLEnv == "" {
+			p.add("rate_limits.redis_url_env", "is required when store is redis")
+		}
+	default:
+		p.add("rate_limits.store", "%q is not memory or redis", c.RateLimits.Store)
+	}
+	for _, l := range []struct {
+		name string
+		RateLimit
+	}{{"key", c.RateLimits.Key}, {"account", c.RateLimits.Account}} {
+		if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.TokensPerDay < 0 || l.ConcurrentRequests < 0 {
+			p.add("rate_limits."+l.name, "limits must not be negative")
+		}
 	}
 	if c.Limits.MaxAudioBytes < 0 {
 		p.add("limits.max_audio_bytes", "must be positive")

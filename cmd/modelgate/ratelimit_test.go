@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"modelgate/translate/openai/spec"
+)
+
+// With 5 requests per minute per key, the sixth request through `modelgate
+// dev` is a 429 with OpenAI's body and headers, and its Retry-After is
+// right to the second: one second earlier is still refused, then it works.
+func TestDevRateLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a Retry-After of about 12s")
+	}
+	path := filepath.Join(t.TempDir(), "modelgate.yaml")
+	conf := `
+rate_limits:
+  key: {requests_per_minute: 5}
+backends:
+  - {name: mock, provider: openai, base_url: "http://127.0.0.1:1"}
+models:
+  - id: gpt-4o-mini
+    deployments: [{backend: mock, model: gpt-4o-mini}]
+`
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startDev(t, func(string) string { return "" }, "--config", path)
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	ctx := context.Background()
+	chat := func() (*http.Response, error) {
+		var raw *http.Response
+		_, err := c.Chat.Completions.New(ctx, chatParams("gpt-4o-mini"), option.WithResponseInto(&raw), option.WithMaxRetries(0))
+		return raw, err
+	}
+	for i := range 5 {
+		raw, err := chat()
+		if err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		if got := raw.Header.Get("X-Ratelimit-Remaining-Requests"); got != strconv.Itoa(4-i) {
+			t.Errorf("request %d: x-ratelimit-remaining-requests %q", i+1, got)
+		}
+	}
+	refused := time.Now()
+	raw, err := chat()
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type != "rate_limit_error" || apiErr.Code != "rate_limit_exceeded" {
+		t.Fatalf("sixth request: %v", err)
+	}
+	spec.ValidateT(t, "ErrorResponse", rec.last())
+	for _, h := range []string{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"} {
+		if raw.Header.Get(h) == "" {
+			t.Errorf("the 429 lacks %s: %v", h, raw.Header)
+		}
+	}
+	retry, err := strconv.Atoi(raw.Header.Get("Retry-After"))
+	if err != nil || retry < 11 || retry > 12 {
+		t.Fatalf("Retry-After = %q, want 12 (60s / 5)", raw.Header.Get("Retry-After"))
+	}
+	time.Sleep(time.Until(refused.Add(time.Duration(retry-1) * time.Second)))
+	if _, err := chat(); !errors.As(err, &apiErr) || apiErr.StatusCode != 429 {
+		t.Errorf("a second before Retry-After: %v", err)
+	}
+	time.Sleep(time.Until(refused.Add(time.Duration(retry) * time.Second)))
+	if _, err := chat(); err != nil {
+		t.Errorf("at Retry-After: %v", err)
+	}
+}
