@@ -65,17 +65,24 @@ func TestRequestRateLimit(t *testing.T) {
 func TestTokenRateLimitChargesRealUsage(t *testing.T) {
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
 		c.Limiter = memory.New(memory.Config{})
-		c.AccountLimits = authz.Limits{TokensPerMinute: limit(500)}
+		c.AccountLimits = authz.Limits{TokensPerMinute: limit(450)}
 	})
-	for i := range 2 { // the recording uses 385 tokens
-		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
+	// A JSON answer of 385 tokens, then a stream of 112: both charge what the
+	// provider reported.
+	streamBody := `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
+	for i, body := range []string{chatBody, streamBody} {
+		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
 			t.Fatalf("request %d: %d %s", i+1, res.Status, res.Body)
 		}
 		waitRequests(t, f.store, f.account.ID, int64(i+1))
 	}
+	totals, _ := f.store.UsageSince(context.Background(), f.account.ID, time.Time{})
+	if totals.TotalTokens <= 450 || totals.TotalTokens == 385 {
+		t.Fatalf("the two requests used %d tokens; the test needs the stream's usage to go over 450", totals.TotalTokens)
+	}
 	res := f.gw.Post(t, "/v1/chat/completions", f.keys["limited"], chatBody) // same account
 	checkError(t, res, wantError{status: 429, typ: "rate_limit_error", code: "rate_limit_exceeded"})
-	if !strings.Contains(string(res.Body), "tokens per min (TPM)") || res.Header.Get("X-Ratelimit-Limit-Tokens") != "500" {
+	if !strings.Contains(string(res.Body), "tokens per min (TPM)") || res.Header.Get("X-Ratelimit-Limit-Tokens") != "450" {
 		t.Errorf("429 = %v %s", res.Header, res.Body)
 	}
 }
