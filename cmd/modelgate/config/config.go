@@ -54,6 +54,11 @@ type Envoy struct {
 type Storage struct {
 	// SQLitePath is the SQLite database file; default modelgate.db.
 	SQLitePath string `json:"sqlite_path"`
+	// PostgresURLEnv names the environment variable holding a postgres://
+	// URL (it may carry a password, so it is not in the file). When set,
+	// the store is that PostgreSQL database instead of SQLitePath: the
+	// one several `modelgate serve` replicas share.
+	PostgresURLEnv string `json:"postgres_url_env"`
 	// ResponseRetention is how long POST /v1/responses results are kept
 	// for previous_response_id; default 720h (30 days, as OpenAI keeps
 	// them).
@@ -259,6 +264,9 @@ func setDefault(s *string, v string) {
 // header value.
 var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
+// envName is what a shell accepts as an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 func (c *Config) validate(p *problems) {
 	if c.Limits.MaxRequestBodyBytes < 0 {
 		p.add("limits.max_request_body_bytes", "must be positive")
@@ -293,6 +301,10 @@ func (c *Config) validate(p *problems) {
 		if pu, err := url.Parse(u); err != nil || pu.Scheme != "http" && pu.Scheme != "https" || pu.Host == "" || strings.Trim(pu.Path, "/") != "" {
 			p.add("images.public_base_url", "must be http(s)://host[:port] without a path")
 		}
+	}
+	if e := c.Storage.PostgresURLEnv; e != "" && !envName.MatchString(e) {
+		// Not quoted: a URL put here by mistake may hold a password.
+		p.add("storage.postgres_url_env", "is not an environment variable name: name the variable that holds the URL")
 	}
 	if r := c.Storage.ResponseRetention.Duration; r < time.Minute || r > 366*24*time.Hour {
 		p.add("storage.response_retention", "must be between 1m and 8784h (a year)")

@@ -52,7 +52,7 @@ func TestParseReportsEveryProblemWithItsLocation(t *testing.T) {
 	bad := `
 server: {grpc_listen: ":1", admin_lisen: ":2"}
 envoy: {message_timeout: 2h}
-storage: {response_retention: 10s}
+storage: {response_retention: 10s, postgres_url_env: "postgres://u:pw@db/modelgate"}
 backends:
   - {name: openai-main, provider: openai, base_url: https://api.openai.com/v1}
   - {name: openai-main, provider: antropic, base_url: "ftp://x", bas_url: y}
@@ -73,6 +73,7 @@ models:
 		"backends[1].bas_url: unknown key",
 		"server.admin_lisen: unknown key",
 		"envoy.message_timeout: must be between 0 and 1h",
+		"storage.postgres_url_env: is not an environment variable name: name the variable that holds the URL",
 		"storage.response_retention: must be between 1m and 8784h (a year)",
 		"backends[0].base_url: must not end in /v1: the gateway appends /v1/... itself",
 		`backends[1].provider: "antropic" is not one of ` + strings.Join(Providers, ", "),
@@ -87,6 +88,13 @@ models:
 	}
 	if diff := cmp.Diff(want, cerr.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestPostgresURLEnv(t *testing.T) {
+	cfg, err := Parse([]byte("storage: {postgres_url_env: MODELGATE_POSTGRES_URL}\n"))
+	if err != nil || cfg.Storage.PostgresURLEnv != "MODELGATE_POSTGRES_URL" {
+		t.Errorf("Parse = %+v, %v", cfg, err)
 	}
 }
 
