@@ -20,7 +20,6 @@ import (
 
 	"modelgate"
 	"modelgate/authz"
-	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
@@ -200,7 +199,7 @@ func runDev(ctx context.Context, args []string, e env) error {
 type devStack struct {
 	log     *zap.Logger
 	e       env
-	store   *sqlite.Store
+	store   authz.Store
 	mock    *http.Server
 	proxy   *http.Server
 	standin *standin.Proxy
@@ -226,7 +225,8 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
-	if d.store, err = sqlite.Open(ctx, filepath.Join(dataDir, "modelgate.db")); err != nil {
+	// SQLite in the data dir, unless the config names a PostgreSQL URL.
+	if d.store, err = openStore(ctx, cfg, filepath.Join(dataDir, "modelgate.db"), d.e.getenv); err != nil {
 		return err
 	}
 	key, err := devKey(ctx, d.store, d.e.getenv("MODELGATE_DEV_API_KEY"))

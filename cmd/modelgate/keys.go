@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"modelgate/authz"
-	"modelgate/authz/sqlite"
 )
 
 const keysUsage = `usage:
@@ -37,9 +36,9 @@ func runKeys(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, cfg.Storage.SQLitePath)
+	store, err := openStore(ctx, cfg, cfg.Storage.SQLitePath, e.getenv)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", cfg.Storage.SQLitePath, err)
+		return err
 	}
 	defer store.Close()
 	switch args[0] {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +19,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"modelgate/authz"
-	"modelgate/authz/sqlite"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
 )
@@ -32,11 +30,11 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	log := newLogger(e.stderr)
 	defer log.Sync() //nolint:errcheck // nothing to do about a failed flush
-	store, err := sqlite.Open(ctx, cfg.Storage.SQLitePath)
+	store, err := openStore(ctx, cfg, cfg.Storage.SQLitePath, e.getenv)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", cfg.Storage.SQLitePath, err)
+		return err
 	}
-	defer store.Close()
+	defer store.Close() // after run has flushed the ledger
 	g, err := newGateway(cfg, store, e.getenv, log)
 	if err != nil {
 		return err
@@ -66,6 +64,8 @@ type gateway struct {
 	admin *http.Server
 	auth  *authz.Authenticator
 	log   *zap.Logger
+	// ledger queues usage records off the request path; stop flushes it.
+	ledger *extproc.Ledger
 
 	closeLimiter func() error
 }
@@ -92,7 +92,11 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	}
 	ecfg.Limiter = lim
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
-	srv, err := extproc.New(ecfg, auth, store)
+	ledger, err := extproc.NewLedger(store, reg, extproc.LedgerConfig{Logger: log.Named("ledger")})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := extproc.New(ecfg, auth, ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +110,15 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 		w.Write([]byte(`{"status":"ok"}` + "\n")) //nolint:errcheck // best effort
 	})
 	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	return &gateway{grpc: gs, admin: admin, auth: auth, log: log, closeLimiter: closeLimiter}, nil
+	return &gateway{grpc: gs, admin: admin, auth: auth, log: log, ledger: ledger, closeLimiter: closeLimiter}, nil
 }
 
 // run serves until ctx ends, then stops gracefully.
 func (g *gateway) run(ctx context.Context, grpcL, adminL net.Listener) error {
 	errc := make(chan error, 2)
+	// Not ctx: the ledger outlives it, taking the records of the requests
+	// stop waits for, until stop closes it.
+	go g.ledger.Run(context.WithoutCancel(ctx)) //nolint:errcheck // fails only if stop closed it first
 	go func() { errc <- g.grpc.Serve(grpcL) }()
 	go func() {
 		if err := g.admin.Serve(adminL); !errors.Is(err, http.ErrServerClosed) {
@@ -140,5 +147,20 @@ func (g *gateway) stop() {
 	case <-ctx.Done():
 		g.grpc.Stop()
 	}
+	g.flushLedger()
 	g.closeLimiter() //nolint:errcheck // shutting down anyway
+}
+
+// ledgerFlushTimeout bounds writing the queued usage records at shutdown,
+// on top of the grace period for requests.
+const ledgerFlushTimeout = 10 * time.Second
+
+// flushLedger writes the usage records still queued, once every request
+// has recorded its own (or the grace period is over).
+func (g *gateway) flushLedger() {
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerFlushTimeout)
+	defer cancel()
+	if err := g.ledger.Close(ctx); err != nil {
+		g.log.Error("flushing the usage ledger", zap.Error(err))
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -9,6 +10,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"modelgate/authz"
+	"modelgate/authz/postgres"
+	"modelgate/authz/sqlite"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/extproc"
@@ -165,4 +168,28 @@ func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limit
 		return nil, nil, err
 	}
 	return lim, client.Close, nil
+}
+
+// openStore opens the store serve, keys and dev share: the PostgreSQL
+// database whose URL is in storage.postgres_url_env's variable, else the
+// SQLite file at sqlitePath. Errors name the variable, never the URL, which
+// may hold a password.
+func openStore(ctx context.Context, cfg *config.Config, sqlitePath string, getenv func(string) string) (authz.Store, error) {
+	env := cfg.Storage.PostgresURLEnv
+	if env == "" {
+		s, err := sqlite.Open(ctx, sqlitePath)
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", sqlitePath, err)
+		}
+		return s, nil
+	}
+	url := getenv(env)
+	if url == "" {
+		return nil, fmt.Errorf("storage.postgres_url_env: environment variable %s is not set", env)
+	}
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("opening the PostgreSQL store in %s: %w", env, err)
+	}
+	return s, nil
 }
