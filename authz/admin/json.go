@@ -1,0 +1,177 @@
+package admin
+
+import (
+	"encoding/json"
+	"time"
+
+	"modelgate/authz"
+)
+
+// The admin API's JSON shapes. Lists are never null; unset limits and
+// times are.
+
+// limitsJSON is authz.Limits with snake_case names; null is unset.
+type limitsJSON struct {
+	RequestsPerMinute  *int64 `json:"requests_per_minute"`
+	TokensPerMinute    *int64 `json:"tokens_per_minute"`
+	TokensPerDay       *int64 `json:"tokens_per_day"`
+	ConcurrentRequests *int64 `json:"concurrent_requests"`
+}
+
+type groupJSON struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Models    []string   `json:"models"`
+	Limits    limitsJSON `json:"limits"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+func groupOut(g authz.Group) groupJSON {
+	return groupJSON{g.ID, g.Name, nonNil(g.Models), limitsJSON(g.Limits), g.CreatedAt}
+}
+
+type accountJSON struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	GroupID   string     `json:"group_id"`
+	Models    []string   `json:"models"`
+	Disabled  bool       `json:"disabled"`
+	Limits    limitsJSON `json:"limits"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+func accountOut(a authz.Account) accountJSON {
+	return accountJSON{a.ID, a.Name, a.GroupID, nonNil(a.Models), a.Disabled, limitsJSON(a.Limits), a.CreatedAt}
+}
+
+// keyJSON never holds the secret or its hash: only the visible prefix.
+type keyJSON struct {
+	ID        string   `json:"id"`
+	AccountID string   `json:"account_id"`
+	Name      string   `json:"name"`
+	Prefix    string   `json:"prefix"`
+	Models    []string `json:"models"`
+	Disabled  bool     `json:"disabled"`
+	// State is active, disabled, expired or revoked.
+	State      string     `json:"state"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+func (h *Handler) keyOut(k authz.Key) keyJSON {
+	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, h.cfg.Now()),
+		k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
+}
+
+// usageJSON is a usage row; the columns not grouped by are left out.
+type usageJSON struct {
+	Day              string `json:"day,omitempty"`
+	AccountID        string `json:"account_id,omitempty"`
+	KeyID            string `json:"key_id,omitempty"`
+	Model            string `json:"model,omitempty"`
+	Requests         int64  `json:"requests"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      int64  `json:"total_tokens"`
+	CachedTokens     int64  `json:"cached_tokens"`
+	ReasoningTokens  int64  `json:"reasoning_tokens"`
+}
+
+func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
+	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
+	if by&authz.ByDay != 0 {
+		out.Day = u.Day.UTC().Format(time.DateOnly)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Request bodies. A field left out is left as it is; for creation, as its
+// zero value.
+
+type groupBody struct {
+	Name   *string     `json:"name"`
+	Models *[]string   `json:"models"`
+	Limits *limitsJSON `json:"limits"`
+}
+
+func (b groupBody) apply(g *authz.Group) {
+	set(&g.Name, b.Name)
+	set(&g.Models, b.Models)
+	if b.Limits != nil {
+		g.Limits = authz.Limits(*b.Limits)
+	}
+}
+
+type accountBody struct {
+	Name *string `json:"name"`
+	// GroupID "" takes the account out of its group.
+	GroupID  *string     `json:"group_id"`
+	Models   *[]string   `json:"models"`
+	Limits   *limitsJSON `json:"limits"`
+	Disabled *bool       `json:"disabled"`
+}
+
+func (b accountBody) apply(a *authz.Account) {
+	set(&a.Name, b.Name)
+	set(&a.GroupID, b.GroupID)
+	set(&a.Models, b.Models)
+	set(&a.Disabled, b.Disabled)
+	if b.Limits != nil {
+		a.Limits = authz.Limits(*b.Limits)
+	}
+}
+
+type keyBody struct {
+	Name     *string   `json:"name"`
+	Models   *[]string `json:"models"`
+	Disabled *bool     `json:"disabled"`
+	// ExpiresAt null clears the expiry.
+	ExpiresAt optionalTime `json:"expires_at"`
+}
+
+func (b keyBody) apply(k *authz.Key) {
+	set(&k.Name, b.Name)
+	set(&k.Models, b.Models)
+	set(&k.Disabled, b.Disabled)
+	if b.ExpiresAt.Set {
+		k.ExpiresAt = b.ExpiresAt.Time
+	}
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// optionalTime tells a time left out (Set false) from null (Time nil).
+type optionalTime struct {
+	Set  bool
+	Time *time.Time
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it is called for null too.
+func (o *optionalTime) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Time = nil
+		return nil
+	}
+	var t time.Time
+	if err := json.Unmarshal(b, &t); err != nil {
+		return err
+	}
+	o.Time = &t
+	return nil
+}

@@ -1,0 +1,175 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"modelgate/authz"
+)
+
+// The changes the API and the dashboard share. Each validates, writes to
+// the store and invalidates the Authenticator's cache before returning, so
+// that a client told "revoked" can no longer use the key here.
+
+// maxNameLen bounds names of groups, accounts and keys.
+const maxNameLen = 200
+
+// cleanName trims a name and checks it is printable and not too long.
+func cleanName(name string, required bool) (string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "" && required:
+		return "", badRequest("a name is required")
+	case len(name) > maxNameLen:
+		return "", badRequest("a name may have at most %d bytes", maxNameLen)
+	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0:
+		return "", badRequest("a name must be printable text")
+	}
+	return name, nil
+}
+
+// cleanModels trims and deduplicates a model list and checks each id
+// against the configured models, when there are any.
+func (h *Handler) cleanModels(models []string) ([]string, error) {
+	var out []string
+	for _, m := range models {
+		m = strings.TrimSpace(m)
+		switch {
+		case m == "" || slices.Contains(out, m):
+			continue
+		case strings.ContainsAny(m, ", \t\r\n") || len(m) > maxNameLen:
+			return nil, badRequest("%q is not a model id", m)
+		case len(h.cfg.Models) > 0 && !slices.Contains(h.cfg.Models, m):
+			return nil, badRequest("model %q is not configured", m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func checkLimits(l authz.Limits) error {
+	for _, v := range []*int64{l.RequestsPerMinute, l.TokensPerMinute, l.TokensPerDay, l.ConcurrentRequests} {
+		if v != nil && *v < 0 {
+			return badRequest("limits must not be negative")
+		}
+	}
+	return nil
+}
+
+func (h *Handler) checkGroup(g *authz.Group) (err error) {
+	if g.Name, err = cleanName(g.Name, true); err != nil {
+		return err
+	}
+	if g.Models, err = h.cleanModels(g.Models); err != nil {
+		return err
+	}
+	return checkLimits(g.Limits)
+}
+
+func (h *Handler) checkAccount(ctx context.Context, a *authz.Account) (err error) {
+	if a.Name, err = cleanName(a.Name, true); err != nil {
+		return err
+	}
+	if a.Models, err = h.cleanModels(a.Models); err != nil {
+		return err
+	}
+	if a.GroupID != "" {
+		if _, err := h.store.GroupByID(ctx, a.GroupID); errors.Is(err, authz.ErrNotFound) {
+			return badRequest("there is no group %q", a.GroupID)
+		} else if err != nil {
+			return err
+		}
+	}
+	return checkLimits(a.Limits)
+}
+
+func (h *Handler) createGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
+	if err := h.checkGroup(&g); err != nil {
+		return authz.Group{}, err
+	}
+	g, err := h.store.CreateGroup(ctx, g)
+	if err != nil {
+		return authz.Group{}, fmt.Errorf("group %q: %w", g.Name, err)
+	}
+	return g, nil
+}
+
+func (h *Handler) updateGroup(ctx context.Context, g authz.Group) error {
+	if err := h.checkGroup(&g); err != nil {
+		return err
+	}
+	defer h.cfg.Invalidate()
+	return h.store.UpdateGroup(ctx, g)
+}
+
+// createAccount creates an account and then sets what CreateAccount does
+// not take.
+func (h *Handler) createAccount(ctx context.Context, a authz.Account) (authz.Account, error) {
+	if err := h.checkAccount(ctx, &a); err != nil {
+		return authz.Account{}, err
+	}
+	created, err := h.store.CreateAccount(ctx, a.Name)
+	if err != nil {
+		return authz.Account{}, fmt.Errorf("account %q: %w", a.Name, err)
+	}
+	a.ID, a.CreatedAt = created.ID, created.CreatedAt
+	if a.GroupID != "" || len(a.Models) > 0 || a.Disabled || a.Limits != (authz.Limits{}) {
+		if err := h.store.UpdateAccount(ctx, a); err != nil {
+			return created, fmt.Errorf("setting up account %s: %w", a.ID, err)
+		}
+	}
+	return a, nil
+}
+
+func (h *Handler) updateAccount(ctx context.Context, a authz.Account) error {
+	if err := h.checkAccount(ctx, &a); err != nil {
+		return err
+	}
+	defer h.cfg.Invalidate()
+	return h.store.UpdateAccount(ctx, a)
+}
+
+// issueKey generates a key; the secret is returned only here.
+func (h *Handler) issueKey(ctx context.Context, k authz.Key) (string, authz.Key, error) {
+	var err error
+	if k.Name, err = cleanName(k.Name, false); err != nil {
+		return "", authz.Key{}, err
+	}
+	if k.Models, err = h.cleanModels(k.Models); err != nil {
+		return "", authz.Key{}, err
+	}
+	if _, err := h.store.AccountByID(ctx, k.AccountID); err != nil {
+		return "", authz.Key{}, fmt.Errorf("account %q: %w", k.AccountID, err)
+	}
+	return authz.IssueKey(ctx, h.store, k)
+}
+
+// updateKey saves a key's name, models, disabled flag and expiry.
+func (h *Handler) updateKey(ctx context.Context, k authz.Key) error {
+	if k.RevokedAt != nil {
+		return errRevoked
+	}
+	var err error
+	if k.Name, err = cleanName(k.Name, false); err != nil {
+		return err
+	}
+	if k.Models, err = h.cleanModels(k.Models); err != nil {
+		return err
+	}
+	defer h.cfg.Invalidate()
+	return h.store.UpdateKey(ctx, k)
+}
+
+// revokeKey revokes a key for good and returns it as revoked.
+func (h *Handler) revokeKey(ctx context.Context, id string) (authz.Key, error) {
+	err := h.store.RevokeKey(ctx, id)
+	h.cfg.Invalidate()
+	if err != nil {
+		return authz.Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	return h.store.KeyByID(ctx, id)
+}

@@ -1,0 +1,247 @@
+package admin
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"modelgate/authz"
+)
+
+// maxFormBytes bounds a dashboard form; they hold a few short fields.
+const maxFormBytes = 64 << 10
+
+// view is what every page's template gets besides its own data.
+type view struct {
+	// CSRF is the token every form posts back.
+	CSRF     string
+	SignedIn bool
+	// Models are the configured model ids, for the model pickers.
+	Models []string
+	// Notice is a confirmation such as "Key revoked.", after a redirect.
+	Notice string
+}
+
+// pageFunc handles a dashboard request of a signed-in browser. An error
+// is rendered as an error page.
+type pageFunc func(w http.ResponseWriter, r *http.Request, v view) error
+
+// errStaleForm refuses a POST without its session's CSRF token.
+var errStaleForm = &apiError{Status: http.StatusForbidden, Type: "permission_error",
+	Message: "This form is stale or was not sent by this dashboard: reload the page and try again."}
+
+// page requires a session, and on POST the session's CSRF token.
+func (h *Handler) page(fn pageFunc) http.Handler {
+	return h.dashboard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := h.cookie(r)
+		if !h.sessions.valid(c, h.cfg.Now()) {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/admin/login", http.StatusSeeOther)
+				return
+			}
+			h.renderError(w, r, view{}, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error",
+				Message: "Your session has ended: sign in again."})
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if !h.sessions.csrfOK(c, r.PostFormValue("csrf")) {
+				h.renderError(w, r, view{}, errStaleForm)
+				return
+			}
+		}
+		v := view{CSRF: h.sessions.csrfToken(c), SignedIn: true, Models: h.cfg.Models, Notice: notices[r.URL.Query().Get("done")]}
+		if err := fn(w, r, v); err != nil {
+			h.renderError(w, r, v, err)
+		}
+	}))
+}
+
+// notices are the confirmations a redirect can ask for with ?done=.
+var notices = map[string]string{
+	"created": "Created.", "saved": "Saved.", "disabled": "Disabled.", "enabled": "Enabled.",
+	"revoked": "Key revoked: it no longer authenticates.", "expired": "Key expired: it no longer authenticates.",
+}
+
+// seeOther redirects after a successful POST, so reloading does not post
+// again.
+func seeOther(w http.ResponseWriter, r *http.Request, path, done string) error {
+	http.Redirect(w, r, path+"?done="+done, http.StatusSeeOther)
+	return nil
+}
+
+// pageData is the root of every template.
+type pageData struct {
+	view
+	Title string
+	Data  any
+}
+
+// renderPage renders a page template. The page is executed into a buffer
+// first, so a template error becomes a 500 rather than half a page.
+func (h *Handler) renderPage(w http.ResponseWriter, r *http.Request, v view, status int, name, title string, data any) {
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", pageData{v, title, data}); err != nil {
+		h.renderError(w, r, v, fmt.Errorf("rendering %s: %w", name, err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+// renderError renders the error page; it is the one place dashboard errors
+// are shown.
+func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, v view, err error) {
+	e := h.toAPIError(r, err)
+	var buf bytes.Buffer
+	if err := h.pages["error"].ExecuteTemplate(&buf, "layout", pageData{v, http.StatusText(e.Status), e}); err != nil {
+		http.Error(w, e.Message, e.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(e.Status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+func (h *Handler) home(w http.ResponseWriter, r *http.Request, _ view) error {
+	http.Redirect(w, r, "/admin/accounts", http.StatusSeeOther)
+	return nil
+}
+
+func (h *Handler) noPage(http.ResponseWriter, *http.Request, view) error {
+	return &apiError{Status: http.StatusNotFound, Type: "not_found_error", Message: "There is no such page."}
+}
+
+// pageNames are the templates under templates/, each executed with
+// layout.html and parts.html.
+var pageNames = []string{"login", "error", "groups", "group", "accounts", "account", "key", "key_created", "usage"}
+
+func parsePages(funcs template.FuncMap) (map[string]*template.Template, error) {
+	base, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		t, err := template.Must(base.Clone()).ParseFS(templateFiles, "templates/"+name+".html")
+		if err != nil {
+			return nil, err
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// funcs are the templates' helpers.
+func (h *Handler) funcs() template.FuncMap {
+	return template.FuncMap{
+		"when":     formatTime,
+		"models":   func(m []string) string { return cmpOr(strings.Join(m, ", "), "all") },
+		"limit":    formatLimit,
+		"num":      formatNum,
+		"keyState": func(k authz.Key) string { return keyState(k, h.cfg.Now()) },
+		"picker":   newPicker,
+		"join":     func(m []string) string { return strings.Join(m, ", ") },
+		"noLimits": func() authz.Limits { return authz.Limits{} },
+		"groupChoice": func(groups []authz.Group, selected string) any {
+			return struct {
+				Groups   []authz.Group
+				Selected string
+			}{groups, selected}
+		},
+		"inputTime": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02T15:04")
+		},
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// formatTime shows a time to the minute in UTC; nil is "never".
+func formatTime(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		return t.UTC().Format("2006-01-02 15:04 UTC")
+	case *time.Time:
+		if t != nil {
+			return t.UTC().Format("2006-01-02 15:04 UTC")
+		}
+	}
+	return "never"
+}
+
+func formatLimit(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// formatNum groups digits by thousands: 1234567 is 1,234,567.
+func formatNum(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// keyState is how a key stands now.
+func keyState(k authz.Key, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return "expired"
+	case k.Disabled:
+		return "disabled"
+	}
+	return "active"
+}
+
+// picker is a model picker: a checkbox per known model, the selected ones
+// checked. Selected models the configuration no longer has are listed too,
+// so saving the form does not drop them unseen.
+type picker struct {
+	// Free is set when no models are configured: the picker is then a
+	// comma-separated text field.
+	Free     bool
+	Known    []string
+	Selected []string
+}
+
+func newPicker(known, selected []string) picker {
+	all := slices.Clone(known)
+	for _, m := range selected {
+		if !slices.Contains(all, m) {
+			all = append(all, m)
+		}
+	}
+	return picker{Free: len(known) == 0, Known: all, Selected: selected}
+}
+
+// Has reports whether a model is selected.
+func (p picker) Has(m string) bool { return slices.Contains(p.Selected, m) }

@@ -1,0 +1,184 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"modelgate/authz"
+)
+
+// groupings are the usage report's columns by their names in forms and
+// query strings.
+var groupings = []struct {
+	name string
+	by   authz.UsageGrouping
+}{{"day", authz.ByDay}, {"account", authz.ByAccount}, {"key", authz.ByKey}, {"model", authz.ByModel}}
+
+// parseBy reads by values, each a name or a comma-separated list of them.
+func parseBy(values []string) (authz.UsageGrouping, error) {
+	var by authz.UsageGrouping
+	for _, v := range values {
+		for name := range strings.SplitSeq(v, ",") {
+			found := false
+			for _, g := range groupings {
+				if g.name == strings.TrimSpace(name) {
+					by, found = by|g.by, true
+				}
+			}
+			if !found && strings.TrimSpace(name) != "" {
+				return 0, badRequest("by: %q is not one of day, account, key, model", name)
+			}
+		}
+	}
+	return by, nil
+}
+
+// usageForm is the usage page's filter form, as submitted.
+type usageForm struct {
+	From, To  string // dates; To is inclusive, as people read ranges
+	AccountID string
+	KeyID     string
+	Model     string
+	By        authz.UsageGrouping
+}
+
+// Grouped reports whether the form groups by a column, by name.
+func (f usageForm) Grouped(name string) bool {
+	b, _ := parseBy([]string{name})
+	return f.By&b != 0
+}
+
+// Columns is how many columns the rows are grouped by.
+func (f usageForm) Columns() int {
+	n := 0
+	for _, g := range groupings {
+		if f.By&g.by != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// maxUsageDays bounds the range the usage page sums and charts.
+const maxUsageDays = 366
+
+// query reads the form into a UsageQuery. Without a range it shows the
+// last 30 days; without grouping (first visit) it groups by account, key
+// and model.
+func (f *usageForm) query(v url.Values, now time.Time) (authz.UsageQuery, error) {
+	today := now.UTC().Truncate(24 * time.Hour)
+	f.From, f.To = v.Get("from"), v.Get("to")
+	f.AccountID, f.KeyID, f.Model = v.Get("account_id"), v.Get("key_id"), v.Get("model")
+	if f.To == "" {
+		f.To = today.Format(time.DateOnly)
+	}
+	to, err := time.Parse(time.DateOnly, f.To)
+	if err != nil {
+		return authz.UsageQuery{}, badRequest("to: %q is not a YYYY-MM-DD date", f.To)
+	}
+	if f.From == "" {
+		f.From = to.AddDate(0, 0, -29).Format(time.DateOnly)
+	}
+	from, err := time.Parse(time.DateOnly, f.From)
+	if err != nil {
+		return authz.UsageQuery{}, badRequest("from: %q is not a YYYY-MM-DD date", f.From)
+	}
+	if to.Before(from) || to.Sub(from) >= maxUsageDays*24*time.Hour {
+		return authz.UsageQuery{}, badRequest("the range must run forward and span at most %d days", maxUsageDays)
+	}
+	if f.By, err = parseBy(v["by"]); err != nil {
+		return authz.UsageQuery{}, err
+	}
+	if v.Get("grouped") == "" {
+		f.By = authz.ByAccount | authz.ByKey | authz.ByModel
+	}
+	return authz.UsageQuery{From: from, To: to.AddDate(0, 0, 1), AccountID: f.AccountID, KeyID: f.KeyID,
+		Model: f.Model, By: f.By}, nil
+}
+
+// usageLine is a usage row with names for the ids.
+type usageLine struct {
+	authz.UsageRow
+	Account string
+	Key     string // the key's prefix and name
+}
+
+// usageData is the usage page.
+type usageData struct {
+	Form     usageForm
+	Accounts []authz.Account
+	Keys     []authz.Key // of the selected account
+	Lines    []usageLine
+	Total    authz.UsageTotals
+	Chart    chart
+}
+
+func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v view) error {
+	var d usageData
+	q, err := d.Form.query(r.URL.Query(), h.cfg.Now())
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if d.Accounts, err = h.store.ListAccounts(ctx); err != nil {
+		return err
+	}
+	if q.AccountID != "" {
+		if d.Keys, err = h.store.ListKeys(ctx, q.AccountID); err != nil {
+			return err
+		}
+	}
+	rows, err := h.store.UsageReport(ctx, q)
+	if err != nil {
+		return err
+	}
+	if d.Lines, err = h.usageLines(ctx, rows, d.Accounts); err != nil {
+		return err
+	}
+	for _, l := range d.Lines {
+		d.Total = addTotals(d.Total, l.UsageTotals)
+	}
+	daily := q
+	daily.By = authz.ByDay
+	if rows, err = h.store.UsageReport(ctx, daily); err != nil {
+		return err
+	}
+	d.Chart = dailyChart(rows, q.From, q.To)
+	h.renderPage(w, r, v, http.StatusOK, "usage", "Usage", d)
+	return nil
+}
+
+// usageLines names the accounts and keys of report rows.
+func (h *Handler) usageLines(ctx context.Context, rows []authz.UsageRow, accounts []authz.Account) ([]usageLine, error) {
+	names := make(map[string]string, len(accounts))
+	for _, a := range accounts {
+		names[a.ID] = a.Name
+	}
+	keys := map[string]string{}
+	lines := make([]usageLine, 0, len(rows))
+	for _, row := range rows {
+		l := usageLine{UsageRow: row, Account: names[row.AccountID]}
+		if row.KeyID != "" {
+			if _, ok := keys[row.KeyID]; !ok {
+				k, err := h.store.KeyByID(ctx, row.KeyID)
+				if err != nil && !errors.Is(err, authz.ErrNotFound) {
+					return nil, err
+				}
+				keys[row.KeyID] = strings.TrimSpace(k.Prefix + "… " + k.Name)
+			}
+			l.Key = keys[row.KeyID]
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
+}
+
+func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
+	return authz.UsageTotals{Requests: a.Requests + b.Requests, PromptTokens: a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
+		CachedTokens: a.CachedTokens + b.CachedTokens, ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens}
+}
