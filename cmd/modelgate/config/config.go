@@ -25,6 +25,8 @@ type Config struct {
 	Storage Storage `json:"storage"`
 	Limits  Limits  `json:"limits"`
 	Images  Images  `json:"images"`
+	// Admin is the admin API and dashboard on the admin listener.
+	Admin Admin `json:"admin"`
 	// RateLimits are the request and token limits; see RateLimits.
 	RateLimits RateLimits `json:"rate_limits"`
 	Backends   []Backend  `json:"backends"`
@@ -37,6 +39,19 @@ type Server struct {
 	GRPCListen string `json:"grpc_listen"`
 	// AdminListen serves /metrics and /healthz; default 127.0.0.1:8081.
 	AdminListen string `json:"admin_listen"`
+}
+
+// Admin configures the admin API (/admin/v1/) and web dashboard (/admin/)
+// on the admin listener; they are off while the token's variable is unset.
+type Admin struct {
+	// TokenEnv names the environment variable holding the admin token, at
+	// least 32 characters; default MODELGATE_ADMIN_TOKEN. Only its SHA-256
+	// is kept.
+	TokenEnv string `json:"token_env"`
+	// SecureCookies marks the dashboard's session cookie Secure although
+	// the admin listener speaks plain HTTP, for a dashboard reached through
+	// a TLS-terminating proxy.
+	SecureCookies bool `json:"secure_cookies"`
 }
 
 // Envoy holds what the generated Envoy bootstrap needs.
@@ -234,6 +249,7 @@ func Parse(data []byte) (*Config, error) {
 func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
+	setDefault(&c.Admin.TokenEnv, "MODELGATE_ADMIN_TOKEN")
 	setDefault(&c.Envoy.Listen, "0.0.0.0:8080")
 	setDefault(&c.Envoy.ExtProcAddress, "127.0.0.1:50051")
 	setDefault(&c.Storage.SQLitePath, "modelgate.db")
