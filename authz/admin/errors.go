@@ -50,7 +50,7 @@ func (h *Handler) toAPIError(r *http.Request, err error) *apiError {
 
 // unauthorized is the answer to an API request without the admin token.
 var unauthorized = &apiError{Status: http.StatusUnauthorized, Type: "authentication_error",
-	Message: "a valid admin token is required: Authorization: Bearer <token>"}
+	Message: "a valid admin token is required, as Authorization: Bearer followed by the token"}
 
 // writeJSON writes v as the JSON body.
 func writeJSON(w http.ResponseWriter, status int, v any) {

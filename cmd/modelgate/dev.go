@@ -174,13 +174,15 @@ type devAddrs struct {
 	Admin   string
 	APIKey  string
 	Mock    *replay.Server
+	// AdminToken signs in to the dashboard at Admin + "/admin/".
+	AdminToken string
 }
 
 func runDev(ctx context.Context, args []string, e env) error {
 	fs := newFlags("dev", e)
 	path := fs.String("config", "", "configuration file (default: built-in mock models)")
 	listen := fs.String("listen", "127.0.0.1:8080", "client-facing address (the Envoy stand-in)")
-	adminListen := fs.String("admin-listen", "127.0.0.1:8081", "admin address (/metrics, /healthz)")
+	adminListen := fs.String("admin-listen", "127.0.0.1:8081", "admin address (/metrics, /healthz, the dashboard at /admin/)")
 	dataDir := fs.String("data-dir", ".modelgate", "where the SQLite database lives")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -206,6 +208,9 @@ type devStack struct {
 	gateway *gateway
 	errc    chan error
 	stopped chan struct{} // closed when the gateway has stopped
+	// adminTokenEnv names the variable the admin token came from; empty
+	// when dev made the token.
+	adminTokenEnv string
 }
 
 func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir string) error {
@@ -237,8 +242,14 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if err != nil {
 		return err
 	}
+	adminToken, err := d.adminToken(cfg)
+	if err != nil {
+		return err
+	}
 	getenv := func(name string) string {
 		switch name {
+		case cfg.Admin.TokenEnv:
+			return adminToken
 		case devMockKeyEnv:
 			return mockKey
 		case devVertexSAEnv:
@@ -264,7 +275,8 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if err != nil {
 		return err
 	}
-	addrs := devAddrs{Gateway: "http://" + proxyL + "/v1", Admin: "http://" + adminL.Addr().String(), APIKey: key, Mock: mock}
+	addrs := devAddrs{Gateway: "http://" + proxyL + "/v1", Admin: "http://" + adminL.Addr().String(), APIKey: key, Mock: mock,
+		AdminToken: adminToken}
 	d.announce(addrs, key != d.e.getenv("MODELGATE_DEV_API_KEY"))
 	return nil
 }
@@ -405,6 +417,7 @@ func (d *devStack) announce(a devAddrs, newKey bool) {
 	} else {
 		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=$MODELGATE_DEV_API_KEY\n")
 	}
+	d.announceAdmin(a)
 	fmt.Fprintf(d.e.stdout, "\n  metrics: %s/metrics\n\nTry:\n  curl $OPENAI_BASE_URL/models -H \"Authorization: Bearer $OPENAI_API_KEY\"\n", a.Admin)
 	if d.e.ready != nil {
 		d.e.ready(a)

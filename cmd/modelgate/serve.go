@@ -109,6 +109,9 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 		w.Header().Set("content-type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n")) //nolint:errcheck // best effort
 	})
+	if err := mountAdmin(mux, cfg, store, auth, getenv, log); err != nil {
+		return nil, err
+	}
 	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return &gateway{grpc: gs, admin: admin, auth: auth, log: log, ledger: ledger, closeLimiter: closeLimiter}, nil
 }
