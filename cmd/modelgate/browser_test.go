@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// browserPath is Debian's Chromium, which the browser test drives.
+const browserPath = "/usr/bin/chromium"
+
+// browserResult is what testdata/browser/dashboard.mjs reports.
+type browserResult struct {
+	AccountID         string   `json:"accountId"`
+	Secret            string   `json:"secret"`
+	ShownOnceWarning  bool     `json:"shownOnceWarning"`
+	CopyButton        string   `json:"copyButton"`
+	ClipboardMatches  bool     `json:"clipboardMatches"`
+	SecretShownAgain  bool     `json:"secretShownAgain"`
+	PrefixListed      bool     `json:"prefixListed"`
+	ChatStatus        int      `json:"chatStatus"`
+	ChatContent       string   `json:"chatContent"`
+	UsageRow          []string `json:"usageRow"`
+	ChartBars         int      `json:"chartBars"`
+	StateAfterRevoke  string   `json:"stateAfterRevoke"`
+	StatusAfterRevoke int      `json:"statusAfterRevoke"`
+	ErrorAfterRevoke  string   `json:"errorAfterRevoke"`
+	Screenshots       struct {
+		Key, Chart, Usage string
+	} `json:"screenshots"`
+}
+
+// The dashboard in a real browser, end to end through `modelgate dev`:
+// sign in, create an account and a key, see the key once, use it, find
+// the request in the usage view, revoke the key and get 401 with it.
+func TestDashboardInBrowser(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "browser"))
+	node, nodeErr := exec.LookPath("node")
+	_, browserErr := os.Stat(browserPath)
+	_, moduleErr := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json"))
+	if err := errors.Join(nodeErr, browserErr, moduleErr); err != nil {
+		if os.Getenv("MODELGATE_TEST_BROWSER") != "" {
+			t.Fatalf("MODELGATE_TEST_BROWSER is set but the browser test cannot run: %v", err)
+		}
+		t.Skipf("skipping: needs node, Chromium at %s (apt-get install chromium) and `npm ci` in %s: %v", browserPath, dir, err)
+	}
+	artifacts := os.Getenv("MODELGATE_TEST_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	} else if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := startDev(t, func(string) string { return "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "dashboard.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MODELGATE_ADMIN_URL="+a.Admin, "MODELGATE_ADMIN_TOKEN="+a.AdminToken,
+		"MODELGATE_BASE_URL="+a.Gateway, "MODELGATE_ARTIFACTS="+artifacts, "CHROMIUM="+browserPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node dashboard.mjs: %v\n%s", err, stderr.Bytes())
+	}
+	var r browserResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("dashboard.mjs printed %q: %v", out, err)
+	}
+	t.Logf("screenshots: key page %s, usage chart %s, usage page %s", r.Screenshots.Key, r.Screenshots.Chart, r.Screenshots.Usage)
+
+	if !strings.HasPrefix(r.Secret, "sk-mg-") || !r.ShownOnceWarning || r.SecretShownAgain || !r.PrefixListed {
+		t.Errorf("key display: secret %.12q…, warning %v, shown again %v, prefix listed %v", r.Secret, r.ShownOnceWarning, r.SecretShownAgain, r.PrefixListed)
+	}
+	if r.CopyButton != "Copied" || !r.ClipboardMatches {
+		t.Errorf("copy button: %q, clipboard holds the key: %v", r.CopyButton, r.ClipboardMatches)
+	}
+	if r.ChatStatus != 200 || !strings.HasPrefix(r.ChatContent, "Hi there!") {
+		t.Errorf("chat completion with the new key: %d %q", r.ChatStatus, r.ChatContent)
+	}
+	// One row per day, key and model: the day, "prefix… name", the model,
+	// then 1 request and the recording's 385 tokens among the sums.
+	if len(r.UsageRow) != 9 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
+		r.UsageRow[3] != "1" || r.UsageRow[6] != "385" {
+		t.Errorf("usage row = %q", r.UsageRow)
+	}
+	if r.ChartBars != 30 {
+		t.Errorf("the chart has %d bars, want one per day of the last 30", r.ChartBars)
+	}
+	if r.StateAfterRevoke != "revoked" || r.StatusAfterRevoke != 401 || r.ErrorAfterRevoke != "invalid_api_key" {
+		t.Errorf("after revoking: page says %q, gateway answers %d %q", r.StateAfterRevoke, r.StatusAfterRevoke, r.ErrorAfterRevoke)
+	}
+	for _, p := range []string{r.Screenshots.Key, r.Screenshots.Chart, r.Screenshots.Usage} {
+		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("screenshot %s: %v", p, err)
+		}
+	}
+
+	// The admin API agrees with what the browser saw.
+	var usage struct {
+		Data []struct {
+			Model       string `json:"model"`
+			Requests    int64  `json:"requests"`
+			TotalTokens int64  `json:"total_tokens"`
+		} `json:"data"`
+	}
+	adminGet(t, a, "/admin/v1/usage?by=model&account_id="+r.AccountID, &usage)
+	if len(usage.Data) != 1 || usage.Data[0].Model != "gpt-4o-mini" || usage.Data[0].Requests != 1 || usage.Data[0].TotalTokens != 385 {
+		t.Errorf("usage of the account = %+v", usage.Data)
+	}
+}
+
+// adminGet calls the admin API of a dev gateway and decodes its answer.
+func adminGet(t *testing.T, a devAddrs, path string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", a.Admin+path, nil)
+	req.Header.Set("Authorization", "Bearer "+a.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, body)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from dev's goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// `modelgate dev` prints the dashboard's URL and how to sign in: a token
+// it made (shown once), or the variable it took one from.
+func TestDevAnnouncesDashboard(t *testing.T) {
+	for _, tc := range []struct {
+		name, envToken string
+		wantErr        string
+	}{
+		{name: "made by dev"},
+		{name: "from the environment", envToken: "env-admin-token-0123456789abcdefghij"},
+		{name: "too short", envToken: "short", wantErr: "at least 32 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out lockedBuffer
+			ready, done := make(chan devAddrs, 1), make(chan error, 1)
+			getenv := func(name string) string {
+				if name == "MODELGATE_ADMIN_TOKEN" {
+					return tc.envToken
+				}
+				return ""
+			}
+			args := []string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}
+			go func() {
+				done <- run(ctx, args, env{getenv: getenv, stdout: &out, stderr: io.Discard, ready: func(a devAddrs) { ready <- a }})
+			}()
+			var a devAddrs
+			select {
+			case a = <-ready:
+			case err := <-done:
+				if tc.wantErr == "" || err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("dev ended with %v, want an error about %q", err, tc.wantErr)
+				}
+				return
+			case <-time.After(30 * time.Second):
+				t.Fatal("dev did not start")
+			}
+			defer func() { cancel(); <-done }()
+			if tc.wantErr != "" {
+				t.Fatalf("dev started, want an error about %q", tc.wantErr)
+			}
+			text := out.String()
+			wantToken := "admin token: " + a.AdminToken + "   (shown once"
+			if tc.envToken != "" {
+				wantToken = "admin token: $MODELGATE_ADMIN_TOKEN\n"
+				if a.AdminToken != tc.envToken || strings.Contains(text, tc.envToken) {
+					t.Errorf("the token from the environment: addrs have %q; printed: %v", a.AdminToken, strings.Contains(text, tc.envToken))
+				}
+			}
+			if !strings.Contains(text, "dashboard: "+a.Admin+"/admin/\n") || !strings.Contains(text, wantToken) {
+				t.Errorf("dev printed:\n%s\nwant the dashboard URL and %q", text, wantToken)
+			}
+			var accounts struct{ Data []any }
+			adminGet(t, a, "/admin/v1/accounts", &accounts)
+			if len(accounts.Data) != 1 { // dev's own account
+				t.Errorf("accounts = %v", accounts.Data)
+			}
+		})
+	}
+}
