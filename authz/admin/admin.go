@@ -170,3 +170,5 @@ func (h *Handler) dashboard(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	}))
 }
+
+var _ http.Handler = (*Handler)(nil)
