@@ -76,15 +76,19 @@ func postgresSchema(t *testing.T) string {
 }
 
 // replicaConfig is a config on the PostgreSQL in $MODELGATE_REPLICA_DB,
-// served by dev's built-in mock providers.
+// with the image URL key replicas share, served by dev's built-in mock
+// providers.
 const replicaConfig = `
 storage: {postgres_url_env: MODELGATE_REPLICA_DB}
+images: {url_key_env: MODELGATE_REPLICA_IMAGE_KEY}
 backends:
   - {name: mock, provider: openai, base_url: "http://127.0.0.1:1"}
   - {name: mock-anthropic, provider: anthropic, base_url: "http://127.0.0.1:1"}
+  - {name: mock-gemini, provider: gemini, base_url: "http://127.0.0.1:1"}
 models:
   - {id: gpt-4o-mini, deployments: [{backend: mock, model: gpt-4o-mini}]}
   - {id: claude-sonnet, deployments: [{backend: mock-anthropic, model: claude-sonnet-4-20250514}]}
+  - {id: imagen, deployments: [{backend: mock-gemini, model: imagen-4.0-generate-001}]}
 `
 
 // replica is one in-process gateway, as `modelgate dev` runs it: the
@@ -151,7 +155,8 @@ func (r *replica) admin(t *testing.T, method, path, body string) (int, []byte) {
 const replicaChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}]}`
 
 // Two gateways on one PostgreSQL share keys, the ledger and response
-// state: a key made with `modelgate keys` works on both; revoked through
+// state: a key made with `modelgate keys` works on both; a response or an
+// image one keeps, the other serves; revoked through
 // one's admin API (which drops that replica's cache at once), it is
 // refused by the other within the principal cache TTL, the bound the
 // README states; the usage both recorded adds up in one ledger; and a
@@ -159,8 +164,11 @@ const replicaChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content"
 func TestReplicasOnOnePostgreSQL(t *testing.T) {
 	db := postgresSchema(t)
 	getenv := func(name string) string {
-		if name == "MODELGATE_REPLICA_DB" {
+		switch name {
+		case "MODELGATE_REPLICA_DB":
 			return db
+		case "MODELGATE_REPLICA_IMAGE_KEY":
+			return "an image URL key the replicas share, 32+ characters"
 		}
 		return ""
 	}
@@ -195,6 +203,27 @@ func TestReplicasOnOnePostgreSQL(t *testing.T) {
 		status, body = b.call(t, "POST", "/responses", key, fmt.Sprintf(`{"model":"claude-sonnet","input":"What did I say?","previous_response_id":%q}`, first.ID))
 		if status != 200 {
 			t.Errorf("continuing %s on the other replica: %d %s", first.ID, status, body)
+		}
+	})
+
+	t.Run("an image kept by one replica is served by the other", func(t *testing.T) {
+		status, body := a.call(t, "POST", "/images/generations", key, `{"model":"imagen","prompt":"A line drawing of a cat","response_format":"url"}`)
+		var res struct{ Data []struct{ URL string } }
+		if status != 200 || json.Unmarshal(body, &res) != nil || len(res.Data) != 1 {
+			t.Fatalf("image generation: %d %s", status, body)
+		}
+		u := strings.Replace(res.Data[0].URL, strings.TrimSuffix(a.Gateway, "/v1"), strings.TrimSuffix(b.Gateway, "/v1"), 1)
+		if u == res.Data[0].URL {
+			t.Fatalf("the URL %s is not the first replica's", u)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || http.DetectContentType(img) != "image/png" {
+			t.Errorf("GET %s on the other replica: %d, %d bytes", u, resp.StatusCode, len(img))
 		}
 	})
 
@@ -247,8 +276,8 @@ func TestReplicasOnOnePostgreSQL(t *testing.T) {
 		for _, r := range rows {
 			got[r.Model] = r.Requests
 		}
-		// Two chats per visit of each replica, and two responses.
-		if want := map[string]int64{"gpt-4o-mini": 8, "claude-sonnet": 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		// Two chats per visit of each replica, two responses, an image.
+		if want := map[string]int64{"gpt-4o-mini": 8, "claude-sonnet": 2, "imagen": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("requests by model = %v, want %v", got, want)
 		}
 	})
