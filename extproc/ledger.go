@@ -64,7 +64,9 @@ type LedgerConfig struct {
 // full), and Run writes. Failed writes are retried with backoff until they
 // succeed or the ledger is closed and Close's deadline passes, so a store
 // that fails and recovers loses nothing. Records that cannot be queued or
-// written are counted in modelgate_ledger_records_dropped_total.
+// written are counted in modelgate_ledger_records_dropped_total. The one
+// way to store a record twice is a commit whose reply is lost: its batch
+// is retried.
 type Ledger struct {
 	store UsageBatchWriter
 	cfg   LedgerConfig
@@ -106,7 +108,7 @@ func NewLedger(store UsageBatchWriter, reg prometheus.Registerer, cfg LedgerConf
 
 func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
 	setDefault := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
+		if *v <= 0 {
 			*v = def
 		}
 	}
@@ -117,7 +119,9 @@ func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
 		cfg.MaxBatch = 500
 	}
 	setDefault(&cfg.FlushInterval, 100*time.Millisecond)
-	setDefault(&cfg.FullWait, 100*time.Millisecond)
+	if cfg.FullWait == 0 { // negative means drop at once
+		cfg.FullWait = 100 * time.Millisecond
+	}
 	setDefault(&cfg.WriteTimeout, 10*time.Second)
 	setDefault(&cfg.MinBackoff, 50*time.Millisecond)
 	setDefault(&cfg.MaxBackoff, 5*time.Second)
