@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +80,52 @@ models:
 	time.Sleep(time.Until(refused.Add(time.Duration(retry) * time.Second)))
 	if _, err := chat(); err != nil {
 		t.Errorf("at Retry-After: %v", err)
+	}
+}
+
+// Limits set on an account through the admin API apply at once on this
+// replica: one request per minute, then 429.
+func TestDevLimitsEditedThroughAdminAPI(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	admin := func(method, path, body string) []byte {
+		req, _ := http.NewRequest(method, a.Admin+"/admin/v1/"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+a.AdminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	var accounts struct{ Data []struct{ ID, Name string } }
+	if err := json.Unmarshal(admin("GET", "accounts", ""), &accounts); err != nil {
+		t.Fatal(err)
+	}
+	var dev string
+	for _, acct := range accounts.Data {
+		if acct.Name == "dev" {
+			dev = acct.ID
+		}
+	}
+	c := client(a, a.APIKey, &recorder{})
+	ctx := context.Background()
+	for range 3 { // no limit yet
+		if _, err := c.Chat.Completions.New(ctx, chatParams("gpt-4o-mini")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin("PATCH", "accounts/"+dev, `{"limits":{"requests_per_minute":1}}`)
+	if _, err := c.Chat.Completions.New(ctx, chatParams("gpt-4o-mini")); err != nil {
+		t.Fatalf("first request under the new limit: %v", err)
+	}
+	_, err := c.Chat.Completions.New(ctx, chatParams("gpt-4o-mini"), option.WithMaxRetries(0))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type != "rate_limit_error" {
+		t.Errorf("second request: %v", err)
 	}
 }
