@@ -58,7 +58,10 @@ type Config struct {
 	Logger *zap.Logger
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
-	// UsageTimeout bounds writing one usage record; zero means 5s.
+	// UsageTimeout bounds the bookkeeping after a reply, each on a
+	// context that outlives the client: handing the usage record to the
+	// recorder, storing a response or an image, charging rate limits;
+	// zero means 5s.
 	UsageTimeout time.Duration
 	// Responses stores the responses POST /v1/responses produces, for
 	// previous_response_id; nil stores none (continuations then fail

@@ -436,13 +436,16 @@ func (d *devStack) wait(ctx context.Context) error {
 func (d *devStack) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, s := range []*http.Server{d.proxy, d.mock} {
-		if s != nil {
-			s.Shutdown(ctx) //nolint:errcheck // shutting down anyway
-		}
+	if d.proxy != nil {
+		d.proxy.Shutdown(ctx) //nolint:errcheck // shutting down anyway
 	}
+	// The stand-in first: it holds idle connections to the mock, which
+	// the mock's Shutdown would otherwise wait out.
 	if d.standin != nil {
 		d.standin.Close()
+	}
+	if d.mock != nil {
+		d.mock.Shutdown(ctx) //nolint:errcheck // shutting down anyway
 	}
 	if d.stopped != nil {
 		d.gateway.stop()
