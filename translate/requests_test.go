@@ -1,11 +1,6 @@
 package translate_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,10 +11,9 @@ import (
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
+	"modelgate/translate/translatetest"
 	"modelgate/translate/vertex"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/requests")
 
 // requestCases are the things that must survive translation to every
 // provider. Each provider's upstream body (or its clear 400) is a golden
@@ -79,44 +73,8 @@ func TestRequestGoldens(t *testing.T) {
 				}
 				target := translate.Target{Backend: "b", Provider: p.name, Model: p.model, APIKey: "provider-key", Project: "proj", Region: "us-east5"}
 				up, err := p.newFor(target, req).RequestBody()
-				got := golden(t, up, err)
-				path := filepath.Join("testdata", "requests", p.name, name+".json")
-				if *update {
-					os.MkdirAll(filepath.Dir(path), 0o755)
-					if err := os.WriteFile(path, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatalf("%v (run with -update)", err)
-				}
-				if !bytes.Equal(want, got) {
-					t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
-				}
+				translatetest.Golden(t, filepath.Join("testdata", "requests", p.name, name+".json"), translatetest.UpstreamJSON(t, up, err))
 			})
 		}
 	}
-}
-
-// golden renders the upstream request, or the client's 400, as indented
-// JSON. The provider key is in the headers: it must be there, exactly once.
-func golden(t *testing.T, up translate.Upstream, err error) []byte {
-	t.Helper()
-	var out any
-	var re *openai.RequestError
-	switch {
-	case errors.As(err, &re):
-		out = map[string]any{"client_error": map[string]string{"param": re.Param, "code": re.Code, "message": re.Message}}
-	case err != nil:
-		t.Fatalf("RequestBody: %v", err)
-	default:
-		var body any
-		if err := json.Unmarshal(up.Body, &body); err != nil {
-			t.Fatalf("upstream body is not JSON: %v", err)
-		}
-		out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
-	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return append(b, '\n')
 }

@@ -3,10 +3,7 @@ package gemini
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,20 +12,8 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
-
-// -update is registered here unless another test file of the package
-// already did (package variables initialize before init functions).
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 func newImages(t testing.TB, body string) *images {
 	t.Helper()
@@ -57,43 +42,8 @@ func TestImagesRequestGoldens(t *testing.T) {
 	for name, body := range imagenRequestCases {
 		t.Run(name, func(t *testing.T) {
 			up, err := newImages(t, body).RequestBody()
-			imageGolden(t, filepath.Join("testdata", "images", name+".json"), up, err)
+			translatetest.Golden(t, filepath.Join("testdata", "images", name+".json"), translatetest.UpstreamJSON(t, up, err))
 		})
-	}
-}
-
-// imageGolden compares the upstream request, or the client's 400, with a
-// golden file as indented JSON.
-func imageGolden(t *testing.T, path string, up translate.Upstream, err error) {
-	t.Helper()
-	var out any
-	var re *openai.RequestError
-	switch {
-	case errors.As(err, &re):
-		out = map[string]any{"client_error": map[string]string{"param": re.Param, "code": re.Code, "message": re.Message}}
-	case err != nil:
-		t.Fatalf("RequestBody: %v", err)
-	default:
-		var body any
-		if err := json.Unmarshal(up.Body, &body); err != nil {
-			t.Fatalf("upstream body is not JSON: %v", err)
-		}
-		out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
-	}
-	got, _ := json.MarshalIndent(out, "", "  ")
-	got = append(got, '\n')
-	if updating() {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
 	}
 }
 

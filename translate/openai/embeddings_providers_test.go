@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,33 +73,27 @@ func TestEmbeddingsRequestGoldens(t *testing.T) {
 				}
 				target := translate.Target{Backend: "b", Provider: p.name, Model: p.model, APIKey: "provider-key", Project: "proj", Region: "us-central1"}
 				up, err := p.newFor(target, req).RequestBody()
-				compareGolden(t, filepath.Join("testdata", "embeddings", "requests", p.name, name+".json"), requestGolden(t, up, err))
+				translatetest.Golden(t, filepath.Join("testdata", "embeddings", "requests", p.name, name+".json"), requestGolden(t, up, err))
 			})
 		}
 	}
 }
 
-// requestGolden renders the upstream request, or the client's error, as
-// indented JSON. The provider key is in the headers: it must be there,
-// exactly once.
+// requestGolden renders the upstream request as translatetest.UpstreamJSON
+// does, or the client's error with the status and type the client gets.
+// The provider key is in the headers: it must be there, exactly once.
 func requestGolden(t *testing.T, up translate.Upstream, err error) []byte {
 	t.Helper()
-	var out any
 	var re *openai.RequestError
-	switch {
-	case errors.As(err, &re):
+	if errors.As(err, &re) {
 		status := re.Status
 		if status == 0 {
 			status = 400
 		}
-		out = map[string]any{"client_error": map[string]any{"status": status, "type": "invalid_request_error", "param": re.Param, "code": re.Code, "message": re.Message}}
-	case err != nil:
-		t.Fatalf("RequestBody: %v", err)
-	default:
-		var body any
-		if err := json.Unmarshal(up.Body, &body); err != nil {
-			t.Fatalf("upstream body is not JSON: %v", err)
-		}
+		b, _ := json.MarshalIndent(map[string]any{"client_error": map[string]any{"status": status, "type": "invalid_request_error", "param": re.Param, "code": re.Code, "message": re.Message}}, "", "  ")
+		return append(b, '\n')
+	}
+	if err == nil {
 		keys := 0
 		for _, h := range up.Headers {
 			if strings.Contains(h.Value, "provider-key") {
@@ -111,10 +103,8 @@ func requestGolden(t *testing.T, up translate.Upstream, err error) []byte {
 		if keys != 1 {
 			t.Errorf("the provider key is in %d headers", keys)
 		}
-		out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
 	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return append(b, '\n')
+	return translatetest.UpstreamJSON(t, up, err)
 }
 
 // The providers' answers: recorded errors, and successes in each
@@ -180,7 +170,7 @@ func TestEmbeddingsResponseGoldens(t *testing.T) {
 			var b bytes.Buffer
 			json.Indent(&b, out, "", "  ")
 			golden, _ := json.MarshalIndent(map[string]any{"status": head.Status, "usage": tr.Usage()}, "", "  ")
-			compareGolden(t, filepath.Join("testdata", "embeddings", "responses", tc.name+".json"), append(append(golden, '\n'), append(b.Bytes(), '\n')...))
+			translatetest.Golden(t, filepath.Join("testdata", "embeddings", "responses", tc.name+".json"), append(append(golden, '\n'), append(b.Bytes(), '\n')...))
 			if tc.status/100 != 2 {
 				spec.ValidateT(t, "ErrorResponse", out)
 				return
@@ -198,22 +188,5 @@ func TestEmbeddingsResponseGoldens(t *testing.T) {
 				t.Errorf("%d embeddings for %d inputs, usage %+v", len(floats.Data), len(req.Texts), u)
 			}
 		})
-	}
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
 	}
 }

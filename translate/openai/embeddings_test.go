@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,8 +178,8 @@ func TestEmbeddingGoldens(t *testing.T) {
 				t.Errorf("head = %+v", head)
 			}
 			dir := filepath.Join("testdata", "embeddings", tc.name)
-			compareGolden(t, filepath.Join(dir, "upstream.json"), indent(t, up.Body))
-			compareGolden(t, filepath.Join(dir, "client.json"), indent(t, out))
+			translatetest.Golden(t, filepath.Join(dir, "upstream.json"), indent(t, up.Body))
+			translatetest.Golden(t, filepath.Join(dir, "client.json"), indent(t, out))
 			if tc.status != 200 {
 				spec.ValidateT(t, "ErrorResponse", out)
 				return
@@ -202,23 +201,6 @@ func TestEmbeddingGoldens(t *testing.T) {
 				t.Errorf("the gateway's base64 differs from OpenAI's for the same float32 values")
 			}
 		})
-	}
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
 	}
 }
 

@@ -3,8 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,8 +10,6 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/translatetest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/chat")
 
 // goldenCases drive the translator with recorded upstream traffic. Each
 // case folder holds the client request (request.json), the upstream body
@@ -61,24 +57,8 @@ func TestGolden(t *testing.T) {
 			if strings.HasPrefix(tc.contentType, "text/event-stream") {
 				clientFile = "client.sse"
 			}
-			golden(t, filepath.Join(dir, "upstream.json"), append(indented.Bytes(), '\n'))
-			golden(t, filepath.Join(dir, clientFile), out)
+			translatetest.Golden(t, filepath.Join(dir, "upstream.json"), append(indented.Bytes(), '\n'))
+			translatetest.Golden(t, filepath.Join(dir, clientFile), out)
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)\nwant %s\ngot  %s", path, want, got)
 	}
 }

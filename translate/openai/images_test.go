@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"image"
 	"image/color"
@@ -111,31 +110,9 @@ func TestImagesRequestGoldens(t *testing.T) {
 			target := imageTarget
 			target.Model = tc.model
 			up, err := newImages(t, tc.body, target).RequestBody()
-			golden(t, filepath.Join("testdata", "images", "requests", tc.name+".json"), requestGolden(t, up, err))
+			translatetest.Golden(t, filepath.Join("testdata", "images", "requests", tc.name+".json"), translatetest.UpstreamJSON(t, up, err))
 		})
 	}
-}
-
-// requestGolden renders an upstream request, or the client's 400, as
-// indented JSON.
-func requestGolden(t *testing.T, up translate.Upstream, err error) []byte {
-	t.Helper()
-	var out any
-	var re *RequestError
-	switch {
-	case errors.As(err, &re):
-		out = map[string]any{"client_error": map[string]string{"param": re.Param, "code": re.Code, "message": re.Message}}
-	case err != nil:
-		t.Fatalf("RequestBody: %v", err)
-	default:
-		var body any
-		if err := json.Unmarshal(up.Body, &body); err != nil {
-			t.Fatalf("upstream body is not JSON: %v", err)
-		}
-		out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
-	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	return append(b, '\n')
 }
 
 // The recorded exchange: the recorded request goes upstream with the
@@ -154,7 +131,7 @@ func TestImagesRecordedGolden(t *testing.T) {
 			req := translatetest.ReadFile(t, "../../testdata/fixtures/openai/images/image-generation-basic.bodies/00.request.json")
 			im := newImages(t, string(req), translate.Target{Provider: "openai", Model: "gpt-image-1-mini", APIKey: "sk-provider"})
 			up, err := im.RequestBody()
-			golden(t, filepath.Join(dir, "upstream.json"), requestGolden(t, up, err))
+			translatetest.Golden(t, filepath.Join(dir, "upstream.json"), translatetest.UpstreamJSON(t, up, err))
 			head := im.ResponseHeaders(tc.status, "application/json")
 			out, err := im.ResponseBody(translatetest.ReadFile(t, rec+"00.response.json"), true)
 			if err != nil {
@@ -168,7 +145,7 @@ func TestImagesRecordedGolden(t *testing.T) {
 			} else {
 				spec.ValidateT(t, "ErrorResponse", out)
 			}
-			golden(t, filepath.Join(dir, "client.json"), out)
+			translatetest.Golden(t, filepath.Join(dir, "client.json"), out)
 		})
 	}
 }

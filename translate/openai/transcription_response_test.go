@@ -86,7 +86,7 @@ func TestTranscriptionGolden(t *testing.T) {
 				json.Indent(&indented, out, "", "  ")
 				out = append(indented.Bytes(), '\n')
 			}
-			golden(t, filepath.Join("testdata", "transcription", tt.name), out)
+			translatetest.Golden(t, filepath.Join("testdata", "transcription", tt.name), out)
 		})
 	}
 }

@@ -1,9 +1,6 @@
 package responses
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,8 +13,6 @@ import (
 	"modelgate/translate/openai/spec"
 	"modelgate/translate/translatetest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 type chatFactory func(translate.Target, *openai.ChatRequest) translate.Translator
 
@@ -75,27 +70,15 @@ func TestBridgeGoldens(t *testing.T) {
 			if len(tr.Conversation()) < 2 {
 				t.Errorf("conversation has %d items, want the input and the output", len(tr.Conversation()))
 			}
-			golden(t, tc.name, tc.stream, got)
+			translatetest.Golden(t, goldenPath(tc.name, tc.stream), got)
 		})
 	}
 }
 
-func golden(t *testing.T, name string, stream bool, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".json")
+// goldenPath is testdata/<name>.json, or .sse for a stream.
+func goldenPath(name string, stream bool) string {
 	if stream {
-		path = filepath.Join("testdata", name+".sse")
+		return filepath.Join("testdata", name+".sse")
 	}
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)", path)
-	}
+	return filepath.Join("testdata", name+".json")
 }

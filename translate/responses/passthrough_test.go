@@ -69,7 +69,7 @@ func TestPassthroughGoldens(t *testing.T) {
 			if !strings.Contains(string(got), `"id":"resp_golden"`) {
 				t.Error("the client does not see the gateway's response id")
 			}
-			golden(t, tc.name, tc.stream, got)
+			translatetest.Golden(t, goldenPath(tc.name, tc.stream), got)
 		})
 	}
 }

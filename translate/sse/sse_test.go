@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	_ "modelgate/translate/translatetest" // -update, so go test ./translate/... -update runs here too
 )
 
 func decodeAll(chunks ...[]byte) ([]Event, bool) {

@@ -1,6 +1,7 @@
 // Package translatetest holds what the translators' tests share: reading
-// recorded traffic, cutting a stream at random points, and playing a body
-// through a translator the way the ext_proc server does.
+// recorded traffic, cutting a stream at random points, playing a body
+// through a translator the way the ext_proc server does, and golden files
+// (the one -update flag, Golden and UpstreamJSON).
 package translatetest
 
 import (

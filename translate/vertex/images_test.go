@@ -2,30 +2,14 @@ package vertex
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"modelgate/translate"
 	"modelgate/translate/openai"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
-
-// -update is registered here unless another test file of the package
-// already did (package variables initialize before init functions).
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 func newImages(t *testing.T, body string, target translate.Target) translate.Translator {
 	t.Helper()
@@ -55,34 +39,7 @@ func TestImagesRequestGoldens(t *testing.T) {
 	for _, tc := range imageRequestCases {
 		t.Run(tc.name, func(t *testing.T) {
 			up, err := newImages(t, tc.body, tc.target).RequestBody()
-			var out any
-			var re *openai.RequestError
-			switch {
-			case errors.As(err, &re):
-				out = map[string]any{"client_error": map[string]string{"param": re.Param, "code": re.Code, "message": re.Message}}
-			case err != nil:
-				t.Fatal(err)
-			default:
-				var body any
-				json.Unmarshal(up.Body, &body)
-				out = map[string]any{"path": up.Path, "headers": up.Headers, "body": body}
-			}
-			got, _ := json.MarshalIndent(out, "", "  ")
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "images", tc.name+".json")
-			if updating() {
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(want, got) {
-				t.Errorf("%s differs (run go test -update and review the diff)\ngot %s", path, got)
-			}
+			translatetest.Golden(t, filepath.Join("testdata", "images", tc.name+".json"), translatetest.UpstreamJSON(t, up, err))
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	_ "modelgate/translate/translatetest" // -update, so go test ./translate/... -update runs here too
 )
 
 // Real OpenAI responses deviate from the document in two ways the gateway
