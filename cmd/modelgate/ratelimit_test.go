@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +128,61 @@ func TestDevLimitsEditedThroughAdminAPI(t *testing.T) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Type != "rate_limit_error" {
 		t.Errorf("second request: %v", err)
+	}
+}
+
+// Two gateways on one PostgreSQL and one Redis, 30 concurrent requests
+// against a 10-per-minute key limit: exactly 10 are admitted.
+func TestReplicasShareRateLimitsThroughRedis(t *testing.T) {
+	redisURL := os.Getenv("MODELGATE_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Skip("MODELGATE_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping the shared rate limit test")
+	}
+	db := postgresSchema(t)
+	getenv := func(name string) string {
+		switch name {
+		case "MODELGATE_REPLICA_DB":
+			return db
+		case "MODELGATE_REPLICA_REDIS":
+			return redisURL
+		case "MODELGATE_REPLICA_IMAGE_KEY":
+			return "an image URL key the replicas share, 32+ characters"
+		}
+		return ""
+	}
+	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
+	conf := replicaConfig + `
+rate_limits:
+  store: redis
+  redis_url_env: MODELGATE_REPLICA_REDIS
+  fail_closed: true
+  key: {requests_per_minute: 10}
+`
+	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replicas := []*replica{startReplica(t, cfgPath, getenv), startReplica(t, cfgPath, getenv)}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "acme"},
+		env{getenv: getenv, stdout: &out, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(out.String())
+	statuses := make(chan int, 30)
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			status, _ := replicas[i%2].call(t, "POST", "/chat/completions", key, replicaChat)
+			statuses <- status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[200] != 10 || count[429] != 20 {
+		t.Errorf("statuses = %v, want 10 × 200 and 20 × 429", count)
 	}
 }
