@@ -20,6 +20,10 @@ type RequestError struct {
 // Error implements error.
 func (e *RequestError) Error() string { return "invalid request: " + e.Message }
 
+// ClientError returns the members the client sees; packages that cannot
+// import this one (test helpers) read them through it.
+func (e *RequestError) ClientError() (param, code, message string) { return e.Param, e.Code, e.Message }
+
 // ErrorObject is the OpenAI error object; Param and Code may be null.
 type ErrorObject struct {
 	Message string  `json:"message"`

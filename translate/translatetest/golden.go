@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,23 +63,16 @@ func UpstreamJSON(t testing.TB, up translate.Upstream, err error) []byte {
 	return append(b, '\n')
 }
 
-// clientError finds an *openai.RequestError in err's chain and returns its
-// param, code and message. This package cannot import openai (openai's
-// internal tests import this package), so it knows the type by its package
-// path and name; TestUpstreamJSONClientError pins that.
+// clientError finds an *openai.RequestError in err's chain, through the
+// method it has for packages that cannot import openai (openai's internal
+// tests import this one).
 func clientError(err error) (map[string]string, bool) {
-	for ; err != nil; err = errors.Unwrap(err) {
-		v := reflect.ValueOf(err)
-		if v.Kind() != reflect.Pointer || v.IsNil() {
-			continue
-		}
-		if e := v.Elem(); e.Type().PkgPath() == "modelgate/translate/openai" && e.Type().Name() == "RequestError" {
-			return map[string]string{
-				"param":   e.FieldByName("Param").String(),
-				"code":    e.FieldByName("Code").String(),
-				"message": e.FieldByName("Message").String(),
-			}, true
-		}
+	var ce interface {
+		ClientError() (param, code, message string)
 	}
-	return nil, false
+	if !errors.As(err, &ce) {
+		return nil, false
+	}
+	param, code, message := ce.ClientError()
+	return map[string]string{"param": param, "code": code, "message": message}, true
 }
