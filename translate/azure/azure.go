@@ -15,31 +15,34 @@ import (
 // DefaultAPIVersion is the GA api-version used when the backend sets none.
 const DefaultAPIVersion = "2024-10-21"
 
-// chat wraps the OpenAI translator; only the request differs.
-type chat struct {
+// deployment wraps an OpenAI translator for one Azure deployment. Azure
+// OpenAI speaks OpenAI's wire format; only the request differs: the
+// deployment's path, the api-version query and the api-key header.
+type deployment struct {
 	translate.Translator
 	target translate.Target
+	op     string // the operation's path under the deployment, such as "chat/completions"
 }
 
 // NewChat returns the chat translator for provider azure. The upstream
 // model name is the Azure deployment name.
 func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
-	return &chat{Translator: openai.NewChat(t, req), target: t}
+	return &deployment{Translator: openai.NewChat(t, req), target: t, op: "chat/completions"}
 }
 
-// RequestBody sends the OpenAI body to the deployment with api-key auth.
-func (c *chat) RequestBody() (translate.Upstream, error) {
-	up, err := c.Translator.RequestBody()
+// RequestBody sends the OpenAI request to the deployment with api-key auth.
+func (d *deployment) RequestBody() (translate.Upstream, error) {
+	up, err := d.Translator.RequestBody()
 	if err != nil {
 		return up, err
 	}
-	version := c.target.APIVersion
+	version := d.target.APIVersion
 	if version == "" {
 		version = DefaultAPIVersion
 	}
-	up.Path = c.target.BasePath + "/openai/deployments/" + url.PathEscape(c.target.Model) +
-		"/chat/completions?api-version=" + url.QueryEscape(version)
-	up.Headers = withAPIKey(up.Headers, c.target.APIKey)
+	up.Path = d.target.BasePath + "/openai/deployments/" + url.PathEscape(d.target.Model) +
+		"/" + d.op + "?api-version=" + url.QueryEscape(version)
+	up.Headers = withAPIKey(up.Headers, d.target.APIKey)
 	return up, nil
 }
 
