@@ -43,6 +43,9 @@ models:
   - id: mock-error-400
     owned_by: modelgate-mock
     deployments: [{backend: mock, model: mock-error-400}]
+  - id: mock-slow
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-slow}]
   - id: mock-truncated
     owned_by: modelgate-mock
     deployments: [{backend: mock, model: mock-truncated}]

@@ -205,6 +205,8 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 // stream's usage arrives in its last chunk, so each counts in full (the
 // gateway read the whole stream before the client's cancel reached it) or
 // not at all. got must be whole multiples of one streamed answer's usage.
+// The mock sends that chunk 300ms after the first, so nearly every cancel
+// lands midway: at most a tenth may have been read to the end.
 func cancelledWant(t *testing.T, got authz.UsageTotals, requests int64, streamed authz.UsageTotals) authz.UsageTotals {
 	t.Helper()
 	if streamed.Requests == 0 || streamed.PromptTokens == 0 {
@@ -213,6 +215,9 @@ func cancelledWant(t *testing.T, got authz.UsageTotals, requests int64, streamed
 	one := func(v int64) int64 { return v / streamed.Requests }
 	n := got.PromptTokens / one(streamed.PromptTokens)
 	t.Logf("%d of %d cancelled streams were read to their usage chunk before the cancel", n, requests)
+	if n*10 > requests {
+		t.Errorf("%d of %d cancelled streams ran to their end: the cancels did not land midway", n, requests)
+	}
 	return authz.UsageTotals{Requests: requests, PromptTokens: n * one(streamed.PromptTokens),
 		CompletionTokens: n * one(streamed.CompletionTokens), TotalTokens: n * one(streamed.TotalTokens),
 		CachedTokens: n * one(streamed.CachedTokens), ReasoningTokens: n * one(streamed.ReasoningTokens)}
@@ -223,8 +228,10 @@ func cancelledWant(t *testing.T, got authz.UsageTotals, requests int64, streamed
 func ledgerRequest(hc *http.Client, base, key, kind string) (wireUsage, error) {
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}]`
 	switch kind {
-	case "streamed", "cancelled":
+	case "streamed":
 		body += `,"stream":true,"stream_options":{"include_usage":true}}`
+	case "cancelled": // a stream whose usage comes 300ms after its first chunk
+		body = strings.Replace(body, "gpt-4o-mini", "mock-slow", 1) + `,"stream":true,"stream_options":{"include_usage":true}}`
 	case "failed":
 		body = strings.Replace(body, "gpt-4o-mini", "mock-error-400", 1) + "}"
 	default:

@@ -171,6 +171,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if truncate {
 		rec.body = rec.body[:bytes.LastIndex(rec.body[:len(rec.body)/2], []byte("\n\n"))+len("\n\ndata: {\"id\":")]
 	}
+	if req.Model == "mock-slow" {
+		rec.delay = 100 * time.Millisecond
+	}
 	s.replay(w, rec)
 }
 
@@ -503,6 +506,8 @@ func (s *Server) pick(req chatRequest) (dir string, truncate bool) {
 		return "openai/errors/chat-unknown-model.bodies", false
 	case req.Model == "mock-ollama":
 		return "openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies", false
+	case req.Model == "mock-slow": // a stream a client can leave midway
+		return "openai/chat/chat-streaming-detailed-usage.bodies", false
 	case req.Model == "mock-truncated":
 		return "openai/chat/chat-streaming.bodies", true
 	case strings.HasPrefix(req.Model, "mistral-") || strings.HasPrefix(req.Model, "magistral-"):
@@ -523,6 +528,7 @@ type recording struct {
 	status      int
 	contentType string
 	body        []byte
+	delay       time.Duration // between stream pieces, beyond Config.Delay
 }
 
 func (s *Server) load(dir string) (recording, error) { return s.loadTurn(dir, 0) }
@@ -571,8 +577,8 @@ func (s *Server) replay(w http.ResponseWriter, rec recording) {
 		if flusher != nil {
 			flusher.Flush()
 		}
-		if s.cfg.Delay > 0 {
-			time.Sleep(s.cfg.Delay)
+		if d := max(s.cfg.Delay, rec.delay); d > 0 {
+			time.Sleep(d)
 		}
 	}
 }
