@@ -151,6 +151,10 @@ func EffectiveModels(levels ...[]string) (models []string, none bool) {
 
 // UsageRecord is one request in the usage ledger.
 type UsageRecord struct {
+	// ID, when set, makes appending idempotent: a record whose ID is
+	// stored already is not stored again, so a batch retried after a
+	// commit whose reply was lost counts once.
+	ID               string
 	RequestID        string
 	KeyID            string
 	AccountID        string
@@ -272,6 +276,7 @@ type Store interface {
 	// AppendUsage appends a record to the usage ledger.
 	AppendUsage(ctx context.Context, rec UsageRecord) error
 	// AppendUsageBatch appends records in one transaction: all or none.
+	// Records whose ID is stored already are skipped, as by AppendUsage.
 	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
 	// UsageSince sums an account's usage records at or after since.
 	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)

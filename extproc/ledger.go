@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,6 +139,9 @@ func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
 // is closed it writes the record to the store itself, for requests that
 // outlive a shutdown's grace period.
 func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
+	if rec.ID == "" { // retried batches then count once
+		rec.ID = newRecordID()
+	}
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -406,3 +410,7 @@ func (m ledgerMetrics) register(reg prometheus.Registerer) error {
 }
 
 var _ UsageRecorder = (*Ledger)(nil)
+
+// newRecordID is 128 random bits, unique enough to make ledger writes
+// idempotent.
+func newRecordID() string { return "use_" + crand.Text() }

@@ -494,6 +494,48 @@ func TestLedgerWithSQLite(t *testing.T) {
 	}
 }
 
+// lostReplyStore commits a batch and then reports a failure, once: the
+// database wrote it, but the reply never arrived.
+type lostReplyStore struct {
+	*sqlite.Store
+	lost atomic.Bool
+}
+
+func (s *lostReplyStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+	if err := s.Store.AppendUsageBatch(ctx, recs); err != nil {
+		return err
+	}
+	if s.lost.CompareAndSwap(false, true) {
+		return errors.New("connection reset by peer")
+	}
+	return nil
+}
+
+// A batch retried after its commit's reply was lost counts once: the
+// ledger gives each record an id and the store skips ids it has.
+func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := &lostReplyStore{Store: store}
+	l, _ := newLedger(t, s, extproc.LedgerConfig{})
+	runLedger(t, l)
+	appendRange(t, l, 0, 100)
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.UsageSince(ctx, "acct_1", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.lost.Load() || got.Requests != 100 {
+		t.Errorf("lost reply: %v; %d records, want 100", s.lost.Load(), got.Requests)
+	}
+}
+
 // BenchmarkLedgerAppendUsage measures the request path's cost: one
 // enqueue, the writer draining to a store that does nothing.
 func BenchmarkLedgerAppendUsage(b *testing.B) {

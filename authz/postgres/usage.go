@@ -11,7 +11,7 @@ import (
 	"modelgate/authz"
 )
 
-var usageColumns = []string{"request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
+var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
 	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "duration_ms", "at"}
 
 // usageSums are the UsageTotals columns of an aggregate over usage.
@@ -19,26 +19,41 @@ const usageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(compl
 	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
 
 func usageValues(r authz.UsageRecord) []any {
-	return []any{r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, int32(r.Status), r.PromptTokens,
+	var id *string // NULL when unset: such records may repeat
+	if r.ID != "" {
+		id = &r.ID
+	}
+	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, int32(r.Status), r.PromptTokens,
 		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Duration.Milliseconds(), ms(r.At)}
 }
 
 // AppendUsage implements authz.Store.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
-	_, err := s.exec(ctx, `INSERT INTO usage (`+strings.Join(usageColumns, ", ")+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, usageValues(r)...)
+	_, err := s.exec(ctx, insertUsage, usageValues(r)...)
 	return err
 }
 
-// AppendUsageBatch implements authz.Store with one COPY, which is atomic.
+var insertUsage = `INSERT INTO usage (` + strings.Join(usageColumns, ", ") + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (record_id) DO NOTHING`
+
+// AppendUsageBatch implements authz.Store: one COPY into a temporary
+// table, then one INSERT that skips ids already stored, in a transaction.
+// (COPY itself cannot skip conflicts.)
 func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.pool.with(ctx, func(c *pgx.Conn) error {
-		_, err := c.CopyFrom(ctx, pgx.Identifier{"usage"}, usageColumns, pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE usage_batch (LIKE usage) ON COMMIT DROP`); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"usage_batch"}, usageColumns, pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
 			return usageValues(recs[i]), nil
-		}))
+		})); err != nil {
+			return err
+		}
+		cols := strings.Join(usageColumns, ", ")
+		_, err := tx.Exec(ctx, `INSERT INTO usage (`+cols+`) SELECT `+cols+` FROM usage_batch ON CONFLICT (record_id) DO NOTHING`)
 		return err
 	})
 }

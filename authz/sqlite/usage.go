@@ -8,16 +8,20 @@ import (
 	"modelgate/authz"
 )
 
-const insertUsage = `INSERT INTO usage (request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
+const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, duration_ms, at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
 
 // usageSums are the UsageTotals columns of an aggregate over usage.
 const usageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
 	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
 
 func usageArgs(r authz.UsageRecord) []any {
-	return []any{r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
+	var id any // NULL when unset: such records may repeat
+	if r.ID != "" {
+		id = r.ID
+	}
+	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
 		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Duration.Milliseconds(), r.At.UnixMilli()}
 }
 

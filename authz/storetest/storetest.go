@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"Usage", testUsage},
 		{"UsageReport", testUsageReport},
 		{"UsageConcurrent", testUsageConcurrent},
+		{"UsageIdempotent", testUsageIdempotent},
 		{"Responses", testResponses},
 		{"Images", testImages},
 	}

@@ -189,3 +189,34 @@ func testUsageConcurrent(t *testing.T, s authz.Store) {
 		t.Errorf("UsageSince after concurrent appends (-want +got):\n%s", diff)
 	}
 }
+
+// A record whose ID is stored already is not stored again, alone or in a
+// batch (a retried batch whose commit reply was lost); records without an
+// ID may repeat.
+func testUsageIdempotent(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "acme")
+	rec := func(id string) authz.UsageRecord {
+		return authz.UsageRecord{ID: id, RequestID: "req", KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
+			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, TotalTokens: 10, At: time.Now()}
+	}
+	batch := []authz.UsageRecord{rec("rec_1"), rec("rec_2"), rec(""), rec("")}
+	for range 2 {
+		if err := s.AppendUsageBatch(ctx, batch); err != nil {
+			t.Fatalf("AppendUsageBatch: %v", err)
+		}
+	}
+	if err := s.AppendUsage(ctx, rec("rec_1")); err != nil {
+		t.Fatalf("AppendUsage of a stored id: %v", err)
+	}
+	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{rec("rec_3"), rec("rec_3")}); err != nil {
+		t.Fatalf("AppendUsageBatch with an id twice: %v", err)
+	}
+	got, err := s.UsageSince(ctx, a.ID, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Requests != 7 || got.PromptTokens != 70 { // rec_1, rec_2, rec_3 once; the four without an id
+		t.Errorf("UsageSince = %+v, want 7 records", got)
+	}
+}
