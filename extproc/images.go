@@ -3,10 +3,8 @@ package extproc
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"modelgate/authz"
 	"modelgate/translate/openai"
@@ -64,7 +61,7 @@ func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) 
 	}
 	expires := ex.s.now().Add(ex.s.cfg.ImageURLTTL).Truncate(time.Second)
 	return openai.ImagesToURLs(body, func(data []byte, contentType string) (string, error) {
-		id := newImageID()
+		id := newID("img_", 16)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 		defer cancel()
 		// Kept a minute past the URL's expiry, so that a URL never outlives
@@ -74,12 +71,6 @@ func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) 
 		}
 		return ex.publicBase + ex.s.signImageURL(id, expires), nil
 	})
-}
-
-func newImageID() string {
-	var b [16]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	return "img_" + hex.EncodeToString(b[:])
 }
 
 // signImageURL returns the path and query of a kept image's URL, valid
@@ -130,14 +121,7 @@ func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.Pr
 	if hm[":method"] == http.MethodHead {
 		data = nil
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
-		ImmediateResponse: &extprocv3.ImmediateResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode_OK},
-			Headers: h.mutation(),
-			Body:    data,
-			Details: "modelgate_image",
-		},
-	}}, nil
+	return localReply(http.StatusOK, &h, data, "modelgate_image"), nil
 }
 
 func errImageURL(msg string) *APIError {

@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -140,7 +139,7 @@ func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
 // outlive a shutdown's grace period.
 func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
 	if rec.ID == "" { // retried batches then count once
-		rec.ID = newRecordID()
+		rec.ID = newID("use_", 16)
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -410,7 +409,3 @@ func (m ledgerMetrics) register(reg prometheus.Registerer) error {
 }
 
 var _ UsageRecorder = (*Ledger)(nil)
-
-// newRecordID is 128 random bits, unique enough to make ledger writes
-// idempotent.
-func newRecordID() string { return "use_" + crand.Text() }

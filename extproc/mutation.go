@@ -9,7 +9,6 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Envoy reads only raw_value (since 1.32 `value` is ignored, and setting both
@@ -60,36 +59,35 @@ func readHeaders(m *corev3.HeaderMap) headerMap {
 }
 
 // immediate builds an immediate response with a JSON body.
-func immediate(status int, body []byte, metadata *structpb.Struct) *extprocv3.ProcessingResponse {
+func immediate(status int, body []byte) *extprocv3.ProcessingResponse {
 	var h headers
 	h.Set("content-type", "application/json")
-	return &extprocv3.ProcessingResponse{
-		Response: &extprocv3.ProcessingResponse_ImmediateResponse{
-			ImmediateResponse: &extprocv3.ImmediateResponse{
-				Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
-				Headers: h.mutation(),
-				Body:    body,
-				Details: "modelgate_" + strconv.Itoa(status),
-			},
-		},
-		DynamicMetadata: metadata,
-	}
+	return localReply(status, &h, body, "modelgate_"+strconv.Itoa(status))
 }
 
-// errorResponse renders an APIError as an immediate response.
+// localReply builds an immediate response: Envoy answers the client with
+// it and ends the stream.
+func localReply(status int, h *headers, body []byte, details string) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
+		ImmediateResponse: &extprocv3.ImmediateResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode(status)},
+			Headers: h.mutation(),
+			Body:    body,
+			Details: details,
+		},
+	}}
+}
+
+// errorResponse renders an APIError as an immediate response, with
+// Retry-After and x-ratelimit-* headers when it has them.
 func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
-	resp := immediate(e.Status, e.Body(), nil)
-	if e.retryAfter <= 0 && e.decision == nil {
-		return resp
-	}
 	var h headers
 	h.Set("content-type", "application/json")
 	if e.retryAfter > 0 {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 	}
 	rateHeaders(e.decision, &h)
-	resp.GetImmediateResponse().Headers = h.mutation()
-	return resp
+	return localReply(e.Status, &h, e.Body(), "modelgate_"+strconv.Itoa(e.Status))
 }
 
 // streamedOverride switches the response body to STREAMED. Envoy takes body

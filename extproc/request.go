@@ -86,7 +86,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	}
 	if ep == endpointModels {
 		ex.phase, ex.status = phaseDone, http.StatusOK
-		return immediate(http.StatusOK, ex.s.router.list(ex.principal), nil), nil
+		return immediate(http.StatusOK, ex.s.router.list(ex.principal)), nil
 	}
 	if err := ex.admitRate(ctx); err != nil {
 		return nil, err

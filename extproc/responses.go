@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/translate"
 	"modelgate/translate/azure"
 	"modelgate/translate/responses"
 )
@@ -49,21 +50,24 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
 	ex.respReq = req
+	id := newID("resp_", 24)
+	var tr interface {
+		translate.Translator
+		conversationKeeper
+	}
 	switch ex.target.Provider {
 	case "openai":
-		tr := responses.NewPassthrough(ex.target, req, history, newResponseID())
-		ex.tr, ex.responses = tr, tr
+		tr = responses.NewPassthrough(ex.target, req, history, id)
 	case "azure":
-		tr := azure.NewResponses(ex.target, req, history, newResponseID())
-		ex.tr, ex.responses = tr, tr
+		tr = azure.NewResponses(ex.target, req, history, id)
 	default:
 		chatReq, err := responses.ToChat(req, history)
 		if err != nil {
 			return err
 		}
-		tr := responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, newResponseID(), ex.s.now().Unix())
-		ex.tr, ex.responses = tr, tr
+		tr = responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, id, ex.s.now().Unix())
 	}
+	ex.tr, ex.responses = tr, tr
 	return nil
 }
 
@@ -88,10 +92,11 @@ func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMes
 	return items, err
 }
 
-func newResponseID() string {
-	var b [24]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	return "resp_" + hex.EncodeToString(b[:])
+// newID is a random id: prefix and n random bytes in hex.
+func newID(prefix string, n int) string {
+	b := make([]byte, n)
+	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails
+	return prefix + hex.EncodeToString(b)
 }
 
 func errPreviousResponseNotFound(id string) *APIError {
