@@ -53,28 +53,36 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
+	op := "converse"
+	if c.req.Stream {
+		op = "converse-stream"
+	}
+	return upstream(c.target, op, body, c.now()), nil
+}
+
+// upstream addresses the model's operation (converse, converse-stream,
+// invoke) and authenticates the request: a Bedrock API key is sent as a
+// bearer token; without one, AWS credentials sign it with SigV4.
+func upstream(t translate.Target, op string, body []byte, now time.Time) translate.Upstream {
 	// Model ids such as us.amazon.nova-micro-v1:0 carry a colon that
 	// Bedrock expects percent-encoded.
-	path := c.target.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(c.target.Model, "/", "%2F"), ":", "%3A") + "/converse"
-	if c.req.Stream {
-		path += "-stream"
-	}
+	path := t.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(t.Model, "/", "%2F"), ":", "%3A") + "/" + op
 	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
 	switch {
-	case c.target.APIKey != "":
-		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
-	case c.target.AWS.AccessKeyID != "":
-		headers = append(headers, Sign(c.target.AWS, c.region(), "POST", c.target.Host, path, "application/json", body, c.now())...)
+	case t.APIKey != "":
+		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + t.APIKey})
+	case t.AWS.AccessKeyID != "":
+		headers = append(headers, Sign(t.AWS, region(t), "POST", t.Host, path, "application/json", body, now)...)
 	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return translate.Upstream{Body: body, Path: path, Headers: headers}
 }
 
 // region is the configured one, or the one in bedrock-runtime.<region>.amazonaws.com.
-func (c *chat) region() string {
-	if c.target.Region != "" {
-		return c.target.Region
+func region(t translate.Target) string {
+	if t.Region != "" {
+		return t.Region
 	}
-	host, _, _ := strings.Cut(c.target.Host, ":")
+	host, _, _ := strings.Cut(t.Host, ":")
 	if rest, ok := strings.CutPrefix(host, "bedrock-runtime."); ok {
 		region, _, _ := strings.Cut(rest, ".")
 		return region

@@ -90,16 +90,7 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	path := e.target.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(e.target.Model, "/", "%2F"), ":", "%3A") + "/invoke"
-	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	switch {
-	case e.target.APIKey != "":
-		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + e.target.APIKey})
-	case e.target.AWS.AccessKeyID != "":
-		region := (&chat{target: e.target}).region()
-		headers = append(headers, Sign(e.target.AWS, region, "POST", e.target.Host, path, "application/json", body, e.now())...)
-	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return upstream(e.target, "invoke", body, e.now()), nil
 }
 
 func (e *embeddings) body() ([]byte, error) {

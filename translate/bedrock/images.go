@@ -83,16 +83,7 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	path := im.target.BasePath + "/model/" + strings.ReplaceAll(strings.ReplaceAll(im.target.Model, "/", "%2F"), ":", "%3A") + "/invoke"
-	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	switch {
-	case im.target.APIKey != "":
-		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + im.target.APIKey})
-	case im.target.AWS.AccessKeyID != "":
-		region := (&chat{target: im.target}).region()
-		headers = append(headers, Sign(im.target.AWS, region, "POST", im.target.Host, path, "application/json", body, im.now())...)
-	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return upstream(im.target, "invoke", body, im.now()), nil
 }
 
 func amazonImageConfig(model string, r *openai.ImagesRequest) (imageGenerationConfig, error) {
