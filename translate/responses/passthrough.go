@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -94,7 +95,7 @@ func replayable(items []json.RawMessage) []json.RawMessage {
 		if json.Unmarshal(raw, &m) != nil {
 			continue
 		}
-		switch itemType(raw) {
+		switch memberType(m) {
 		case "reasoning":
 			if isNull(m["encrypted_content"]) {
 				continue
@@ -204,6 +205,9 @@ type deltaHead struct {
 // valid is the fast path for the bulk of a stream: a delta event that is
 // already valid and numbered as relayed passes unchanged.
 func (p *Passthrough) valid(data []byte) bool {
+	if !bytes.Contains(data, []byte(`.delta"`)) { // not a delta: spare the decode
+		return false
+	}
 	var h deltaHead
 	if json.Unmarshal(data, &h) != nil || h.Seq == nil || *h.Seq != p.seq || !strings.HasSuffix(h.Type, ".delta") || !eventType(h.Type) {
 		return false
@@ -320,7 +324,7 @@ func (p *Passthrough) item(raw json.RawMessage) json.RawMessage {
 	if json.Unmarshal(raw, &m) != nil || m == nil {
 		return raw
 	}
-	switch itemType(raw) {
+	switch memberType(m) {
 	case "function_call":
 		var id, name string
 		json.Unmarshal(m["id"], &id)     //nolint:errcheck // unnamed calls stay unnamed
@@ -348,7 +352,7 @@ func (p *Passthrough) item(raw json.RawMessage) json.RawMessage {
 // lists the schema requires.
 func textPartWithLists(raw json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil || m == nil || itemType(raw) != "output_text" {
+	if json.Unmarshal(raw, &m) != nil || m == nil || memberType(m) != "output_text" {
 		return raw
 	}
 	_, a := m["annotations"]
@@ -359,6 +363,13 @@ func textPartWithLists(raw json.RawMessage) json.RawMessage {
 	setAbsent(m, "annotations", "[]")
 	setAbsent(m, "logprobs", "[]")
 	return mustJSON(m)
+}
+
+// memberType is the "type" of an already decoded object.
+func memberType(m map[string]json.RawMessage) string {
+	var t string
+	json.Unmarshal(m["type"], &t) //nolint:errcheck // no type matches no case
+	return t
 }
 
 func setAbsent(m map[string]json.RawMessage, key, value string) {
