@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"modelgate/translate"
@@ -73,17 +72,7 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	location := e.target.Region
-	if location == "" {
-		location = "global"
-	}
-	path := e.target.BasePath + "/v1/projects/" + url.PathEscape(e.target.Project) + "/locations/" + url.PathEscape(location) +
-		"/publishers/google/models/" + url.PathEscape(e.target.Model) + ":predict"
-	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if e.target.APIKey != "" {
-		headers = append(headers, translate.Header{Name: "authorization", Value: "Bearer " + e.target.APIKey})
-	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return address(translate.Upstream{Body: body}, e.target, "google", ":predict"), nil
 }
 
 // ResponseHeaders implements translate.Translator.

@@ -1,8 +1,6 @@
 package vertex
 
 import (
-	"net/url"
-
 	"modelgate/translate"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
@@ -27,15 +25,5 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return up, err
 	}
-	location := im.target.Region
-	if location == "" {
-		location = "global"
-	}
-	up.Path = im.target.BasePath + "/v1/projects/" + url.PathEscape(im.target.Project) + "/locations/" + url.PathEscape(location) +
-		"/publishers/google/models/" + url.PathEscape(im.target.Model) + ":predict"
-	up.Headers = []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if im.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + im.target.APIKey})
-	}
-	return up, nil
+	return address(up, im.target, "google", ":predict"), nil
 }

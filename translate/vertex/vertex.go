@@ -48,10 +48,6 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return up, err
 	}
-	location := c.target.Region
-	if location == "" {
-		location = "global"
-	}
 	publisher, method := "google", ":generateContent"
 	switch {
 	case c.anthropic && c.stream:
@@ -61,18 +57,28 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	case c.stream:
 		method = ":streamGenerateContent?alt=sse"
 	}
-	up.Path = c.target.BasePath + "/v1/projects/" + url.PathEscape(c.target.Project) + "/locations/" + url.PathEscape(location) +
-		"/publishers/" + publisher + "/models/" + url.PathEscape(c.target.Model) + method
 	if c.anthropic {
 		if up.Body, err = vertexAnthropicBody(up.Body); err != nil {
 			return up, err
 		}
 	}
-	up.Headers = []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if c.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	return address(up, c.target, publisher, method), nil
+}
+
+// address points up at method on the publisher's model in the target's
+// project and location (global when unset), with the bearer access token.
+func address(up translate.Upstream, t translate.Target, publisher, method string) translate.Upstream {
+	location := t.Region
+	if location == "" {
+		location = "global"
 	}
-	return up, nil
+	up.Path = t.BasePath + "/v1/projects/" + url.PathEscape(t.Project) + "/locations/" + url.PathEscape(location) +
+		"/publishers/" + publisher + "/models/" + url.PathEscape(t.Model) + method
+	up.Headers = []translate.Header{{Name: "content-type", Value: "application/json"}}
+	if t.APIKey != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + t.APIKey})
+	}
+	return up
 }
 
 // vertexAnthropicBody moves the model to the path and sets the version.
