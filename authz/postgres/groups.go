@@ -20,7 +20,7 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 		g.CreatedAt = s.now()
 	}
 	g.CreatedAt = ms(g.CreatedAt)
-	_, err := s.exec(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+	_, err := s.pool.Exec(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		append([]any{g.ID, g.Name, modelsArg(g.Models)}, append(limitArgs(g.Limits), g.CreatedAt)...)...)
 	if err != nil {
 		return authz.Group{}, exists(err, "group", g.Name)

@@ -21,7 +21,7 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.CreatedAt = s.now()
 	}
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
-	_, err := s.exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, disabled, expires_at, created_at)
+	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, disabled, expires_at, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], modelsArg(k.Models), k.Disabled, k.ExpiresAt, k.CreatedAt)
 	switch pgCode(err) {

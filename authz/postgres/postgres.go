@@ -27,7 +27,7 @@ var migrationFiles embed.FS
 
 // Store is an authz.Store backed by PostgreSQL.
 type Store struct {
-	pool *pool
+	pool *pgxpool.Pool
 	now  func() time.Time
 }
 
@@ -44,7 +44,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: &pool{p}, now: time.Now}
+	s := &Store{pool: p, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("migrating %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
@@ -59,7 +59,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('modelgate.migrate.' || current_schema()))`); err != nil {
 			return err
 		}
@@ -90,24 +90,13 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
-	s.pool.close()
+	s.pool.Close()
 	return nil
-}
-
-// exec runs a statement.
-func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	var tag pgconn.CommandTag
-	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		var err error
-		tag, err = c.Exec(ctx, sql, args...)
-		return err
-	})
-	return tag, err
 }
 
 // update runs an UPDATE of one row by id: ErrNotFound if none matched.
 func (s *Store) update(ctx context.Context, sql string, args ...any) error {
-	tag, err := s.exec(ctx, sql, args...)
+	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -119,33 +108,25 @@ func (s *Store) update(ctx context.Context, sql string, args ...any) error {
 
 // row runs a query of one row and scans it; no row is ErrNotFound.
 func (s *Store) row(ctx context.Context, scan func(pgx.Row) error, sql string, args ...any) error {
-	return notFound(s.pool.with(ctx, func(c *pgx.Conn) error { return scan(c.QueryRow(ctx, sql, args...)) }))
+	return notFound(scan(s.pool.QueryRow(ctx, sql, args...)))
 }
 
 // list runs a query and scans every row.
 func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var out []T
-	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		rows, err := c.Query(ctx, sql, args...)
+	for rows.Next() {
+		v, err := scan(rows)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			v, err := scan(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return rows.Err()
-	})
-	return out, err
-}
-
-// tx runs fn in a transaction, committed if fn returns nil.
-func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.pool.with(ctx, func(c *pgx.Conn) error { return pgx.BeginFunc(ctx, c, fn) })
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 func newID(kind string) string {

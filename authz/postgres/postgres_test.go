@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"modelgate/authz"
 	"modelgate/authz/storetest"
@@ -152,7 +153,7 @@ func TestOpenFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (1000, 'from the future')`); err != nil {
+			if _, err := s.pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (1000, 'from the future')`); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
@@ -175,7 +176,7 @@ func TestPoolSurvivesKilledConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid uint32
-	if err := s.pool.with(ctx, func(c *pgx.Conn) error { pid = c.PgConn().PID(); return nil }); err != nil {
+	if err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { pid = c.Conn().PgConn().PID(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := pgx.Connect(ctx, testURL(t))
@@ -204,9 +205,9 @@ func TestPoolBoundsConnections(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			err := s.pool.with(ctx, func(c *pgx.Conn) error {
+			err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 				mu.Lock()
-				pids[c.PgConn().PID()] = true
+				pids[c.Conn().PgConn().PID()] = true
 				mu.Unlock()
 				_, err := c.Exec(ctx, `SELECT pg_sleep(0.01)`)
 				return err

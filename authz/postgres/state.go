@@ -17,11 +17,11 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []
 		return err
 	}
 	now := ms(s.now())
-	if _, err := s.exec(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+	if _, err := s.pool.Exec(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		id, accountID, b, now, ms(expires)); err != nil {
 		return exists(err, "response", id)
 	}
-	_, err = s.exec(ctx, `DELETE FROM responses WHERE expires_at <= $1`, now)
+	_, err = s.pool.Exec(ctx, `DELETE FROM responses WHERE expires_at <= $1`, now)
 	return err
 }
 
@@ -43,11 +43,11 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 // SaveImage implements authz.Store.
 func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error {
 	now := ms(s.now())
-	if _, err := s.exec(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	if _, err := s.pool.Exec(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		id, accountID, contentType, data, now, ms(expires)); err != nil {
 		return exists(err, "image", id)
 	}
-	_, err := s.exec(ctx, `DELETE FROM images WHERE expires_at <= $1`, now)
+	_, err := s.pool.Exec(ctx, `DELETE FROM images WHERE expires_at <= $1`, now)
 	return err
 }
 

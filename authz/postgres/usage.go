@@ -29,7 +29,7 @@ func usageValues(r authz.UsageRecord) []any {
 
 // AppendUsage implements authz.Store.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
-	_, err := s.exec(ctx, insertUsage, usageValues(r)...)
+	_, err := s.pool.Exec(ctx, insertUsage, usageValues(r)...)
 	return err
 }
 
@@ -43,7 +43,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE usage_batch (LIKE usage) ON COMMIT DROP`); err != nil {
 			return err
 		}
