@@ -60,7 +60,6 @@ type embeddings struct {
 	req    *openai.EmbeddingsRequest
 	now    func() time.Time
 	family embedFamily
-	texts  []string
 	status int
 	usage  translate.Usage
 }
@@ -95,10 +94,10 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 
 func (e *embeddings) body() ([]byte, error) {
 	dims := e.req.Dimensions
-	var err error
 	switch e.family {
 	case embedTitanV1, embedTitanV2:
-		if e.texts, err = e.req.TextInputs("Amazon Titan", 1); err != nil {
+		texts, err := e.req.TextInputs("Amazon Titan", 1)
+		if err != nil {
 			return nil, err
 		}
 		switch {
@@ -108,9 +107,10 @@ func (e *embeddings) body() ([]byte, error) {
 		case !slices.Contains([]int{256, 512, 1024}, dims):
 			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512 or 1024.", dims)
 		}
-		return json.Marshal(titanRequest{InputText: e.texts[0], Dimensions: dims})
+		return json.Marshal(titanRequest{InputText: texts[0], Dimensions: dims})
 	case embedCohereV3, embedCohereV4:
-		if e.texts, err = e.req.TextInputs("Cohere", maxCohereTexts); err != nil {
+		texts, err := e.req.TextInputs("Cohere", maxCohereTexts)
+		if err != nil {
 			return nil, err
 		}
 		switch {
@@ -120,7 +120,7 @@ func (e *embeddings) body() ([]byte, error) {
 		case !slices.Contains([]int{256, 512, 1024, 1536}, dims):
 			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
 		}
-		return json.Marshal(cohereRequest{Texts: e.texts, InputType: "search_document", EmbeddingTypes: []string{"float"}, OutputDimension: dims})
+		return json.Marshal(cohereRequest{Texts: texts, InputType: "search_document", EmbeddingTypes: []string{"float"}, OutputDimension: dims})
 	}
 	return nil, openai.Invalid("model", "The gateway can call Amazon Titan Text Embeddings and Cohere Embed models on Bedrock for embeddings; this model is neither.")
 }
@@ -172,7 +172,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		}
 	}
 	if e.usage.PromptTokens <= 0 {
-		n := openai.EstimateEmbeddingTokens(e.texts)
+		n := openai.EstimateEmbeddingTokens(e.req.Texts)
 		e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	}
 	return e.req.Response(e.target.Model, vectors, e.usage)

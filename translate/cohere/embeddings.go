@@ -23,7 +23,6 @@ const MaxEmbedTexts = 96
 type embeddings struct {
 	target translate.Target
 	req    *openai.EmbeddingsRequest
-	texts  []string
 	status int
 	usage  translate.Usage
 }
@@ -50,7 +49,6 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err := checkDimensions(e.target.Model, e.req.Dimensions); err != nil {
 		return translate.Upstream{}, err
 	}
-	e.texts = texts
 	body, err := json.Marshal(embedRequest{Model: e.target.Model, Texts: texts, InputType: "search_document",
 		EmbeddingTypes: []string{"float"}, OutputDimension: e.req.Dimensions})
 	if err != nil {
@@ -107,7 +105,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	}
 	n := int64(r.Meta.BilledUnits.InputTokens)
 	if n <= 0 {
-		n = openai.EstimateEmbeddingTokens(e.texts)
+		n = openai.EstimateEmbeddingTokens(e.req.Texts)
 	}
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, r.Embeddings.Float, e.usage)

@@ -24,7 +24,6 @@ const MaxEmbeddingBatch = 100
 type embeddings struct {
 	target translate.Target
 	req    *openai.EmbeddingsRequest
-	texts  []string
 	status int
 	usage  translate.Usage
 }
@@ -58,7 +57,6 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err := CheckDimensions(e.target.Model, e.req.Dimensions); err != nil {
 		return translate.Upstream{}, err
 	}
-	e.texts = texts
 	path := e.target.BasePath + "/v1beta/models/" + url.PathEscape(e.target.Model)
 	var body []byte
 	if len(texts) == 1 {
@@ -141,7 +139,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	for i, emb := range r.Embeddings {
 		vectors[i] = emb.Values
 	}
-	n := openai.EstimateEmbeddingTokens(e.texts)
+	n := openai.EstimateEmbeddingTokens(e.req.Texts)
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, vectors, e.usage)
 }

@@ -24,7 +24,6 @@ const MaxEmbeddingBatch = 250
 type embeddings struct {
 	target translate.Target
 	req    *openai.EmbeddingsRequest
-	texts  []string
 	status int
 	usage  translate.Usage
 }
@@ -60,7 +59,6 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err := gemini.CheckDimensions(e.target.Model, e.req.Dimensions); err != nil {
 		return translate.Upstream{}, err
 	}
-	e.texts = texts
 	r := predictRequest{Instances: make([]predictInstance, len(texts))}
 	for i, t := range texts {
 		r.Instances[i].Content = t
@@ -113,7 +111,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	}
 	n := int64(math.Round(tokens))
 	if n <= 0 {
-		n = openai.EstimateEmbeddingTokens(e.texts)
+		n = openai.EstimateEmbeddingTokens(e.req.Texts)
 	}
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, vectors, e.usage)
