@@ -82,7 +82,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, secret string) (*Princ
 	if until := now.Add(a.cfg.TTL); expires == nil || until.Before(*expires) {
 		expires = &until // an expiring key leaves the cache when it expires
 	}
-	a.remember(hash, cacheEntry{principal: p, err: err, expires: *expires})
+	a.remember(hash, cacheEntry{principal: p, err: err, expires: *expires}, now)
 	return p, err
 }
 
@@ -148,11 +148,11 @@ func (a *Authenticator) cached(hash [32]byte, now time.Time) (cacheEntry, bool) 
 	return e, true
 }
 
-func (a *Authenticator) remember(hash [32]byte, e cacheEntry) {
+func (a *Authenticator) remember(hash [32]byte, e cacheEntry, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.cache) >= a.cfg.MaxEntries {
-		a.evictExpired(e.expires.Add(-a.cfg.TTL))
+		a.evictExpired(now)
 	}
 	if len(a.cache) >= a.cfg.MaxEntries {
 		clear(a.cache) // a flood of distinct keys: start over rather than grow
