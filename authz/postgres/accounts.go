@@ -7,13 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, created_at`
 
 // CreateAccount implements authz.Store.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
-	a := authz.Account{ID: newID("acct"), Name: name, CreatedAt: ms(s.now())}
+	a := authz.Account{ID: storesql.NewID("acct"), Name: name, CreatedAt: ms(s.now())}
 	_, err := s.pool.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ($1, $2, $3)`, a.ID, a.Name, a.CreatedAt)
 	if err != nil {
 		return authz.Account{}, exists(err, "account", name)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 const groupColumns = `id, name, models, ` + limitColumns + `, created_at`
@@ -14,7 +15,7 @@ const groupColumns = `id, name, models, ` + limitColumns + `, created_at`
 // CreateGroup implements authz.Store.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
 	if g.ID == "" {
-		g.ID = newID("grp")
+		g.ID = storesql.NewID("grp")
 	}
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = s.now()

@@ -4,9 +4,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -127,12 +125,6 @@ func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), s
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-func newID(kind string) string {
-	var b [8]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	return kind + "_" + hex.EncodeToString(b[:])
 }
 
 // SQLSTATE codes the store maps to authz errors.

@@ -9,14 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
 	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "duration_ms", "at"}
-
-// usageSums are the UsageTotals columns of an aggregate over usage.
-const usageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
 
 func usageValues(r authz.UsageRecord) []any {
 	var id *string // NULL when unset: such records may repeat
@@ -63,13 +60,13 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 	var t authz.UsageTotals
 	err := s.row(ctx, func(row pgx.Row) error {
 		return row.Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens)
-	}, `SELECT `+usageSums+` FROM usage WHERE account_id = $1 AND at >= $2`, accountID, ms(since))
+	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2`, accountID, ms(since))
 	return t, err
 }
 
 // UsageReport implements authz.Store.
 func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
-	query, args := usageReportQuery(q)
+	query, args := dialect.UsageReport(q)
 	return list(ctx, s, func(row pgx.Row) (authz.UsageRow, error) {
 		var r authz.UsageRow
 		var day time.Time
@@ -82,46 +79,10 @@ func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.Us
 	}, query, args...)
 }
 
-// usageReportQuery selects constants for the columns not grouped by, so
-// that every row scans the same way.
-func usageReportQuery(q authz.UsageQuery) (string, []any) {
-	var sel, group []string
-	for _, c := range []struct {
-		by        authz.UsageGrouping
-		expr, not string
-	}{
-		{authz.ByDay, `date_trunc('day', at, 'UTC')`, `timestamptz 'epoch'`},
-		{authz.ByAccount, `account_id`, `''`},
-		{authz.ByKey, `key_id`, `''`},
-		{authz.ByModel, `model`, `''`},
-	} {
-		if q.By&c.by == 0 {
-			sel = append(sel, c.not)
-			continue
-		}
-		sel = append(sel, c.expr)
-		group = append(group, c.expr)
-	}
-	where, args := []string{`at >= $1`}, []any{ms(q.From)}
-	for _, f := range []struct {
-		col string
-		set bool
-		arg any
-	}{
-		{`at <`, !q.To.IsZero(), ms(q.To)},
-		{`account_id =`, q.AccountID != "", q.AccountID},
-		{`key_id =`, q.KeyID != "", q.KeyID},
-		{`model =`, q.Model != "", q.Model},
-	} {
-		if f.set {
-			args = append(args, f.arg)
-			where = append(where, f.col+` $`+strconv.Itoa(len(args)))
-		}
-	}
-	query := `SELECT ` + strings.Join(sel, ", ") + `, ` + usageSums + ` FROM usage WHERE ` + strings.Join(where, " AND ")
-	if len(group) == 0 {
-		return query + ` HAVING COUNT(*) > 0`, args // no empty row for no records
-	}
-	cols := strings.Join(group, ", ")
-	return query + ` GROUP BY ` + cols + ` ORDER BY ` + cols, args
+// dialect is PostgreSQL's for the usage report.
+var dialect = storesql.Dialect{
+	Day:   `date_trunc('day', at, 'UTC')`,
+	NoDay: `timestamptz 'epoch'`,
+	Param: func(n int) string { return `$` + strconv.Itoa(n) },
+	Time:  func(t time.Time) any { return ms(t) },
 }

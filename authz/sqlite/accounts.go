@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, created_at`
 
 // CreateAccount implements authz.Store.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
-	a := authz.Account{ID: newID("acct"), Name: name, CreatedAt: ms(s.now())}
+	a := authz.Account{ID: storesql.NewID("acct"), Name: name, CreatedAt: ms(s.now())}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)`,
 		a.ID, a.Name, a.CreatedAt.UnixMilli())
 	if isUnique(err) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at`
@@ -14,7 +15,7 @@ const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expire
 // CreateKey implements authz.Store.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 	if k.ID == "" {
-		k.ID = newID("key")
+		k.ID = storesql.NewID("key")
 	}
 	if k.CreatedAt.IsZero() {
 		k.CreatedAt = s.now()

@@ -4,10 +4,8 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -199,12 +197,6 @@ func (l limits) Limits() authz.Limits {
 		return new(v.Int64)
 	}
 	return authz.Limits{RequestsPerMinute: p(l[0]), TokensPerMinute: p(l[1]), TokensPerDay: p(l[2]), ConcurrentRequests: p(l[3])}
-}
-
-func newID(kind string) string {
-	var b [8]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	return kind + "_" + hex.EncodeToString(b[:])
 }
 
 func isUnique(err error) bool {

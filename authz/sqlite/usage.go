@@ -2,19 +2,15 @@ package sqlite
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, duration_ms, at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
-
-// usageSums are the UsageTotals columns of an aggregate over usage.
-const usageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
 
 func usageArgs(r authz.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
@@ -58,7 +54,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 // UsageSince implements authz.Store.
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
-	err := s.db.QueryRowContext(ctx, `SELECT `+usageSums+` FROM usage WHERE account_id = ? AND at >= ?`,
+	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ?`,
 		accountID, since.UnixMilli()).Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens,
 		&t.CachedTokens, &t.ReasoningTokens)
 	return t, err
@@ -66,7 +62,7 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 
 // UsageReport implements authz.Store.
 func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
-	query, args := usageReportQuery(q)
+	query, args := dialect.UsageReport(q)
 	return list(ctx, s, func(row scanner) (authz.UsageRow, error) {
 		var r authz.UsageRow
 		var day int64
@@ -79,45 +75,10 @@ func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.Us
 	}, query, args...)
 }
 
-// usageReportQuery selects constants for the columns not grouped by, so
-// that every row scans the same way.
-func usageReportQuery(q authz.UsageQuery) (string, []any) {
-	var sel, group []string
-	for _, c := range []struct {
-		by        authz.UsageGrouping
-		expr, not string
-	}{
-		{authz.ByDay, `(at / 86400000) * 86400000`, `0`},
-		{authz.ByAccount, `account_id`, `''`},
-		{authz.ByKey, `key_id`, `''`},
-		{authz.ByModel, `model`, `''`},
-	} {
-		if q.By&c.by == 0 {
-			sel = append(sel, c.not)
-			continue
-		}
-		sel = append(sel, c.expr)
-		group = append(group, c.expr)
-	}
-	where, args := []string{`at >= ?`}, []any{q.From.UnixMilli()}
-	for _, f := range []struct {
-		cond string
-		set  bool
-		arg  any
-	}{
-		{`at < ?`, !q.To.IsZero(), q.To.UnixMilli()},
-		{`account_id = ?`, q.AccountID != "", q.AccountID},
-		{`key_id = ?`, q.KeyID != "", q.KeyID},
-		{`model = ?`, q.Model != "", q.Model},
-	} {
-		if f.set {
-			where, args = append(where, f.cond), append(args, f.arg)
-		}
-	}
-	query := `SELECT ` + strings.Join(sel, ", ") + `, ` + usageSums + ` FROM usage WHERE ` + strings.Join(where, " AND ")
-	if len(group) == 0 {
-		return query + ` HAVING COUNT(*) > 0`, args // no empty row for no records
-	}
-	cols := strings.Join(group, ", ")
-	return query + ` GROUP BY ` + cols + ` ORDER BY ` + cols, args
+// dialect is SQLite's for the usage report: times are Unix milliseconds.
+var dialect = storesql.Dialect{
+	Day:   `(at / 86400000) * 86400000`,
+	NoDay: `0`,
+	Param: func(int) string { return `?` },
+	Time:  func(t time.Time) any { return t.UnixMilli() },
 }

@@ -1,0 +1,82 @@
+// Package storesql holds what the SQL stores (authz/sqlite and
+// authz/postgres) share: ids, the usage aggregate and the usage report
+// query, apart from each dialect's placeholders and time values.
+package storesql
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"modelgate/authz"
+)
+
+// NewID returns a random id of a kind, such as key_0123456789abcdef.
+func NewID(kind string) string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return kind + "_" + hex.EncodeToString(b[:])
+}
+
+// UsageSums are the authz.UsageTotals columns of an aggregate over usage.
+const UsageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
+	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
+
+// Dialect is what the usage report query needs of a database.
+type Dialect struct {
+	// Day is the expression of a row's day, and NoDay the constant
+	// selected in its place when the report is not grouped by day.
+	Day, NoDay string
+	// Param is the placeholder of the nth argument, from 1.
+	Param func(n int) string
+	// Time is a time as an argument.
+	Time func(time.Time) any
+}
+
+// UsageReport returns the query and arguments of a usage report. It
+// selects constants for the columns not grouped by, so that every row
+// scans the same way: day, account, key, model, then UsageSums.
+func (d Dialect) UsageReport(q authz.UsageQuery) (string, []any) {
+	var sel, group []string
+	for _, c := range []struct {
+		by        authz.UsageGrouping
+		expr, not string
+	}{
+		{authz.ByDay, d.Day, d.NoDay},
+		{authz.ByAccount, `account_id`, `''`},
+		{authz.ByKey, `key_id`, `''`},
+		{authz.ByModel, `model`, `''`},
+	} {
+		if q.By&c.by == 0 {
+			sel = append(sel, c.not)
+			continue
+		}
+		sel = append(sel, c.expr)
+		group = append(group, c.expr)
+	}
+	var where []string
+	var args []any
+	for _, f := range []struct {
+		col string
+		set bool
+		arg any
+	}{
+		{`at >=`, true, d.Time(q.From)},
+		{`at <`, !q.To.IsZero(), d.Time(q.To)},
+		{`account_id =`, q.AccountID != "", q.AccountID},
+		{`key_id =`, q.KeyID != "", q.KeyID},
+		{`model =`, q.Model != "", q.Model},
+	} {
+		if f.set {
+			args = append(args, f.arg)
+			where = append(where, f.col+` `+d.Param(len(args)))
+		}
+	}
+	query := `SELECT ` + strings.Join(sel, ", ") + `, ` + UsageSums + ` FROM usage WHERE ` + strings.Join(where, " AND ")
+	if len(group) == 0 {
+		return query + ` HAVING COUNT(*) > 0`, args // no empty row for no records
+	}
+	cols := strings.Join(group, ", ")
+	return query + ` GROUP BY ` + cols + ` ORDER BY ` + cols, args
+}
