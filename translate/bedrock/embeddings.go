@@ -128,9 +128,6 @@ func (e *embeddings) body() ([]byte, error) {
 // ResponseHeaders implements translate.Translator.
 func (e *embeddings) ResponseHeaders(status int, contentType string) translate.Head {
 	e.status = status
-	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json"}
-	}
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 

@@ -121,9 +121,6 @@ func amazonImageConfig(model string, r *openai.ImagesRequest) (imageGenerationCo
 // ResponseHeaders keeps a success and maps errors as chat does.
 func (im *images) ResponseHeaders(status int, contentType string) translate.Head {
 	im.status = status
-	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json"}
-	}
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 

@@ -146,12 +146,6 @@ func imagenAspect(size string) (ratio, sampleImageSize string, ok bool) {
 // ResponseHeaders keeps a success and maps a refused credential to 502.
 func (im *images) ResponseHeaders(status int, contentType string) translate.Head {
 	im.status = status
-	switch {
-	case status/100 == 2:
-		return translate.Head{Status: status, ContentType: "application/json"}
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
-	}
 	return translate.Head{Status: openai.ClientStatus(status), ContentType: "application/json"}
 }
 

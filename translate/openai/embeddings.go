@@ -301,9 +301,6 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 // streamed.
 func (e *embeddings) ResponseHeaders(status int, contentType string) translate.Head {
 	e.status = status
-	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json"}
-	}
 	return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
 }
 

@@ -146,9 +146,6 @@ func (f imageFamily) apply(model string, r *ImagesRequest, members map[string]js
 // ResponseHeaders keeps a success and maps an error status.
 func (im *images) ResponseHeaders(status int, contentType string) translate.Head {
 	im.status = status
-	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json"}
-	}
 	return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
 }
 
