@@ -1,65 +1,13 @@
 package memory_test
 
 import (
-	"context"
 	"testing"
 
 	"modelgate/ratelimit"
+	"modelgate/ratelimit/limitertest"
 	"modelgate/ratelimit/memory"
 )
 
-// requestRules are the limits of a typical request: key, account and group
-// rates, token budgets and a concurrency cap, high enough never to refuse.
-func requestRules() []ratelimit.Rule {
-	const lots = 1 << 40
-	return []ratelimit.Rule{
-		{Key: "key:k1", Limit: ratelimit.RequestsPerMinute(lots)},
-		{Key: "key:k1", Limit: ratelimit.ConcurrentRequests(lots)},
-		{Key: "account:a1", Limit: ratelimit.RequestsPerMinute(lots)},
-		{Key: "account:a1", Limit: ratelimit.TokensPerMinute(lots)},
-		{Key: "account:a1", Limit: ratelimit.TokensPerDay(lots)},
-		{Key: "group:g1", Limit: ratelimit.RequestsPerMinute(lots)},
-	}
-}
-
 func BenchmarkAdmit(b *testing.B) {
-	ctx := context.Background()
-	b.Run("one_rule", func(b *testing.B) {
-		l := memory.New(memory.Config{})
-		rules := []ratelimit.Rule{{Key: "key:k1", Limit: ratelimit.RequestsPerMinute(1 << 40)}}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := l.Admit(ctx, rules); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("request_rules_and_release", func(b *testing.B) {
-		l := memory.New(memory.Config{})
-		rules := requestRules()
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := l.Admit(ctx, rules)
-			if err != nil || !d.Allowed {
-				b.Fatal(d, err)
-			}
-			if err := l.Release(ctx, d.Lease); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func BenchmarkAdmitParallel(b *testing.B) {
-	ctx := context.Background()
-	l := memory.New(memory.Config{})
-	rules := []ratelimit.Rule{{Key: "key:k1", Limit: ratelimit.RequestsPerMinute(1 << 40)}}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := l.Admit(ctx, rules); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	limitertest.Benchmark(b, func(*testing.B) ratelimit.Limiter { return memory.New(memory.Config{}) })
 }
