@@ -169,8 +169,8 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 }
 
 // marshalKeepingHTML is json.Marshal without its HTML escaping, so that
-// the & of a URL stays readable (RawMessage members are escaped anew by
-// json.Marshal).
+// the & of a URL and a transcript's "<", ">" and "&" reach the client as
+// written (RawMessage members are escaped anew by json.Marshal).
 func marshalKeepingHTML(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

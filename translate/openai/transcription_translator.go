@@ -162,7 +162,7 @@ func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, er
 	if !c.json {
 		switch want {
 		case "json":
-			return marshalText(map[string]string{"text": strings.TrimSuffix(string(chunk), "\n")})
+			return marshalKeepingHTML(map[string]string{"text": strings.TrimSuffix(string(chunk), "\n")})
 		case "verbose_json", "diarized_json":
 			return nil, errNotTranscription
 		}
@@ -175,10 +175,10 @@ func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, er
 	switch want {
 	case "json":
 		keepOnly(m, "text", "usage", "logprobs", "languages")
-		return marshalText(m)
+		return marshalKeepingHTML(m)
 	case "verbose_json":
 		c.verbose(m)
-		return marshalText(m)
+		return marshalKeepingHTML(m)
 	case "text":
 		return []byte(text + "\n"), nil
 	case "srt":
@@ -218,18 +218,6 @@ func (c *transcription) transcript(body []byte) (map[string]json.RawMessage, str
 	return m, text, nil
 }
 
-// marshalText is json.Marshal without HTML escaping: a transcript's "<",
-// ">" and "&" reach the client as the provider sent them.
-func marshalText(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 func keepOnly(m map[string]json.RawMessage, names ...string) {
 	for k := range m {
 		if !slices.Contains(names, k) {
@@ -252,16 +240,16 @@ func (c *transcription) verbose(m map[string]json.RawMessage) {
 	if segs == nil {
 		delete(m, "segments")
 	} else {
-		m["segments"], _ = marshalText(segs)
+		m["segments"], _ = marshalKeepingHTML(segs)
 	}
 	if words := verboseWords(m["words"]); words == nil {
 		delete(m, "words")
 	} else {
-		m["words"], _ = marshalText(words)
+		m["words"], _ = marshalKeepingHTML(words)
 	}
 	var lang string
 	if json.Unmarshal(m["language"], &lang) != nil {
-		m["language"], _ = marshalText(c.req.Language)
+		m["language"], _ = marshalKeepingHTML(c.req.Language)
 	}
 	var duration float64
 	if json.Unmarshal(m["duration"], &duration) != nil {
