@@ -3,22 +3,17 @@ package admin
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"modelgate/authz"
+	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/postgres"
 	"modelgate/authz/sqlite"
 )
@@ -42,54 +37,15 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s authz.Store)) {
 		fn(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		base := os.Getenv("MODELGATE_TEST_POSTGRES_URL")
-		if base == "" {
-			t.Skip("MODELGATE_TEST_POSTGRES_URL is unset")
-		}
+		u := pgtest.Schema(t) // skips when MODELGATE_TEST_POSTGRES_URL is unset
 		t.Parallel()
-		s, err := postgres.Open(context.Background(), pgSchema(t, base))
+		s, err := postgres.Open(context.Background(), u)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		fn(t, s)
 	})
-}
-
-// pgSchema creates a schema for the test, dropped at cleanup, and returns
-// the URL with it as search_path.
-func pgSchema(t *testing.T, base string) string {
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connecting to MODELGATE_TEST_POSTGRES_URL: %v", err)
-	}
-	defer c.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "modelgate_admin_test_" + hex.EncodeToString(b[:])
-	if _, err := c.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // harness is a Handler on a test server, with the Authenticator whose

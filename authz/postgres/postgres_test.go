@@ -2,11 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -14,74 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/storetest"
 )
 
-// urlEnv names the database the tests use, e.g.
-// postgres://postgres@127.0.0.1:5432/test?sslmode=disable as in CI.
-const urlEnv = "MODELGATE_TEST_POSTGRES_URL"
-
-// testSchema creates a schema of its own for the test, dropped at cleanup,
-// and returns the URL of the test database with it as search_path, so that
-// tests and packages running in parallel never see each other's tables. It
-// skips when urlEnv is unset and fails when the server cannot be reached.
-func testSchema(tb testing.TB) string {
-	tb.Helper()
-	base := testURL(tb)
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		tb.Fatalf("connecting to %s=%s: %v", urlEnv, base, err)
-	}
-	defer admin.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	schema := "modelgate_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		tb.Fatalf("creating schema %s: %v", schema, err)
-	}
-	tb.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			tb.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return withParam(tb, base, "search_path", schema)
-}
-
-// testURL returns urlEnv, skipping when it is unset.
-func testURL(tb testing.TB) string {
-	tb.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		tb.Skipf("%s is unset: set it to a PostgreSQL database (CI uses postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL store tests", urlEnv)
-	}
-	return u
-}
-
-// withParam adds a connection parameter to a URL or key=value string.
-func withParam(tb testing.TB, base, key, value string) string {
-	if !strings.HasPrefix(base, "postgres://") && !strings.HasPrefix(base, "postgresql://") {
-		return base + " " + key + "=" + value
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("parsing %s: %v", urlEnv, err)
-	}
-	q := u.Query()
-	q.Set(key, value)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 func openTest(tb testing.TB) *Store {
 	tb.Helper()
-	s, err := Open(context.Background(), testSchema(tb))
+	s, err := Open(context.Background(), pgtest.Schema(tb))
 	if err != nil {
 		tb.Fatalf("Open: %v", err)
 	}
@@ -89,7 +23,7 @@ func openTest(tb testing.TB) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	testSchema(t) // skip or fail once, not in every subtest
+	pgtest.Schema(t) // skip or fail once, not in every subtest
 	storetest.Run(t, func(t *testing.T) authz.Store { return openTest(t) })
 }
 
@@ -101,7 +35,7 @@ func BenchmarkStore(b *testing.B) {
 // and again later: the schema is migrated once and kept.
 func TestOpenConcurrentlyAndReopen(t *testing.T) {
 	ctx := context.Background()
-	u := testSchema(t)
+	u := pgtest.Schema(t)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -141,12 +75,12 @@ func TestOpenConcurrentlyAndReopen(t *testing.T) {
 
 func TestOpenFails(t *testing.T) {
 	ctx := context.Background()
-	u := testSchema(t)
+	u := pgtest.Schema(t)
 	for name, u := range map[string]string{
 		"unreachable":    "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2",
-		"bad pool size":  withParam(t, u, "pool_max_conns", "0"),
+		"bad pool size":  pgtest.WithParam(t, u, "pool_max_conns", "0"),
 		"newer schema":   u, // prepared below
-		"missing schema": withParam(t, u, "search_path", "modelgate_test_missing"),
+		"missing schema": pgtest.WithParam(t, u, "search_path", "modelgate_test_missing"),
 	} {
 		if name == "newer schema" {
 			s, err := Open(ctx, u)
@@ -179,7 +113,7 @@ func TestPoolSurvivesKilledConnections(t *testing.T) {
 	if err := s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { pid = c.Conn().PgConn().PID(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, testURL(t))
+	admin, err := pgx.Connect(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +129,7 @@ func TestPoolSurvivesKilledConnections(t *testing.T) {
 
 func TestPoolBoundsConnections(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, withParam(t, testSchema(t), "pool_max_conns", "2"))
+	s, err := Open(ctx, pgtest.WithParam(t, pgtest.Schema(t), "pool_max_conns", "2"))
 	if err != nil {
 		t.Fatal(err)
 	}
