@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -142,7 +143,7 @@ func parsePages(funcs template.FuncMap) (map[string]*template.Template, error) {
 func (h *Handler) funcs() template.FuncMap {
 	return template.FuncMap{
 		"when":     formatTime,
-		"models":   func(m []string) string { return cmpOr(strings.Join(m, ", "), "all") },
+		"models":   func(m []string) string { return cmp.Or(strings.Join(m, ", "), "all") },
 		"limit":    formatLimit,
 		"num":      formatNum,
 		"keyState": func(k authz.Key) string { return keyState(k, h.cfg.Now()) },
@@ -162,13 +163,6 @@ func (h *Handler) funcs() template.FuncMap {
 			return t.UTC().Format("2006-01-02T15:04")
 		},
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // formatTime shows a time to the minute in UTC; nil is "never".
