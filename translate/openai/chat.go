@@ -55,12 +55,17 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, fmt.Errorf("encoding upstream request: %w", err)
 	}
-	up := translate.Upstream{Body: body, Path: c.target.BasePath + "/v1/chat/completions",
-		Headers: []translate.Header{{Name: "content-type", Value: "application/json"}}}
-	if c.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
+	return upstream(c.target, "/v1/chat/completions", "application/json", body), nil
+}
+
+// upstream is a request to path under the target's base path, with the
+// target's key as a bearer token.
+func upstream(t translate.Target, path, contentType string, body []byte) translate.Upstream {
+	up := translate.Upstream{Body: body, Path: t.BasePath + path, Headers: []translate.Header{{Name: "content-type", Value: contentType}}}
+	if t.APIKey != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + t.APIKey})
 	}
-	return up, nil
+	return up
 }
 
 func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {

@@ -289,12 +289,7 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, fmt.Errorf("encoding upstream request: %w", err)
 	}
-	up := translate.Upstream{Body: body, Path: e.target.BasePath + "/v1/embeddings",
-		Headers: []translate.Header{{Name: "content-type", Value: "application/json"}}}
-	if e.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + e.target.APIKey})
-	}
-	return up, nil
+	return upstream(e.target, "/v1/embeddings", "application/json", body), nil
 }
 
 // ResponseHeaders implements translate.Translator; embeddings are never

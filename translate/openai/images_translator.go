@@ -50,12 +50,7 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, fmt.Errorf("encoding upstream request: %w", err)
 	}
-	up := translate.Upstream{Body: body, Path: im.target.BasePath + "/v1/images/generations",
-		Headers: []translate.Header{{Name: "content-type", Value: "application/json"}}}
-	if im.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + im.target.APIKey})
-	}
-	return up, nil
+	return upstream(im.target, "/v1/images/generations", "application/json", body), nil
 }
 
 // imageFamily is what the gateway knows about an OpenAI image model.

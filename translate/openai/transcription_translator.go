@@ -111,12 +111,7 @@ func (c *transcription) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	up := translate.Upstream{Body: body, Path: c.target.BasePath + "/v1/audio/transcriptions",
-		Headers: []translate.Header{{Name: "content-type", Value: contentType}}}
-	if c.target.APIKey != "" {
-		up.Headers = append(up.Headers, translate.Header{Name: "authorization", Value: "Bearer " + c.target.APIKey})
-	}
-	return up, nil
+	return upstream(c.target, "/v1/audio/transcriptions", contentType, body), nil
 }
 
 // transcriptionContentType is OpenAI's content type for a response
