@@ -44,17 +44,21 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	path := c.target.BasePath + "/v1beta/models/" + url.PathEscape(c.target.Model)
+	method := ":generateContent"
 	if c.req.Stream {
-		path += ":streamGenerateContent?alt=sse"
-	} else {
-		path += ":generateContent"
+		method = ":streamGenerateContent?alt=sse"
 	}
+	return upstream(c.target, method, body), nil
+}
+
+// upstream is a request for method (such as ":generateContent") on the
+// target's model, with its API key.
+func upstream(t translate.Target, method string, body []byte) translate.Upstream {
 	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if c.target.APIKey != "" {
-		headers = append(headers, translate.Header{Name: "x-goog-api-key", Value: c.target.APIKey})
+	if t.APIKey != "" {
+		headers = append(headers, translate.Header{Name: "x-goog-api-key", Value: t.APIKey})
 	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return translate.Upstream{Body: body, Path: t.BasePath + "/v1beta/models/" + url.PathEscape(t.Model) + method, Headers: headers}
 }
 
 // ResponseHeaders streams successful event streams.

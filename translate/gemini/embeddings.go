@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"modelgate/translate"
@@ -57,13 +56,12 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err := CheckDimensions(e.target.Model, e.req.Dimensions); err != nil {
 		return translate.Upstream{}, err
 	}
-	path := e.target.BasePath + "/v1beta/models/" + url.PathEscape(e.target.Model)
+	method := ":embedContent"
 	var body []byte
 	if len(texts) == 1 {
-		path += ":embedContent"
 		body, err = json.Marshal(embedRequest{Content: embedContent{Parts: []embedPart{{Text: texts[0]}}}, OutputDimensionality: e.req.Dimensions})
 	} else {
-		path += ":batchEmbedContents"
+		method = ":batchEmbedContents"
 		batch := struct {
 			Requests []embedRequest `json:"requests"`
 		}{Requests: make([]embedRequest, len(texts))}
@@ -76,11 +74,7 @@ func (e *embeddings) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if e.target.APIKey != "" {
-		headers = append(headers, translate.Header{Name: "x-goog-api-key", Value: e.target.APIKey})
-	}
-	return translate.Upstream{Body: body, Path: path, Headers: headers}, nil
+	return upstream(e.target, method, body), nil
 }
 
 // CheckDimensions applies Google's output dimensionality rules for an

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -70,12 +69,7 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	headers := []translate.Header{{Name: "content-type", Value: "application/json"}}
-	if im.target.APIKey != "" {
-		headers = append(headers, translate.Header{Name: "x-goog-api-key", Value: im.target.APIKey})
-	}
-	return translate.Upstream{Body: body, Path: im.target.BasePath + "/v1beta/models/" + url.PathEscape(im.target.Model) + ":predict",
-		Headers: headers}, nil
+	return upstream(im.target, ":predict", body), nil
 }
 
 func imagenParams(model string, r *openai.ImagesRequest) (imagenParameters, error) {
