@@ -5,33 +5,36 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"modelgate/authz"
 )
 
-// groupings are the usage report's columns by their names in forms and
-// query strings.
-var groupings = []struct {
+type grouping struct {
 	name string
 	by   authz.UsageGrouping
-}{{"day", authz.ByDay}, {"account", authz.ByAccount}, {"key", authz.ByKey}, {"model", authz.ByModel}}
+}
+
+// groupings are the usage report's columns by their names in forms and
+// query strings.
+var groupings = []grouping{{"day", authz.ByDay}, {"account", authz.ByAccount}, {"key", authz.ByKey}, {"model", authz.ByModel}}
 
 // parseBy reads by values, each a name or a comma-separated list of them.
 func parseBy(values []string) (authz.UsageGrouping, error) {
 	var by authz.UsageGrouping
 	for _, v := range values {
 		for name := range strings.SplitSeq(v, ",") {
-			found := false
-			for _, g := range groupings {
-				if g.name == strings.TrimSpace(name) {
-					by, found = by|g.by, true
-				}
+			n := strings.TrimSpace(name)
+			if n == "" {
+				continue
 			}
-			if !found && strings.TrimSpace(name) != "" {
+			i := slices.IndexFunc(groupings, func(g grouping) bool { return g.name == n })
+			if i < 0 {
 				return 0, badRequest("by: %q is not one of day, account, key, model", name)
 			}
+			by |= groupings[i].by
 		}
 	}
 	return by, nil

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -123,38 +121,13 @@ func TestDashboardInBrowser(t *testing.T) {
 // adminGet calls the admin API of a dev gateway and decodes its answer.
 func adminGet(t *testing.T, a devAddrs, path string, out any) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", a.Admin+path, nil)
-	req.Header.Set("Authorization", "Bearer "+a.AdminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+	status, body := a.admin(t, "GET", path, "")
+	if status != 200 {
+		t.Fatalf("GET %s: %d %s", path, status, body)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		t.Fatalf("GET %s: %v in %s", path, err, body)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from dev's goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // `modelgate dev` prints the dashboard's URL and how to sign in: a token
@@ -171,7 +144,7 @@ func TestDevAnnouncesDashboard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var out lockedBuffer
+			var out syncBuffer
 			ready, done := make(chan devAddrs, 1), make(chan error, 1)
 			getenv := func(name string) string {
 				if name == "MODELGATE_ADMIN_TOKEN" {

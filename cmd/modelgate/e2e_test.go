@@ -20,28 +20,70 @@ import (
 // startDev runs `modelgate dev` in-process on free ports.
 func startDev(t *testing.T, getenv func(string) string, extra ...string) devAddrs {
 	t.Helper()
+	a, _ := launchDev(t, getenv, io.Discard, append([]string{"--data-dir", t.TempDir()}, extra...)...)
+	return a
+}
+
+// launchDev runs `modelgate dev` in-process on free ports with args, its
+// log in logs; stop ends it as SIGTERM would and waits until it has.
+func launchDev(t *testing.T, getenv func(string) string, logs io.Writer, args ...string) (a devAddrs, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan devAddrs, 1)
 	done := make(chan error, 1)
-	args := append([]string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, extra...)
+	args = append([]string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"}, args...)
 	go func() {
-		done <- run(ctx, args, env{getenv: getenv, stdout: io.Discard, stderr: io.Discard, ready: func(a devAddrs) { ready <- a }})
+		done <- run(ctx, args, env{getenv: getenv, stdout: io.Discard, stderr: logs, ready: func(a devAddrs) { ready <- a }})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("dev ended with %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dev ended with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
-	case a := <-ready:
-		return a
+	case a = <-ready:
 	case err := <-done:
 		t.Fatalf("dev failed to start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("dev did not start")
 	}
-	return devAddrs{}
+	return a, stop
+}
+
+// send makes a request with a bearer token and returns its status and
+// body.
+func send(t *testing.T, method, url, token, contentType, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// call sends a JSON request through the gateway with key.
+func (a devAddrs) call(t *testing.T, method, path, key, body string) (int, []byte) {
+	t.Helper()
+	return send(t, method, a.Gateway+path, key, "application/json", body)
+}
+
+// admin calls the admin API with the admin token.
+func (a devAddrs) admin(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	return send(t, method, a.Admin+path, a.AdminToken, "application/json", body)
 }
 
 // recorder keeps every response body the SDK reads, for schema checks.

@@ -337,18 +337,10 @@ func TestDevTranscriptions(t *testing.T) {
 		}
 	}
 	t.Run("missing file", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodPost, a.Gateway+"/audio/transcriptions",
-			strings.NewReader("--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n--b--\r\n"))
-		req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
-		req.Header.Set("Authorization", "Bearer "+a.APIKey)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 400 || !strings.Contains(string(body), `"param":"file"`) || !strings.Contains(string(body), `"code":"missing_required_parameter"`) {
-			t.Errorf("missing file: %d %s", resp.StatusCode, body)
+		status, body := send(t, http.MethodPost, a.Gateway+"/audio/transcriptions", a.APIKey, "multipart/form-data; boundary=b",
+			"--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n--b--\r\n")
+		if status != 400 || !strings.Contains(string(body), `"param":"file"`) || !strings.Contains(string(body), `"code":"missing_required_parameter"`) {
+			t.Errorf("missing file: %d %s", status, body)
 		}
 	})
 	t.Run("too large", func(t *testing.T) {
@@ -402,15 +394,7 @@ func TestDevEndpointErrors(t *testing.T) {
 		{"chat: multipart body", "/chat/completions", multipart, form("model", "", "gpt-4o"), 415, "invalid_request_error", "", "unsupported_media_type"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, a.Gateway+tt.path, strings.NewReader(tt.body))
-			req.Header.Set("Content-Type", tt.contentType)
-			req.Header.Set("Authorization", "Bearer "+a.APIKey)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			status, body := send(t, http.MethodPost, a.Gateway+tt.path, a.APIKey, tt.contentType, tt.body)
 			spec.ValidateT(t, "ErrorResponse", body)
 			var e struct {
 				Error struct {
@@ -426,8 +410,8 @@ func TestDevEndpointErrors(t *testing.T) {
 				}
 				return *s
 			}
-			if resp.StatusCode != tt.status || e.Error.Type != tt.typ || deref(e.Error.Param) != tt.param || deref(e.Error.Code) != tt.code {
-				t.Errorf("got %d %s, want %d type %s param %q code %q", resp.StatusCode, body, tt.status, tt.typ, tt.param, tt.code)
+			if status != tt.status || e.Error.Type != tt.typ || deref(e.Error.Param) != tt.param || deref(e.Error.Code) != tt.code {
+				t.Errorf("got %d %s, want %d type %s param %q code %q", status, body, tt.status, tt.typ, tt.param, tt.code)
 			}
 		})
 	}

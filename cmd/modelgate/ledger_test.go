@@ -24,38 +24,6 @@ import (
 	"modelgate/authz/sqlite"
 )
 
-// runDevIn runs `modelgate dev` in-process with its data in dataDir and
-// its log in logs; stop ends it as SIGTERM would and waits until it has.
-func runDevIn(t *testing.T, dataDir string, logs io.Writer) (a devAddrs, stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan devAddrs, 1)
-	done := make(chan error, 1)
-	args := []string{"dev", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--data-dir", dataDir}
-	go func() {
-		done <- run(ctx, args, env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: logs,
-			ready: func(a devAddrs) { ready <- a }})
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("dev ended with %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	select {
-	case a = <-ready:
-	case err := <-done:
-		t.Fatalf("dev failed to start: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("dev did not start")
-	}
-	return a, stop
-}
-
 // wireUsage is the usage object of an OpenAI answer.
 type wireUsage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`
@@ -101,7 +69,7 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	var logs syncBuffer
-	a, stop := runDevIn(t, dataDir, &logs)
+	a, stop := launchDev(t, func(string) string { return "" }, &logs, "--data-dir", dataDir)
 	store, err := sqlite.Open(ctx, filepath.Join(dataDir, "modelgate.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -438,15 +406,7 @@ func TestLogsHoldNoKeyMaterial(t *testing.T) {
 	}
 	// The admin API: a key made, used and revoked, and a wrong token.
 	adminCall := func(token, method, path, body string) []byte {
-		req, _ := http.NewRequest(method, a.Admin+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		_, b := send(t, method, a.Admin+path, token, "application/json", body)
 		return b
 	}
 	var acct struct{ ID string }

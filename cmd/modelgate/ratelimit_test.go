@@ -89,17 +89,9 @@ models:
 func TestDevLimitsEditedThroughAdminAPI(t *testing.T) {
 	a := startDev(t, func(string) string { return "" })
 	admin := func(method, path, body string) []byte {
-		req, _ := http.NewRequest(method, a.Admin+"/admin/v1/"+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+a.AdminToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, out)
+		status, out := a.admin(t, method, "/admin/v1/"+path, body)
+		if status != 200 {
+			t.Fatalf("%s %s: %d %s", method, path, status, out)
 		}
 		return out
 	}

@@ -122,36 +122,6 @@ func (r *replica) stop() {
 	})
 }
 
-// call sends a request through the replica and returns its status and body.
-func (r *replica) call(t *testing.T, method, path, key, body string) (int, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(method, r.Gateway+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
-// admin calls the replica's admin API with its admin token.
-func (r *replica) admin(t *testing.T, method, path, body string) (int, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(method, r.Admin+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
 const replicaChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}]}`
 
 // Two gateways on one PostgreSQL share keys, the ledger and response

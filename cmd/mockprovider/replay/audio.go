@@ -29,14 +29,7 @@ func (s *Server) audioRoutes() {
 	openaiFormats := []string{"json", "text", "srt", "verbose_json", "vtt"}
 	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/v1/audio/transcriptions", s.transcription(openaiFormats))
 	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/v1/audio/transcriptions", s.transcription([]string{"json", "text", "verbose_json"}))
-	azure := s.transcription(openaiFormats)
-	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/audio/transcriptions", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("api-version") == "" {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
-			return
-		}
-		azure(w, r)
-	})
+	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/audio/transcriptions", azureDeployment(s.transcription(openaiFormats)))
 }
 
 // transcription serves a transcription endpoint that answers in formats.

@@ -28,7 +28,7 @@ import (
 
 func (s *Server) embeddingRoutes() {
 	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/v1/embeddings", s.openaiEmbeddings)
-	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/embeddings", s.azureEmbeddings)
+	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/embeddings", azureDeployment(s.azureEmbeddings))
 	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/v2/embed", s.cohereEmbed)
 	s.methods["gemini:embedContent"] = append(s.methods["gemini:embedContent"], s.geminiEmbedContent)
 	s.methods["gemini:batchEmbedContents"] = append(s.methods["gemini:batchEmbedContents"], s.geminiEmbedContent)
@@ -144,10 +144,6 @@ func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
 // dimensions one) whatever the encoding, so that float and base64 answers
 // carry the same vectors.
 func (s *Server) azureEmbeddings(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("api-version") == "" {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
-		return
-	}
 	body, _ := io.ReadAll(r.Body)
 	var req openaiEmbeddingsRequest
 	if json.Unmarshal(body, &req) != nil {

@@ -31,13 +31,7 @@ import (
 // as requested. None of that is recorded traffic.
 func (s *Server) imageRoutes() {
 	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/v1/images/generations", s.openaiImages)
-	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/images/generations", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("api-version") == "" {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
-			return
-		}
-		s.openaiImages(w, r)
-	})
+	s.mux.HandleFunc("POST "+s.cfg.PathPrefix+"/openai/deployments/{deployment}/images/generations", azureDeployment(s.openaiImages))
 	s.methods["gemini:predict"] = append(s.methods["gemini:predict"], imagenPredict)
 	s.methods["vertex:predict"] = append(s.methods["vertex:predict"], imagenPredict)
 	s.methods["bedrock:invoke"] = append(s.methods["bedrock:invoke"], amazonImages)

@@ -90,7 +90,7 @@ func New(cfg Config) (*Server, error) {
 	s.imageRoutes()
 	s.audioRoutes()
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/chat/completions", s.chat)
-	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/deployments/{deployment}/chat/completions", s.azure)
+	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/deployments/{deployment}/chat/completions", azureDeployment(s.azure))
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/responses", s.responses)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/openai/v1/responses", s.responses)
 	s.mux.HandleFunc("POST "+cfg.PathPrefix+"/v1/messages", s.messages)
@@ -230,13 +230,21 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	s.replay(w, rec)
 }
 
-// azure serves Azure OpenAI's deployment path (api-version required) from
-// the Azure recording; streams are OpenAI's recorded streams.
-func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("api-version") == "" {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
-		return
+// azureDeployment serves an Azure OpenAI deployment path with h, which
+// requires an api-version as Azure does.
+func azureDeployment(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("api-version") == "" {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "", "api-version is required")
+			return
+		}
+		h(w, r)
 	}
+}
+
+// azure serves Azure OpenAI's deployment path from the Azure recording;
+// streams are OpenAI's recorded streams.
+func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req chatRequest
 	if json.Unmarshal(body, &req) != nil {
