@@ -9,6 +9,15 @@
 // are not safe for concurrent use.
 package translate
 
+import "errors"
+
+// ErrUpstream marks a provider answer the translator cannot use: an empty
+// or non-JSON body where JSON was due, or JSON of the wrong shape. The
+// gateway answers such a response with 502 server_error. Translators wrap
+// it (fmt.Errorf("...: %w", translate.ErrUpstream)); the wrapped text is
+// for logs and never reaches the client.
+var ErrUpstream = errors.New("unusable upstream response")
+
 // Target is the deployment a request was routed to.
 type Target struct {
 	// Backend is the configured backend name (the Envoy cluster).
