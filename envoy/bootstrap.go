@@ -95,14 +95,16 @@ func buildListener(cfg Config, ups []upstream) (*listenerv3.Listener, error) {
 	}, nil
 }
 
-// connectionManager leaves generate_request_id at its default (on) and
-// sets no request_timeout, so only the idle timeout ends long streams.
+// connectionManager leaves generate_request_id at its default (on). Its
+// request_timeout bounds receiving the request only: it is disarmed once
+// the request went upstream, so the routes' timeouts bound the answer.
 func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager {
 	return &hcmv3.HttpConnectionManager{
 		StatPrefix:        statPrefix,
 		CodecType:         hcmv3.HttpConnectionManager_AUTO,
 		StreamIdleTimeout: durationpb.New(cfg.StreamIdleTimeout),
-		RequestTimeout:    durationpb.New(0),
+		RequestTimeout:    durationpb.New(cfg.RequestTimeout),
+		LocalReplyConfig:  localReplyConfig(),
 		RouteSpecifier:    &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
 		HttpFilters: []*hcmv3.HttpFilter{
 			{Name: extProcFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extProcFilter(cfg))}},
@@ -144,7 +146,10 @@ func extProcFilter(cfg Config) *extprocv3.ExternalProcessor {
 func routes(cfg Config, ups []upstream) *routev3.RouteConfiguration {
 	var rs []*routev3.Route
 	for _, up := range ups {
-		rs = append(rs, backendRoute(cfg.RoutingHeader, up))
+		for _, m := range up.models {
+			rs = append(rs, backendRoutes(cfg, up, "/"+m.Model, m.Timeouts, exactHeader(ModelHeader, m.Model))...)
+		}
+		rs = append(rs, backendRoutes(cfg, up, "", up.timeouts)...)
 	}
 	rs = append(rs, notFoundRoute())
 	return &routev3.RouteConfiguration{Name: statPrefix, VirtualHosts: []*routev3.VirtualHost{{
@@ -152,22 +157,57 @@ func routes(cfg Config, ups []upstream) *routev3.RouteConfiguration {
 	}}}
 }
 
-// backendRoute has no timeout, as the default 15s would cut generations.
-func backendRoute(header string, up upstream) *routev3.Route {
+// backendRoutes are the routes of a backend, or of one model on it (named
+// by suffix and matched by extra): for streaming requests, when a stream
+// idle timeout applies, and for the rest.
+func backendRoutes(cfg Config, up upstream, suffix string, t Timeouts, extra ...*routev3.HeaderMatcher) []*routev3.Route {
+	var rs []*routev3.Route
+	if t.StreamIdle > 0 {
+		stream := backendRoute(cfg, up, t, append(extra, exactHeader(StreamHeader, "1"))...)
+		stream.Name = up.name + suffix + "/stream"
+		rs = append(rs, stream)
+	}
+	t.StreamIdle = 0
+	r := backendRoute(cfg, up, t, extra...)
+	r.Name = up.name + suffix
+	return append(rs, r)
+}
+
+// backendRoute has no route timeout, which would cut long generations and
+// streams as a whole; the per-try timeouts bound the wait for the answer
+// to start and every gap in it instead (router docs: per_try_timeout,
+// per_try_idle_timeout). No retries yet: num_retries 0. The gateway's own
+// headers stop at Envoy: request_headers_to_remove applies after routing.
+func backendRoute(cfg Config, up upstream, t Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
+	ra := &routev3.RouteAction{
+		ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: up.name},
+		Timeout:              durationpb.New(0),
+		HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: up.authority()},
+	}
+	if t.ResponseHeaders > 0 || t.StreamIdle > 0 {
+		ra.RetryPolicy = &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(0)}
+		if t.ResponseHeaders > 0 {
+			ra.RetryPolicy.PerTryTimeout = durationpb.New(t.ResponseHeaders)
+		}
+		if t.StreamIdle > 0 {
+			ra.RetryPolicy.PerTryIdleTimeout = durationpb.New(t.StreamIdle)
+		}
+	}
 	return &routev3.Route{
 		Name: up.name,
 		Match: &routev3.RouteMatch{
 			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-			Headers: []*routev3.HeaderMatcher{{Name: header, HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
-				StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: up.name}},
-			}}},
+			Headers:       append([]*routev3.HeaderMatcher{exactHeader(cfg.RoutingHeader, up.name)}, extra...),
 		},
-		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-			ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: up.name},
-			Timeout:              durationpb.New(0),
-			HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: up.authority()},
-		}},
+		Action:                 &routev3.Route_Route{Route: ra},
+		RequestHeadersToRemove: []string{cfg.RoutingHeader, ModelHeader, StreamHeader},
 	}
+}
+
+func exactHeader(name, value string) *routev3.HeaderMatcher {
+	return &routev3.HeaderMatcher{Name: name, HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+		StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: value}},
+	}}
 }
 
 func notFoundRoute() *routev3.Route {

@@ -126,7 +126,7 @@ func TestListenerDefaults(t *testing.T) {
 	got := settings{hcm.GetStatPrefix(), hcm.GetStreamIdleTimeout().AsDuration(), hcm.GetRequestTimeout().AsDuration(),
 		hcm.GetRequestTimeout() != nil, hcm.GetGenerateRequestId() != nil}
 	// generate_request_id stays unset: Envoy's default is on.
-	want := settings{"modelgate", 300 * time.Second, 0, true, false}
+	want := settings{"modelgate", 300 * time.Second, 120 * time.Second, true, false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("connection manager (-want +got):\n%s", diff)
 	}
@@ -160,6 +160,7 @@ func TestBackendRoute(t *testing.T) {
 			Timeout:              durationpb.New(0),
 			HostRewriteSpecifier: &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: "api.openai.com"},
 		}},
+		RequestHeadersToRemove: []string{"x-modelgate-backend", "x-modelgate-model", "x-modelgate-stream"},
 	}
 	if diff := cmp.Diff(want, routes[0], protocmp.Transform()); diff != "" {
 		t.Errorf("first route (-want +got):\n%s", diff)

@@ -11,6 +11,14 @@ import (
 	"time"
 )
 
+// Headers the ext_proc server sets beside the routing header, for routes:
+// the public model id, and "1" on streaming requests. No route forwards
+// them upstream.
+const (
+	ModelHeader  = "x-modelgate-model"
+	StreamHeader = "x-modelgate-stream"
+)
+
 // ExtProcCluster is the name of the cluster of the ext_proc server; no
 // backend may use it.
 const ExtProcCluster = "modelgate_extproc"
@@ -21,6 +29,7 @@ const (
 	defaultMessageTimeout    = 10 * time.Second
 	defaultBufferLimit       = 32 << 20
 	defaultStreamIdleTimeout = 300 * time.Second
+	defaultRequestTimeout    = 120 * time.Second
 	defaultRoutingHeader     = "x-modelgate-backend"
 	defaultMetadataNamespace = "io.modelgate"
 	defaultCAFile            = "/etc/ssl/certs/ca-certificates.crt"
@@ -45,8 +54,14 @@ type Config struct {
 	// listener and of every cluster. Envoy's default of 1 MiB would cut
 	// large request bodies. Zero means 32 MiB.
 	BufferLimitBytes uint32
-	// StreamIdleTimeout ends streams idle this long. Zero means 300s.
+	// StreamIdleTimeout ends streams idle this long, downstream or
+	// upstream; it is raised to outlast every backend's StreamIdle. Zero
+	// means 300s.
 	StreamIdleTimeout time.Duration
+	// RequestTimeout bounds receiving the client's whole request (the
+	// connection manager's request_timeout): 408 while the body is still
+	// arriving. Zero means 120s.
+	RequestTimeout time.Duration
 	// RoutingHeader is the request header the ext_proc server sets to the
 	// backend name; routes match on it. It must not start with x-envoy-,
 	// which ext_proc may not set. Zero means x-modelgate-backend.
@@ -70,6 +85,31 @@ type Backend struct {
 	// BaseURL is http:// or https:// with a host and an optional port
 	// (default 80 or 443). Its path is the ext_proc server's business.
 	BaseURL string
+	// Timeouts bound each exchange with the backend.
+	Timeouts Timeouts
+	// Models are the models served by this backend with timeouts of their
+	// own; each gets a route of its own before the backend's.
+	Models []ModelTimeouts
+}
+
+// Timeouts bound one upstream exchange; zero means none.
+type Timeouts struct {
+	// ResponseHeaders is the longest wait, once the request is sent, for
+	// the response to start (the route's per_try_timeout).
+	ResponseHeaders time.Duration
+	// StreamIdle bounds streaming requests only: the longest gap between
+	// two bytes of the response, before and after it started
+	// (per_try_idle_timeout). A buffered answer's first byte comes when
+	// the whole answer is ready, so it would cut long generations there.
+	StreamIdle time.Duration
+}
+
+// ModelTimeouts are a public model's own timeouts on one backend.
+type ModelTimeouts struct {
+	// Model is the public model id, as the ext_proc server sets it in
+	// ModelHeader.
+	Model    string
+	Timeouts Timeouts
 }
 
 // withDefaults fills in the zero values.
@@ -86,6 +126,20 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamIdleTimeout == 0 {
 		c.StreamIdleTimeout = defaultStreamIdleTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = defaultRequestTimeout
+	}
+	// The connection manager's idle timeout must not cut a stream a
+	// backend's own idle timeout allows.
+	for _, b := range c.Backends {
+		if c.StreamIdleTimeout < 0 {
+			break // reported by checkSettings
+		}
+		c.StreamIdleTimeout = max(c.StreamIdleTimeout, b.Timeouts.StreamIdle+10*time.Second)
+		for _, m := range b.Models {
+			c.StreamIdleTimeout = max(c.StreamIdleTimeout, m.Timeouts.StreamIdle+10*time.Second)
+		}
 	}
 	return c
 }
@@ -118,6 +172,12 @@ func (c Config) checkSettings() []error {
 	if !headerName.MatchString(c.RoutingHeader) || strings.HasPrefix(c.RoutingHeader, "x-envoy-") || c.RoutingHeader == "host" {
 		errs = append(errs, fmt.Errorf("routing header %q: must be a lower-case header name, not host or x-envoy-* (ext_proc may not set those)", c.RoutingHeader))
 	}
+	if c.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("request timeout %v: must not be negative", c.RequestTimeout))
+	}
+	if c.RoutingHeader == ModelHeader || c.RoutingHeader == StreamHeader {
+		errs = append(errs, fmt.Errorf("routing header %q: taken by the gateway", c.RoutingHeader))
+	}
 	if !namespaceName.MatchString(c.MetadataNamespace) {
 		errs = append(errs, fmt.Errorf("metadata namespace %q: must be letters, digits, '.', '_' or '-'", c.MetadataNamespace))
 	}
@@ -126,10 +186,12 @@ func (c Config) checkSettings() []error {
 
 // upstream is a parsed backend.
 type upstream struct {
-	name string
-	host string // without brackets for IPv6
-	port uint32
-	tls  bool
+	name     string
+	host     string // without brackets for IPv6
+	port     uint32
+	tls      bool
+	timeouts Timeouts
+	models   []ModelTimeouts
 }
 
 // isIP reports whether the host is an IP literal (a STATIC cluster).
@@ -195,7 +257,23 @@ func parseBackend(b Backend) (upstream, error) {
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return upstream{}, fmt.Errorf("base URL %q: must not have user info, a query or a fragment", b.BaseURL)
 	}
-	up := upstream{name: b.Name, host: u.Hostname(), tls: u.Scheme == "https"}
+	if err := checkTimeouts(b.Timeouts); err != nil {
+		return upstream{}, err
+	}
+	seen := map[string]bool{}
+	for _, m := range b.Models {
+		if m.Model == "" || strings.ContainsFunc(m.Model, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return upstream{}, fmt.Errorf("model %q: must be non-empty without control characters (it is a header value)", m.Model)
+		}
+		if seen[m.Model] {
+			return upstream{}, fmt.Errorf("model %q: timeouts given twice", m.Model)
+		}
+		seen[m.Model] = true
+		if err := checkTimeouts(m.Timeouts); err != nil {
+			return upstream{}, fmt.Errorf("model %q: %w", m.Model, err)
+		}
+	}
+	up := upstream{name: b.Name, host: u.Hostname(), tls: u.Scheme == "https", timeouts: b.Timeouts, models: b.Models}
 	up.port = defaultPort(up.tls)
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
@@ -205,6 +283,13 @@ func parseBackend(b Backend) (upstream, error) {
 		up.port = uint32(n)
 	}
 	return up, nil
+}
+
+func checkTimeouts(t Timeouts) error {
+	if t.ResponseHeaders < 0 || t.StreamIdle < 0 {
+		return fmt.Errorf("timeouts must not be negative (response headers %v, stream idle %v)", t.ResponseHeaders, t.StreamIdle)
+	}
+	return nil
 }
 
 // splitAddress parses host:port. Port 0 is allowed only for a listener,

@@ -1,0 +1,95 @@
+package envoy
+
+import (
+	"strconv"
+
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+)
+
+// LocalReplyHeader marks a reply Envoy made itself (a timeout, a connect
+// failure, a body over the buffer): its value is %RESPONSE_CODE_DETAILS%.
+// The ext_proc server, which sees such replies on its response path (Envoy
+// 1.37 and later), rewrites them with the model's name and removes it.
+const LocalReplyHeader = "x-modelgate-envoy-reply"
+
+// localReply is one mapper: which local replies it matches and the
+// OpenAI error they become.
+type localReply struct {
+	flags  []string // response flags; nil matches on status instead
+	status uint32
+	body   string
+}
+
+// localReplies turn Envoy's own replies into OpenAI errors. Flags pick
+// Envoy's replies apart from the ext_proc server's immediate responses,
+// which carry none: a mapper by status alone would rewrite those too
+// (HTTP connection manager docs, local_reply). The statuses mapped by
+// status alone (413, 408, 500, 504) carry messages the server's own
+// replies of that status share, or are never sent by the server.
+var localReplies = []localReply{
+	{flags: []string{"UT"}, body: errorJSON("The model's provider did not answer in time.", "server_error", "timeout")},
+	{flags: []string{"UF", "URX", "UH", "NC", "UO", "UR", "LR", "UC", "UPE"},
+		body: errorJSON("The model's provider could not be reached.", "server_error", "")},
+	{flags: []string{"SI"}, body: errorJSON("The request timed out.", "server_error", "timeout")},
+	{status: 413, body: errorJSON(TooLargeMessage, "invalid_request_error", "request_too_large")},
+	{status: 408, body: errorJSON("The request was not received in time.", "invalid_request_error", "request_timeout")},
+	{status: 500, body: errorJSON(InternalMessage, "server_error", "")},
+	{status: 504, body: errorJSON("The gateway timed out while processing the request.", "server_error", "timeout")},
+}
+
+// Messages the server's own replies share with local_reply_config, which
+// rewrites every local reply of their status.
+const (
+	TooLargeMessage = "The request body is larger than the gateway accepts."
+	InternalMessage = "The gateway had an internal error while processing your request."
+)
+
+// errorJSON renders an OpenAI ErrorResponse; param is always null, code
+// when empty. No substitution operators: the bodies are fixed text, so no
+// Envoy detail string can break their JSON.
+func errorJSON(message, typ, code string) string {
+	c := "null"
+	if code != "" {
+		c = strconv.Quote(code)
+	}
+	return `{"error":{"message":` + strconv.Quote(message) + `,"type":` + strconv.Quote(typ) + `,"param":null,"code":` + c + `}}`
+}
+
+// localReplyConfig maps Envoy's local replies to OpenAI errors, each marked
+// with LocalReplyHeader.
+func localReplyConfig() *hcmv3.LocalReplyConfig {
+	var ms []*hcmv3.ResponseMapper
+	for _, lr := range localReplies {
+		ms = append(ms, &hcmv3.ResponseMapper{
+			Filter: lr.filter(),
+			HeadersToAdd: []*corev3.HeaderValueOption{{
+				Header:       &corev3.HeaderValue{Key: LocalReplyHeader, Value: "%RESPONSE_CODE_DETAILS%"},
+				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+			}},
+			BodyFormatOverride: &corev3.SubstitutionFormatString{
+				Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
+					Specifier: &corev3.DataSource_InlineString{InlineString: lr.body},
+				}},
+				ContentType: "application/json",
+			},
+		})
+	}
+	return &hcmv3.LocalReplyConfig{Mappers: ms}
+}
+
+func (lr localReply) filter() *accesslogv3.AccessLogFilter {
+	if lr.flags != nil {
+		return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_ResponseFlagFilter{
+			ResponseFlagFilter: &accesslogv3.ResponseFlagFilter{Flags: lr.flags},
+		}}
+	}
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_StatusCodeFilter{
+		StatusCodeFilter: &accesslogv3.StatusCodeFilter{Comparison: &accesslogv3.ComparisonFilter{
+			Op: accesslogv3.ComparisonFilter_EQ,
+			Value: &corev3.RuntimeUInt32{DefaultValue: lr.status,
+				RuntimeKey: "modelgate.local_reply." + strconv.Itoa(int(lr.status))},
+		}},
+	}}
+}
