@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -115,7 +114,7 @@ func (r openaiEmbeddingsRequest) inputs() []string {
 // openaiEmbeddings serves POST /v1/embeddings: OpenAI's recordings, and
 // Mistral's API for mistral-embed and codestral-embed models.
 func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req openaiEmbeddingsRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
@@ -144,7 +143,7 @@ func (s *Server) openaiEmbeddings(w http.ResponseWriter, r *http.Request) {
 // dimensions one) whatever the encoding, so that float and base64 answers
 // carry the same vectors.
 func (s *Server) azureEmbeddings(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req openaiEmbeddingsRequest
 	if json.Unmarshal(body, &req) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
@@ -520,7 +519,7 @@ func (s *Server) bedrockCohereEmbed(w http.ResponseWriter, model string, body []
 // cohereEmbed serves Cohere's POST /v2/embed; the model nonexistent gets
 // the recorded 404.
 func (s *Server) cohereEmbed(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req struct {
 		Model           string   `json:"model"`
 		Texts           []string `json:"texts"`

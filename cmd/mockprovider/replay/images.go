@@ -10,7 +10,6 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,7 +41,7 @@ const recordedImages = "openai/images/image-generation-basic.bodies"
 // openaiImages answers CreateImageRequest: url answers replay the
 // recording, b64_json answers are drawn.
 func (s *Server) openaiImages(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req struct {
 		Model          string `json:"model"`
 		Prompt         string `json:"prompt"`
@@ -231,15 +230,25 @@ func mockSize(size string) (w, h int, ok bool) {
 }
 
 // mockImages caches drawn images by size, type and quality: drawing a 2K
-// image takes a while and every answer of that shape is the same.
-var mockImages sync.Map
+// image takes a while and every answer of that shape is the same. Sizes
+// are the client's to choose, so it keeps at most maxMockImages of them;
+// others are drawn each time.
+var mockImages struct {
+	sync.Mutex
+	m map[string]string
+}
+
+const maxMockImages = 32
 
 // mockImage draws a deterministic image, diagonal stripes in two colors,
 // and returns it base64-encoded.
 func mockImage(width, height int, mimeType string, quality int) (string, error) {
 	key := fmt.Sprintf("%dx%d %s %d", width, height, mimeType, quality)
-	if v, ok := mockImages.Load(key); ok {
-		return v.(string), nil
+	mockImages.Lock()
+	v, ok := mockImages.m[key]
+	mockImages.Unlock()
+	if ok {
+		return v, nil
 	}
 	img := image.NewPaletted(image.Rect(0, 0, width, height), color.Palette{color.RGBA{240, 240, 235, 255}, color.RGBA{40, 90, 160, 255}})
 	for y := range height {
@@ -263,7 +272,14 @@ func mockImage(width, height int, mimeType string, quality int) (string, error) 
 		return "", err
 	}
 	s := base64.StdEncoding.EncodeToString(b.Bytes())
-	mockImages.Store(key, s)
+	mockImages.Lock()
+	if mockImages.m == nil {
+		mockImages.m = map[string]string{}
+	}
+	if len(mockImages.m) < maxMockImages {
+		mockImages.m[key] = s
+	}
+	mockImages.Unlock()
 	return s, nil
 }
 

@@ -32,7 +32,9 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -58,11 +60,28 @@ type Config struct {
 	PathPrefix string
 }
 
-// Request is a request the mock received.
+// Limits on what the mock reads and keeps of the requests it receives.
+const (
+	// KeptRequests is how many requests Requests returns at most: the
+	// most recent ones.
+	KeptRequests = 64
+	// KeptBodyBytes is how much of each body a kept Request holds.
+	KeptBodyBytes = 64 << 10
+	// MaxBodyBytes is the largest body the mock reads; a larger one gets
+	// a 413.
+	MaxBodyBytes = 64 << 20
+)
+
+// Request is a request the mock received, as kept for inspection.
 type Request struct {
 	Method, Path string
 	Header       http.Header
-	Body         []byte
+	// Body is the body, or its first KeptBodyBytes when Truncated.
+	Body []byte
+	// Size is the length of the whole body.
+	Size int64
+	// Truncated reports that Body holds only a prefix of the body.
+	Truncated bool
 }
 
 // Server is the mock provider, an http.Handler.
@@ -77,7 +96,8 @@ type Server struct {
 	methods map[string][]func(http.ResponseWriter, *http.Request, []byte) bool
 
 	mu       sync.Mutex
-	requests []Request
+	requests []Request // a ring of the last KeptRequests requests
+	next     int       // where the next request goes in requests
 }
 
 // New returns a mock provider.
@@ -105,24 +125,75 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Requests returns the requests received so far.
+// Requests returns the most recent requests received, oldest first: at
+// most KeptRequests of them, each with at most KeptBodyBytes of its body.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+	out := make([]Request, 0, len(s.requests))
+	out = append(out, s.requests[s.next:]...)
+	return append(out, s.requests[:s.next]...)
+}
+
+// record keeps r, with a copy of the first KeptBodyBytes of its body (a
+// copy, so that a large body's array is not kept alive), in place of the
+// oldest request once KeptRequests are kept.
+func (s *Server) record(r *http.Request, body []byte, size int64) {
+	kept := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Size: size,
+		Truncated: size > int64(len(body)) || len(body) > KeptBodyBytes}
+	kept.Body = bytes.Clone(body[:min(len(body), KeptBodyBytes)])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests) < KeptRequests {
+		s.requests = append(s.requests, kept)
+	} else {
+		s.requests[s.next] = kept
+	}
+	s.next = (s.next + 1) % KeptRequests
+}
+
+// bodyKey is the context key of the body ServeHTTP read.
+type bodyKey struct{}
+
+// requestBody is the body ServeHTTP read for r, which handlers parse
+// instead of reading r.Body again.
+func requestBody(r *http.Request) []byte {
+	body, _ := r.Context().Value(bodyKey{}).([]byte)
+	return body
+}
+
+// readBody reads r's body, at most MaxBodyBytes of it, in one allocation
+// when its length is known.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+	}
+	var b bytes.Buffer
+	b.Grow(int(max(r.ContentLength, 0)) + bytes.MinRead)
+	_, err := b.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return b.Bytes(), err
 }
 
 // ServeHTTP records the request, checks the key and answers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	body, err := readBody(w, r)
 	if err != nil {
+		size := max(r.ContentLength, int64(len(body)))
+		s.record(r, body, size)
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", fmt.Sprintf("The body exceeds the mock's limit of %d bytes.", MaxBodyBytes))
+			return
+		}
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not read the body")
 		return
 	}
+	s.record(r, body, int64(len(body)))
+	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
 	if s.cfg.APIKey != "" && !s.authorized(r.Header) && r.URL.Path != s.cfg.PathPrefix+"/token" {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
@@ -156,7 +227,7 @@ type chatRequest struct {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
@@ -184,8 +255,7 @@ func (s *Server) serveMethod(key string, w http.ResponseWriter, r *http.Request)
 	if len(handlers) == 0 {
 		return false
 	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	body := requestBody(r)
 	for _, h := range handlers {
 		if h(w, r, body) {
 			return true
@@ -218,7 +288,7 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	rec, err := s.loadTurn(dir, turn(body))
 	if err == nil && model == "mock-tools" && method == "generateContent" {
 		rec, err = geminiJSON(rec)
@@ -245,7 +315,7 @@ func azureDeployment(h http.HandlerFunc) http.HandlerFunc {
 // azure serves Azure OpenAI's deployment path from the Azure recording;
 // streams are OpenAI's recorded streams.
 func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req chatRequest
 	if json.Unmarshal(body, &req) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
@@ -288,7 +358,7 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown method "+method+" for "+model)
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	rec, err := s.loadTurn(dir, turn(body))
 	switch {
 	case err == nil && model == "mock-tools" && method == "generateContent":
@@ -336,7 +406,7 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "", "unknown operation")
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	rec, err := s.loadTurn(dir, turn(body))
 	if err == nil && r.PathValue("op") == "converse" && r.PathValue("model") == "mock-tools" {
 		rec, err = bedrockJSON(rec)
@@ -351,7 +421,7 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 // cohere serves Cohere's v2 chat from its recordings. No Cohere stream was
 // recorded, so stream requests get a 400 rather than invented traffic.
 func (s *Server) cohere(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req chatRequest
 	if json.Unmarshal(body, &req) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
@@ -431,7 +501,7 @@ func cohereStream(rec recording) (recording, error) {
 // with a recorded function call, and after its output with the recorded
 // answer.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req struct {
 		Model  string            `json:"model"`
 		Stream bool              `json:"stream"`
@@ -474,7 +544,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 
 // messages serves Anthropic's Messages API from the Anthropic recordings.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body := requestBody(r)
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
