@@ -19,6 +19,9 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrDisabled means the key or its account is disabled.
 	ErrDisabled = errors.New("key or account disabled")
+	// ErrUnavailable means the key store failed or did not answer in time,
+	// so a presented key could be checked neither way.
+	ErrUnavailable = errors.New("the key store is unavailable")
 )
 
 // Group holds accounts that share allowed models and default limits.
@@ -167,8 +170,12 @@ type UsageRecord struct {
 	TotalTokens      int64
 	CachedTokens     int64
 	ReasoningTokens  int64
-	Duration         time.Duration
-	At               time.Time
+	// Estimated reports that the token counts are the gateway's estimate:
+	// the exchange consumed tokens (it broke off, or the provider sent no
+	// usage) but the provider never reported them.
+	Estimated bool
+	Duration  time.Duration
+	At        time.Time
 }
 
 // UsageTotals sums usage records.

@@ -62,7 +62,7 @@ func newFactories() factories {
 // endpoint, such as embeddings from an Anthropic model.
 func errEndpointNotSupported(model string, ep endpoint) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
-		Message: fmt.Sprintf("The model `%s` does not support %s.", model, ep)}
+		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
 }
 
 func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error {

@@ -9,6 +9,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
+	"modelgate/translate"
 	"modelgate/translate/openai"
 )
 
@@ -96,6 +97,10 @@ func toAPIError(err error) *APIError {
 			Message: reqErr.Message, Param: reqErr.Param, Code: reqErr.Code, Cause: err}
 	}
 	switch {
+	case errors.Is(err, translate.ErrUpstream):
+		return errUpstream(err)
+	case errors.Is(err, authz.ErrUnavailable):
+		return errAuthUnavailable(err)
 	case errors.Is(err, authz.ErrUnauthenticated):
 		return errInvalidAPIKey(err)
 	case errors.Is(err, authz.ErrDisabled):
@@ -122,27 +127,41 @@ func errInvalidAPIKey(cause error) *APIError {
 
 func errUnknownURL(method, path string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "unknown_url",
-		Message: fmt.Sprintf("Invalid URL (%s %s)", method, path)}
+		Message: fmt.Sprintf("Invalid URL (%s %s)", quoted(method), quoted(path))}
 }
 
 func errModelNotFound(model string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "model", Code: "model_not_found",
-		Message: fmt.Sprintf("The model `%s` does not exist.", model)}
+		Message: fmt.Sprintf("The model `%s` does not exist.", quoted(model))}
 }
 
 func errModelNotAllowed(model string) *APIError {
 	return &APIError{Status: http.StatusForbidden, Type: typePermission, Param: "model", Code: "permission_denied",
-		Message: fmt.Sprintf("This API key may not use the model `%s`.", model)}
+		Message: fmt.Sprintf("This API key may not use the model `%s`.", quoted(model))}
 }
 
-func errTooLarge(limit int64) *APIError {
+// errTooLarge has the message of Envoy's 413 as the bootstrap's
+// local_reply_config words it, which rewrites every 413 to it.
+func errTooLarge() *APIError {
 	return &APIError{Status: http.StatusRequestEntityTooLarge, Type: typeInvalidRequest, Code: "request_too_large",
-		Message: fmt.Sprintf("The request body is larger than the limit of %d bytes.", limit)}
+		Message: "The request body is larger than the gateway accepts."}
+}
+
+// errUpstream is a provider answer no translator could use.
+func errUpstream(cause error) *APIError {
+	return &APIError{Status: http.StatusBadGateway, Type: typeServer,
+		Message: "The model's provider sent an answer the gateway could not use.", Cause: cause}
+}
+
+// errAuthUnavailable: the key store did not answer in time.
+func errAuthUnavailable(cause error) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "auth_unavailable",
+		Message: "The gateway cannot check API keys right now; please retry.", Cause: cause, retryAfter: time.Second}
 }
 
 func errUnsupportedMediaType(contentType string) *APIError {
 	return &APIError{Status: http.StatusUnsupportedMediaType, Type: typeInvalidRequest, Code: "unsupported_media_type",
-		Message: fmt.Sprintf("Unsupported content type %q: this endpoint takes application/json.", contentType)}
+		Message: fmt.Sprintf("Unsupported content type %q: this endpoint takes application/json.", quoted(contentType))}
 }
 
 func errMissingBody() *APIError {

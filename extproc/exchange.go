@@ -55,6 +55,22 @@ type exchange struct {
 
 	limitRules []ratelimit.Rule    // the principal's rate limit rules
 	limit      *ratelimit.Decision // the admission, nil if none was made
+	reserved   int64               // tokens the admission reserved
+
+	timeouts  Timeouts  // the model's on its backend
+	stream    bool      // the client asked for a stream
+	prompt    int64     // estimated prompt tokens
+	maxOutput int64     // the request's own bound on its answer
+	streamed  int       // bytes of generated text streamed so far
+	sent      bool      // the request went to the provider
+	sentAt    time.Time // when the request went
+	lastChunk time.Time // when the last streamed chunk came
+	completed bool      // the answer ended as it should
+	broken    bool      // a panic ended the stream; later chunks are dropped
+
+	envoyReply *APIError // one of Envoy's own replies, as the client sees it
+	gather     bool      // a large buffered answer arrives as a stream
+	gathered   []byte    // what arrived of it
 
 	respReq   *responses.Request // a Responses exchange's request
 	responses conversationKeeper // its translator, also in tr
@@ -65,7 +81,11 @@ func (s *Server) newExchange() *exchange {
 	return &exchange{s: s, log: s.log, start: s.now()}
 }
 
-// handle answers one message from Envoy.
+// handle answers one message from Envoy. Every message Envoy may send in
+// a phase gets its answer: a response can come at any point after the
+// request headers (Envoy answers locally: a body over its buffer, a
+// timeout, a connect failure), and its body after the exchange is
+// settled.
 func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
@@ -84,6 +104,9 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		}
 		return ex.responseHeaders(r.ResponseHeaders), nil
 	case *extprocv3.ProcessingRequest_ResponseBody:
+		if ex.phase == phaseDone {
+			return ex.settledBody(r.ResponseBody), nil
+		}
 		if err := ex.expect(phaseResponseBody); err != nil {
 			return nil, err
 		}
@@ -107,20 +130,36 @@ func (ex *exchange) expect(want phase) error {
 	return fmt.Errorf("got %s message in phase %s", want, ex.phase)
 }
 
+// settledBody answers a response body chunk of an exchange already
+// settled: the body of one of Envoy's own replies (which follows headers
+// answered without a body), or chunks after a panic ended the stream.
+func (ex *exchange) settledBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	switch {
+	case ex.envoyReply != nil:
+		return ex.envoyReplyBody(b)
+	case ex.broken:
+		return bodyReply(nil, true, nil)
+	}
+	return bodyReply(nil, false, nil)
+}
+
 // afterSend runs once a reply is on its way: the final reply is not delayed
 // by bookkeeping.
 func (ex *exchange) afterSend(ctx context.Context) {
+	defer ex.recoverFinish()
 	if ex.phase == phaseDone && !ex.recorded {
 		ex.record(ctx)
 	}
 }
 
-// finish runs when the stream ends, also when the client went away
-// mid-stream: usage seen so far is still recorded.
+// finish runs when the stream ends, also when the client went away or
+// Envoy gave up mid-answer: the exchange is recorded with what it
+// consumed and the status the client saw.
 func (ex *exchange) finish(ctx context.Context) {
+	defer ex.recoverFinish()
 	if !ex.recorded && ex.phase != phaseRequestHeaders {
-		if ex.status == 0 {
-			ex.status = 499 // the client closed the request before a response
+		if !ex.completed {
+			ex.status = ex.brokenStatus(ex.s.now())
 		}
 		ex.record(ctx)
 	}

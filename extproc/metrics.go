@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"modelgate/translate"
 )
 
 // Metrics are the server's Prometheus metrics. Names follow
@@ -18,6 +20,7 @@ type Metrics struct {
 	ttft     *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
 	limiter  prometheus.Counter
+	panics   prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg.
@@ -45,8 +48,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "modelgate_extproc_ratelimit_errors_total",
 			Help: "Rate limiter calls that failed (admissions then fail open or closed as configured).",
 		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "modelgate_extproc_panics_total",
+			Help: "Panics recovered while processing a request; each failed that request alone with a 500.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -54,8 +61,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// observe records one finished exchange. A nil *Metrics records nothing.
-func (m *Metrics) observe(ex *exchange, end time.Time) {
+// observe records one finished exchange and the usage charged for it. A
+// nil *Metrics records nothing.
+func (m *Metrics) observe(ex *exchange, u translate.Usage, end time.Time) {
 	if m == nil {
 		return
 	}
@@ -68,9 +76,15 @@ func (m *Metrics) observe(ex *exchange, end time.Time) {
 	if !ex.firstByte.IsZero() {
 		m.ttft.WithLabelValues(ep, provider, ex.model).Observe(ex.firstByte.Sub(ex.start).Seconds())
 	}
-	u := ex.tr.Usage()
 	m.tokens.WithLabelValues(ep, provider, ex.model, "input").Add(float64(u.PromptTokens))
 	m.tokens.WithLabelValues(ep, provider, ex.model, "output").Add(float64(u.CompletionTokens))
+}
+
+// panicked counts a recovered panic.
+func (m *Metrics) panicked() {
+	if m != nil {
+		m.panics.Inc()
+	}
 }
 
 // limiterError counts a failed rate limiter call.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"modelgate/authz"
 	"modelgate/translate"
@@ -34,6 +35,29 @@ type Backend struct {
 	// request (Vertex AI access tokens); it replaces APIKey. It must be
 	// safe for concurrent use and cache what it mints.
 	Token func(ctx context.Context) (string, error)
+	// Timeouts are the backend's, as Envoy enforces them (its routes are
+	// generated from the same config); the server names them in errors
+	// and tells a stalled stream from a client that left.
+	Timeouts Timeouts
+}
+
+// Timeouts bound an exchange with a provider; zero means none.
+type Timeouts struct {
+	// ResponseHeaders is the longest wait for the answer to start.
+	ResponseHeaders time.Duration
+	// StreamIdle is the longest silence of a streaming answer.
+	StreamIdle time.Duration
+}
+
+// or returns t with its zero members taken from def.
+func (t Timeouts) or(def Timeouts) Timeouts {
+	if t.ResponseHeaders == 0 {
+		t.ResponseHeaders = def.ResponseHeaders
+	}
+	if t.StreamIdle == 0 {
+		t.StreamIdle = def.StreamIdle
+	}
+	return t
 }
 
 // Model is a public model id and the deployments that serve it.
@@ -46,6 +70,8 @@ type Model struct {
 	// with truncation "auto" drop their oldest items to fit it. Zero
 	// disables that.
 	ContextWindow int
+	// Timeouts override its backends' member by member.
+	Timeouts Timeouts
 }
 
 // Deployment is one backend serving a model under its upstream name.
@@ -96,20 +122,21 @@ func newRouter(backends []Backend, models []Model, created int64) (*router, erro
 	return r, nil
 }
 
-// route picks a deployment for the model the principal asked for.
-func (r *router) route(p *authz.Principal, model string) (translate.Target, error) {
+// route picks a deployment for the model the principal asked for, and
+// the timeouts that bound it.
+func (r *router) route(p *authz.Principal, model string) (translate.Target, Timeouts, error) {
 	m, ok := r.models[model]
 	if !ok {
-		return translate.Target{}, errModelNotFound(model)
+		return translate.Target{}, Timeouts{}, errModelNotFound(model)
 	}
 	if !p.Allows(model) {
-		return translate.Target{}, errModelNotAllowed(model)
+		return translate.Target{}, Timeouts{}, errModelNotAllowed(model)
 	}
 	d := pick(m.Deployments)
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
 		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS,
-		Project: b.Project}, nil
+		Project: b.Project}, m.Timeouts.or(b.Timeouts), nil
 }
 
 // pick makes a weighted random choice.

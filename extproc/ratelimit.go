@@ -37,10 +37,21 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) []ratelim
 	return out
 }
 
-// admitRate admits the request against its rate limits, at request
-// headers, before anything reaches a provider. A limiter failure fails
-// open (logged and counted) unless the config says closed.
-func (ex *exchange) admitRate(ctx context.Context) error {
+// reservation is what the request may consume, reserved from its token
+// limits at admission: its estimated prompt and its own bound on the
+// answer, else Config.DefaultOutputTokens for endpoints that generate.
+func (ex *exchange) reservation() int64 {
+	out := ex.maxOutput
+	if out == 0 && ex.endpoint.generates() {
+		out = ex.s.cfg.DefaultOutputTokens
+	}
+	return max(ex.prompt+out, 1)
+}
+
+// admitRate admits the request against its rate limits once it is
+// routed, before anything reaches a provider, reserving tokens. A limiter
+// failure fails open (logged and counted) unless the config says closed.
+func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 	if ex.s.cfg.Limiter == nil {
 		return nil
 	}
@@ -49,7 +60,7 @@ func (ex *exchange) admitRate(ctx context.Context) error {
 		return nil
 	}
 	ex.limitRules = rules
-	d, err := ex.s.cfg.Limiter.Admit(ctx, rules)
+	d, err := ex.s.cfg.Limiter.Admit(ctx, rules, reserve)
 	if err != nil {
 		ex.s.cfg.Metrics.limiterError()
 		if ex.s.cfg.RateLimitFailClosed {
@@ -63,24 +74,24 @@ func (ex *exchange) admitRate(ctx context.Context) error {
 	if !d.Allowed {
 		return errRateLimited(d)
 	}
+	ex.reserved = reserve
 	return nil
 }
 
-// settleRate charges the tokens the exchange really used and frees its
-// concurrency slot, however the exchange ended. The charge happens also
-// when admission failed open: usage is usage.
-func (ex *exchange) settleRate(ctx context.Context) {
+// settleRate reconciles the reservation with the tokens the exchange
+// really used (or their estimate) and frees its concurrency slot, however
+// the exchange ended. The charge happens also when admission failed open:
+// usage is usage.
+func (ex *exchange) settleRate(ctx context.Context, used int64) {
 	if ex.limitRules == nil || ex.limit != nil && !ex.limit.Allowed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
-	if ex.tr != nil {
-		if tokens := ex.tr.Usage().TotalTokens; tokens > 0 {
-			if err := ex.s.cfg.Limiter.Charge(ctx, ex.limitRules, tokens); err != nil {
-				ex.s.cfg.Metrics.limiterError()
-				ex.log.Error("charging tokens to rate limits", zap.Int64("tokens", tokens), zap.Error(err))
-			}
+	if delta := used - ex.reserved; delta != 0 {
+		if err := ex.s.cfg.Limiter.Charge(ctx, ex.limitRules, delta); err != nil {
+			ex.s.cfg.Metrics.limiterError()
+			ex.log.Error("charging tokens to rate limits", zap.Int64("tokens", delta), zap.Error(err))
 		}
 	}
 	if ex.limit != nil {

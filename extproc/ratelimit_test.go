@@ -106,11 +106,11 @@ type countingLimiter struct {
 	fail     bool
 }
 
-func (c *countingLimiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.Decision, error) {
+func (c *countingLimiter) Admit(ctx context.Context, rules []ratelimit.Rule, reserve int64) (ratelimit.Decision, error) {
 	if c.fail {
 		return ratelimit.Decision{}, errors.New("redis: connection refused")
 	}
-	return c.Limiter.Admit(ctx, rules)
+	return c.Limiter.Admit(ctx, rules, reserve)
 }
 
 func (c *countingLimiter) Charge(ctx context.Context, rules []ratelimit.Rule, tokens int64) error {

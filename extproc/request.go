@@ -55,9 +55,11 @@ func dispatch(method, path string) (endpoint, error) {
 	return endpointNone, errUnknownURL(method, path)
 }
 
-// clientCredentialHeaders never reach a provider: the gateway sets the
-// provider's own credential instead.
-var clientCredentialHeaders = []string{"authorization", "x-api-key", "api-key", "openai-organization", "openai-project"}
+// clientHeaders never reach a provider: the client's credentials (the
+// gateway sets the provider's own instead), its OpenAI account headers and
+// its cookies.
+var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
+	"openai-organization", "openai-project", "cookie"}
 
 // requestHeaders strips internal headers, dispatches, authenticates and
 // answers what it can without the body.
@@ -87,9 +89,6 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if ep == endpointModels {
 		ex.phase, ex.status = phaseDone, http.StatusOK
 		return immediate(http.StatusOK, ex.s.router.list(ex.principal)), nil
-	}
-	if err := ex.admitRate(ctx); err != nil {
-		return nil, err
 	}
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err
@@ -151,7 +150,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 		return errMissingBody()
 	}
 	if cl, err := strconv.ParseInt(hm["content-length"], 10, 64); err == nil && cl > ex.bodyLimit() {
-		return errTooLarge(ex.bodyLimit())
+		return errTooLarge()
 	}
 	ex.contentType = hm["content-type"]
 	if ex.endpoint == endpointTranscriptions {
@@ -186,7 +185,7 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 
 func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
 	if int64(len(body)) > ex.bodyLimit() {
-		return nil, errTooLarge(ex.bodyLimit())
+		return nil, errTooLarge()
 	}
 	var err error
 	switch ex.endpoint {
@@ -208,18 +207,29 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	if err != nil {
 		return nil, err
 	}
-	target := ex.target
+	if ex.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
+		ex.prompt = promptEstimate(up.Body)
+	}
+	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
+		return nil, err
+	}
 	var h headers
-	for _, name := range clientCredentialHeaders {
+	for _, name := range clientHeaders {
 		h.Remove(name)
 	}
 	h.Set(":path", up.Path)
 	h.Set("content-length", strconv.Itoa(len(up.Body)))
 	h.Set("accept-encoding", "identity")
-	h.Set(ex.s.cfg.RoutingHeader, target.Backend)
+	// Envoy's routes match these and remove them before the upstream.
+	h.Set(ex.s.cfg.RoutingHeader, ex.target.Backend)
+	h.Set(modelHeader, ex.model)
+	if ex.stream {
+		h.Set(streamHeader, "1")
+	}
 	for _, uh := range up.Headers {
 		h.Set(uh.Name, uh.Value)
 	}
+	ex.sent, ex.sentAt = true, ex.s.now()
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation:  h.mutation(),
@@ -238,16 +248,18 @@ func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
+	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	ex.tr = ex.s.chat[ex.target.Provider](ex.target, req)
 	return nil
 }
 
 // pick routes the model and resolves the backend's per-request credential.
 func (ex *exchange) pick(ctx context.Context, model string) error {
-	target, err := ex.s.router.route(ex.principal, model)
+	target, timeouts, err := ex.s.router.route(ex.principal, model)
 	if err != nil {
 		return err
 	}
+	ex.timeouts = timeouts
 	if token := ex.s.router.backends[target.Backend].Token; token != nil {
 		if target.APIKey, err = token(ctx); err != nil {
 			return errProviderCredentials(err)

@@ -3,84 +3,188 @@ package extproc
 import (
 	"context"
 	"errors"
+	"mime"
+	"net/http"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
 	"modelgate/translate/openai"
+	"modelgate/translate/sse"
 )
 
 // responseHeaders lets the translator decide the client-facing head and
-// switches successful streams to STREAMED.
+// switches successful streams to STREAMED. Envoy's own replies (marked by
+// the bootstrap's local_reply_config) become the gateway's errors.
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
-	ex.status, _ = strconv.Atoi(hm[":status"])
+	status, _ := strconv.Atoi(hm[":status"])
+	if details, ok := hm[localReplyHeader]; ok {
+		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
+	}
+	ex.status = status
 	resp := &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
 	out := &extprocv3.ProcessingResponse{Response: resp}
-	if ex.tr == nil { // a local reply of Envoy's for a request we never routed
-		ex.phase = phaseDone
+	if ex.tr == nil { // a reply of Envoy's for a request never routed
+		ex.phase, ex.completed = phaseDone, true
 		return out
 	}
 	ex.head = ex.tr.ResponseHeaders(ex.status, hm["content-type"])
+	if h.GetEndOfStream() { // no body will follow: translate the empty one now
+		return ex.emptyBody()
+	}
 	var mut headers
 	mut.Set("content-type", ex.head.ContentType)
 	rateHeaders(ex.limit, &mut)
 	if ex.head.Status != ex.status {
 		mut.Set(":status", strconv.Itoa(ex.head.Status))
 	}
-	if ex.head.Stream {
+	switch {
+	case ex.head.Stream:
+		mut.Remove("content-length")
+		out.ModeOverride = streamedOverride()
+	case ex.gatherable(hm):
+		// Envoy's buffer would fail it with an empty 500: the server
+		// gathers the body from a stream instead.
+		ex.gather = true
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	}
 	resp.ResponseHeaders.Response = &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}
 	ex.phase = phaseResponseBody
-	if h.GetEndOfStream() {
-		ex.phase = phaseDone
-	}
 	return out
+}
+
+// gatherable reports a successful buffered answer that may outgrow
+// Envoy's buffer: of an endpoint whose answers can be large (embeddings,
+// images), of unknown length or over the buffered limit.
+func (ex *exchange) gatherable(hm headerMap) bool {
+	if ex.endpoint != endpointEmbeddings && ex.endpoint != endpointImages || ex.status/100 != 2 {
+		return false
+	}
+	if mt, _, _ := mime.ParseMediaType(hm["content-type"]); mt != "application/json" {
+		return false // not JSON: buffered, so its 502 can still be told
+	}
+	cl, err := strconv.ParseInt(hm["content-length"], 10, 64)
+	return err != nil || cl > ex.s.cfg.MaxBufferedResponseBytes
+}
+
+// emptyBody answers response headers that end the response: the
+// translation of an empty body replaces it whole.
+func (ex *exchange) emptyBody() *extprocv3.ProcessingResponse {
+	out, err := ex.tr.ResponseBody(nil, true)
+	if err != nil {
+		return ex.fail(err)
+	}
+	ex.phase, ex.completed, ex.status = phaseDone, true, ex.head.Status
+	var h headers
+	h.Set("content-type", ex.head.ContentType)
+	rateHeaders(ex.limit, &h)
+	return localReply(ex.head.Status, &h, out, "modelgate_"+strconv.Itoa(ex.head.Status))
 }
 
 // responseBody translates the buffered body or one streamed chunk.
 func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if ex.tr == nil {
+	switch {
+	case ex.envoyReply != nil:
+		return ex.envoyReplyBody(b)
+	case ex.tr == nil:
 		return bodyReply(nil, false, nil)
+	case ex.broken:
+		return bodyReply(nil, true, nil)
+	case ex.gather:
+		return ex.gatherBody(ctx, b)
 	}
 	// In BUFFERED mode Envoy sends exactly one message; its end_of_stream
 	// is false only when trailers follow, which we do not process.
 	eos := b.GetEndOfStream() || !ex.head.Stream
-	out, err := ex.tr.ResponseBody(b.GetBody(), eos)
-	if err == nil && ex.imgReq != nil {
-		out, err = ex.imageURLs(ctx, out)
+	if ex.head.Stream {
+		ex.lastChunk = ex.s.now()
 	}
-	var reqErr *openai.RequestError
-	switch {
-	case errors.As(err, &reqErr) && !ex.head.Stream:
-		// The provider answered 200 with nothing the client can use, for
-		// a reason that is the request's (an image every result of which
-		// a safety filter removed): the client's error, not ours.
-		return ex.fail(err)
-	case err != nil:
-		ex.log.Error("translating response", zap.Error(err))
-		return ex.fail(errInternal(err))
+	out, err := ex.translateBody(ctx, b.GetBody(), eos)
+	if err != nil {
+		return ex.failBody(err)
 	}
-	if len(out) > 0 && ex.firstByte.IsZero() {
-		ex.firstByte = ex.s.now()
-	}
-	if ex.responses != nil && !ex.saved {
-		ex.saveResponse(ctx)
+	if ex.head.Stream {
+		if len(out) > 0 && ex.firstByte.IsZero() {
+			ex.firstByte = ex.s.now()
+		}
+		if ex.tr.Usage().CompletionTokens == 0 {
+			ex.streamed += streamedText(out)
+		}
 	}
 	var mut *headers
 	if !ex.head.Stream {
 		mut = &headers{}
 		mut.Set("content-length", strconv.Itoa(len(out)))
 	}
+	return ex.bodyDone(out, eos, mut)
+}
+
+// translateBody runs the translator, then what the gateway adds: image
+// URLs and stored responses.
+func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([]byte, error) {
+	out, err := ex.tr.ResponseBody(body, eos)
+	if err == nil && ex.imgReq != nil {
+		out, err = ex.imageURLs(ctx, out)
+	}
+	if err == nil && ex.responses != nil && !ex.saved {
+		ex.saveResponse(ctx)
+	}
+	return out, err
+}
+
+// bodyDone replies with out and, at the end, settles the exchange.
+func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.ProcessingResponse {
 	reply := bodyReply(out, true, mut)
 	if eos {
-		ex.phase = phaseDone
+		ex.phase, ex.completed = phaseDone, true
 		reply.DynamicMetadata = ex.metadata()
 	}
 	return reply
+}
+
+// failBody ends an exchange whose answer could not be translated. A
+// buffered answer still can become an error; a stream whose head went out
+// gets one error event and ends.
+func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
+	var reqErr *openai.RequestError
+	if !errors.As(err, &reqErr) {
+		ex.log.Error("translating response", zap.Error(err))
+	}
+	if !ex.head.Stream {
+		// A 200 with nothing the client can use, for a reason that is the
+		// request's (every image removed by a safety filter), is the
+		// client's error; anything else is the provider's or ours.
+		return ex.fail(err)
+	}
+	apiErr := toAPIError(err)
+	ex.broken, ex.status = true, apiErr.Status
+	return bodyReply(sse.AppendData(nil, apiErr.Body()), true, nil)
+}
+
+// gatherBody collects a large buffered answer from its chunks, replying
+// with nothing until the end, then with the whole translation. The head
+// went out with the first reply, so a failure can only reset the stream.
+func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	ex.gathered = append(ex.gathered, b.GetBody()...)
+	if int64(len(ex.gathered)) > ex.s.cfg.MaxResponseBytes {
+		ex.log.Error("provider answer over the gateway's limit", zap.Int64("limit", ex.s.cfg.MaxResponseBytes))
+		ex.gathered = nil
+		return ex.fail(&APIError{Status: http.StatusBadGateway, Type: typeServer,
+			Message: "The provider's answer is larger than the gateway accepts."})
+	}
+	if !b.GetEndOfStream() {
+		return bodyReply(nil, true, nil)
+	}
+	body := ex.gathered
+	ex.gathered = nil
+	out, err := ex.translateBody(ctx, body, true)
+	if err != nil {
+		return ex.fail(err) // resets the stream: its head went out
+	}
+	return ex.bodyDone(out, true, nil)
 }
 
 // bodyReply answers a body message. Without replace the chunk goes on

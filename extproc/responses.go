@@ -50,6 +50,7 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
 	ex.respReq = req
+	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id := newID("resp_", 24)
 	var tr interface {
 		translate.Translator
@@ -101,7 +102,7 @@ func newID(prefix string, n int) string {
 
 func errPreviousResponseNotFound(id string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "previous_response_id", Code: "previous_response_not_found",
-		Message: fmt.Sprintf("Previous response with id '%s' not found.", id)}
+		Message: fmt.Sprintf("Previous response with id '%s' not found.", quoted(id))}
 }
 
 // saveResponse stores the response as soon as it completed, before the

@@ -93,6 +93,18 @@ type Config struct {
 	// PublicBaseURL is the scheme and host clients reach the gateway at,
 	// for image URLs; empty takes them from each request.
 	PublicBaseURL string
+	// DefaultOutputTokens is what a chat or Responses request that sets no
+	// max tokens reserves for its answer from token limits, beside its
+	// estimated prompt; the real usage is charged at the end. Zero means
+	// 1024.
+	DefaultOutputTokens int64
+	// MaxBufferedResponseBytes is the largest embeddings or images answer
+	// left to Envoy's buffer; larger ones, or of unknown length, the server
+	// gathers from a stream, which no buffer limits. Zero means 8 MiB.
+	MaxBufferedResponseBytes int64
+	// MaxResponseBytes bounds an answer the server gathers; a larger one
+	// fails with 502. Zero means 256 MiB.
+	MaxResponseBytes int64
 }
 
 // chatFactory builds the chat translator for one provider.
@@ -174,6 +186,15 @@ func withDefaults(cfg Config) Config {
 	if cfg.ResponseRetention <= 0 {
 		cfg.ResponseRetention = 30 * 24 * time.Hour
 	}
+	if cfg.DefaultOutputTokens <= 0 {
+		cfg.DefaultOutputTokens = 1024
+	}
+	if cfg.MaxBufferedResponseBytes <= 0 {
+		cfg.MaxBufferedResponseBytes = 8 << 20
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 256 << 20
+	}
 	return cfg
 }
 
@@ -187,7 +208,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 		if err != nil {
 			return quietClose(err)
 		}
-		resp, err := ex.handle(ctx, req)
+		resp, err := ex.safeHandle(ctx, req)
 		if err != nil {
 			ex.log.Warn("protocol violation", zap.Error(err))
 			return status.Error(codes.FailedPrecondition, err.Error())

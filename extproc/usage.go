@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
+	"modelgate/translate"
 )
 
 // metadata is the usage exposed to Envoy as dynamic metadata, for access
@@ -35,12 +36,18 @@ func (ex *exchange) metadata() *structpb.Struct {
 func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
 	end := ex.s.now()
-	ex.s.cfg.Metrics.observe(ex, end)
-	ex.settleRate(ctx)
+	var (
+		u         translate.Usage
+		estimated bool
+	)
+	if ex.tr != nil {
+		u, estimated = ex.estimatedUsage()
+	}
+	ex.s.cfg.Metrics.observe(ex, u, end)
+	ex.settleRate(ctx, u.TotalTokens)
 	if ex.tr == nil || ex.principal == nil {
 		return
 	}
-	u := ex.tr.Usage()
 	rec := authz.UsageRecord{
 		RequestID:        ex.requestID,
 		KeyID:            ex.principal.KeyID,
@@ -54,6 +61,7 @@ func (ex *exchange) record(ctx context.Context) {
 		TotalTokens:      u.TotalTokens,
 		CachedTokens:     u.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens,
+		Estimated:        estimated,
 		Duration:         end.Sub(ex.start),
 		At:               end,
 	}
@@ -63,5 +71,6 @@ func (ex *exchange) record(ctx context.Context) {
 		ex.log.Error("recording usage", zap.Error(err))
 	}
 	ex.log.Info("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),
-		zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens))
+		zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens),
+		zap.Bool("estimated", estimated))
 }

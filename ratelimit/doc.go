@@ -10,11 +10,15 @@
 // from its configuration, e.g. key:<id>, account:<id> and group:<id> rules):
 //
 //  1. At admission (request_headers, after authentication):
-//     d, err := lim.Admit(ctx, rules). It decides on every rule at once and
-//     consumes only if all allow: one request per Requests rule and a slot
-//     per Concurrent rule (d.Lease). Tokens rules are checked, not charged:
-//     a budget with at least one token left admits. Calling Admit later with
-//     only Tokens rules is a pure budget check.
+//     d, err := lim.Admit(ctx, rules, reserve), reserve being an estimate
+//     of the tokens the exchange will use (prompt plus max output, say). It
+//     decides on every rule at once and consumes only if all allow: one
+//     request per Requests rule, a slot per Concurrent rule (d.Lease) and
+//     reserve tokens per Tokens rule. A Tokens rule admits when
+//     min(reserve, Max) tokens are free (one when reserve is 0), so
+//     concurrent requests cannot together overrun a budget they each fit
+//     in. Calling Admit with reserve 0 and only Tokens rules is a pure
+//     budget check.
 //     On err there is no decision: fail open (go on, with no lease) or
 //     closed, as configured. ErrInvalid means a configuration bug.
 //     On !d.Allowed reply 429 rate_limit_error with Retry-After from
@@ -27,19 +31,23 @@
 //     "1m30s", "250ms"). Rendering them is the caller's job.
 //  3. When the exchange ends, however it ends (done, upstream error, client
 //     cancel, stream reset), on context.WithoutCancel(ctx) plus a timeout:
-//     lim.Charge(ctx, rules, usage.TotalTokens) and lim.Release(ctx, d.Lease).
-//     Charge even when Admit failed open; Release of the zero Lease is a
-//     no-op.
+//     lim.Charge(ctx, rules, usage.TotalTokens-reserve) and
+//     lim.Release(ctx, d.Lease). The charge settles the reservation: a
+//     negative one refunds what was reserved but not used. Charge the full
+//     usage (nothing was reserved) when Admit failed open; Release of the
+//     zero Lease is a no-op.
 //
 // # Algorithm: GCRA, in its leaky-bucket form
 //
 // Each counter is a level (units in use) and the time it was measured; the
 // level drains continuously at Max per Window. A Requests rule admits when
-// level+1 <= Max and adds 1; a Tokens rule admits when at least one whole
-// token is left (level <= Max-1) and Charge adds the real usage, which may
-// push the level past Max: admissions are then refused until it drains
-// back. Remaining is floor(Max-level), Reset the time to drain to zero,
-// RetryAfter the time until the refused request would fit.
+// level+1 <= Max and adds 1; a Tokens rule admits when
+// level+min(reserve, Max) <= Max (reserve 0 counts as 1) and adds reserve.
+// Charge then adds the difference between real usage and the reservation:
+// an overrun pushes the level past Max (admissions are refused until it
+// drains back), a refund lowers it, but never below zero. Remaining is
+// floor(Max-level), Reset the time to drain to zero, RetryAfter the time
+// until the refused request would fit.
 //
 // Why this and not windows:
 //   - Two numbers per counter, whatever the traffic: cheap in memory and in
@@ -52,8 +60,8 @@
 //   - It is what OpenAI's own headers describe: budgets replenish
 //     continuously ("x-ratelimit-reset-requests: 6s" at 10 requests per
 //     minute), so SDK retry logic behaves as it does against OpenAI.
-//   - Charging after the fact needs nothing special: an overrun is debt
-//     that drains at the limit's rate.
+//   - Settling after the fact needs nothing special: an overrun is debt
+//     that drains at the limit's rate, a refund is negative usage.
 //
 // The trade-off: a limit is a rate, not a quota. A subject idle for a
 // Window may spend Max at once and then Max per Window more as it drains,

@@ -32,9 +32,9 @@ type Kind uint8
 const (
 	// Requests counts admitted requests per Window. Admit consumes one.
 	Requests Kind = iota + 1
-	// Tokens counts tokens per Window. Admit only checks that at least one
-	// token is left; Charge adds what the exchange really used, even past
-	// the limit.
+	// Tokens counts tokens per Window. Admit reserves the tokens it is
+	// asked to (see Limiter.Admit); Charge then settles the difference with
+	// what the exchange really used, even past the limit.
 	Tokens
 	// Concurrent counts requests in flight. Admit takes a slot; Release
 	// frees it.
@@ -149,13 +149,31 @@ func Validate(rules []Rule) error {
 	return nil
 }
 
-// ValidateCharge reports malformed Charge arguments: invalid rules or
-// negative tokens, wrapping ErrInvalid.
+// ValidateAdmit reports malformed Admit arguments: invalid rules, or a
+// reservation that is negative or beyond what counters hold exactly,
+// wrapping ErrInvalid.
+func ValidateAdmit(rules []Rule, reserve int64) error {
+	if reserve < 0 || reserve > maxMax {
+		return fmt.Errorf("%w: reserving %d tokens", ErrInvalid, reserve)
+	}
+	return Validate(rules)
+}
+
+// ValidateCharge reports malformed Charge arguments: invalid rules, or an
+// adjustment beyond what counters hold exactly, wrapping ErrInvalid.
+// Negative adjustments (refunds) are valid.
 func ValidateCharge(rules []Rule, tokens int64) error {
-	if tokens < 0 {
+	if tokens < -maxMax || tokens > maxMax {
 		return fmt.Errorf("%w: charging %d tokens", ErrInvalid, tokens)
 	}
 	return Validate(rules)
+}
+
+// Need is how many free tokens a Tokens rule must have for Admit to
+// reserve reserve tokens: reserve capped at Max, and at least one (a
+// reservation of zero only checks that the budget is not spent).
+func (l Limit) Need(reserve int64) int64 {
+	return max(1, min(reserve, l.Max))
 }
 
 // Status is one rule's view of an admission: what the x-ratelimit-* headers
@@ -165,13 +183,15 @@ type Status struct {
 	// Allowed reports whether this rule alone would admit the request.
 	Allowed bool
 	// Remaining is what is left after the decision: requests (this one
-	// included when admitted), whole tokens, or free slots. Never negative.
+	// included when admitted), whole tokens (after the reservation when
+	// admitted), or free slots. Never negative.
 	Remaining int64
 	// Reset is how long until usage drains to nothing (x-ratelimit-reset-*).
 	// Zero for Concurrent.
 	Reset time.Duration
 	// RetryAfter, when the rule refuses, is how long until it would admit
-	// the same request absent other traffic; zero when it allows.
+	// the same request absent other traffic (for Tokens, until Need(reserve)
+	// tokens are free); zero when it allows.
 	RetryAfter time.Duration
 }
 
@@ -229,16 +249,27 @@ func tighter(a, b Status) bool {
 // made (the backend failed, ctx ended, or a rule is invalid): the caller
 // chooses to fail open or closed.
 type Limiter interface {
-	// Admit decides on all rules at once, when a request arrives. If every
-	// rule allows, it consumes one request of each Requests rule and a slot
-	// of each Concurrent rule (returned as Decision.Lease); Tokens rules are
-	// only checked for at least one token left. If any rule refuses, nothing
-	// is consumed. No rules admit the request.
-	Admit(ctx context.Context, rules []Rule) (Decision, error)
-	// Charge adds tokens really used to every Tokens rule, even past its
-	// Max: later admissions are refused until usage drains below it. Other
-	// kinds are ignored; zero tokens do nothing. Call it when the exchange
-	// ends, however it ends, on a context that outlives the client.
+	// Admit decides on all rules at once, when a request arrives, and
+	// reserves reserve tokens (the caller's estimate of what the exchange
+	// will use; negative is ErrInvalid). A Tokens rule allows when at least
+	// Limit.Need(reserve) tokens are free: min(reserve, Max), or one when
+	// reserve is zero. The cap at Max lets a request larger than the whole
+	// budget through on an idle bucket rather than never; it then consumes
+	// its full reservation, leaving the bucket in debt. If every rule
+	// allows, Admit consumes, atomically, one request of each Requests rule,
+	// a slot of each Concurrent rule (returned as Decision.Lease) and
+	// reserve tokens of each Tokens rule. If any rule refuses, nothing is
+	// consumed. No rules admit the request.
+	Admit(ctx context.Context, rules []Rule, reserve int64) (Decision, error)
+	// Charge adjusts every Tokens rule by a signed number of tokens. A
+	// positive adjustment adds usage, even past Max: later admissions are
+	// refused until usage drains back. A negative one refunds an unused
+	// reservation, never below empty (a refund larger than the usage left
+	// empties the bucket and no more). Other kinds are ignored; zero does
+	// nothing. Callers reserve at Admit and, when the exchange ends however
+	// it ends, call Charge(actual - reserved) once, on a context that
+	// outlives the client (Charge(actual) when Admit failed open and
+	// reserved nothing).
 	Charge(ctx context.Context, rules []Rule, tokens int64) error
 	// Release frees a lease's slots. Releasing twice, an expired lease or
 	// the zero Lease is harmless.

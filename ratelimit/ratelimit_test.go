@@ -44,8 +44,34 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := ratelimit.ValidateCharge([]ratelimit.Rule{rpm}, -1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("ValidateCharge(-1) = %v, want ErrInvalid", err)
+	for _, tt := range []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"ValidateCharge(-1)", ratelimit.ValidateCharge([]ratelimit.Rule{rpm}, -1), true}, // a refund
+		{"ValidateCharge(2^50)", ratelimit.ValidateCharge([]ratelimit.Rule{rpm}, 1<<50), true},
+		{"ValidateCharge(2^50+1)", ratelimit.ValidateCharge([]ratelimit.Rule{rpm}, 1<<50+1), false},
+		{"ValidateCharge(-2^50-1)", ratelimit.ValidateCharge([]ratelimit.Rule{rpm}, -1<<50-1), false},
+		{"ValidateCharge(bad rule)", ratelimit.ValidateCharge([]ratelimit.Rule{{Key: "k"}}, 1), false},
+		{"ValidateAdmit(0)", ratelimit.ValidateAdmit([]ratelimit.Rule{rpm}, 0), true},
+		{"ValidateAdmit(2^50)", ratelimit.ValidateAdmit([]ratelimit.Rule{rpm}, 1<<50), true},
+		{"ValidateAdmit(-1)", ratelimit.ValidateAdmit([]ratelimit.Rule{rpm}, -1), false},
+		{"ValidateAdmit(2^50+1)", ratelimit.ValidateAdmit([]ratelimit.Rule{rpm}, 1<<50+1), false},
+		{"ValidateAdmit(bad rule)", ratelimit.ValidateAdmit([]ratelimit.Rule{{Key: "k"}}, 1), false},
+	} {
+		if (tt.err == nil) != tt.ok || (tt.err != nil && !errors.Is(tt.err, ratelimit.ErrInvalid)) {
+			t.Errorf("%s = %v, want ok %v (errors wrap ErrInvalid)", tt.name, tt.err, tt.ok)
+		}
+	}
+}
+
+func TestNeed(t *testing.T) {
+	tpm := ratelimit.TokensPerMinute(1000)
+	for _, tt := range []struct{ reserve, want int64 }{{0, 1}, {1, 1}, {410, 410}, {1000, 1000}, {5000, 1000}} {
+		if got := tpm.Need(tt.reserve); got != tt.want {
+			t.Errorf("Need(%d) against 1000 = %d, want %d", tt.reserve, got, tt.want)
+		}
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
-	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, duration_ms, at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
+	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
 
 func usageArgs(r authz.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
@@ -18,7 +18,7 @@ func usageArgs(r authz.UsageRecord) []any {
 		id = r.ID
 	}
 	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Duration.Milliseconds(), r.At.UnixMilli()}
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Duration.Milliseconds(), r.At.UnixMilli()}
 }
 
 // AppendUsage implements authz.Store.

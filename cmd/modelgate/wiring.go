@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -57,7 +58,8 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		out.Backends = append(out.Backends, eb)
 	}
 	for _, m := range cfg.Models {
-		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow}
+		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
+			Timeouts: extprocTimeouts(m.Timeouts)}
 		for _, d := range m.Deployments {
 			em.Deployments = append(em.Deployments, extproc.Deployment{Backend: d.Backend, Model: d.Model, Weight: d.Weight})
 		}
@@ -66,15 +68,19 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 	return out, nil
 }
 
+func extprocTimeouts(t config.Timeouts) extproc.Timeouts {
+	return extproc.Timeouts{ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration}
+}
+
 // backend resolves one backend's credentials from the environment.
 func backend(b config.Backend, getenv func(string) string) (extproc.Backend, error) {
 	out := extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(), APIVersion: b.APIVersion,
-		Host: b.Host(), Region: b.Region}
+		Host: b.Host(), Region: b.Region, Timeouts: extprocTimeouts(b.Timeouts)}
 	if b.APIKeyEnv != "" {
 		if out.APIKey = getenv(b.APIKeyEnv); out.APIKey == "" {
 			return out, fmt.Errorf("backend %q: environment variable %s is not set", b.Name, b.APIKeyEnv)
 		}
-		return out, nil
+		return out, badCredential(b.Name, b.APIKeyEnv, out.APIKey)
 	}
 	switch b.Provider {
 	case "vertex":
@@ -89,7 +95,22 @@ func backend(b config.Backend, getenv func(string) string) (extproc.Backend, err
 	if out.AWS.AccessKeyID == "" || out.AWS.SecretAccessKey == "" {
 		return out, fmt.Errorf("backend %q: set api_key_env to a Bedrock API key, or %s and %s", b.Name, names[0], names[1])
 	}
+	for i, v := range []string{out.AWS.AccessKeyID, out.AWS.SecretAccessKey, out.AWS.SessionToken} {
+		if err := badCredential(b.Name, names[i], v); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
+}
+
+// badCredential refuses a credential that cannot be a header value: a
+// secret file mounted with its trailing newline would otherwise fail every
+// request, or split a header. The error names the variable, never the value.
+func badCredential(backend, env, value string) error {
+	if strings.ContainsAny(value, "\r\n\x00") {
+		return fmt.Errorf("backend %q: environment variable %s holds a line break or NUL (a trailing newline from a secret file?); remove it", backend, env)
+	}
+	return nil
 }
 
 // vertexBackend mints access tokens from the backend's service account.
@@ -125,12 +146,33 @@ func envoyConfig(cfg *config.Config) envoy.Config {
 		Listen:           cfg.Envoy.Listen,
 		ExtProcAddress:   cfg.Envoy.ExtProcAddress,
 		MessageTimeout:   cfg.Envoy.MessageTimeout.Duration,
+		RequestTimeout:   cfg.Envoy.RequestTimeout.Duration,
 		BufferLimitBytes: uint32(envoyBufferLimit(cfg)),
 	}
 	for _, b := range cfg.Backends {
-		out.Backends = append(out.Backends, envoy.Backend{Name: b.Name, BaseURL: b.BaseURL})
+		eb := envoy.Backend{Name: b.Name, BaseURL: b.BaseURL, Timeouts: envoyTimeouts(b.Timeouts)}
+		for _, m := range cfg.Models {
+			if m.Timeouts == (config.Timeouts{}) || !servedBy(m, b.Name) {
+				continue
+			}
+			eb.Models = append(eb.Models, envoy.ModelTimeouts{Model: m.ID, Timeouts: envoyTimeouts(m.Timeouts.Or(b.Timeouts))})
+		}
+		out.Backends = append(out.Backends, eb)
 	}
 	return out
+}
+
+func envoyTimeouts(t config.Timeouts) envoy.Timeouts {
+	return envoy.Timeouts{ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration}
+}
+
+func servedBy(m config.Model, backend string) bool {
+	for _, d := range m.Deployments {
+		if d.Backend == backend {
+			return true
+		}
+	}
+	return false
 }
 
 // limitsOf turns configured limits into authz.Limits (zero: unlimited).

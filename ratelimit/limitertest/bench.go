@@ -23,7 +23,8 @@ func RequestRules() []ratelimit.Rule {
 
 // Benchmark measures a limiter on the path every request takes: admission
 // on one rule, admission on RequestRules followed by the release of its
-// lease, and admission on one rule from many goroutines. newLimiter
+// lease (without, then with a token reservation settled by a refund), and
+// admission on one rule from many goroutines. newLimiter
 // returns an empty limiter per benchmark.
 func Benchmark(b *testing.B, newLimiter func(b *testing.B) ratelimit.Limiter) {
 	ctx := context.Background()
@@ -32,7 +33,7 @@ func Benchmark(b *testing.B, newLimiter func(b *testing.B) ratelimit.Limiter) {
 		l := newLimiter(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := l.Admit(ctx, oneRule); err != nil {
+			if _, err := l.Admit(ctx, oneRule, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -42,9 +43,26 @@ func Benchmark(b *testing.B, newLimiter func(b *testing.B) ratelimit.Limiter) {
 		rules := RequestRules()
 		b.ReportAllocs()
 		for b.Loop() {
-			d, err := l.Admit(ctx, rules)
+			d, err := l.Admit(ctx, rules, 0)
 			if err != nil || !d.Allowed {
 				b.Fatal(d, err)
+			}
+			if err := l.Release(ctx, d.Lease); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("request_rules_reserve_settle_release", func(b *testing.B) {
+		l := newLimiter(b)
+		rules := RequestRules()
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := l.Admit(ctx, rules, 1000)
+			if err != nil || !d.Allowed {
+				b.Fatal(d, err)
+			}
+			if err := l.Charge(ctx, rules, 400-1000); err != nil {
+				b.Fatal(err)
 			}
 			if err := l.Release(ctx, d.Lease); err != nil {
 				b.Fatal(err)
@@ -56,7 +74,7 @@ func Benchmark(b *testing.B, newLimiter func(b *testing.B) ratelimit.Limiter) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := l.Admit(ctx, oneRule); err != nil {
+				if _, err := l.Admit(ctx, oneRule, 0); err != nil {
 					b.Fatal(err)
 				}
 			}

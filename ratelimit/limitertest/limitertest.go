@@ -55,6 +55,11 @@ func Run(t *testing.T, newLimiter NewLimiter) {
 		{"RemainingAndReset", testRemainingAndReset},
 		{"RetryAfter", testRetryAfter},
 		{"TokensChargedAfterTheFact", testTokensChargedAfterTheFact},
+		{"ReserveZero", testReserveZero},
+		{"ReservationsUnderConcurrency", testReservationsUnderConcurrency},
+		{"ReservationsNeverExceedMax", testReservationsNeverExceedMax},
+		{"RefundMakesRoom", testRefundMakesRoom},
+		{"ReservationCappedAtMax", testReservationCappedAtMax},
 		{"ConcurrentCharges", testConcurrentCharges},
 		{"RefusalConsumesNothing", testRefusalConsumesNothing},
 		{"Concurrency", testConcurrency},
@@ -76,9 +81,14 @@ func Run(t *testing.T, newLimiter NewLimiter) {
 
 func admit(t *testing.T, l ratelimit.Limiter, rules ...ratelimit.Rule) ratelimit.Decision {
 	t.Helper()
-	d, err := l.Admit(context.Background(), rules)
+	return admitReserving(t, l, 0, rules...)
+}
+
+func admitReserving(t *testing.T, l ratelimit.Limiter, reserve int64, rules ...ratelimit.Rule) ratelimit.Decision {
+	t.Helper()
+	d, err := l.Admit(context.Background(), rules, reserve)
 	if err != nil {
-		t.Fatalf("Admit(%v): %v", rules, err)
+		t.Fatalf("Admit(%v, reserve %d): %v", rules, reserve, err)
 	}
 	if len(d.Statuses) != len(rules) {
 		t.Fatalf("Admit(%v) returned %d statuses, want %d", rules, len(d.Statuses), len(rules))
@@ -129,15 +139,18 @@ func testInvalid(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 		"unknown kind":   {{Key: "k", Limit: ratelimit.Limit{Max: 1, Window: time.Second}}},
 		"shared counter": {rpm, {Key: "key:k", Limit: ratelimit.Limit{Kind: ratelimit.Requests, Max: 9, Window: time.Minute}}},
 	} {
-		if _, err := l.Admit(context.Background(), rules); !errors.Is(err, ratelimit.ErrInvalid) {
+		if _, err := l.Admit(context.Background(), rules, 0); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("Admit(%s) error = %v, want ErrInvalid", name, err)
 		}
 		if err := l.Charge(context.Background(), rules, 1); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("Charge(%s) error = %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := l.Charge(context.Background(), []ratelimit.Rule{rpm}, -1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("Charge(-1 tokens) error = %v, want ErrInvalid", err)
+	if _, err := l.Admit(context.Background(), []ratelimit.Rule{rpm}, -1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("Admit(reserve -1) error = %v, want ErrInvalid", err)
+	}
+	if err := l.Charge(context.Background(), []ratelimit.Rule{rpm}, -1); err != nil {
+		t.Errorf("Charge(-1 tokens) error = %v, want nil: refunds are valid", err)
 	}
 	if d := admit(t, l, rpm); !d.Allowed || d.Statuses[0].Remaining != 0 {
 		t.Errorf("Admit after invalid calls = %+v, want the first request admitted", d)
@@ -156,7 +169,7 @@ func testExactUnderConcurrency(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 		var wg sync.WaitGroup
 		for i := range decisions {
 			wg.Go(func() {
-				d, err := l.Admit(context.Background(), []ratelimit.Rule{tc.rule})
+				d, err := l.Admit(context.Background(), []ratelimit.Rule{tc.rule}, 0)
 				if err != nil {
 					t.Errorf("%s: Admit: %v", tc.name, err)
 				}
@@ -204,12 +217,13 @@ func testRemainingAndReset(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 // late: refused a second before it, admitted at it.
 func testRetryAfter(t *testing.T, l ratelimit.Limiter, c *Clock) {
 	for _, tc := range []struct {
-		name   string
-		rule   ratelimit.Rule
-		fill   func(r ratelimit.Rule)
-		retry  time.Duration
-		reset  time.Duration
-		remain int64
+		name    string
+		rule    ratelimit.Rule
+		fill    func(r ratelimit.Rule)
+		reserve int64
+		retry   time.Duration
+		reset   time.Duration
+		remain  int64
 	}{{
 		name: "10 requests per minute",
 		rule: ratelimit.Rule{Key: "key:a", Limit: ratelimit.RequestsPerMinute(10)},
@@ -233,20 +247,32 @@ func testRetryAfter(t *testing.T, l ratelimit.Limiter, c *Clock) {
 		rule:  ratelimit.Rule{Key: "key:c", Limit: ratelimit.TokensPerMinute(1000)},
 		fill:  func(r ratelimit.Rule) { charge(t, l, 1500, r) },
 		retry: 30060 * time.Millisecond, reset: 90 * time.Second, remain: 0,
+	}, {
+		name:    "reserving 400 with 800 of 1000 tokens per minute used",
+		rule:    ratelimit.Rule{Key: "key:d", Limit: ratelimit.TokensPerMinute(1000)},
+		fill:    func(r ratelimit.Rule) { admitReserving(t, l, 800, r) },
+		reserve: 400,
+		retry:   12 * time.Second, reset: 48 * time.Second, remain: 200,
+	}, {
+		name:    "reserving 5000, capped at the 1000 per minute, with 300 used",
+		rule:    ratelimit.Rule{Key: "key:e", Limit: ratelimit.TokensPerMinute(1000)},
+		fill:    func(r ratelimit.Rule) { charge(t, l, 300, r) },
+		reserve: 5000,
+		retry:   18 * time.Second, reset: 18 * time.Second, remain: 700,
 	}} {
 		tc.fill(tc.rule)
-		d := admit(t, l, tc.rule)
+		d := admitReserving(t, l, tc.reserve, tc.rule)
 		s := d.Statuses[0]
 		if d.Allowed || !within(d.RetryAfter, tc.retry) || s.RetryAfter != d.RetryAfter || !within(s.Reset, tc.reset) || s.Remaining != tc.remain {
 			t.Errorf("%s: refusal = %+v, want RetryAfter %v, reset %v, remaining %d", tc.name, d, tc.retry, tc.reset, tc.remain)
 			continue
 		}
 		c.Advance(d.RetryAfter - time.Second)
-		if early := admit(t, l, tc.rule); early.Allowed {
+		if early := admitReserving(t, l, tc.reserve, tc.rule); early.Allowed {
 			t.Errorf("%s: admitted a second before RetryAfter %v: %+v", tc.name, d.RetryAfter, early)
 		}
 		c.Advance(time.Second)
-		if late := admit(t, l, tc.rule); !late.Allowed {
+		if late := admitReserving(t, l, tc.reserve, tc.rule); !late.Allowed {
 			t.Errorf("%s: refused at RetryAfter %v: %+v", tc.name, d.RetryAfter, late)
 		}
 	}
@@ -470,7 +496,7 @@ func testDoneContext(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := ratelimit.Rule{Key: "key:k", Limit: ratelimit.ConcurrentRequests(1)}
-	if _, err := l.Admit(ctx, []ratelimit.Rule{r}); !errors.Is(err, context.Canceled) {
+	if _, err := l.Admit(ctx, []ratelimit.Rule{r}, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("Admit(canceled) error = %v, want context.Canceled", err)
 	}
 	if err := l.Charge(ctx, []ratelimit.Rule{r}, 1); !errors.Is(err, context.Canceled) {
@@ -482,5 +508,204 @@ func testDoneContext(t *testing.T, l ratelimit.Limiter, _ *Clock) {
 	}
 	if d := admit(t, l, r); d.Allowed {
 		t.Errorf("Admit after a canceled Release = %+v, want the slot still held", d)
+	}
+}
+
+// testReserveZero checks that Admit without a reservation only checks that
+// a token is left, as the Tokens kind always did, and that a reservation
+// does not touch other kinds.
+func testReserveZero(t *testing.T, l ratelimit.Limiter, _ *Clock) {
+	tpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.TokensPerMinute(1000)}
+	charge(t, l, 999, tpm)
+	for range 3 {
+		if s := admit(t, l, tpm).Statuses[0]; !s.Allowed || s.Remaining != 1 || !within(s.Reset, 59940*time.Millisecond) {
+			t.Fatalf("Admit(reserve 0) with 1 token left = %+v, want allowed, still 1 left: nothing reserved", s)
+		}
+	}
+	charge(t, l, 1, tpm)
+	if d := admit(t, l, tpm); d.Allowed || d.Statuses[0].Remaining != 0 || !within(d.RetryAfter, 60*time.Millisecond) {
+		t.Errorf("Admit(reserve 0) with the budget spent = %+v, want refused until one token drains (60ms)", d)
+	}
+	rpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.RequestsPerMinute(5)}
+	slot := ratelimit.Rule{Key: "key:k", Limit: ratelimit.ConcurrentRequests(1)}
+	d := admitReserving(t, l, 500, rpm, slot)
+	if !d.Allowed || d.Statuses[0].Remaining != 4 || d.Statuses[1].Remaining != 0 {
+		t.Errorf("Admit(reserve 500) on requests and concurrency rules = %+v, want one request and one slot taken", d)
+	}
+}
+
+// admitConcurrently admits rules from n goroutines at once, goroutine i
+// reserving reserve(i) tokens.
+func admitConcurrently(t *testing.T, l ratelimit.Limiter, n int, reserve func(i int) int64, rules ...ratelimit.Rule) []ratelimit.Decision {
+	t.Helper()
+	decisions := make([]ratelimit.Decision, n)
+	var wg sync.WaitGroup
+	for i := range decisions {
+		wg.Go(func() {
+			d, err := l.Admit(context.Background(), rules, reserve(i))
+			if err != nil || len(d.Statuses) != len(rules) {
+				t.Errorf("Admit(reserve %d) = %+v, %v", reserve(i), d, err)
+			}
+			decisions[i] = d
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return decisions
+}
+
+// testReservationsUnderConcurrency is the over-admission the reservations
+// fix: 20 requests each reserving 410 tokens at once against 1000 per
+// minute. Two fit; checking for one token left would admit them all.
+func testReservationsUnderConcurrency(t *testing.T, l ratelimit.Limiter, _ *Clock) {
+	tpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.TokensPerMinute(1000)}
+	var remaining []int64
+	for _, d := range admitConcurrently(t, l, 20, func(int) int64 { return 410 }, tpm) {
+		if d.Allowed {
+			remaining = append(remaining, d.Statuses[0].Remaining)
+			continue
+		}
+		// Refusals come after both admissions: 820 used, 410 more need 230
+		// to drain (13.8s).
+		if s := d.Statuses[0]; s.Allowed || s.Remaining != 180 || !within(d.RetryAfter, 13800*time.Millisecond) {
+			t.Errorf("refusal = %+v, want 180 left and RetryAfter 13.8s", d)
+		}
+	}
+	slices.Sort(remaining)
+	if !slices.Equal(remaining, []int64{180, 590}) {
+		t.Errorf("20 concurrent reservations of 410 against 1000: remaining of the admitted = %v, want [180 590]", remaining)
+	}
+	if s := admit(t, l, tpm).Statuses[0]; s.Remaining != 180 {
+		t.Errorf("after the burst = %+v, want 180 left: refusals reserve nothing", s)
+	}
+}
+
+// testReservationsNeverExceedMax admits reservations of many sizes at once
+// under a requests rule and two token rules: what is reserved never exceeds
+// Max, and a refusal by any rule reserves nothing anywhere.
+func testReservationsNeverExceedMax(t *testing.T, l ratelimit.Limiter, _ *Clock) {
+	rpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.RequestsPerMinute(6)}
+	tpm := ratelimit.Rule{Key: "account:a", Limit: ratelimit.TokensPerMinute(1000)}
+	tpd := ratelimit.Rule{Key: "account:a", Limit: ratelimit.TokensPerDay(100000)}
+	size := func(i int) int64 { return int64(29*i + 7) } // 7 to 848, each under Max
+	decisions := admitConcurrently(t, l, 30, size, rpm, tpm, tpd)
+	var admitted, sum int64
+	for i, d := range decisions {
+		if d.Allowed {
+			admitted++
+			sum += size(i)
+		}
+	}
+	if admitted == 0 || admitted > 6 || sum > 1000 {
+		t.Fatalf("admitted %d requests reserving %d tokens in all, want 1 to 6 requests and at most 1000 tokens", admitted, sum)
+	}
+	for i, d := range decisions {
+		if d.Allowed {
+			continue
+		}
+		r, tok := d.Statuses[0], d.Statuses[1]
+		if !d.Statuses[2].Allowed {
+			t.Errorf("reservation of %d refused by the daily budget: %+v", size(i), d)
+		}
+		if r.Allowed && tok.Allowed {
+			t.Errorf("reservation of %d refused with every rule allowing: %+v", size(i), d)
+		}
+		if !r.Allowed && admitted < 6 {
+			t.Errorf("reservation of %d refused by the requests rule with only %d requests admitted: %+v", size(i), admitted, d)
+		}
+		// Tokens only get scarcer during the burst: when refused, fewer than
+		// size(i) were left, but at least what is left at the end.
+		if !tok.Allowed && (tok.Remaining >= size(i) || tok.Remaining < 1000-sum) {
+			t.Errorf("reservation of %d refused with %d tokens left; %d are left at the end", size(i), tok.Remaining, 1000-sum)
+		}
+	}
+	d := admit(t, l, tpm, tpd)
+	if d.Statuses[0].Remaining != 1000-sum || d.Statuses[1].Remaining != 100000-sum {
+		t.Errorf("after %d admissions reserving %d = %+v, want %d and %d tokens left: refusals reserve nothing",
+			admitted, sum, d, 1000-sum, 100000-sum)
+	}
+}
+
+// testRefundMakesRoom follows exchanges that reserve at Admit and settle
+// with Charge(actual - reserved): refunds free the budget at once, never
+// below empty, even from a clock behind the last write.
+func testRefundMakesRoom(t *testing.T, l ratelimit.Limiter, c *Clock) {
+	tpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.TokensPerMinute(1000)}
+	if s := admitReserving(t, l, 800, tpm).Statuses[0]; !s.Allowed || s.Remaining != 200 || !within(s.Reset, 48*time.Second) {
+		t.Fatalf("Admit(reserve 800) = %+v, want allowed, 200 left, reset 48s", s)
+	}
+	if d := admitReserving(t, l, 300, tpm); d.Allowed || d.Statuses[0].Remaining != 200 || !within(d.RetryAfter, 6*time.Second) {
+		t.Errorf("Admit(reserve 300) with 200 left = %+v, want refused until 100 drain (6s)", d)
+	}
+	charge(t, l, 300-800, tpm) // the first exchange used 300
+	if s := admitReserving(t, l, 300, tpm).Statuses[0]; !s.Allowed || s.Remaining != 400 {
+		t.Errorf("Admit(reserve 300) after refunding 500 = %+v, want allowed, 400 left", s)
+	}
+	charge(t, l, 500-300, tpm) // the second used 500: more than reserved
+	if s := admit(t, l, tpm).Statuses[0]; s.Remaining != 200 {
+		t.Errorf("after settling 300+500 = %+v, want 200 left", s)
+	}
+
+	charge(t, l, -5000, tpm) // more than is used
+	if s := admit(t, l, tpm).Statuses[0]; s.Remaining != 1000 || s.Reset != 0 {
+		t.Errorf("after refunding more than used = %+v, want the bucket empty", s)
+	}
+	if s := admitReserving(t, l, 1000, tpm).Statuses[0]; !s.Allowed || s.Remaining != 0 {
+		t.Errorf("Admit(reserve 1000) on the emptied bucket = %+v, want allowed, 0 left", s)
+	}
+	if d := admit(t, l, tpm); d.Allowed {
+		t.Errorf("Admit after reserving all = %+v, want refused: a refund leaves no credit", d)
+	}
+
+	c.Advance(-30 * time.Second)
+	charge(t, l, -5000, tpm)
+	if s := admitReserving(t, l, 1000, tpm).Statuses[0]; !s.Allowed || s.Remaining != 0 {
+		t.Errorf("Admit(reserve 1000) after a refund from a clock 30s behind = %+v, want allowed, 0 left", s)
+	}
+	c.Advance(30 * time.Second)
+	if d := admit(t, l, tpm); d.Allowed || d.Statuses[0].Remaining != 0 {
+		t.Errorf("Admit back at the last write's time = %+v, want refused: a clock behind drains nothing", d)
+	}
+
+	untouched := ratelimit.Rule{Key: "key:other", Limit: ratelimit.TokensPerMinute(1000)}
+	charge(t, l, -100, untouched)
+	if s := admitReserving(t, l, 1000, untouched).Statuses[0]; !s.Allowed || s.Remaining != 0 {
+		t.Errorf("Admit(reserve 1000) after refunding an unused counter = %+v, want allowed, 0 left", s)
+	}
+}
+
+// testReservationCappedAtMax checks that a reservation above a rule's Max
+// needs only Max free, so it passes on an idle bucket, and then consumes
+// all of it.
+func testReservationCappedAtMax(t *testing.T, l ratelimit.Limiter, c *Clock) {
+	tpm := ratelimit.Rule{Key: "key:k", Limit: ratelimit.TokensPerMinute(1000)}
+	if s := admitReserving(t, l, 5000, tpm).Statuses[0]; !s.Allowed || s.Remaining != 0 || !within(s.Reset, 5*time.Minute) {
+		t.Fatalf("Admit(reserve 5000) against an idle 1000 = %+v, want allowed, 0 left, reset 5m (5000 reserved)", s)
+	}
+	if d := admit(t, l, tpm); d.Allowed || !within(d.RetryAfter, 240060*time.Millisecond) {
+		t.Errorf("Admit after reserving 5000 = %+v, want refused for 240.06s (4001 tokens)", d)
+	}
+	charge(t, l, 1000-5000, tpm) // it used 1000
+	if d := admit(t, l, tpm); d.Allowed || !within(d.Statuses[0].Reset, time.Minute) {
+		t.Errorf("Admit after settling at 1000 = %+v, want refused, reset 1m", d)
+	}
+	c.Advance(time.Minute)
+	if s := admitReserving(t, l, 5000, tpm).Statuses[0]; !s.Allowed {
+		t.Errorf("Admit(reserve 5000) once drained = %+v, want allowed", s)
+	}
+
+	// The cap is per rule: each needs min(reserve, its Max).
+	tpm2 := ratelimit.Rule{Key: "key:b", Limit: ratelimit.TokensPerMinute(1000)}
+	tpd := ratelimit.Rule{Key: "key:b", Limit: ratelimit.TokensPerDay(3000)}
+	d := admitReserving(t, l, 2000, tpm2, tpd)
+	if !d.Allowed || d.Statuses[0].Remaining != 0 || d.Statuses[1].Remaining != 1000 {
+		t.Fatalf("Admit(reserve 2000) against 1000/min and 3000/day = %+v, want allowed, 0 and 1000 left", d)
+	}
+	c.Advance(2 * time.Minute) // the minute drains, the day barely
+	d = admitReserving(t, l, 2000, tpm2, tpd)
+	if d.Allowed || !d.Statuses[0].Allowed || d.Statuses[0].Remaining != 1000 || d.Statuses[1].Allowed || d.RetryAfter <= 0 {
+		t.Errorf("Admit(reserve 2000) two minutes later = %+v, want refused by the day (2000 needed), the minute allowing", d)
 	}
 }

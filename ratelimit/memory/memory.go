@@ -62,11 +62,11 @@ func New(cfg Config) *Limiter {
 }
 
 // Admit implements ratelimit.Limiter.
-func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.Decision, error) {
+func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule, reserve int64) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, err
 	}
-	if err := ratelimit.Validate(rules); err != nil {
+	if err := ratelimit.ValidateAdmit(rules, reserve); err != nil {
 		return ratelimit.Decision{}, err
 	}
 	var kbuf [8]string
@@ -88,18 +88,18 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 	for i, r := range rules {
 		u := l.usage(keys[i], r.Limit, now)
 		used = append(used, u)
-		d.Statuses[i].Allowed = u+1 <= float64(r.Limit.Max)+eps
+		d.Statuses[i].Allowed = u+need(r.Limit, reserve) <= float64(r.Limit.Max)+eps
 		d.Allowed = d.Allowed && d.Statuses[i].Allowed
 	}
 	if d.Allowed {
 		for i, r := range rules {
-			used[i] = l.commit(keys[i], r.Limit, now, used[i], leaseID)
+			used[i] = l.commit(keys[i], r.Limit, now, used[i], leaseID, reserve)
 		}
 	}
 	l.mu.Unlock()
 
 	for i, r := range rules {
-		d.Statuses[i] = status(r, used[i], d.Statuses[i].Allowed)
+		d.Statuses[i] = status(r, used[i], d.Statuses[i].Allowed, need(r.Limit, reserve))
 		d.RetryAfter = max(d.RetryAfter, d.Statuses[i].RetryAfter)
 		if d.Allowed && r.Limit.Kind == ratelimit.Concurrent {
 			d.Lease.ID = leaseID
@@ -107,6 +107,15 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 		}
 	}
 	return d, nil
+}
+
+// need is how many free units a rule needs to admit: one request or slot,
+// or the capped reservation of tokens.
+func need(lim ratelimit.Limit, reserve int64) float64 {
+	if lim.Kind == ratelimit.Tokens {
+		return float64(lim.Need(reserve))
+	}
+	return 1
 }
 
 // millis reads the clock in milliseconds since epoch.
@@ -129,9 +138,9 @@ func (l *Limiter) usage(key string, lim ratelimit.Limit, now int64) float64 {
 	return 0
 }
 
-// commit consumes one request or slot and returns the new usage. Tokens
-// rules consume nothing at admission.
-func (l *Limiter) commit(key string, lim ratelimit.Limit, now int64, used float64, leaseID string) float64 {
+// commit consumes one request or slot, or reserve tokens, and returns the
+// new usage.
+func (l *Limiter) commit(key string, lim ratelimit.Limit, now int64, used float64, leaseID string, reserve int64) float64 {
 	switch lim.Kind {
 	case ratelimit.Concurrent:
 		s := l.slots[key]
@@ -145,17 +154,24 @@ func (l *Limiter) commit(key string, lim ratelimit.Limit, now int64, used float6
 		l.fill(key, lim, now, 1)
 		return used + 1
 	}
+	if reserve > 0 {
+		return l.fill(key, lim, now, float64(reserve))
+	}
 	return used
 }
 
-// fill adds n units to a bucket and returns its new level.
+// fill adds n units to a bucket, or refunds -n, never below empty, and
+// returns its new level.
 func (l *Limiter) fill(key string, lim ratelimit.Limit, now int64, n float64) float64 {
 	b := l.buckets[key]
 	if b == nil {
+		if n <= 0 {
+			return 0 // nothing to refund
+		}
 		b = &bucket{at: now}
 		l.buckets[key] = b
 	}
-	b.level = b.levelAt(now, lim) + n
+	b.level = max(0, b.levelAt(now, lim)+n)
 	b.at = max(b.at, now)
 	b.empty = b.at + drainMillis(b.level, lim)
 	return b.level
@@ -179,8 +195,9 @@ func drainMillis(units float64, lim ratelimit.Limit) int64 {
 	return int64(math.Ceil(units * float64(lim.Window.Milliseconds()) / float64(lim.Max)))
 }
 
-// status describes a rule given its usage after the decision.
-func status(r ratelimit.Rule, used float64, allowed bool) ratelimit.Status {
+// status describes a rule given its usage after the decision and the free
+// units it needed.
+func status(r ratelimit.Rule, used float64, allowed bool, need float64) ratelimit.Status {
 	s := ratelimit.Status{Rule: r, Allowed: allowed}
 	if r.Limit.Kind == ratelimit.Concurrent {
 		s.Remaining = max(0, r.Limit.Max-int64(used))
@@ -192,7 +209,7 @@ func status(r ratelimit.Rule, used float64, allowed bool) ratelimit.Status {
 	s.Remaining = max(0, int64(math.Floor(float64(r.Limit.Max)-used+eps)))
 	s.Reset = time.Duration(drainMillis(used, r.Limit)) * time.Millisecond
 	if !allowed {
-		s.RetryAfter = time.Duration(drainMillis(used+1-float64(r.Limit.Max), r.Limit)) * time.Millisecond
+		s.RetryAfter = time.Duration(drainMillis(used+need-float64(r.Limit.Max), r.Limit)) * time.Millisecond
 	}
 	return s
 }

@@ -23,7 +23,7 @@ func TestStateIsBounded(t *testing.T) {
 			{Key: key, Limit: ratelimit.RequestsPerMinute(10)},
 			{Key: key, Limit: ratelimit.ConcurrentRequests(10)}, // never released
 		}
-		if _, err := l.Admit(ctx, rules); err != nil {
+		if _, err := l.Admit(ctx, rules, 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Charge(ctx, []ratelimit.Rule{{Key: key, Limit: ratelimit.TokensPerDay(1000)}}, 100); err != nil {
@@ -40,7 +40,7 @@ func TestStateIsBounded(t *testing.T) {
 	c.Advance(24 * time.Hour)
 	live := []ratelimit.Rule{{Key: "key:live", Limit: ratelimit.RequestsPerMinute(1 << 40)}}
 	for range sweepMin + 3*subjects {
-		if _, err := l.Admit(ctx, live); err != nil {
+		if _, err := l.Admit(ctx, live, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

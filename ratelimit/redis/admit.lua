@@ -5,15 +5,18 @@
 -- KEYS[i]   the counter of rule i
 -- ARGV[1]   now, unix milliseconds, from the caller's clock
 -- ARGV[2]   lease id (used by concurrency rules)
--- ARGV[3i], ARGV[3i+1], ARGV[3i+2]
+-- ARGV[3]   tokens to reserve (>= 0); a tokens rule needs min(reserve, max)
+--           of them free, at least 1, and consumes reserve on admission
+-- ARGV[3i+1], ARGV[3i+2], ARGV[3i+3]
 --           rule i: kind ("r" requests, "t" tokens, "c" concurrent), max,
 --           window in ms (for "c": the lease lifetime)
 -- Returns {all allowed, then per rule: allowed, remaining, reset ms, retry ms}.
 local eps = 1e-6
 local now = tonumber(ARGV[1])
 local lease = ARGV[2]
+local reserve = tonumber(ARGV[3])
 local n = #KEYS
-local kind, lim, win, at, used, ok = {}, {}, {}, {}, {}, {}
+local kind, lim, win, at, used, need, ok = {}, {}, {}, {}, {}, {}, {}
 local all = true
 
 -- drain is how many ms units take to drain, rounded up.
@@ -23,9 +26,11 @@ local function drain(units, i)
 end
 
 for i = 1, n do
-  kind[i] = ARGV[3 * i]
-  lim[i] = tonumber(ARGV[3 * i + 1])
-  win[i] = tonumber(ARGV[3 * i + 2])
+  kind[i] = ARGV[3 * i + 1]
+  lim[i] = tonumber(ARGV[3 * i + 2])
+  win[i] = tonumber(ARGV[3 * i + 3])
+  need[i] = 1
+  if kind[i] == 't' then need[i] = math.max(1, math.min(reserve, lim[i])) end
   if kind[i] == 'c' then
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
     used[i] = redis.call('ZCARD', KEYS[i])
@@ -41,7 +46,7 @@ for i = 1, n do
     end
     used[i] = level
   end
-  ok[i] = used[i] + 1 <= lim[i] + eps
+  ok[i] = used[i] + need[i] <= lim[i] + eps
   all = all and ok[i]
 end
 
@@ -51,10 +56,15 @@ if all then
       redis.call('ZADD', KEYS[i], string.format('%d', now + win[i]), lease)
       redis.call('PEXPIRE', KEYS[i], string.format('%d', win[i]))
       used[i] = used[i] + 1
-    elseif kind[i] == 'r' then
-      used[i] = used[i] + 1
-      redis.call('HSET', KEYS[i], 'l', string.format('%.17g', used[i]), 't', string.format('%d', at[i]))
-      redis.call('PEXPIRE', KEYS[i], string.format('%d', drain(used[i], i) + at[i] - now + 1000))
+    else
+      -- a request, or the reservation of a tokens rule (none when 0)
+      local add = reserve
+      if kind[i] == 'r' then add = 1 end
+      if add > 0 then
+        used[i] = used[i] + add
+        redis.call('HSET', KEYS[i], 'l', string.format('%.17g', used[i]), 't', string.format('%d', at[i]))
+        redis.call('PEXPIRE', KEYS[i], string.format('%d', drain(used[i], i) + at[i] - now + 1000))
+      end
     end
   end
 end
@@ -68,7 +78,7 @@ for i = 1, n do
     remaining = math.max(0, math.floor(lim[i] - used[i] + eps))
     reset = drain(used[i], i)
     retry = 0
-    if not ok[i] then retry = drain(used[i] + 1 - lim[i], i) end
+    if not ok[i] then retry = drain(used[i] + need[i] - lim[i], i) end
   end
   out[#out + 1] = ok[i] and 1 or 0
   out[#out + 1] = remaining

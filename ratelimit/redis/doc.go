@@ -21,5 +21,7 @@
 // with ContextTimeoutEnabled (New checks). Errors are returned, wrapped,
 // never swallowed: the caller decides to fail open or closed. A client
 // with retries (go-redis defaults to 3) may run a script twice when a reply
-// is lost; that counts a request or a charge twice, erring toward refusal.
+// is lost; that counts a request, a reservation or a charge twice, erring
+// toward refusal, or a refund twice, erring toward admission by at most the
+// refund (a counter never drops below empty).
 package redis

@@ -97,11 +97,11 @@ func honorsDeadlines(c goredis.Scripter) bool {
 }
 
 // Admit implements ratelimit.Limiter in one script call.
-func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.Decision, error) {
+func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule, reserve int64) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, err
 	}
-	if err := ratelimit.Validate(rules); err != nil {
+	if err := ratelimit.ValidateAdmit(rules, reserve); err != nil {
 		return ratelimit.Decision{}, err
 	}
 	if len(rules) == 0 {
@@ -109,7 +109,7 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 	}
 	var leaseID string
 	keys := make([]string, len(rules))
-	args := make([]any, 2, 2+3*len(rules))
+	args := make([]any, 3, 3+3*len(rules))
 	for i, r := range rules {
 		keys[i] = l.prefix + r.StateKey()
 		window := r.Limit.Window
@@ -121,7 +121,7 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule) (ratelimit.
 		}
 		args = append(args, kindCode(r.Limit.Kind), r.Limit.Max, window.Milliseconds())
 	}
-	args[0], args[1] = l.now().UnixMilli(), leaseID
+	args[0], args[1], args[2] = l.now().UnixMilli(), leaseID, reserve
 
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()

@@ -103,7 +103,7 @@ func TestReplicasShareCounters(t *testing.T) {
 
 func mustAdmit(t *testing.T, l ratelimit.Limiter, rules []ratelimit.Rule, allowed bool) ratelimit.Decision {
 	t.Helper()
-	d, err := l.Admit(context.Background(), rules)
+	d, err := l.Admit(context.Background(), rules, 0)
 	if err != nil || d.Allowed != allowed {
 		t.Fatalf("Admit(%v) = %+v, %v; want allowed %v", rules, d, err, allowed)
 	}
@@ -122,10 +122,10 @@ func TestKeysAreNamespacedAndExpire(t *testing.T) {
 		{Key: "key:ttl", Limit: ratelimit.Limit{Kind: ratelimit.Concurrent, Max: 5, Window: 30 * time.Second}},
 		{Key: "key:ttl", Limit: ratelimit.TokensPerDay(86400)},
 	}
-	if _, err := l.Admit(ctx, rules); err != nil {
+	if _, err := l.Admit(ctx, rules, 40); err != nil { // reserves 40 tokens
 		t.Fatal(err)
 	}
-	if err := l.Charge(ctx, rules, 60); err != nil {
+	if err := l.Charge(ctx, rules, 20); err != nil { // used 60
 		t.Fatal(err)
 	}
 	// The longest a key may live: its drain time or lease lifetime, plus
@@ -201,5 +201,31 @@ func TestScriptsReloadWhenMissing(t *testing.T) {
 	}
 	if d := mustAdmit(t, l, rules, true); d.Statuses[1].Remaining != 90 {
 		t.Errorf("Admit after the fallback = %+v, want 90 tokens left", d)
+	}
+}
+
+// TestRefundKeys checks that refunding an absent token counter creates no
+// key, and that a counter a refund empties expires within a second.
+func TestRefundKeys(t *testing.T) {
+	c := testClient(t)
+	prefix := testPrefix(t, c)
+	l := newLimiter(t, c, prefix, nil)
+	ctx := context.Background()
+	tpm := []ratelimit.Rule{{Key: "key:k", Limit: ratelimit.TokensPerMinute(1000)}}
+	if err := l.Charge(ctx, tpm, -100); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := c.Keys(ctx, prefix+"*").Result(); err != nil || len(keys) != 0 {
+		t.Fatalf("keys after refunding an absent counter = %v, %v; want none", keys, err)
+	}
+	if d, err := l.Admit(ctx, tpm, 300); err != nil || !d.Allowed {
+		t.Fatalf("Admit(reserve 300) = %+v, %v; want allowed", d, err)
+	}
+	if err := l.Charge(ctx, tpm, -300); err != nil {
+		t.Fatal(err)
+	}
+	key := prefix + tpm[0].StateKey()
+	if ttl, err := c.PTTL(ctx, key).Result(); err != nil || ttl > time.Second {
+		t.Errorf("TTL of %s after refunding the whole reservation = %v, %v; want at most a second", key, ttl, err)
 	}
 }

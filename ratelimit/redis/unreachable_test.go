@@ -38,7 +38,7 @@ func TestUnreachable(t *testing.T) {
 			}
 			lease := ratelimit.Lease{ID: "x", Rules: rules[2:]}
 			for call, fn := range map[string]func() error{
-				"Admit":   func() error { _, err := l.Admit(ctx, rules); return err },
+				"Admit":   func() error { _, err := l.Admit(ctx, rules, 0); return err },
 				"Charge":  func() error { return l.Charge(ctx, rules, 5) },
 				"Release": func() error { return l.Release(ctx, lease) },
 			} {

@@ -63,6 +63,23 @@ type Envoy struct {
 	ExtProcAddress string `json:"ext_proc_address"`
 	// MessageTimeout is Envoy's per-message ext_proc timeout; default 10s.
 	MessageTimeout Duration `json:"message_timeout"`
+	// RequestTimeout bounds receiving a client's whole request (Envoy's
+	// request_timeout): a client still sending its body then gets a 408;
+	// default 120s.
+	RequestTimeout Duration `json:"request_timeout"`
+}
+
+// Timeouts bound an exchange with a provider. A model's timeouts override
+// its backends' member by member.
+type Timeouts struct {
+	// ResponseHeaders is the longest wait, once the request is sent, for
+	// the provider's answer to start; default 300s. A non-streaming
+	// answer starts only when it is complete.
+	ResponseHeaders Duration `json:"response_headers"`
+	// StreamIdle is the longest silence of a streaming answer, before its
+	// first byte and between two chunks; default 60s. Reasoning models
+	// that think silently need more.
+	StreamIdle Duration `json:"stream_idle"`
 }
 
 // Storage selects where accounts, keys and usage live.
@@ -164,6 +181,8 @@ type Backend struct {
 	ServiceAccountFile string `json:"service_account_file"`
 	ServiceAccountEnv  string `json:"service_account_env"`
 	TokenURL           string `json:"token_url"`
+	// Timeouts bound every exchange with this backend.
+	Timeouts Timeouts `json:"timeouts"`
 }
 
 // Model is a public model id clients send as "model".
@@ -175,6 +194,8 @@ type Model struct {
 	// ContextWindow is the model's context in tokens, for Responses
 	// requests with truncation "auto"; zero leaves conversations whole.
 	ContextWindow int `json:"context_window"`
+	// Timeouts override its backends' timeouts for this model.
+	Timeouts Timeouts `json:"timeouts"`
 }
 
 // Deployment serves a model on a backend under the upstream model name.
@@ -256,6 +277,18 @@ func (c *Config) applyDefaults() {
 	if c.Envoy.MessageTimeout.Duration == 0 {
 		c.Envoy.MessageTimeout.Duration = 10 * time.Second
 	}
+	if c.Envoy.RequestTimeout.Duration == 0 {
+		c.Envoy.RequestTimeout.Duration = 120 * time.Second
+	}
+	for i := range c.Backends {
+		t := &c.Backends[i].Timeouts
+		if t.ResponseHeaders.Duration == 0 {
+			t.ResponseHeaders.Duration = 300 * time.Second
+		}
+		if t.StreamIdle.Duration == 0 {
+			t.StreamIdle.Duration = 60 * time.Second
+		}
+	}
 	if c.Limits.MaxRequestBodyBytes == 0 {
 		c.Limits.MaxRequestBodyBytes = 10 << 20
 	}
@@ -289,6 +322,9 @@ func (c *Config) validate(p *problems) {
 	}
 	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
 		p.add("envoy.message_timeout", "must be between 0 and 1h")
+	}
+	if c.Envoy.RequestTimeout.Duration < 0 {
+		p.add("envoy.request_timeout", "must not be negative")
 	}
 	switch c.RateLimits.Store {
 	case "", "memory":
@@ -370,6 +406,7 @@ func (b Backend) validate(p *problems, at string) {
 	case strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1"):
 		p.add(at+".base_url", "must not end in /v1: the gateway appends /v1/... itself")
 	}
+	b.Timeouts.validate(p, at+".timeouts")
 	if b.Provider == "vertex" && b.Project == "" {
 		p.add(at+".project", "is required for provider vertex")
 	}
@@ -382,6 +419,10 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 	if m.ID == "" {
 		p.add(at+".id", "is required")
 	}
+	if strings.ContainsFunc(m.ID, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		p.add(at+".id", "must not contain control characters")
+	}
+	m.Timeouts.validate(p, at+".timeouts")
 	if len(m.Deployments) == 0 {
 		p.add(at+".deployments", "needs at least one deployment")
 	}
@@ -397,6 +438,26 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 			p.add(dat+".weight", "must not be negative")
 		}
 	}
+}
+
+func (t Timeouts) validate(p *problems, at string) {
+	if t.ResponseHeaders.Duration < 0 {
+		p.add(at+".response_headers", "must not be negative")
+	}
+	if t.StreamIdle.Duration < 0 {
+		p.add(at+".stream_idle", "must not be negative")
+	}
+}
+
+// Or returns t with its zero members taken from def.
+func (t Timeouts) Or(def Timeouts) Timeouts {
+	if t.ResponseHeaders.Duration == 0 {
+		t.ResponseHeaders = def.ResponseHeaders
+	}
+	if t.StreamIdle.Duration == 0 {
+		t.StreamIdle = def.StreamIdle
+	}
+	return t
 }
 
 func contains(list []string, s string) bool {

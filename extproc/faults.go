@@ -1,0 +1,179 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+
+	"modelgate/translate/sse"
+)
+
+// Headers shared with the generated Envoy bootstrap (package envoy, whose
+// tests check they match): Envoy's local replies carry localReplyHeader
+// (its value is %RESPONSE_CODE_DETAILS%); routes match modelHeader and
+// streamHeader, and remove them before the upstream.
+const (
+	localReplyHeader = "x-modelgate-envoy-reply"
+	modelHeader      = "x-modelgate-model"
+	streamHeader     = "x-modelgate-stream"
+)
+
+// maxQuoted bounds client input quoted in error messages.
+const maxQuoted = 256
+
+// quoted shortens client input for an error message.
+func quoted(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// safeHandle is handle with a recover boundary: a panic fails this request
+// alone, with a logged and counted 500, never the process.
+func (ex *exchange) safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ex.s.cfg.Metrics.panicked()
+			ex.log.Error("panic while processing a message", zap.Any("panic", r), zap.Stack("stack"),
+				zap.Stringer("phase", ex.phase))
+			resp, err = ex.afterPanic(req), nil
+		}
+	}()
+	return ex.handle(ctx, req)
+}
+
+// afterPanic answers the message whose handling panicked. Before anything
+// reached the client the answer is an OpenAI 500; in a stream whose head
+// went out, one error event ends it, and later chunks are dropped.
+func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	body, isBody := req.GetRequest().(*extprocv3.ProcessingRequest_ResponseBody)
+	if !isBody || !ex.head.Stream {
+		return ex.fail(errInternal(nil))
+	}
+	ex.broken, ex.status = true, http.StatusInternalServerError
+	out := sse.AppendData(nil, errInternal(nil).Body())
+	if body.ResponseBody.GetEndOfStream() {
+		ex.phase = phaseDone
+	}
+	return bodyReply(out, true, nil)
+}
+
+// recoverFinish keeps a panic in end-of-exchange bookkeeping from taking
+// the process down.
+func (ex *exchange) recoverFinish() {
+	if r := recover(); r != nil {
+		ex.s.cfg.Metrics.panicked()
+		ex.log.Error("panic while finishing an exchange", zap.Any("panic", r), zap.Stack("stack"))
+	}
+}
+
+// envoyError is what the client is told of one of Envoy's own replies
+// (a timeout, a connect failure, a body over its buffer), by its
+// %RESPONSE_CODE_DETAILS%, naming the model and never the provider's URL.
+// sent reports whether the provider may have received the request.
+func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, sent bool) {
+	model := "the model"
+	if ex.model != "" {
+		model = "The model `" + quoted(ex.model) + "`"
+	}
+	timeout := func(msg string) *APIError {
+		return &APIError{Status: http.StatusGatewayTimeout, Type: typeServer, Code: "timeout", Message: msg}
+	}
+	switch {
+	case strings.Contains(details, "per_try_idle_timeout"):
+		return timeout(fmt.Sprintf("%s sent nothing for %s (its stream idle timeout).", capital(model), ex.timeouts.StreamIdle)), true
+	case strings.Contains(details, "per_try_timeout"), strings.Contains(details, "response_timeout"):
+		return timeout(fmt.Sprintf("%s did not start answering within %s (its response timeout).", capital(model), ex.timeouts.ResponseHeaders)), true
+	case strings.Contains(details, "stream_idle_timeout"):
+		return timeout(fmt.Sprintf("%s did not answer in time.", capital(model))), ex.tr != nil
+	case strings.Contains(details, "request_payload_too_large"):
+		return errTooLarge(), false
+	case strings.Contains(details, "request_overall_timeout"):
+		return &APIError{Status: status, Type: typeInvalidRequest, Code: "request_timeout",
+			Message: "The request was not received in time."}, false
+	case strings.Contains(details, "upstream_reset_before_response_started"), strings.Contains(details, "no_healthy_upstream"),
+		strings.Contains(details, "cluster_not_found"):
+		// A connection failure never reached the provider; a reset may have.
+		reached := !strings.Contains(details, "connection_failure") && !strings.Contains(details, "connect")
+		return &APIError{Status: status, Type: typeServer,
+			Message: fmt.Sprintf("The provider of %s could not be reached.", strings.ToLower(model[:1])+model[1:])}, reached && ex.tr != nil
+	}
+	if status < 500 {
+		return &APIError{Status: status, Type: typeInvalidRequest, Message: "The gateway refused the request (" + strconv.Itoa(status) + ")."}, false
+	}
+	return &APIError{Status: status, Type: typeServer, Message: "The gateway could not complete the request."}, ex.tr != nil
+}
+
+func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// envoyReplyHeaders answers the response headers of one of Envoy's own
+// replies: the status stays, the body becomes the gateway's OpenAI error.
+func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
+	apiErr, sent := ex.envoyError(status, details)
+	ex.envoyReply, ex.status, ex.completed = apiErr, apiErr.Status, true
+	ex.sent = ex.sent && sent
+	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
+	var mut headers
+	mut.Remove(localReplyHeader)
+	mut.Set("content-type", "application/json")
+	if apiErr.Status != status {
+		mut.Set(":status", strconv.Itoa(apiErr.Status))
+	}
+	ex.phase = phaseResponseBody
+	if eos {
+		ex.phase = phaseDone
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
+	}}
+}
+
+// envoyReplyBody replaces the body of one of Envoy's own replies.
+func (ex *exchange) envoyReplyBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	body := ex.envoyReply.Body()
+	var mut headers
+	mut.Set("content-length", strconv.Itoa(len(body)))
+	if !b.GetEndOfStream() && ex.phase != phaseDone {
+		// Trailers would follow; local replies have none, so this is the
+		// whole body all the same.
+		ex.log.Debug("local reply body without end_of_stream")
+	}
+	ex.phase = phaseDone
+	return bodyReply(body, true, &mut)
+}
+
+// brokenStatus is the status of an exchange that ended before its answer
+// did: 504 when the provider's silence outlasted its timeout (Envoy then
+// ends the stream), else 499. Envoy ends the ext_proc stream the same way
+// when the client leaves and when the provider resets mid-answer, so the
+// gateway cannot tell those apart; both are recorded as 499.
+func (ex *exchange) brokenStatus(now time.Time) int {
+	switch {
+	case ex.broken:
+		return http.StatusInternalServerError
+	case ex.phase == phaseResponseHeaders && ex.sent:
+		limit := ex.timeouts.ResponseHeaders
+		if ex.stream && ex.timeouts.StreamIdle > 0 && (limit == 0 || ex.timeouts.StreamIdle < limit) {
+			limit = ex.timeouts.StreamIdle
+		}
+		if limit > 0 && now.Sub(ex.sentAt) >= limit {
+			return http.StatusGatewayTimeout
+		}
+	case ex.phase == phaseResponseBody && ex.head.Stream:
+		if idle := ex.timeouts.StreamIdle; idle > 0 && now.Sub(ex.lastChunk) >= idle {
+			return http.StatusGatewayTimeout
+		}
+	}
+	return 499 // the client closed the request
+}
