@@ -56,11 +56,11 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	return out
 }
 
-// gatherable reports a successful buffered answer that may outgrow
-// Envoy's buffer: of an endpoint whose answers can be large (embeddings,
-// images), of unknown length or over the buffered limit.
+// gatherable reports a successful buffered JSON answer that may outgrow
+// Envoy's buffer: of unknown length or over the buffered limit. (40 MB of
+// embeddings are legitimate; Envoy Gateway buffers 32 KiB by default.)
 func (ex *exchange) gatherable(hm headerMap) bool {
-	if ex.endpoint != endpointEmbeddings && ex.endpoint != endpointImages || ex.status/100 != 2 {
+	if ex.status/100 != 2 {
 		return false
 	}
 	if mt, _, _ := mime.ParseMediaType(hm["content-type"]); mt != "application/json" {

@@ -26,6 +26,9 @@ import (
 // answers oversized requests (with an OpenAI-shaped 413), and large enough
 // for buffered responses such as base64 images.
 func envoyBufferLimit(cfg *config.Config) int64 {
+	if cfg.Envoy.BufferLimitBytes > 0 {
+		return cfg.Envoy.BufferLimitBytes
+	}
 	return max(max(cfg.Limits.MaxRequestBodyBytes, cfg.Limits.MaxAudioBytes)+1<<20, 32<<20)
 }
 
@@ -33,8 +36,12 @@ func envoyBufferLimit(cfg *config.Config) int64 {
 // Envoy's buffer limit plus the headers around it (gRPC's default 4 MiB
 // would fail larger bodies; ENVOY_EXTPROC.md §4).
 func grpcMaxMessage(cfg *config.Config) int {
-	return int(envoyBufferLimit(cfg) + 1<<20)
+	return int(max(envoyBufferLimit(cfg), maxResponseBytes) + 1<<20)
 }
+
+// maxResponseBytes bounds an answer the gateway gathers itself (too
+// large for Envoy's buffer); it travels back to Envoy in one message.
+const maxResponseBytes = 256 << 20
 
 // extprocConfig resolves credentials from the environment.
 func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logger) (extproc.Config, error) {
@@ -42,7 +49,9 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		ResponseRetention: cfg.Storage.ResponseRetention.Duration, MaxAudioBodyBytes: cfg.Limits.MaxAudioBytes,
 		ImageURLTTL: cfg.Images.URLTTL.Duration, PublicBaseURL: cfg.Images.PublicBaseURL,
 		KeyLimits: limitsOf(cfg.RateLimits.Key), AccountLimits: limitsOf(cfg.RateLimits.Account),
-		RateLimitFailClosed: cfg.RateLimits.FailClosed}
+		RateLimitFailClosed: cfg.RateLimits.FailClosed,
+		// Half the buffer: headers and the translation's growth fit beside.
+		MaxBufferedResponseBytes: envoyBufferLimit(cfg) / 2, MaxResponseBytes: maxResponseBytes}
 	if env := cfg.Images.URLKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {

@@ -63,6 +63,12 @@ type Envoy struct {
 	ExtProcAddress string `json:"ext_proc_address"`
 	// MessageTimeout is Envoy's per-message ext_proc timeout; default 10s.
 	MessageTimeout Duration `json:"message_timeout"`
+	// BufferLimitBytes is Envoy's per-connection buffer limit; default
+	// the larger of 32 MiB and the largest request body plus 1 MiB. Set it
+	// to what a platform's Envoy really has (Envoy Gateway's default is
+	// 32 KiB): larger requests then get Envoy's 413, and larger answers are
+	// gathered by the gateway instead of buffered.
+	BufferLimitBytes int64 `json:"buffer_limit_bytes"`
 	// RequestTimeout bounds receiving a client's whole request (Envoy's
 	// request_timeout): a client still sending its body then gets a 408;
 	// default 120s.
@@ -323,6 +329,9 @@ func (c *Config) validate(p *problems) {
 	if c.Envoy.MessageTimeout.Duration < 0 || c.Envoy.MessageTimeout.Duration > time.Hour {
 		p.add("envoy.message_timeout", "must be between 0 and 1h")
 	}
+	if b := c.Envoy.BufferLimitBytes; b < 0 || b > 1<<31 {
+		p.add("envoy.buffer_limit_bytes", "must be between 0 (the default) and 2 GiB")
+	}
 	if c.Envoy.RequestTimeout.Duration < 0 {
 		p.add("envoy.request_timeout", "must not be negative")
 	}
@@ -469,11 +478,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Host returns the base URL's host, with the port when it has one.
+// Host returns the base URL's host as Envoy sends it upstream: with its
+// port unless that is the scheme's default (Envoy's host rewrite drops it,
+// and a request signature over another Host fails).
 func (b Backend) Host() string {
 	u, err := url.Parse(b.BaseURL)
 	if err != nil {
 		return ""
+	}
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		h := u.Hostname()
+		if strings.Contains(h, ":") {
+			return "[" + h + "]"
+		}
+		return h
 	}
 	return u.Host
 }

@@ -137,3 +137,53 @@ func TestREADMEConfigReferenceParses(t *testing.T) {
 		t.Errorf("README config has %d backends", len(cfg.Backends))
 	}
 }
+
+// Host is what Envoy sends as Host upstream: without the scheme's default
+// port, which Bedrock's SigV4 signature covers.
+func TestBackendHost(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://bedrock-runtime.us-east-1.amazonaws.com:443": "bedrock-runtime.us-east-1.amazonaws.com",
+		"https://bedrock-runtime.us-east-1.amazonaws.com":     "bedrock-runtime.us-east-1.amazonaws.com",
+		"http://127.0.0.1:80/base":                            "127.0.0.1",
+		"http://127.0.0.1:8000":                               "127.0.0.1:8000",
+		"https://[::1]:443":                                   "[::1]",
+		"https://example.com:8443":                            "example.com:8443",
+	} {
+		if got := (Backend{BaseURL: url}).Host(); got != want {
+			t.Errorf("Host of %s = %q, want %q", url, got, want)
+		}
+	}
+}
+
+// Timeouts default per backend, a model's override member by member, and
+// negative ones are refused where they are.
+func TestTimeouts(t *testing.T) {
+	cfg, err := Parse([]byte(`
+backends:
+  - {name: a, provider: openai, base_url: "https://api.openai.com", timeouts: {stream_idle: 5s}}
+models:
+  - {id: m, timeouts: {response_headers: 900s}, deployments: [{backend: a, model: x}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Backends[0].Timeouts
+	if b.ResponseHeaders.Duration != 300*time.Second || b.StreamIdle.Duration != 5*time.Second {
+		t.Errorf("backend timeouts = %+v, want 300s default and 5s", b)
+	}
+	m := cfg.Models[0].Timeouts.Or(b)
+	if m.ResponseHeaders.Duration != 900*time.Second || m.StreamIdle.Duration != 5*time.Second {
+		t.Errorf("model timeouts = %+v, want 900s and the backend's 5s", m)
+	}
+	_, err = Parse([]byte(`
+backends:
+  - {name: a, provider: openai, base_url: "https://api.openai.com", timeouts: {stream_idle: -5s}}
+models:
+  - {id: "m\n", timeouts: {response_headers: -1s}, deployments: [{backend: a, model: x}]}
+`))
+	for _, want := range []string{"backends[0].timeouts.stream_idle", "models[0].timeouts.response_headers", "models[0].id"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}
