@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -177,24 +176,30 @@ type completionOut struct {
 	Usage   *usageOut   `json:"usage"`
 }
 
-var errNotMessage = errors.New("the provider's response is not an Anthropic message")
-
-// completion turns a Message into a chat.completion.
+// completion turns a Message into a chat.completion. A body that is no
+// Message (not a JSON object, no id, content not an array of blocks) is an
+// error wrapping translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var m struct {
-		ID      string           `json:"id"`
-		Model   string           `json:"model"`
-		Content []contentBlockIn `json:"content"`
-		Stop    string           `json:"stop_reason"`
-		Usage   usageIn          `json:"usage"`
+		ID      string            `json:"id"`
+		Model   string            `json:"model"`
+		Content []*contentBlockIn `json:"content"`
+		Stop    string            `json:"stop_reason"`
+		Usage   usageIn           `json:"usage"`
 	}
-	if err := json.Unmarshal(body, &m); err != nil || m.ID == "" {
-		return nil, errNotMessage
+	if err := openai.DecodeUpstream(body, &m, "message"); err != nil {
+		return nil, err
+	}
+	if m.ID == "" || m.Content == nil {
+		return nil, openai.Unusable("the provider's message has no id or no content")
 	}
 	c.usage = m.Usage.normalize()
 	msg := assistantOut{Role: "assistant"}
 	var text, reasoning strings.Builder
 	for _, b := range m.Content {
+		if b == nil {
+			return nil, openai.Unusable("the provider's message has a content block that is not an object")
+		}
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
@@ -215,8 +220,9 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg.Content = &s
 	}
 	msg.ReasoningContent = reasoning.String()
-	return json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
+	out, err := json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
 		Choices: []choiceOut{{Message: msg, FinishReason: c.finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
+	return out, openai.AsUnusable(err)
 }
 
 // compactJSON renders a tool input as OpenAI's arguments string.
@@ -255,12 +261,11 @@ func errorBody(status int, body []byte) []byte {
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 		return openai.NormalizeError(clientStatus(status), body)
 	}
-	typ, msg := errorType(e.Error.Type), e.Error.Message
+	typ, msg := errorType(e.Error.Type), openai.ProviderMessage(clientStatus(status), e.Error.Message)
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		msg = "The provider rejected the gateway's credentials for this backend."
 	}
-	code := e.Error.Type
-	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: &code})
+	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: openai.Nullable(e.Error.Type)})
 }
 
 func errorType(anthropicType string) string {

@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/http"
 	"strconv"
@@ -197,14 +196,14 @@ type toolCallOut struct {
 	} `json:"function"`
 }
 
-var errNotConverse = errors.New("the provider's response is not a Converse response")
-
-// completion turns a Converse response into a chat.completion.
+// completion turns a Converse response into a chat.completion. A body
+// that is none (not a JSON object, no output message, content blocks that
+// are not objects) is an error wrapping translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var r struct {
 		Output *struct {
-			Message struct {
-				Content []struct {
+			Message *struct {
+				Content []*struct {
 					Text             string   `json:"text"`
 					ToolUse          *toolUse `json:"toolUse"`
 					ReasoningContent *struct {
@@ -218,14 +217,20 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		StopReason string  `json:"stopReason"`
 		Usage      usageIn `json:"usage"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil || r.Output == nil {
-		return nil, errNotConverse
+	if err := openai.DecodeUpstream(body, &r, "Converse response"); err != nil {
+		return nil, err
+	}
+	if r.Output == nil || r.Output.Message == nil {
+		return nil, openai.Unusable("the provider's Converse response has no output message")
 	}
 	c.usage = r.Usage.normalize()
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 	var text, reasoning strings.Builder
 	var calls []toolCallOut
 	for _, b := range r.Output.Message.Content {
+		if b == nil {
+			return nil, openai.Unusable("the provider's Converse response has a content block that is not an object")
+		}
 		switch {
 		case b.ToolUse != nil && c.jsonMode && b.ToolUse.Name == jsonTool:
 			text.WriteString(compact(b.ToolUse.Input))
@@ -248,9 +253,10 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	if reasoning.Len() > 0 {
 		msg["reasoning_content"] = reasoning.String()
 	}
-	return json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
+	out, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": c.finishReason(r.StopReason)}},
 		"usage":   toUsageOut(c.usage)})
+	return out, openai.AsUnusable(err)
 }
 
 func compact(raw json.RawMessage) string {

@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -131,9 +130,10 @@ func (e *embeddings) ResponseHeaders(status int, contentType string) translate.H
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 
-var errNotEmbedding = errors.New("the provider's response is not an InvokeModel embeddings response")
+var errNotEmbedding = openai.Unusable("the provider's response is not an InvokeModel embeddings response")
 
 // ResponseBody turns the model's response into a CreateEmbeddingResponse.
+// A body that is none is an error wrapping translate.ErrUpstream.
 func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if e.status/100 != 2 {
 		return errorBody(e.status, chunk), nil
@@ -144,7 +144,10 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			Embedding           json.RawMessage `json:"embedding"`
 			InputTextTokenCount int64           `json:"inputTextTokenCount"`
 		}
-		if err := json.Unmarshal(chunk, &r); err != nil || r.Embedding == nil {
+		if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+			return nil, err
+		}
+		if r.Embedding == nil {
 			return nil, errNotEmbedding
 		}
 		vectors = []json.RawMessage{r.Embedding}
@@ -155,8 +158,8 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		var r struct {
 			Embeddings json.RawMessage `json:"embeddings"`
 		}
-		if err := json.Unmarshal(chunk, &r); err != nil {
-			return nil, errNotEmbedding
+		if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+			return nil, err
 		}
 		var byType struct {
 			Float []json.RawMessage `json:"float"`

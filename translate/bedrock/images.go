@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -124,37 +123,45 @@ func (im *images) ResponseHeaders(status int, contentType string) translate.Head
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 
-var errNotAmazonImages = errors.New("the provider's response is not an Amazon image generation response")
-
 // ResponseBody turns images[] into an ImagesResponse. Amazon documents
 // PNG output but the response does not say, so output_format is left out
-// and the bytes tell.
+// and the bytes tell. No image, with or without Amazon's error, is a
+// refusal (content_policy_violation); a body that is no image response
+// (not a JSON object, neither images nor error, images that are not
+// strings) is an error wrapping translate.ErrUpstream.
 func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
 		return amazonImageError(im.status, chunk), nil
 	}
 	var r struct {
-		Images []string `json:"images"`
-		Error  string   `json:"error"`
+		Images []*string `json:"images"`
+		Error  *string   `json:"error"`
 	}
 	small, lifted := openai.LiftBase64(chunk)
-	if err := json.Unmarshal(small, &r); err != nil {
-		return nil, errNotAmazonImages
+	if err := openai.DecodeUpstream(small, &r, "image generation response"); err != nil {
+		return nil, err
+	}
+	if r.Images == nil && r.Error == nil {
+		return nil, openai.Unusable("the provider's image generation response has neither images nor an error")
 	}
 	out := make([]openai.GeneratedImage, 0, len(r.Images))
 	for _, b64 := range r.Images {
-		if b64 != "" {
-			out = append(out, openai.GeneratedImage{B64: lifted.Value(b64)})
+		if b64 == nil {
+			return nil, openai.Unusable("the provider's images are not all strings")
+		}
+		if *b64 != "" {
+			out = append(out, openai.GeneratedImage{B64: lifted.Value(*b64)})
 		}
 	}
 	if len(out) == 0 {
 		msg := "Your request was rejected by the provider's safety system: no image was returned."
-		if r.Error != "" {
-			msg = "Your request was rejected by the provider: " + r.Error
+		if r.Error != nil && strings.TrimSpace(*r.Error) != "" {
+			msg = "Your request was rejected by the provider: " + *r.Error
 		}
-		return nil, openai.ContentPolicyError(msg)
+		return nil, openai.ContentPolicyError(openai.Clip(msg, openai.MaxErrorMessage))
 	}
-	return openai.MarshalImagesResponse(im.now().Unix(), "", out)
+	body, err := openai.MarshalImagesResponse(im.now().Unix(), "", out)
+	return body, openai.AsUnusable(err)
 }
 
 // amazonImageError is chat's error normalization, except that a request
@@ -165,7 +172,7 @@ func amazonImageError(status int, body []byte) []byte {
 	}
 	if status == http.StatusBadRequest && json.Unmarshal(body, &e) == nil && strings.Contains(strings.ToLower(e.Message), "content filter") {
 		code := "content_policy_violation"
-		return openai.MarshalError(openai.ErrorObject{Message: e.Message, Type: "invalid_request_error", Code: &code})
+		return openai.MarshalError(openai.ErrorObject{Message: openai.ProviderMessage(status, e.Message), Type: "invalid_request_error", Code: &code})
 	}
 	return errorBody(status, body)
 }

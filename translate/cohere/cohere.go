@@ -8,7 +8,6 @@ package cohere
 
 import (
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/http"
 	"strings"
@@ -256,28 +255,39 @@ type usageOut struct {
 	TotalTokens      int64 `json:"total_tokens"`
 }
 
-var errNotResponse = errors.New("the provider's response is not a Cohere chat response")
-
-// completion turns a v2 chat response into a chat.completion.
+// completion turns a v2 chat response into a chat.completion. A body
+// that is none (not a JSON object, no id, content parts or tool calls
+// that are not objects) is an error wrapping translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var r struct {
 		ID           string `json:"id"`
 		FinishReason string `json:"finish_reason"`
 		Message      struct {
-			Content []struct {
+			Content []*struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			} `json:"content"`
-			ToolCalls []toolCallOut `json:"tool_calls"`
+			ToolCalls []*toolCallOut `json:"tool_calls"`
 		} `json:"message"`
 		Usage usageIn `json:"usage"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
-		return nil, errNotResponse
+	if err := openai.DecodeUpstream(body, &r, "chat response"); err != nil {
+		return nil, err
+	}
+	if r.ID == "" {
+		return nil, openai.Unusable("the provider's chat response has no id")
+	}
+	for _, tc := range r.Message.ToolCalls {
+		if tc == nil {
+			return nil, openai.Unusable("the provider's chat response has a tool call that is not an object")
+		}
 	}
 	c.usage = r.Usage.normalize()
 	var text strings.Builder
 	for _, p := range r.Message.Content {
+		if p == nil {
+			return nil, openai.Unusable("the provider's chat response has a content part that is not an object")
+		}
 		if p.Type == "text" {
 			text.WriteString(p.Text)
 		}
@@ -290,7 +300,8 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg["tool_calls"] = r.Message.ToolCalls
 	}
 	u := c.usage
-	return json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": c.created, "model": c.target.Model,
+	out, err := json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": c.created, "model": c.target.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.FinishReason)}},
 		"usage":   usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+	return out, openai.AsUnusable(err)
 }

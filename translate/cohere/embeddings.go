@@ -2,7 +2,6 @@ package cohere
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -83,9 +82,8 @@ func (e *embeddings) ResponseHeaders(status int, contentType string) translate.H
 	return translate.Head{Status: status, ContentType: "application/json"}
 }
 
-var errNotEmbed = errors.New("the provider's response is not a Cohere embed response")
-
-// ResponseBody turns the embed response into a CreateEmbeddingResponse.
+// ResponseBody turns the embed response into a CreateEmbeddingResponse. A
+// body that is none is an error wrapping translate.ErrUpstream.
 func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if e.status/100 != 2 {
 		return errorBody(e.status, chunk), nil
@@ -100,8 +98,11 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			} `json:"billed_units"`
 		} `json:"meta"`
 	}
-	if err := json.Unmarshal(chunk, &r); err != nil || r.Embeddings.Float == nil {
-		return nil, errNotEmbed
+	if err := openai.DecodeUpstream(chunk, &r, "embed response"); err != nil {
+		return nil, err
+	}
+	if r.Embeddings.Float == nil {
+		return nil, openai.Unusable("the provider's embed response has no float embeddings")
 	}
 	n := int64(r.Meta.BilledUnits.InputTokens)
 	if n <= 0 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -207,13 +206,24 @@ type choiceOut struct {
 	FinishReason string     `json:"finish_reason"`
 }
 
-var errNotResponse = errors.New("the provider's response is not a Gemini GenerateContentResponse")
-
-// completion turns a GenerateContentResponse into a chat.completion.
+// completion turns a GenerateContentResponse into a chat.completion. A
+// body that is none (not a JSON object, neither candidates nor usage,
+// candidates that are not objects) is an error wrapping
+// translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var r responseIn
-	if err := json.Unmarshal(body, &r); err != nil || r.Candidates == nil && r.UsageMetadata == nil {
-		return nil, errNotResponse
+	if err := openai.DecodeUpstream(body, &r, "GenerateContentResponse"); err != nil {
+		return nil, err
+	}
+	if r.Candidates == nil && r.UsageMetadata == nil {
+		return nil, openai.Unusable("the provider's GenerateContentResponse has neither candidates nor usage")
+	}
+	var shape struct {
+		Candidates json.RawMessage `json:"candidates"`
+	}
+	json.Unmarshal(body, &shape) //nolint:errcheck // decoded above
+	if r.Candidates != nil && !openai.ObjectArray(shape.Candidates) {
+		return nil, openai.Unusable("the provider's candidates are not all objects")
 	}
 	c.usage, _ = r.usage()
 	choices := []choiceOut{}
@@ -239,8 +249,9 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg.ReasoningContent = reasoning.String()
 		choices = append(choices, choiceOut{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
 	}
-	return json.Marshal(map[string]any{"id": r.ResponseID, "object": "chat.completion", "created": c.created,
+	out, err := json.Marshal(map[string]any{"id": r.ResponseID, "object": "chat.completion", "created": c.created,
 		"model": r.ModelVersion, "choices": choices, "usage": toUsageOut(c.usage)})
+	return out, openai.AsUnusable(err)
 }
 
 // errorBody normalizes {"error":{"code","message","status"}}. A rejected
@@ -255,7 +266,7 @@ func errorBody(status int, body []byte) []byte {
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 		return openai.NormalizeError(status, body)
 	}
-	msg, typ := e.Error.Message, "invalid_request_error"
+	msg, typ := openai.ProviderMessage(status, e.Error.Message), "invalid_request_error"
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		msg, typ = "The provider rejected the gateway's credentials for this backend.", "server_error"
@@ -264,8 +275,7 @@ func errorBody(status int, body []byte) []byte {
 	case status >= 500:
 		typ = "server_error"
 	}
-	code := strings.ToLower(e.Error.Status)
-	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: &code})
+	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: openai.Nullable(strings.ToLower(e.Error.Status))})
 }
 
 // signaturePrefix marks tool call ids that carry a thought signature.

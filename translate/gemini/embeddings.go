@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -111,8 +110,6 @@ type contentEmbedding struct {
 	Values json.RawMessage `json:"values"`
 }
 
-var errNotEmbeddings = errors.New("the provider's response is not a Gemini embeddings response")
-
 // ResponseBody turns EmbedContentResponse or BatchEmbedContentsResponse
 // into a CreateEmbeddingResponse.
 func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
@@ -123,8 +120,8 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		Embedding  *contentEmbedding  `json:"embedding"`
 		Embeddings []contentEmbedding `json:"embeddings"`
 	}
-	if err := json.Unmarshal(chunk, &r); err != nil {
-		return nil, errNotEmbeddings
+	if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+		return nil, err
 	}
 	if r.Embedding != nil {
 		r.Embeddings = append(r.Embeddings, *r.Embedding)

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"slices"
@@ -153,19 +152,27 @@ type imagenResponse struct {
 	} `json:"predictions"`
 }
 
-var errNotImagen = errors.New("the provider's response is not an Imagen prediction")
-
 // ResponseBody turns predictions into an ImagesResponse. When safety
-// filters removed every image, the answer is OpenAI's
-// content_policy_violation, not an empty list.
+// filters removed every image (Imagen then answers {} or predictions
+// without bytes), the answer is OpenAI's content_policy_violation, not an
+// empty list. A body that is no prediction response (not a JSON object,
+// predictions that are not objects) is an error wrapping
+// translate.ErrUpstream.
 func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
 		return imagenError(im.status, chunk), nil
 	}
 	small, lifted := openai.LiftBase64(chunk)
 	var r imagenResponse
-	if err := json.Unmarshal(small, &r); err != nil {
-		return nil, errNotImagen
+	if err := openai.DecodeUpstream(small, &r, "Imagen prediction response"); err != nil {
+		return nil, err
+	}
+	var shape struct {
+		Predictions json.RawMessage `json:"predictions"`
+	}
+	json.Unmarshal(small, &shape) //nolint:errcheck // decoded above
+	if r.Predictions != nil && !openai.ObjectArray(shape.Predictions) {
+		return nil, openai.Unusable("the provider's predictions are not all objects")
 	}
 	out := make([]openai.GeneratedImage, 0, len(r.Predictions))
 	var reasons []string
@@ -189,9 +196,10 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		if len(reasons) > 0 {
 			msg = "Your request was rejected by the provider's safety system: " + strings.Join(reasons, " ")
 		}
-		return nil, openai.ContentPolicyError(msg)
+		return nil, openai.ContentPolicyError(openai.Clip(msg, openai.MaxErrorMessage))
 	}
-	return openai.MarshalImagesResponse(im.now().Unix(), format, out)
+	body, err := openai.MarshalImagesResponse(im.now().Unix(), format, out)
+	return body, openai.AsUnusable(err)
 }
 
 // imagenError is the chat error normalization, except that a prompt
@@ -205,7 +213,7 @@ func imagenError(status int, body []byte) []byte {
 	}
 	if status == http.StatusBadRequest && json.Unmarshal(body, &e) == nil && strings.Contains(e.Error.Message, "Responsible AI") {
 		code := "content_policy_violation"
-		return openai.MarshalError(openai.ErrorObject{Message: e.Error.Message, Type: "invalid_request_error", Code: &code})
+		return openai.MarshalError(openai.ErrorObject{Message: openai.ProviderMessage(status, e.Error.Message), Type: "invalid_request_error", Code: &code})
 	}
 	return errorBody(status, body)
 }

@@ -48,6 +48,10 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 			out = c.event(out, ev.Data)
 		}
 	}
+	if c.dec.Err() != nil && !c.st.done {
+		c.st.done = true
+		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
+	}
 	if !endOfStream || c.st.done {
 		return out
 	}

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -23,6 +22,7 @@ type chat struct {
 	sawDone bool // [DONE] was seen: it is emitted last
 	quirks  Quirks
 	scratch []member
+	fix     chunkFix
 }
 
 // NewChat returns the chat translator for provider openai and
@@ -115,49 +115,59 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	return c.completion(chunk)
 }
 
-var errNotObject = errors.New("the provider's response is not a JSON object")
-
 // completion makes a CreateChatCompletionResponse valid and reads usage.
 // Real providers send what the schema forbids: a top-level null (OpenAI's
 // "system_fingerprint": null is typed string-only) and choices without
-// required members; see withRequiredChoiceMembers.
+// required members; see withRequiredChoiceMembers. A body that is no
+// chat completion (not a JSON object, or without choices) is an error
+// wrapping translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var members map[string]json.RawMessage
-	if err := json.Unmarshal(body, &members); err != nil || members == nil {
-		return nil, errNotObject
+	if err := DecodeUpstream(body, &members, "chat completion"); err != nil {
+		return nil, err
 	}
 	for k, v := range members {
 		if isNull(v) {
 			delete(members, k)
 		}
 	}
+	choices, ok := members["choices"]
+	if !ok {
+		return nil, Unusable("the provider's chat completion has no choices")
+	}
+	fixed, err := withRequiredChoiceMembers(choices)
+	if err != nil {
+		return nil, err
+	}
+	members["choices"] = fixed
 	if u, ok := members["usage"]; ok {
 		c.usage = parseUsage(u)
 	}
-	if choices, ok := members["choices"]; ok {
-		fixed, err := withRequiredChoiceMembers(choices)
-		if err != nil {
-			return nil, err
-		}
-		members["choices"] = fixed
-	}
-	return json.Marshal(members)
+	out, err := json.Marshal(members)
+	return out, AsUnusable(err)
 }
 
 // withRequiredChoiceMembers adds the members the schema requires that
 // providers leave out (logprobs; the message's content and refusal) and
 // drops message members that are null where the schema allows no null
-// (Mistral's "tool_calls": null).
+// (Mistral's "tool_calls": null). Choices must be objects, and a message
+// an object or null.
 func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 	var choices []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &choices); err != nil {
-		return nil, fmt.Errorf("reading choices: %w", err)
+	if err := json.Unmarshal(raw, &choices); err != nil || choices == nil {
+		return nil, Unusable("the provider's choices are not an array of objects")
 	}
 	for _, ch := range choices {
+		if ch == nil {
+			return nil, Unusable("the provider sent a choice that is not an object")
+		}
 		setIfAbsent(ch, "logprobs")
+		if isNull(ch["message"]) {
+			continue
+		}
 		var msg map[string]json.RawMessage
 		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
-			continue
+			return nil, Unusable("the provider sent a choice whose message is not an object")
 		}
 		for k, v := range msg {
 			if isNull(v) && k != "content" && k != "refusal" {
@@ -168,11 +178,12 @@ func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 		setIfAbsent(msg, "refusal")
 		b, err := json.Marshal(msg)
 		if err != nil {
-			return nil, err
+			return nil, AsUnusable(err)
 		}
 		ch["message"] = b
 	}
-	return json.Marshal(choices)
+	out, err := json.Marshal(choices)
+	return out, AsUnusable(err)
 }
 
 func setIfAbsent(m map[string]json.RawMessage, key string) {

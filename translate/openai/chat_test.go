@@ -11,6 +11,7 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/openai/spec"
+	"modelgate/translate/sse"
 	"modelgate/translate/translatetest"
 )
 
@@ -90,9 +91,9 @@ func TestProviderErrors(t *testing.T) {
 		{"openai error kept", 400, string(translatetest.ReadFile(t, recorded+"errors/chat-bad-request.bodies/00.response.json")),
 			`{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`},
 		{"html wrapped", 502, "<html>bad gateway</html>",
-			`{"error":{"message":"The provider returned HTTP Bad Gateway.","type":"server_error","param":null,"code":null}}`},
+			`{"error":{"message":"The provider returned HTTP 502 Bad Gateway.","type":"server_error","param":null,"code":null}}`},
 		{"text wrapped", 429, "slow down",
-			`{"error":{"message":"The provider returned HTTP Too Many Requests: slow down","type":"rate_limit_error","param":null,"code":null}}`},
+			`{"error":{"message":"The provider returned HTTP 429 Too Many Requests: slow down","type":"rate_limit_error","param":null,"code":null}}`},
 		{"numeric code", 422, `{"error":{"message":"nope","code":422}}`,
 			`{"error":{"message":"nope","type":"invalid_request_error","param":null,"code":"422"}}`},
 		{"string error", 404, `{"error":"no such thing"}`,
@@ -220,20 +221,86 @@ func TestStreamAnySplitIsByteIdentical(t *testing.T) {
 	}
 }
 
+// Whatever a provider streams, cut anywhere, every quirk set's translator
+// (and plain OpenAI's) gives the same output for any split, never panics,
+// and emits chunks that need no further repair, at most one error event
+// (last) and nothing after [DONE].
 func FuzzStreamSplit(f *testing.F) {
 	f.Add(translatetest.ReadFile(f, recorded+"chat/chat-streaming-detailed-usage.bodies/00.response.sse")[:600], uint64(1), false)
 	f.Add([]byte("data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: [DONE]\r\n\r\n"), uint64(2), true)
+	f.Add([]byte("data: {\"choices\":[null,{\"index\":0,\"delta\":{\"role\":null,\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"tool_calls\":[null]},\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":1,\"prompt_tokens_details\":null}}\n\ndata: [DONE]\n\n"), uint64(3), true)
+	f.Add([]byte("data: {\"choices\":[{\"delta\":null},1]}\n\n"), uint64(4), false)
+	names, quirks := streamQuirks()
 	f.Fuzz(func(t *testing.T, upstream []byte, seed uint64, includeUsage bool) {
-		req := streamReq + `}`
-		if includeUsage {
-			req = streamReq + `,"stream_options":{"include_usage":true}}`
-		}
-		whole, _ := runStream(t, req, [][]byte{upstream})
-		got, _ := runStream(t, req, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), upstream, 64))
-		if !bytes.Equal(whole, got) {
-			t.Fatalf("split output differs\nwhole: %q\nsplit: %q", whole, got)
+		for _, provider := range names {
+			for _, usage := range []bool{includeUsage, !includeUsage} {
+				req := streamReq + `}`
+				if usage {
+					req = streamReq + `,"stream_options":{"include_usage":true}}`
+				}
+				whole, _ := runQuirkStream(t, quirks[provider], req, [][]byte{upstream})
+				got, _ := runQuirkStream(t, quirks[provider], req, translatetest.RandomChunks(rand.New(rand.NewPCG(seed, seed)), upstream, 64))
+				if !bytes.Equal(whole, got) {
+					t.Fatalf("%s: split output differs\nwhole: %q\nsplit: %q", provider, whole, got)
+				}
+				checkClientStream(t, provider, quirks[provider], usage, whole)
+			}
 		}
 	})
+}
+
+// checkClientStream checks what a chat translator sent a client: whole
+// events, chunks that are JSON objects needing no repair, [DONE] or one
+// error event last.
+func checkClientStream(t *testing.T, provider string, q Quirks, includeUsage bool, out []byte) {
+	t.Helper()
+	var dec sse.Decoder
+	events := dec.Feed(out)
+	if dec.Pending() || len(events) == 0 {
+		t.Fatalf("%s: partial or empty output %q", provider, out)
+	}
+	var fix chunkFix
+	for i, ev := range events {
+		last := i == len(events)-1
+		if string(ev.Data) == "[DONE]" {
+			if !last {
+				t.Fatalf("%s: [DONE] is event %d of %d", provider, i, len(events))
+			}
+			continue
+		}
+		members, ok := topMembers(ev.Data, nil)
+		if !json.Valid(ev.Data) || !ok {
+			t.Fatalf("%s: event %d is not a JSON object: %q", provider, i, ev.Data)
+		}
+		if _, isErr := find(members, "error"); isErr {
+			if !last {
+				t.Fatalf("%s: error event %d of %d", provider, i, len(events))
+			}
+			continue
+		}
+		fix.reset(ev.Data, q.ContentParts)
+		for _, m := range members {
+			switch string(m.key) {
+			case "choices":
+				fix.choices(m)
+			case "usage":
+				if !includeUsage {
+					t.Fatalf("%s: usage reached a client that did not ask: %s", provider, ev.Data)
+				}
+				if !isNullValue(m.value) {
+					fix.usage(m)
+				}
+			default:
+				if isNullValue(m.value) {
+					t.Fatalf("%s: null %s left in %s", provider, m.key, ev.Data)
+				}
+				fix.top(m)
+			}
+		}
+		if fix.bad != "" || len(fix.edits) != 0 {
+			t.Fatalf("%s: chunk needs repair (%q, %d edits): %s", provider, fix.bad, len(fix.edits), ev.Data)
+		}
+	}
 }
 
 func BenchmarkRequestBody(b *testing.B) {
@@ -270,16 +337,31 @@ func FuzzNormalizeError(f *testing.F) {
 	f.Add(400, []byte(`{"error":{"message":"m","type":"t","param":"p","code":7}}`))
 	f.Add(503, []byte("<html>"))
 	f.Add(429, []byte(`{"error":"slow"}`))
+	f.Add(500, []byte(`{"error":{"message":"","param":"","code":null}}`))
+	f.Add(529, []byte("<!DOCTYPE html><html><head><title>Overloaded &amp; busy</title></head></html>"))
+	f.Add(404, []byte(`{"detail":"Not Found"}`))
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		out := NormalizeError(status, body)
 		var e struct {
 			Error *struct {
-				Message *string `json:"message"`
-				Type    *string `json:"type"`
+				Message *string         `json:"message"`
+				Type    *string         `json:"type"`
+				Param   json.RawMessage `json:"param"`
+				Code    json.RawMessage `json:"code"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(out, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
 			t.Fatalf("NormalizeError(%d, %q) = %s: not an OpenAI error", status, body, out)
+		}
+		// The message is never empty and bounded; param and code are
+		// null or a non-empty string, never "".
+		if m := *e.Error.Message; m == "" || len(m) > MaxErrorMessage+len("…") || *e.Error.Type == "" {
+			t.Fatalf("NormalizeError(%d, %q) = %s: empty or unbounded message or type", status, body, out)
+		}
+		for _, member := range []json.RawMessage{e.Error.Param, e.Error.Code} {
+			if string(member) == `""` || member == nil {
+				t.Fatalf("NormalizeError(%d, %q) = %s: param or code is \"\" or missing", status, body, out)
+			}
 		}
 	})
 }

@@ -73,7 +73,7 @@ func wrongType(param, want string, raw json.RawMessage) error {
 
 func invalidValue(param, format string, args ...any) error {
 	return &RequestError{Param: param, Code: "invalid_value",
-		Message: fmt.Sprintf("Invalid '%s': ", param) + fmt.Sprintf(format, args...)}
+		Message: fmt.Sprintf("Invalid '%s': ", param) + fmt.Sprintf(format, clipArgs(args)...)}
 }
 
 func jsonKind(raw json.RawMessage) string {

@@ -1,8 +1,12 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -10,21 +14,186 @@ import (
 // request into their own view of it and share the OpenAI-side rules.
 
 // Decode reads the request's members into v, a translator's view of the
-// chat completions request. A member of the wrong shape is a RequestError.
+// chat completions request. A member of the wrong shape is a RequestError
+// naming the member, in OpenAI's words (never encoding/json's, which name
+// Go types).
 func (r *ChatRequest) Decode(v any) error {
 	raw, err := json.Marshal(r.Members)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return &RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema: " + err.Error()}
+		return decodeError(raw, err)
 	}
 	return nil
 }
 
-// Invalid is a RequestError with code invalid_value.
+// decodeError turns an encoding/json error decoding the client's JSON
+// doc into a RequestError.
+func decodeError(doc []byte, err error) *RequestError {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return &RequestError{Code: "invalid_type", Message: "The request does not match the chat completions schema."}
+	}
+	param := pathAt(doc, te.Offset)
+	if param == "" {
+		param = te.Field
+	}
+	param = Clip(param, maxQuoted)
+	got := "a value of another type"
+	switch kind, _, _ := strings.Cut(te.Value, " "); kind {
+	case "string":
+		got = "a string"
+	case "number":
+		got = "a number"
+	case "bool":
+		got = "a boolean"
+	case "array":
+		got = "an array"
+	case "object":
+		got = "an object"
+	}
+	msg := "Invalid type for '" + param + "': expected " + goKind(te.Type) + ", but got " + got + " instead."
+	if param == "" {
+		msg = "Invalid type in the request: expected " + goKind(te.Type) + ", but got " + got + " instead."
+	}
+	return &RequestError{Param: param, Code: "invalid_type", Message: msg}
+}
+
+// goKind names what a Go type decodes from, in JSON's words.
+func goKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another type"
+}
+
+// pathAt is the path (such as messages[2].content) of the value of the
+// compact JSON doc at which encoding/json reports a type error: the value
+// whose first token ends at byte offset off (a scalar's end, just after
+// the bracket of an object or array). It is "" when there is none.
+func pathAt(doc []byte, off int64) string {
+	type frame struct {
+		object  bool
+		wantKey bool
+		key     string
+		index   int
+	}
+	var stack []frame
+	next := func() { // a value of the innermost container ended
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		d, isDelim := tok.(json.Delim)
+		if n := len(stack); n > 0 && (stack[n-1].object && stack[n-1].wantKey || d == ']') {
+			if isDelim { // } or ]
+				stack = stack[:n-1]
+				next()
+				continue
+			}
+			stack[n-1].key, _ = tok.(string)
+			stack[n-1].wantKey = false
+			continue
+		}
+		if dec.InputOffset() == off {
+			var b strings.Builder
+			for _, f := range stack {
+				if f.object {
+					if b.Len() > 0 {
+						b.WriteByte('.')
+					}
+					b.WriteString(f.key)
+				} else {
+					b.WriteString("[" + strconv.Itoa(f.index) + "]")
+				}
+			}
+			return b.String()
+		}
+		if isDelim {
+			stack = append(stack, frame{object: d == '{', wantKey: d == '{'})
+			continue
+		}
+		next()
+	}
+}
+
+// maxQuoted bounds the client text an error message quotes.
+const maxQuoted = 256
+
+// Invalid is a RequestError with code invalid_value. String arguments
+// (the client's values, usually) are cut to a few hundred bytes.
 func Invalid(param, format string, args ...any) error {
-	return &RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, args...)}
+	return &RequestError{Param: param, Code: "invalid_value", Message: fmt.Sprintf(format, clipArgs(args)...)}
+}
+
+// clipArgs bounds the text arguments of an error message.
+func clipArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = Clip(v, maxQuoted)
+		case []byte:
+			out[i] = Clip(string(v), maxQuoted)
+		case json.RawMessage:
+			out[i] = Clip(string(v), maxQuoted)
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// quote is %q of a client's text, bounded: at most maxQuoted bytes of it
+// are quoted, followed by "…" when there is more.
+func quote(s string) string {
+	q := strconv.Quote(Clip(s, maxQuoted))
+	if len(q) <= 2*maxQuoted {
+		return q
+	}
+	// Escapes made it long: quote fewer characters.
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		e := strconv.Quote(string(r))
+		e = e[1 : len(e)-1]
+		if b.Len()+len(e) > 2*maxQuoted {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(e)
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // StopSequences reads stop: a string or an array of strings.

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -304,13 +303,12 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	if e.status/100 != 2 {
 		return ProviderError(e.status, chunk), nil
 	}
-	return e.response(chunk)
+	out, err := e.response(chunk)
+	return out, AsUnusable(err)
 }
 
 // Usage implements translate.Translator.
 func (e *embeddings) Usage() translate.Usage { return e.usage }
-
-var errNotEmbeddings = errors.New("the provider's response is not an embeddings list")
 
 // openaiEmbeddings is CreateEmbeddingResponse as the gateway reads it.
 type openaiEmbeddings struct {
@@ -335,8 +333,11 @@ type openaiEmbeddings struct {
 // for text.
 func (e *embeddings) response(body []byte) ([]byte, error) {
 	var r openaiEmbeddings
-	if err := json.Unmarshal(body, &r); err != nil || r.Data == nil {
-		return nil, errNotEmbeddings
+	if err := DecodeUpstream(body, &r, "embeddings response"); err != nil {
+		return nil, err
+	}
+	if r.Data == nil {
+		return nil, Unusable("the provider's embeddings response has no data array")
 	}
 	if r.Usage != nil {
 		e.usage = translate.Usage{PromptTokens: r.Usage.PromptTokens, TotalTokens: max(r.Usage.TotalTokens, r.Usage.PromptTokens)}
@@ -351,8 +352,9 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 	keep := r.Object == "list" && r.Model != "" && r.Usage != nil && r.Usage.PromptTokens > 0
 	vectors := make([]json.RawMessage, len(r.Data))
 	for i, d := range r.Data {
-		isString := len(d.Embedding) > 0 && d.Embedding[0] == '"'
-		keep = keep && d.Object == "embedding" && d.Index != nil && *d.Index == i && isString == e.req.Base64
+		emb := trimJSONSpace(d.Embedding)
+		isString, isArray := len(emb) > 0 && emb[0] == '"', len(emb) > 0 && emb[0] == '['
+		keep = keep && d.Object == "embedding" && d.Index != nil && *d.Index == i && (isString && e.req.Base64 || isArray && !e.req.Base64)
 		vectors[i] = d.Embedding
 	}
 	if keep {
@@ -366,13 +368,16 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 
 // Response renders the CreateEmbeddingResponse of a translated provider:
 // vectors are its JSON arrays of numbers, one per input in input order.
+// Vectors that are not (or too few or many) are an error wrapping
+// translate.ErrUpstream.
 func (r *EmbeddingsRequest) Response(model string, vectors []json.RawMessage, u translate.Usage) ([]byte, error) {
 	if len(vectors) != len(r.Texts) {
-		return nil, fmt.Errorf("the provider returned %d embeddings for %d inputs", len(vectors), len(r.Texts))
+		return nil, Unusable(fmt.Sprintf("the provider returned %d embeddings for %d inputs", len(vectors), len(r.Texts)))
 	}
 	size := 256
 	for _, v := range vectors {
 		size += len(v) + 64
 	}
-	return appendEmbeddingsResponse(make([]byte, 0, size), model, vectors, r.Base64, u)
+	out, err := appendEmbeddingsResponse(make([]byte, 0, size), model, vectors, r.Base64, u)
+	return out, AsUnusable(err)
 }

@@ -60,8 +60,6 @@ func appendEmbeddingsResponse(dst []byte, model string, vectors []json.RawMessag
 func appendEmbedding(dst, scratch []byte, v json.RawMessage, b64 bool) ([]byte, []byte, error) {
 	v = trimJSONSpace(v)
 	switch {
-	case len(v) > 0 && v[0] == '"' && b64:
-		return append(dst, v...), scratch, nil
 	case len(v) > 0 && v[0] == '"':
 		enc := v[1 : len(v)-1]
 		if bytes.IndexByte(enc, '\\') >= 0 { // base64 needs no escapes, but JSON allows "\/"
@@ -71,7 +69,13 @@ func appendEmbedding(dst, scratch []byte, v json.RawMessage, b64 bool) ([]byte, 
 			}
 			enc = []byte(s)
 		}
-		return appendBase64AsFloats(dst, scratch, enc)
+		if !b64 {
+			return appendBase64AsFloats(dst, scratch, enc)
+		}
+		if !isBase64([]byte(enc)) {
+			return nil, scratch, errNotBase64
+		}
+		return append(dst, v...), scratch, nil
 	case b64:
 		var err error
 		if scratch, err = appendFloat32Bytes(scratch[:0], v); err != nil {

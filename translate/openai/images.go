@@ -165,24 +165,24 @@ func pixels(s string) (int, bool) {
 // ImageSizeError is the 400 for a size a model cannot make.
 func ImageSizeError(model, size string, supported []string) error {
 	return &RequestError{Param: "size", Code: "invalid_value",
-		Message: fmt.Sprintf("Invalid 'size': the model '%s' cannot make '%s'. Supported values are: %s.", model, size, quoteList(supported))}
+		Message: fmt.Sprintf("Invalid 'size': the model '%s' cannot make '%s'. Supported values are: %s.", Clip(model, maxQuoted), Clip(size, maxQuoted), quoteList(supported))}
 }
 
 // ImageCountError is the 400 for more images than a model makes at once.
 func ImageCountError(model string, n, max int) error {
 	if max == 1 {
 		return &RequestError{Param: "n", Code: "invalid_value",
-			Message: fmt.Sprintf("Invalid 'n': the model '%s' only supports n=1, got %d.", model, n)}
+			Message: fmt.Sprintf("Invalid 'n': the model '%s' only supports n=1, got %d.", Clip(model, maxQuoted), n)}
 	}
 	return &RequestError{Param: "n", Code: "invalid_value",
-		Message: fmt.Sprintf("Invalid 'n': the model '%s' makes at most %d images per request, got %d.", model, max, n)}
+		Message: fmt.Sprintf("Invalid 'n': the model '%s' makes at most %d images per request, got %d.", Clip(model, maxQuoted), max, n)}
 }
 
 // ImageParamError is the 400 for a parameter value a model does not
 // support although the specification allows it.
 func ImageParamError(param, value, model string) error {
 	return &RequestError{Param: param, Code: "invalid_value",
-		Message: fmt.Sprintf("Invalid '%s': the model '%s' does not support '%s'.", param, model, value)}
+		Message: fmt.Sprintf("Invalid '%s': the model '%s' does not support '%s'.", param, Clip(model, maxQuoted), Clip(value, maxQuoted))}
 }
 
 // ContentPolicyError is the 400 OpenAI gives when its safety system

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"modelgate/translate"
 )
 
 // GeneratedImage is one image a provider returned as bytes.
@@ -39,7 +40,7 @@ func MarshalImagesResponse(created int64, outputFormat string, images []Generate
 	out = append(out, `,"data":[`...)
 	for i, im := range images {
 		if !isBase64(im.B64) {
-			return nil, fmt.Errorf("image %d from the provider is not base64", i)
+			return nil, Unusable(fmt.Sprintf("image %d from the provider is not base64", i))
 		}
 		if i > 0 {
 			out = append(out, ',')
@@ -103,7 +104,7 @@ func OutputFormat(mimeType string) string {
 	return ""
 }
 
-var errImagesBody = errors.New("the images response is not a JSON object with a data array")
+var errImagesBody = Unusable("the images response is not a JSON object with a data array")
 
 // ImagesToURLs replaces every b64_json image in an ImagesResponse body
 // with the URL keep returns for its bytes, keeping the images' order and
@@ -134,13 +135,13 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("data[%d].b64_json is not a string", i)
+			return nil, Unusable(fmt.Sprintf("data[%d].b64_json is not a string", i))
 		}
 		b64 := lifted.Value(s)
 		data := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
 		n, err := base64.StdEncoding.Decode(data, b64)
 		if err != nil {
-			return nil, fmt.Errorf("data[%d].b64_json: %w", i, err)
+			return nil, fmt.Errorf("data[%d].b64_json: %w: %w", i, translate.ErrUpstream, err)
 		}
 		data = data[:n]
 		contentType := imageContentType(format)

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,13 +150,13 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	}
 	out, usage, err := normalizeImagesResponse(chunk, im.now)
 	im.usage = usage
-	return out, err
+	return out, AsUnusable(err)
 }
 
 // Usage implements translate.Translator.
 func (im *images) Usage() translate.Usage { return im.usage }
 
-var errNotImagesResponse = errors.New("the provider's response is not an ImagesResponse")
+var errNotImagesResponse = Unusable("the provider's response is not an ImagesResponse with a data array of objects")
 
 // imagesEnums are the ImagesResponse members the schema restricts to
 // values; anything else a backend sends there is dropped.
@@ -171,12 +170,14 @@ var imagesEnums = map[string][]string{
 // normalizeImagesResponse makes an OpenAI-format answer schema-valid: nulls
 // go (the schema types no member as nullable), as do enum members with
 // values the schema lacks and usage not in ImageGenUsage's shape (after
-// it was counted); a missing created is set.
+// it was counted); a missing created is set. An answer without a data
+// array of objects is an error wrapping translate.ErrUpstream: the schema
+// would allow it, but no image generation answers so.
 func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, translate.Usage, error) {
 	small, lifted := LiftBase64(body)
 	var members map[string]json.RawMessage
-	if err := json.Unmarshal(small, &members); err != nil || members == nil {
-		return nil, translate.Usage{}, errNotImagesResponse
+	if err := DecodeUpstream(small, &members, "images response"); err != nil {
+		return nil, translate.Usage{}, err
 	}
 	for k, v := range members {
 		var s string
@@ -196,22 +197,23 @@ func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, transla
 			delete(members, "usage")
 		}
 	}
-	if raw, ok := members["data"]; ok {
-		var items []map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(members["data"], &items); err != nil || items == nil {
+		return nil, usage, errNotImagesResponse
+	}
+	for _, it := range items {
+		if it == nil {
 			return nil, usage, errNotImagesResponse
 		}
-		for _, it := range items {
-			for k, v := range it {
-				if isNull(v) {
-					delete(it, k)
-				}
+		for k, v := range it {
+			if isNull(v) {
+				delete(it, k)
 			}
 		}
-		var err error
-		if members["data"], err = marshalKeepingHTML(items); err != nil {
-			return nil, usage, err
-		}
+	}
+	var err error
+	if members["data"], err = marshalKeepingHTML(items); err != nil {
+		return nil, usage, err
 	}
 	out, err := marshalKeepingHTML(members)
 	return lifted.Restore(out), usage, err

@@ -2,53 +2,90 @@ package openai
 
 import "bytes"
 
-// member is one top-level member of a JSON object: the key (without
-// quotes, unescaped only if it had no escapes) and where the member's text
-// starts and ends, including its leading comma or whitespace.
+// member is one member of a JSON object or one element of an array (key
+// nil): the key (without quotes, unescaped only if it had no escapes), the
+// value, and where the entry's text starts and ends in the document,
+// including its leading comma or whitespace.
 type member struct {
 	key        []byte
 	value      []byte
 	start, end int
+	vs         int // where value starts
 }
 
 // topMembers lists the top-level members of a JSON object without decoding
 // values. obj must be valid JSON (json.Valid); it returns false if obj is
 // not an object.
 func topMembers(obj []byte, out []member) ([]member, bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
+	it, ok := entries(obj, skipSpace(obj, 0))
+	if !ok || !it.object {
 		return out, false
 	}
-	i++
 	for {
-		start := i
-		i = skipSpace(obj, i)
-		if i < len(obj) && obj[i] == '}' {
-			return out, true
+		m, more := it.next()
+		if !more {
+			return out, it.ok
 		}
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-		if i >= len(obj) || obj[i] != '"' {
-			return out, false
-		}
-		keyEnd := skipString(obj, i)
-		if keyEnd < i+2 || obj[keyEnd-1] != '"' {
-			return out, false
-		}
-		key := obj[i+1 : keyEnd-1]
-		i = skipSpace(obj, keyEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return out, false
-		}
-		vs := skipSpace(obj, i+1)
-		ve := skipValue(obj, vs)
-		if ve <= vs {
-			return out, false
-		}
-		out = append(out, member{key: key, value: obj[vs:ve], start: start, end: ve})
-		i = ve
+		out = append(out, m)
 	}
+}
+
+// entryIter walks the members of an object or the elements of an array
+// in valid JSON without decoding or allocating. Offsets are into doc.
+type entryIter struct {
+	doc    []byte
+	i      int
+	object bool
+	ok     bool // false once the text was found malformed
+}
+
+// entries starts a walk of the object or array at doc[at]; it returns
+// false if there is none.
+func entries(doc []byte, at int) (entryIter, bool) {
+	if at >= len(doc) || doc[at] != '{' && doc[at] != '[' {
+		return entryIter{}, false
+	}
+	return entryIter{doc: doc, i: at + 1, object: doc[at] == '{', ok: true}, true
+}
+
+// next returns the next entry, or false at the closing bracket (or at
+// malformed text, which sets ok false).
+func (it *entryIter) next() (member, bool) {
+	b := it.doc
+	start := it.i
+	i := skipSpace(b, it.i)
+	if i < len(b) && (b[i] == '}' || b[i] == ']') {
+		return member{}, false
+	}
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	var key []byte
+	if it.object {
+		if i >= len(b) || b[i] != '"' {
+			it.ok = false
+			return member{}, false
+		}
+		keyEnd := skipString(b, i)
+		if keyEnd < i+2 || b[keyEnd-1] != '"' {
+			it.ok = false
+			return member{}, false
+		}
+		key = b[i+1 : keyEnd-1]
+		i = skipSpace(b, keyEnd)
+		if i >= len(b) || b[i] != ':' {
+			it.ok = false
+			return member{}, false
+		}
+		i = skipSpace(b, i+1)
+	}
+	ve := skipValue(b, i)
+	if ve <= i {
+		it.ok = false
+		return member{}, false
+	}
+	it.i = ve
+	return member{key: key, value: b[i:ve], start: start, end: ve, vs: i}, true
 }
 
 func skipSpace(b []byte, i int) int {
@@ -96,36 +133,47 @@ func skipValue(b []byte, i int) int {
 		return len(b)
 	}
 	j := i
-	for j < len(b) && !bytes.ContainsRune([]byte(",}] \n\r\t"), rune(b[j])) {
+	for j < len(b) && !isDelim(b[j]) {
 		j++
 	}
 	return j
 }
 
-// dropMembers appends obj to dst without the members for which drop is
-// true, keeping every other byte as it was.
-func dropMembers(dst, obj []byte, members []member, drop func(m member) bool) []byte {
-	prev := 0
-	first := true // whether the next kept member is the first: it must lose a leading comma
-	for _, m := range members {
-		if drop(m) {
-			dst = append(dst, obj[prev:m.start]...)
-			prev = m.end
-			continue
-		}
-		seg := obj[prev:m.end]
-		if first && prev != 0 {
-			// the kept member follows only dropped ones: remove its comma
-			if k := bytes.IndexByte(obj[m.start:m.end], ','); k >= 0 && k < bytes.IndexByte(obj[m.start:m.end], '"') {
-				dst = append(dst, obj[prev:m.start]...)
-				seg = obj[m.start+k+1 : m.end]
-			}
-		}
-		dst = append(dst, seg...)
-		prev = m.end
-		first = false
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\n', '\r', '\t':
+		return true
 	}
-	return append(dst, obj[prev:]...)
+	return false
 }
 
 func isNullValue(v []byte) bool { return bytes.Equal(v, []byte("null")) }
+
+// JSON value kinds, by a value's first byte.
+const (
+	kindObject = '{'
+	kindArray  = '['
+	kindString = '"'
+	kindNull   = 'n'
+	kindBool   = 't'
+	kindNumber = '0'
+)
+
+// kind is the kind of a valid JSON value.
+func kind(v []byte) byte {
+	if len(v) == 0 {
+		return 0
+	}
+	switch c := v[0]; c {
+	case '{', '[', '"', 'n', 't':
+		return c
+	case 'f':
+		return kindBool
+	}
+	return kindNumber
+}
+
+// isInt reports whether v is a JSON number without fraction or exponent.
+func isInt(v []byte) bool {
+	return kind(v) == kindNumber && bytes.IndexAny(v, ".eE") < 0
+}

@@ -18,13 +18,11 @@ type Quirks struct {
 	// on its own (on the last chunk) or rejects the member.
 	NoStreamOptions bool
 	// ContentParts means stream deltas may carry content as typed part
-	// arrays, which are flattened to OpenAI's string content.
+	// arrays, which are flattened to OpenAI's string content; from other
+	// servers such content is an invalid chunk.
 	ContentParts bool
 	// Drop lists request members the server rejects.
 	Drop []string
-	// RepairNulls drops null delta members the schema forbids (vLLM and
-	// others send "role": null or "tool_calls": null).
-	RepairNulls bool
 	// Embeddings are the server's /v1/embeddings quirks.
 	Embeddings EmbeddingsQuirks
 	// TranscriptionFormats are the response_format values the server's
@@ -41,8 +39,12 @@ func openaiOnly() []string {
 
 // CompatibleProviders returns the quirks of each OpenAI-compatible
 // provider, by the provider name a backend is configured with.
+//
+// Null members the schema forbids (vLLM and others send "role": null or
+// "tool_calls": null in deltas) need no quirk: every stream, OpenAI's
+// too, has them dropped, as buffered responses do (see chunkFix).
 func CompatibleProviders() map[string]Quirks {
-	quirks := map[string]Quirks{
+	return map[string]Quirks{
 		"openai-compatible": {},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly(), Embeddings: mistralEmbeddings},
 		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}},
@@ -54,11 +56,6 @@ func CompatibleProviders() map[string]Quirks {
 		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
 		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 	}
-	for name, q := range quirks {
-		q.RepairNulls = true
-		quirks[name] = q
-	}
-	return quirks
 }
 
 // NewCompatibleChat returns the chat translator constructor for a server

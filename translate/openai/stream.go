@@ -3,11 +3,16 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"modelgate/translate/sse"
 )
 
 var doneEvent = []byte("data: [DONE]\n\n")
+
+// StreamEventTooLarge is the client's error message when a provider's
+// stream event exceeds the SSE decoder's limit (sse.ErrEventTooLarge).
+const StreamEventTooLarge = "The provider sent a stream event larger than the gateway's limit."
 
 // streamChunk emits the whole events a chunk completes. At the end it adds
 // [DONE], or an error event when the upstream broke off: the OpenAI SDKs
@@ -17,10 +22,15 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	for _, ev := range c.dec.Feed(chunk) {
 		out = c.event(out, ev.Data)
 	}
+	if c.dec.Err() != nil && !c.done {
+		c.done = true
+		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error", Message: StreamEventTooLarge}))
+	}
 	if !endOfStream {
 		return out
 	}
 	if !c.done {
+		c.done = true
 		out = sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -39,7 +49,7 @@ func (c *chat) event(out, data []byte) []byte {
 		c.done, c.sawDone = true, true
 		return out
 	}
-	// Validity first: topMembers only handles well-formed JSON.
+	// Validity first: the member scanner only handles well-formed JSON.
 	var members []member
 	ok := json.Valid(data)
 	if ok {
@@ -51,7 +61,7 @@ func (c *chat) event(out, data []byte) []byte {
 		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not a JSON object."}))
 	}
-	if errMember, found := find(members, "error"); found {
+	if errMember, found := find(members, "error"); found && !isNullValue(errMember.value) {
 		c.done = true
 		return sse.AppendData(out, NormalizeError(500, []byte(`{"error":`+string(errMember.value)+`}`)))
 	}
@@ -60,46 +70,68 @@ func (c *chat) event(out, data []byte) []byte {
 
 func find(members []member, key string) (member, bool) {
 	for _, m := range members {
-		if string(m.key) == key {
+		if string(name(m.key)) == key {
 			return m, true
 		}
 	}
 	return member{}, false
 }
 
-// chunk edits a CreateChatCompletionStreamResponse: reads usage, hides it
-// when the client did not ask for it, and drops nulls the schema forbids.
+// chunk edits a CreateChatCompletionStreamResponse: checks and repairs it
+// (see chunkFix), reads usage, hides it when the client did not ask for
+// it, and drops top-level nulls (OpenAI's "system_fingerprint": null is
+// typed string-only). A chunk that cannot be repaired ends the stream
+// with an error.
 func (c *chat) chunk(out, data []byte, members []member) []byte {
-	if c.quirks.ContentParts && bytes.Contains(data, []byte(`"content":[`)) || c.quirks.RepairNulls && bytes.Contains(data, []byte("null")) {
-		if fixed, ok := repairDeltas(data); ok {
-			data = fixed
-			members, _ = topMembers(data, c.scratch[:0])
+	f := &c.fix
+	f.reset(data, c.quirks.ContentParts)
+	var usage member
+	hasUsage, choicesEmpty := false, false
+	for _, m := range members {
+		switch string(name(m.key)) {
+		case "choices":
+			choicesEmpty = f.choices(m)
+		case "usage":
+			if !isNullValue(m.value) {
+				usage, hasUsage = m, true
+				f.usage(m)
+			}
+		default:
+			f.top(m)
 		}
 	}
-	usage, hasUsage := find(members, "usage")
-	realUsage := hasUsage && !isNullValue(usage.value)
-	choices, _ := find(members, "choices")
-	if realUsage {
+	if f.bad != "" {
+		c.done = true
+		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+			Message: "The provider sent a stream chunk with an invalid " + f.bad + "."}))
+	}
+	if hasUsage {
 		c.usage = parseUsage(usage.value)
-		if !c.req.IncludeUsage && isEmptyArray(choices.value) {
+		if !c.req.IncludeUsage && choicesEmpty {
 			return out // the usage-only chunk the gateway asked for
 		}
 	}
 	// A server that reports usage on its last content chunk (Mistral) has
 	// it split off into OpenAI's separate usage chunk when asked for.
-	split := realUsage && c.req.IncludeUsage && !isEmptyArray(choices.value)
+	split := hasUsage && c.req.IncludeUsage && !choicesEmpty
 	keepUsage := c.req.IncludeUsage && !split
-	edit := func(m member) bool {
-		if string(m.key) == "usage" {
-			return !keepUsage
+	d := newDropper()
+	for _, m := range members {
+		key := string(name(m.key))
+		// OpenAI sends "usage": null on each chunk for clients that asked.
+		if key == "usage" && !keepUsage || isNullValue(m.value) && key != "choices" && key != "usage" {
+			f.drop(&d, m)
+		} else {
+			f.keep(&d, m)
 		}
-		return isNullValue(m.value)
 	}
+	f.close(&d)
+	out = slices.Grow(out, len(data)+len("data: \n\n"))
 	out = append(out, "data: "...)
-	out = dropMembers(out, data, members, edit)
+	out = f.apply(out)
 	out = append(out, "\n\n"...)
 	if split {
-		out = c.usageChunk(out, members, usage.value)
+		out = c.usageChunk(out, members, f.applyRange(nil, usage.vs, usage.end))
 	}
 	return out
 }
@@ -108,7 +140,7 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 func (c *chat) usageChunk(out []byte, members []member, usage []byte) []byte {
 	u := map[string]json.RawMessage{"choices": json.RawMessage("[]"), "usage": usage}
 	for _, key := range []string{"id", "object", "created", "model"} {
-		if m, ok := find(members, key); ok {
+		if m, ok := find(members, key); ok && !isNullValue(m.value) {
 			u[key] = m.value
 		}
 	}
@@ -117,56 +149,4 @@ func (c *chat) usageChunk(out []byte, members []member, usage []byte) []byte {
 		return out
 	}
 	return sse.AppendData(out, b)
-}
-
-// repairDeltas makes choices' deltas valid: content given as typed parts
-// (Mistral streams thinking this way) becomes OpenAI's string content with
-// thinking text as reasoning_content, and null members the schema forbids
-// are dropped (content and refusal may be null).
-func repairDeltas(data []byte) ([]byte, bool) {
-	var chunk map[string]any
-	if json.Unmarshal(data, &chunk) != nil {
-		return nil, false
-	}
-	choices, _ := chunk["choices"].([]any)
-	for _, ch := range choices {
-		delta, _ := ch.(map[string]any)["delta"].(map[string]any)
-		for k, v := range delta {
-			if v == nil && k != "content" && k != "refusal" {
-				delete(delta, k)
-			}
-		}
-		parts, isParts := delta["content"].([]any)
-		if !isParts {
-			continue
-		}
-		text, thinking := partsText(parts)
-		delta["content"] = text
-		if thinking != "" {
-			delta["reasoning_content"] = thinking
-		}
-	}
-	b, err := json.Marshal(chunk)
-	return b, err == nil
-}
-
-func partsText(parts []any) (text, thinking string) {
-	for _, p := range parts {
-		part, _ := p.(map[string]any)
-		switch part["type"] {
-		case "text":
-			s, _ := part["text"].(string)
-			text += s
-		case "thinking":
-			inner, _ := part["thinking"].([]any)
-			t, _ := partsText(inner)
-			thinking += t
-		}
-	}
-	return text, thinking
-}
-
-func isEmptyArray(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) >= 2 && v[0] == '[' && len(bytes.TrimSpace(v[1:len(v)-1])) == 0
 }

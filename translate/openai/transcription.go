@@ -79,7 +79,7 @@ func ParseTranscriptionRequest(contentType string, body []byte) (*TranscriptionR
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || mt != "multipart/form-data" {
 		return nil, &RequestError{Status: http.StatusUnsupportedMediaType, Code: "unsupported_media_type",
-			Message: fmt.Sprintf("Unsupported content type %q: this endpoint takes multipart/form-data.", contentType)}
+			Message: fmt.Sprintf("Unsupported content type %s: this endpoint takes multipart/form-data.", quote(contentType))}
 	}
 	boundary, ok := params["boundary"]
 	if !ok || !validBoundary(boundary) {
@@ -131,8 +131,8 @@ func ParseTranscriptionRequest(contentType string, body []byte) (*TranscriptionR
 	}
 	if r.File.Format = audioFormat(r.File); r.File.Format == "" {
 		return nil, &RequestError{Status: http.StatusUnsupportedMediaType, Param: "file", Code: "unsupported_file_format",
-			Message: fmt.Sprintf("Unsupported file format (file name %q, content type %q). Supported formats: %s.",
-				r.File.Filename, r.File.ContentType, strings.Join(audioFormats, ", "))}
+			Message: fmt.Sprintf("Unsupported file format (file name %s, content type %s). Supported formats: %s.",
+				quote(r.File.Filename), quote(r.File.ContentType), strings.Join(audioFormats, ", "))}
 	}
 	return r, nil
 }
@@ -154,7 +154,7 @@ func (r *TranscriptionRequest) set(name, value string) error {
 		t, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil || math.IsNaN(t) {
 			return &RequestError{Param: "temperature", Code: "invalid_type",
-				Message: fmt.Sprintf("Invalid type for 'temperature': expected a number, but got %q instead.", value)}
+				Message: fmt.Sprintf("Invalid type for 'temperature': expected a number, but got %s instead.", quote(value))}
 		}
 		if t < 0 || t > 1 {
 			return invalidValue("temperature", "%s is outside the range 0 to 1.", value)
@@ -164,7 +164,7 @@ func (r *TranscriptionRequest) set(name, value string) error {
 		b, err := strconv.ParseBool(strings.TrimSpace(value))
 		if err != nil {
 			return &RequestError{Param: "stream", Code: "invalid_type",
-				Message: fmt.Sprintf("Invalid type for 'stream': expected a boolean, but got %q instead.", value)}
+				Message: fmt.Sprintf("Invalid type for 'stream': expected a boolean, but got %s instead.", quote(value))}
 		}
 		r.Stream = b
 	}

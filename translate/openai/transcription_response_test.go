@@ -179,7 +179,7 @@ func TestTranscriptionProviderErrors(t *testing.T) {
 			400, "invalid_request_error", "response_format`srt` not supported"},
 		{"provider key refused", 401, `{"error":{"message":"Incorrect API key provided: sk-up***"}}`,
 			502, "server_error", "The provider rejected the gateway's credentials for this backend."},
-		{"html", 503, "<html>busy</html>", 503, "server_error", "The provider returned HTTP Service Unavailable."},
+		{"html", 503, "<html>busy</html>", 503, "server_error", "The provider returned HTTP 503 Service Unavailable."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"mime"
 	"slices"
 	"strings"
@@ -24,6 +23,7 @@ type transcription struct {
 	ask     string // the response_format asked of the server
 	status  int
 	json    bool // the server answered JSON
+	html    bool // the server answered an HTML page (a proxy's)
 	stream  bool
 	dec     sse.Decoder
 	usage   translate.Usage
@@ -138,14 +138,24 @@ func (c *transcription) ResponseHeaders(status int, contentType string) translat
 		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	}
 	c.json = mt == "application/json" || strings.HasSuffix(mt, "+json")
+	c.html = mt == "text/html"
 	return translate.Head{Status: status, ContentType: transcriptionContentType(c.req.ResponseFormat)}
 }
 
-var errNotTranscription = errors.New("the provider's transcription is not a JSON object with a text member")
+var errNotTranscription = Unusable("the provider's transcription is not a JSON object with a text member")
 
 // ResponseBody converts the answer by what the server sent (not only by
-// what it was asked for: some servers ignore response_format).
+// what it was asked for: some servers ignore response_format). A JSON
+// answer that is no transcription, a plain-text answer where verbose JSON
+// is due, and an HTML page are errors wrapping translate.ErrUpstream. An
+// empty plain-text answer (for the text, srt and vtt formats, or json
+// made from text) is an empty transcript, as for silent audio, and passes.
 func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk)
+	return out, AsUnusable(err)
+}
+
+func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
 	if c.stream {
 		c.scanStream(chunk)
 		return chunk, nil
@@ -154,6 +164,9 @@ func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, er
 		return ProviderError(c.status, chunk), nil
 	}
 	want := c.req.ResponseFormat
+	if c.html {
+		return nil, Unusable("the provider answered an HTML page")
+	}
 	if !c.json {
 		switch want {
 		case "json":

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"modelgate/translate"
@@ -68,27 +70,113 @@ func FuzzPassthroughStream(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, b...)
-		var dec sse.Decoder
-		events := dec.Feed(out)
-		if dec.Pending() || len(events) == 0 {
-			t.Fatalf("partial or empty output %q", out)
+		checkResponsesStream(t, append(out, b...))
+	})
+}
+
+// checkResponsesStream checks a Responses event stream: whole events whose
+// event line names their type, numbered from 0 without gaps, the terminal
+// event last, and no [DONE].
+func checkResponsesStream(t *testing.T, out []byte) {
+	t.Helper()
+	var dec sse.Decoder
+	events := dec.Feed(out)
+	if dec.Pending() || len(events) == 0 {
+		t.Fatalf("partial or empty output %q", out)
+	}
+	for i, ev := range events {
+		var m struct {
+			Type string `json:"type"`
+			Seq  *int   `json:"sequence_number"`
 		}
-		for i, ev := range events {
-			var m struct {
-				Type string `json:"type"`
-				Seq  *int   `json:"sequence_number"`
-			}
-			if err := json.Unmarshal(ev.Data, &m); err != nil || m.Type != ev.Type || m.Seq == nil || *m.Seq != i {
-				t.Fatalf("event %d: %q %s", i, ev.Type, ev.Data)
-			}
-			terminal := m.Type == "error" || m.Type == "response.completed" || m.Type == "response.incomplete" || m.Type == "response.failed"
-			if terminal != (i == len(events)-1) {
-				t.Fatalf("event %d of %d is %s", i, len(events), m.Type)
-			}
+		if err := json.Unmarshal(ev.Data, &m); err != nil || m.Type != ev.Type || m.Seq == nil || *m.Seq != i {
+			t.Fatalf("event %d: %q %s", i, ev.Type, ev.Data)
 		}
-		if bytes.Contains(out, []byte("[DONE]")) {
-			t.Fatal("[DONE] reached the client")
+		terminal := m.Type == "error" || m.Type == "response.completed" || m.Type == "response.incomplete" || m.Type == "response.failed"
+		if terminal != (i == len(events)-1) {
+			t.Fatalf("event %d of %d is %s", i, len(events), m.Type)
+		}
+	}
+	if bytes.Contains(out, []byte("[DONE]")) {
+		t.Fatal("[DONE] reached the client")
+	}
+}
+
+// Whatever an OpenAI-compatible provider streams, split anywhere, the
+// bridge (chat translator, then Stream) ends the response cleanly for
+// every quirk set, never with a panic.
+func FuzzBridgeStream(f *testing.F) {
+	f.Add([]byte("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\",\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n"), uint8(7))
+	f.Add([]byte("data: {\"choices\":[null,{\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"t\"}]}]}}]}\n\ndata: {\"choices\":[1]}\n\n"), uint8(3))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":99999999999999999999}]}}]}\n\n"), uint8(1))
+	quirks := openai.CompatibleProviders()
+	quirks["openai"] = openai.Quirks{}
+	names := slices.Sorted(maps.Keys(quirks))
+	f.Fuzz(func(t *testing.T, upstream []byte, split uint8) {
+		for _, name := range names {
+			r, _ := ParseRequest([]byte(`{"model":"m","input":"x","stream":true}`))
+			chatReq, err := ToChat(r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := NewTranslator(openai.NewCompatibleChat(quirks[name])(translate.Target{Model: "m"}, chatReq), r, nil, "resp_f", 1)
+			tr.ResponseHeaders(200, "text/event-stream")
+			var out []byte
+			n := int(split%32) + 1
+			for rest := upstream; len(rest) > 0; {
+				c := rest[:min(n, len(rest))]
+				rest = rest[len(c):]
+				b, err := tr.ResponseBody(c, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, b...)
+			}
+			b, err := tr.ResponseBody(nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResponsesStream(t, append(out, b...))
 		}
 	})
+}
+
+// An event over the SSE decoder's limit ends a passthrough stream, and a
+// bridged one, with an error event instead of stopping silently.
+func TestStreamEventTooLarge(t *testing.T) {
+	big := bytes.Repeat([]byte("a"), 1<<20)
+	chunks := [][]byte{[]byte("data: {\"type\":\"response.created\",\"x\":\"")}
+	for range sse.DefaultMax>>20 + 1 {
+		chunks = append(chunks, big)
+	}
+	chunks = append(chunks, []byte("\"}\n\n"))
+
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"x","stream":true}`))
+	p := NewPassthrough(translate.Target{Model: "m"}, r, nil, "resp_f")
+	p.ResponseHeaders(200, "text/event-stream")
+	s := NewStream(r, "resp_f", 1)
+	var pass, bridged []byte
+	for i, c := range chunks {
+		b, _ := p.ResponseBody(c, i == len(chunks)-1)
+		pass = append(pass, b...)
+		bridged = append(bridged, s.Feed(c, i == len(chunks)-1)...)
+	}
+	for name, out := range map[string][]byte{"passthrough": pass, "bridge": bridged} {
+		checkResponsesStream(t, out)
+		if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
+			t.Errorf("%s: want the too-large error, got %.300s", name, out)
+		}
+	}
+}
+
+// A chat chunk the bridge cannot decode ends the response with an error
+// rather than vanishing.
+func TestStreamUnreadableChunk(t *testing.T) {
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"x","stream":true}`))
+	s := NewStream(r, "resp_f", 1)
+	out := s.Feed([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":99999999999999999999}]}}]}\n\n"), true)
+	checkResponsesStream(t, out)
+	if !bytes.Contains(out, []byte(`"type":"error"`)) || s.Output() != nil {
+		t.Errorf("want an error event and no output, got %s", out)
+	}
 }

@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"mime"
 	"strings"
 
@@ -123,9 +122,9 @@ func (p *Passthrough) ResponseHeaders(status int, contentType string) translate.
 	return p.head
 }
 
-var errNotResponse = errors.New("the provider's response is not a JSON object")
-
-// ResponseBody implements translate.Translator.
+// ResponseBody implements translate.Translator. A success body that is
+// no Response object (not a JSON object, or without an output array) is
+// an error wrapping translate.ErrUpstream.
 func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if p.stream {
 		return p.events(chunk, endOfStream), nil
@@ -133,9 +132,18 @@ func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, erro
 	if p.head.Status/100 != 2 {
 		return openai.ProviderError(p.head.Status, chunk), nil
 	}
+	var shape struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := openai.DecodeUpstream(chunk, &shape, "Response object"); err != nil {
+		return nil, err
+	}
+	if !openai.ObjectArray(shape.Output) {
+		return nil, openai.Unusable("the provider's Response object has no output array of items")
+	}
 	out, ok := p.response(chunk, true)
 	if !ok {
-		return nil, errNotResponse
+		return nil, openai.Unusable("the provider's Response object does not decode")
 	}
 	return out, nil
 }
@@ -149,6 +157,9 @@ func (p *Passthrough) events(chunk []byte, end bool) []byte {
 			continue
 		}
 		out = p.event(out, ev.Data)
+	}
+	if p.dec.Err() != nil && !p.ended {
+		return p.fail(out, openai.StreamEventTooLarge)
 	}
 	if end && !p.ended {
 		out = p.fail(out, "The provider's stream ended before the response completed.")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
 
@@ -80,6 +81,9 @@ func (s *Stream) Feed(chatSSE []byte, end bool) []byte {
 			s.chatEvent(ev.Data)
 		}
 	}
+	if s.dec.Err() != nil && !s.done {
+		s.failServer(openai.StreamEventTooLarge)
+	}
 	if end && !s.done {
 		s.complete()
 	}
@@ -93,6 +97,10 @@ func (s *Stream) chatEvent(data []byte) {
 	}
 	var c chunk
 	if json.Unmarshal(data, &c) != nil {
+		// The chat translators emit valid chunks; one that does not
+		// decode (a count beyond int) ends the response, as a broken
+		// stream does, rather than vanish.
+		s.failServer("The provider sent a stream chunk the gateway cannot read.")
 		return
 	}
 	if len(c.Error) > 0 {
@@ -254,6 +262,11 @@ func (s *Stream) fail(errJSON json.RawMessage) {
 	}
 	json.Unmarshal(errJSON, &e) //nolint:errcheck // the chat translator wrote it
 	s.emit("error", map[string]any{"message": e.Message, "code": e.Code, "param": e.Param})
+}
+
+// failServer ends the stream with a server_error event.
+func (s *Stream) failServer(msg string) {
+	s.fail(mustJSON(map[string]string{"message": msg, "code": "server_error"}))
 }
 
 // responsesUsage maps chat usage to Responses usage.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"modelgate/translate"
+	"modelgate/translate/openai"
 )
 
 // Translator serves one Responses exchange on top of a provider's chat
@@ -39,7 +40,9 @@ func (t *Translator) ResponseHeaders(status int, contentType string) translate.H
 	return t.head
 }
 
-// ResponseBody implements translate.Translator.
+// ResponseBody implements translate.Translator. A chat completion the
+// Response cannot be made of (no choice) is an error wrapping
+// translate.ErrUpstream, as are the chat translator's own.
 func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := t.chat.ResponseBody(chunk, endOfStream)
 	switch {
@@ -55,7 +58,7 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		return out, nil // already an OpenAI error object
 	}
 	if t.body, err = FromChat(t.req, out, t.id, t.created); err != nil {
-		return nil, err
+		return nil, openai.AsUnusable(err)
 	}
 	var resp struct {
 		Output []json.RawMessage `json:"output"`

@@ -3,7 +3,17 @@
 // byte boundaries.
 package sse
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+)
+
+// DefaultMax is the limit on one event's data when Decoder.Max is zero.
+const DefaultMax = 16 << 20
+
+// ErrEventTooLarge is the error of a Decoder that met a line or an event
+// larger than its limit.
+var ErrEventTooLarge = errors.New("sse: event larger than the decoder's limit")
 
 // Event is one dispatched event.
 type Event struct {
@@ -17,52 +27,142 @@ type Event struct {
 
 // Decoder splits a byte stream into events. Its zero value is ready; it is
 // not safe for concurrent use.
+//
+// Each byte is scanned once: complete lines are read where they lie in the
+// chunk, and only a line cut by a chunk's end is copied aside (amortized,
+// like append) until its end arrives, so decoding is linear in the stream's
+// length however it is cut.
 type Decoder struct {
-	buf     []byte // bytes not yet split into lines
+	// Max bounds the length of one event's data, and of one line to that
+	// of a data line with Max bytes ("data: " and Max); zero means
+	// DefaultMax. A stream that exceeds it fails: Err returns
+	// ErrEventTooLarge and Feed returns no more events.
+	Max int
+
+	buf     []byte // the start of a line cut by the end of a chunk; it holds no line break
 	data    []byte // data of the event being built
 	typ, id string
 	hasData bool // a field of the current event was seen
 	skipLF  bool // the previous chunk ended in \r: a leading \n belongs to it
+	err     error
 	events  []Event
 }
 
+// keepBuf is the largest line buffer kept for the next cut line; a larger
+// one, left by a large event, is let go.
+const keepBuf = 64 << 10
+
 // Feed adds a chunk and returns the events it completes. The returned slice
-// is reused by the next call.
+// is reused by the next call. After an error (see Err) it returns none.
 func (d *Decoder) Feed(chunk []byte) []Event {
 	d.events = d.events[:0]
+	if d.err != nil {
+		return d.events
+	}
 	if d.skipLF && len(chunk) > 0 {
 		d.skipLF = false
 		if chunk[0] == '\n' {
 			chunk = chunk[1:]
 		}
 	}
-	d.buf = append(d.buf, chunk...)
-	rest := d.buf
-	for {
-		i := bytes.IndexAny(rest, "\r\n")
-		if i < 0 {
+	// lf and cr are the next \n and \r at or after pos (len(chunk) if
+	// none): each is searched for again only once pos has passed it.
+	lf, cr := -1, -1
+	pos := 0
+	for pos < len(chunk) {
+		if lf < pos {
+			lf = indexFrom(chunk, pos, '\n')
+		}
+		if cr < pos {
+			cr = indexFrom(chunk, pos, '\r')
+		}
+		i := min(lf, cr)
+		if i == len(chunk) {
 			break
 		}
-		line := rest[:i]
-		if rest[i] == '\r' {
-			if i+1 == len(rest) {
+		line, owned := chunk[pos:i], len(d.buf) > 0
+		if owned {
+			if !d.hold(line) {
+				return d.events
+			}
+			line = d.buf
+		} else if len(line) > d.lineMax() {
+			d.fail()
+			return d.events
+		}
+		next := i + 1
+		if chunk[i] == '\r' {
+			if next == len(chunk) {
 				d.skipLF = true
-			} else if rest[i+1] == '\n' {
-				i++
+			} else if chunk[next] == '\n' {
+				next++
 			}
 		}
-		rest = rest[i+1:]
-		d.line(line)
+		d.line(line, owned)
+		if cap(d.buf) > keepBuf {
+			d.buf = nil
+		} else {
+			d.buf = d.buf[:0]
+		}
+		if d.err != nil {
+			return d.events
+		}
+		pos = next
 	}
-	d.buf = append(d.buf[:0], rest...)
+	d.hold(chunk[pos:])
 	return d.events
 }
 
-// Pending reports whether an incomplete event or line is held: at the end
-// of a stream it means the stream was cut off.
-func (d *Decoder) Pending() bool { return len(d.buf) > 0 || d.hasData }
+func indexFrom(b []byte, from int, c byte) int {
+	if i := bytes.IndexByte(b[from:], c); i >= 0 {
+		return from + i
+	}
+	return len(b)
+}
 
-func (d *Decoder) line(line []byte) {
+func (d *Decoder) max() int {
+	if d.Max > 0 {
+		return d.Max
+	}
+	return DefaultMax
+}
+
+func (d *Decoder) lineMax() int { return d.max() + len("data: ") }
+
+// hold appends part of a line that a chunk's end cut.
+func (d *Decoder) hold(part []byte) bool {
+	if len(d.buf)+len(part) > d.lineMax() {
+		d.fail()
+		return false
+	}
+	if need := len(d.buf) + len(part); need > cap(d.buf) {
+		// Double, where append grows large slices by a quarter: a long
+		// line is copied about twice rather than about five times.
+		grown := make([]byte, len(d.buf), max(need, 2*cap(d.buf), 512))
+		copy(grown, d.buf)
+		d.buf = grown
+	}
+	d.buf = append(d.buf, part...)
+	return true
+}
+
+// fail stops the decoder and lets its buffers go.
+func (d *Decoder) fail() {
+	d.err = ErrEventTooLarge
+	d.buf, d.data, d.typ, d.id = nil, nil, "", ""
+}
+
+// Err returns ErrEventTooLarge once an event or a line exceeded the limit
+// (see Max), and nil before.
+func (d *Decoder) Err() error { return d.err }
+
+// Pending reports whether an incomplete event or line is held: at the end
+// of a stream it means the stream was cut off. It is true after an error.
+func (d *Decoder) Pending() bool { return len(d.buf) > 0 || d.hasData || d.err != nil }
+
+// line reads one line. owned means line is d.buf, which the first data
+// line of an event keeps as its data rather than copying it.
+func (d *Decoder) line(line []byte, owned bool) {
 	if len(line) == 0 {
 		d.dispatch()
 		return
@@ -76,9 +176,23 @@ func (d *Decoder) line(line []byte) {
 	}
 	switch string(name) {
 	case "data":
-		if d.data == nil {
+		n := len(value)
+		if d.data != nil {
+			n += len(d.data) + 1
+		}
+		if n > d.max() {
+			d.fail()
+			return
+		}
+		switch {
+		case d.data == nil && owned:
+			// value is a suffix of line, and not nil even when empty
+			d.data, d.buf = line[len(line)-len(value):], nil
+			d.hasData = true
+			return
+		case d.data == nil:
 			d.data = make([]byte, 0, len(value))
-		} else {
+		default:
 			d.data = append(d.data, '\n')
 		}
 		d.data = append(d.data, value...)

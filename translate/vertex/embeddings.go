@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"strings"
@@ -82,9 +81,8 @@ func (e *embeddings) ResponseHeaders(status int, contentType string) translate.H
 	return translate.Head{Status: status, ContentType: "application/json"}
 }
 
-var errNotPredictions = errors.New("the provider's response is not a Vertex AI text embeddings response")
-
-// ResponseBody turns the predictions into a CreateEmbeddingResponse.
+// ResponseBody turns the predictions into a CreateEmbeddingResponse. A
+// body that is none is an error wrapping translate.ErrUpstream.
 func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if e.status/100 != 2 {
 		return gemini.ErrorBody(e.status, chunk), nil
@@ -100,8 +98,11 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			} `json:"embeddings"`
 		} `json:"predictions"`
 	}
-	if err := json.Unmarshal(chunk, &r); err != nil || r.Predictions == nil {
-		return nil, errNotPredictions
+	if err := openai.DecodeUpstream(chunk, &r, "text embeddings response"); err != nil {
+		return nil, err
+	}
+	if r.Predictions == nil {
+		return nil, openai.Unusable("the provider's text embeddings response has no predictions")
 	}
 	vectors := make([]json.RawMessage, len(r.Predictions))
 	var tokens float64

@@ -1,0 +1,79 @@
+package gemini
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"modelgate/translate/openai"
+	"modelgate/translate/openai/spec"
+	"modelgate/translate/sse"
+)
+
+// checkEnd checks a client stream: valid chunks, then [DONE] or one
+// error event last.
+func checkEnd(t *testing.T, out []byte) {
+	t.Helper()
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
+	events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
+	last := events[len(events)-1]
+	errs := strings.Count(string(out), `data: {"error":`)
+	if last != "data: [DONE]" && (errs != 1 || !strings.HasPrefix(last, `data: {"error":`)) {
+		t.Errorf("want [DONE] or one error event last, got:\n%s", out)
+	}
+}
+
+// Events of the wrong shape end the stream cleanly, never with a panic.
+func TestStreamHostileEvents(t *testing.T) {
+	for _, ev := range []string{
+		`null`,
+		`[]`,
+		`1`,
+		`"x"`,
+		`{"candidates":null}`,
+		`{"candidates":[null]}`,
+		`{"candidates":[1]}`,
+		`{"candidates":"x"}`,
+		`{"candidates":[{"content":null,"finishReason":"STOP"}]}`,
+		`{"candidates":[{"content":{"parts":null}}]}`,
+		`{"candidates":[{"content":{"parts":[null,1]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"functionCall":null}]},"finishReason":"STOP"}]}`,
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":null}}]},"finishReason":"STOP"}]}`,
+		`{"candidates":[{"content":{"parts":[{"functionCall":{"name":1}}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"functionCall":"x"}]}}]}`,
+		`{"candidates":[{"index":"0"}]}`,
+		`{"candidates":[{"finishReason":1}]}`,
+		`{"usageMetadata":"x"}`,
+		`{"usageMetadata":null,"candidates":[{"finishReason":"STOP"}]}`,
+		`{"error":null}`,
+		`{"error":1}`,
+		`{"error":{"message":1}}`,
+		`{"candidates":[{"content":{"parts":[{"thought":"yes"}]}}]}`,
+	} {
+		t.Run(ev, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("panic: %v", r)
+				}
+			}()
+			out, _ := runStream(t, streamReq, [][]byte{[]byte("" + "data: " + ev + "\n\n")})
+			checkEnd(t, out)
+		})
+	}
+}
+
+// An event over the SSE decoder's limit ends the stream with one error
+// event instead of stopping silently.
+func TestStreamEventTooLarge(t *testing.T) {
+	big := bytes.Repeat([]byte("a"), 1<<20)
+	chunks := [][]byte{[]byte("" + "data: {\"x\":\"")}
+	for range sse.DefaultMax>>20 + 1 {
+		chunks = append(chunks, big)
+	}
+	chunks = append(chunks, []byte("\"}\n\n"))
+	out, _ := runStream(t, streamReq, chunks)
+	checkEnd(t, out)
+	if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
+		t.Errorf("want the too-large error, got %.300s", out)
+	}
+}

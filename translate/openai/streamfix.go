@@ -1,0 +1,485 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// chunkFix checks a chat completion chunk against the schema, as far as
+// clients and the gateway read it, and plans the byte edits that repair
+// it: a null the schema does not allow means absent, so the member or
+// array element is dropped (or, where the member is required, replaced by
+// an empty choices array or delta object); typed content parts are
+// flattened (Quirks.ContentParts). Any other wrong type is not repaired:
+// bad names the first such member, and the stream ends with an error.
+//
+// It works on the chunk's bytes as the provider sent them: a valid chunk
+// costs one scan and no allocation, and a repaired one keeps the
+// provider's member order and formatting.
+type chunkFix struct {
+	doc   []byte
+	parts bool // Quirks.ContentParts
+	edits []edit
+	bad   string // the path of the first member of a wrong type
+}
+
+// edit replaces doc[start:end] with repl.
+type edit struct {
+	start, end int
+	repl       []byte
+}
+
+var (
+	emptyArray  = []byte("[]")
+	emptyObject = []byte("{}")
+)
+
+func (f *chunkFix) reset(doc []byte, parts bool) {
+	f.doc, f.parts, f.edits, f.bad = doc, parts, f.edits[:0], ""
+}
+
+func (f *chunkFix) fail(path string) {
+	if f.bad == "" {
+		f.bad = path
+	}
+}
+
+func (f *chunkFix) replace(m member, repl []byte) {
+	f.edits = append(f.edits, edit{start: m.vs, end: m.end, repl: repl})
+}
+
+// apply appends doc with the edits made. Edits inside a dropped member
+// are skipped with it.
+func (f *chunkFix) apply(dst []byte) []byte { return f.applyRange(dst, 0, len(f.doc)) }
+
+// applyRange appends doc[lo:hi] with the edits inside it made.
+func (f *chunkFix) applyRange(dst []byte, lo, hi int) []byte {
+	if len(f.edits) == 0 {
+		return append(dst, f.doc[lo:hi]...)
+	}
+	slices.SortFunc(f.edits, func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) })
+	prev := lo
+	for _, e := range f.edits {
+		if e.start < prev || e.end > hi {
+			continue
+		}
+		dst = append(dst, f.doc[prev:e.start]...)
+		dst = append(dst, e.repl...)
+		prev = e.end
+	}
+	return append(dst, f.doc[prev:hi]...)
+}
+
+// dropper removes entries of one object or array and leaves valid JSON:
+// an entry after a kept one goes with its leading comma, and the entries
+// before the first kept one go up to that one's comma.
+type dropper struct {
+	kept    bool
+	pending int // start of the dropped entries before the first kept one, or -1
+	last    int // end of the last of them
+}
+
+func newDropper() dropper { return dropper{pending: -1} }
+
+func (f *chunkFix) drop(d *dropper, m member) {
+	if d.kept {
+		f.edits = append(f.edits, edit{start: m.start, end: m.end})
+		return
+	}
+	if d.pending < 0 {
+		d.pending = m.start
+	}
+	d.last = m.end
+}
+
+func (f *chunkFix) keep(d *dropper, m member) {
+	if d.pending >= 0 {
+		// m follows an entry, so a comma precedes its key or value
+		comma := m.start + bytes.IndexByte(f.doc[m.start:m.vs], ',')
+		f.edits = append(f.edits, edit{start: d.pending, end: comma + 1})
+		d.pending = -1
+	}
+	d.kept = true
+}
+
+func (f *chunkFix) close(d *dropper) {
+	if d.pending >= 0 {
+		f.edits = append(f.edits, edit{start: d.pending, end: d.last})
+	}
+}
+
+// name is a member's key, unescaped if it has escapes: a client reads
+// "delt\u0061" as delta.
+func name(key []byte) []byte {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return key
+	}
+	var s string
+	quoted := make([]byte, 0, len(key)+2)
+	quoted = append(append(append(quoted, '"'), key...), '"')
+	if json.Unmarshal(quoted, &s) != nil {
+		return key
+	}
+	return []byte(s)
+}
+
+// want fails path unless v is of kind k.
+func (f *chunkFix) want(v []byte, k byte, path string) {
+	if kind(v) != k {
+		f.fail(path)
+	}
+}
+
+func (f *chunkFix) wantInt(v []byte, path string) {
+	if !isInt(v) {
+		f.fail(path)
+	}
+}
+
+// top checks the top-level members other than choices and usage that
+// clients read.
+func (f *chunkFix) top(m member) {
+	if isNullValue(m.value) {
+		return // dropped by the caller
+	}
+	switch string(name(m.key)) {
+	case "id":
+		f.want(m.value, kindString, "id")
+	case "model":
+		f.want(m.value, kindString, "model")
+	case "object":
+		f.want(m.value, kindString, "object")
+	case "created":
+		f.wantInt(m.value, "created")
+	}
+}
+
+// choices checks the choices member and reports whether it has no choice
+// left.
+func (f *chunkFix) choices(m member) (empty bool) {
+	switch kind(m.value) {
+	case kindNull:
+		f.replace(m, emptyArray) // required: no choices
+		return true
+	case kindArray:
+	default:
+		f.fail("choices")
+		return false
+	}
+	it, _ := entries(f.doc, m.vs)
+	d := newDropper()
+	kept := 0
+	for {
+		ch, ok := it.next()
+		if !ok {
+			break
+		}
+		switch kind(ch.value) {
+		case kindNull:
+			f.drop(&d, ch)
+			continue
+		case kindObject:
+		default:
+			f.fail("choices[]")
+			continue
+		}
+		f.keep(&d, ch)
+		kept++
+		f.choice(ch)
+	}
+	f.close(&d)
+	return kept == 0
+}
+
+func (f *chunkFix) choice(ch member) {
+	it, _ := entries(f.doc, ch.vs)
+	for {
+		m, ok := it.next()
+		if !ok {
+			return
+		}
+		switch string(name(m.key)) {
+		case "index":
+			f.wantInt(m.value, "choices[].index")
+		case "delta":
+			switch kind(m.value) {
+			case kindNull:
+				f.replace(m, emptyObject) // required: an empty delta
+			case kindObject:
+				f.delta(m)
+			default:
+				f.fail("choices[].delta")
+			}
+		case "finish_reason":
+			if k := kind(m.value); k != kindString && k != kindNull {
+				f.fail("choices[].finish_reason")
+			}
+		case "logprobs":
+			if k := kind(m.value); k != kindObject && k != kindNull {
+				f.fail("choices[].logprobs")
+			}
+		}
+	}
+}
+
+// delta drops null members other than content and refusal (vLLM and
+// others send "role": null or "tool_calls": null) and flattens typed
+// content parts.
+func (f *chunkFix) delta(dm member) {
+	it, _ := entries(f.doc, dm.vs)
+	d := newDropper()
+	var parts, reasoning member
+	hasParts, hasReasoning := false, false
+	for {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		key := string(name(m.key))
+		k := kind(m.value)
+		if k == kindNull && key != "content" && key != "refusal" {
+			f.drop(&d, m)
+			continue
+		}
+		f.keep(&d, m)
+		switch key {
+		case "role":
+			f.want(m.value, kindString, "choices[].delta.role")
+		case "content":
+			switch {
+			case k == kindArray && f.parts:
+				parts, hasParts = m, true
+			case k != kindString && k != kindNull:
+				f.fail("choices[].delta.content")
+			}
+		case "refusal":
+			if k != kindString && k != kindNull {
+				f.fail("choices[].delta.refusal")
+			}
+		case "reasoning_content":
+			f.want(m.value, kindString, "choices[].delta.reasoning_content")
+			reasoning, hasReasoning = m, true
+		case "reasoning":
+			f.want(m.value, kindString, "choices[].delta.reasoning")
+		case "tool_calls":
+			if k != kindArray {
+				f.fail("choices[].delta.tool_calls")
+				continue
+			}
+			f.toolCalls(m)
+		case "function_call":
+			if k != kindObject {
+				f.fail("choices[].delta.function_call")
+				continue
+			}
+			f.function(m, "choices[].delta.function_call")
+		}
+	}
+	f.close(&d)
+	if hasParts {
+		f.flatten(parts, reasoning, hasReasoning)
+	}
+}
+
+func (f *chunkFix) toolCalls(arr member) {
+	it, _ := entries(f.doc, arr.vs)
+	d := newDropper()
+	for {
+		tc, ok := it.next()
+		if !ok {
+			break
+		}
+		switch kind(tc.value) {
+		case kindNull:
+			f.drop(&d, tc)
+			continue
+		case kindObject:
+		default:
+			f.fail("choices[].delta.tool_calls[]")
+			continue
+		}
+		f.keep(&d, tc)
+		members, _ := entries(f.doc, tc.vs)
+		md := newDropper()
+		for {
+			m, ok := members.next()
+			if !ok {
+				break
+			}
+			key := string(name(m.key))
+			if isNullValue(m.value) && key != "index" {
+				f.drop(&md, m)
+				continue
+			}
+			f.keep(&md, m)
+			switch key {
+			case "index":
+				f.wantInt(m.value, "choices[].delta.tool_calls[].index")
+			case "id", "type":
+				if kind(m.value) != kindString {
+					f.fail("choices[].delta.tool_calls[]." + key)
+				}
+			case "function":
+				if kind(m.value) != kindObject {
+					f.fail("choices[].delta.tool_calls[].function")
+					continue
+				}
+				f.function(m, "choices[].delta.tool_calls[].function")
+			}
+		}
+		f.close(&md)
+	}
+	f.close(&d)
+}
+
+// function checks a function (call) object: name and arguments are
+// strings; nulls are dropped.
+func (f *chunkFix) function(fm member, path string) {
+	it, _ := entries(f.doc, fm.vs)
+	d := newDropper()
+	for {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		if isNullValue(m.value) {
+			f.drop(&d, m)
+			continue
+		}
+		f.keep(&d, m)
+		switch key := string(name(m.key)); key {
+		case "name", "arguments":
+			if kind(m.value) != kindString {
+				f.fail(path + "." + key)
+			}
+		}
+	}
+	f.close(&d)
+}
+
+// usage checks a CompletionUsage: counts are integers, details objects of
+// integers; nulls are dropped.
+func (f *chunkFix) usage(um member) {
+	if kind(um.value) != kindObject {
+		f.fail("usage")
+		return
+	}
+	f.counts(um, "usage", true)
+}
+
+func (f *chunkFix) counts(obj member, path string, top bool) {
+	it, _ := entries(f.doc, obj.vs)
+	d := newDropper()
+	for {
+		m, ok := it.next()
+		if !ok {
+			break
+		}
+		if isNullValue(m.value) {
+			f.drop(&d, m)
+			continue
+		}
+		f.keep(&d, m)
+		switch key := string(name(m.key)); key {
+		case "prompt_tokens", "completion_tokens", "total_tokens",
+			"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens",
+			"rejected_prediction_tokens", "text_tokens", "image_tokens", "cache_write_tokens":
+			f.wantInt(m.value, path)
+		case "prompt_tokens_details", "completion_tokens_details":
+			if !top {
+				continue
+			}
+			if kind(m.value) != kindObject {
+				f.fail(path)
+				continue
+			}
+			f.counts(m, path, false)
+		}
+	}
+	f.close(&d)
+}
+
+// flatten turns typed content parts (Mistral streams thinking this way)
+// into OpenAI's string content, and thinking text into reasoning_content.
+func (f *chunkFix) flatten(content, reasoning member, hasReasoning bool) {
+	var parts []any
+	json.Unmarshal(content.value, &parts) //nolint:errcheck // a valid array
+	var text, thinking strings.Builder
+	partsText(parts, &text, &thinking)
+	f.replace(content, appendString(nil, text.String()))
+	if thinking.Len() == 0 {
+		return
+	}
+	if hasReasoning {
+		var prev string
+		json.Unmarshal(reasoning.value, &prev) //nolint:errcheck // checked to be a string
+		f.replace(reasoning, appendString(nil, prev+thinking.String()))
+		return
+	}
+	f.edits = append(f.edits, edit{start: content.end, end: content.end,
+		repl: appendString([]byte(`,"reasoning_content":`), thinking.String())})
+}
+
+// partsText collects the text of text parts and of thinking parts' inner
+// text parts; other parts and values of other shapes carry nothing.
+func partsText(parts []any, text, thinking *strings.Builder) {
+	for _, p := range parts {
+		part, _ := p.(map[string]any)
+		switch part["type"] {
+		case "text":
+			s, _ := part["text"].(string)
+			text.WriteString(s)
+		case "thinking":
+			inner, _ := part["thinking"].([]any)
+			partsText(inner, thinking, thinking)
+		}
+	}
+}
+
+// appendString appends s as a JSON string. Unlike encoding/json it does
+// not escape <, > and &: the text stays as long as the provider sent it.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
