@@ -154,8 +154,9 @@ func (ex *exchange) envoyReplyBody(b *extprocv3.HttpBody) *extprocv3.ProcessingR
 }
 
 // brokenStatus is the status of an exchange that ended before its answer
-// did: 504 when the provider's silence outlasted its timeout (Envoy then
-// ends the stream), else 499. Envoy ends the ext_proc stream the same way
+// did: 504 when the provider's silence came near its timeout (Envoy then
+// ends the stream; the quarter allows for the time between Envoy's read
+// and the server's), else 499. Envoy ends the ext_proc stream the same way
 // when the client leaves and when the provider resets mid-answer, so the
 // gateway cannot tell those apart; both are recorded as 499.
 func (ex *exchange) brokenStatus(now time.Time) int {
@@ -167,11 +168,11 @@ func (ex *exchange) brokenStatus(now time.Time) int {
 		if ex.stream && ex.timeouts.StreamIdle > 0 && (limit == 0 || ex.timeouts.StreamIdle < limit) {
 			limit = ex.timeouts.StreamIdle
 		}
-		if limit > 0 && now.Sub(ex.sentAt) >= limit {
+		if limit > 0 && now.Sub(ex.sentAt) >= limit*3/4 {
 			return http.StatusGatewayTimeout
 		}
 	case ex.phase == phaseResponseBody && ex.head.Stream:
-		if idle := ex.timeouts.StreamIdle; idle > 0 && now.Sub(ex.lastChunk) >= idle {
+		if idle := ex.timeouts.StreamIdle; idle > 0 && now.Sub(ex.lastChunk) >= idle*3/4 {
 			return http.StatusGatewayTimeout
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -160,7 +161,8 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 		}
 		want := *sent.by[k]
 		if k == "cancelled" {
-			want = cancelledWant(t, got, want.Requests, *sent.by["streamed"])
+			checkCancelledRows(t, openLedger(t, filepath.Join(dataDir, "modelgate.db")), accounts[k], want.Requests, *sent.by["streamed"])
+			continue
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: ledger totals (-sent +recorded):\n%s", k, diff)
@@ -169,26 +171,44 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 	checkNoKeyMaterial(t, logs.String(), secrets)
 }
 
-// cancelledWant is what the cancelled streams may have recorded: each
-// stream's usage arrives in its last chunk, so each counts in full (the
-// gateway read the whole stream before the client's cancel reached it) or
-// not at all. got must be whole multiples of one streamed answer's usage.
-// The mock sends that chunk 300ms after the first, so nearly every cancel
+// checkCancelledRows: every stream its client left midway is charged,
+// and not as a success. Each stream's usage arrives in its last chunk, so
+// a stream counts the provider's usage in full (the gateway read the whole
+// stream before the cancel reached it) or an estimate from its prompt and
+// the text streamed so far; either way its status is 499, never 200. The
+// mock sends that chunk 300ms after the first, so nearly every cancel
 // lands midway: at most a tenth may have been read to the end.
-func cancelledWant(t *testing.T, got authz.UsageTotals, requests int64, streamed authz.UsageTotals) authz.UsageTotals {
+func checkCancelledRows(t *testing.T, db *sql.DB, account string, requests int64, streamed authz.UsageTotals) {
 	t.Helper()
-	if streamed.Requests == 0 || streamed.PromptTokens == 0 {
-		t.Fatal("no streamed usage to compare with")
+	one := streamed.TotalTokens / streamed.Requests
+	rows, err := db.Query(`SELECT status, total_tokens, estimated FROM usage WHERE account_id = ?`, account)
+	if err != nil {
+		t.Fatal(err)
 	}
-	one := func(v int64) int64 { return v / streamed.Requests }
-	n := got.PromptTokens / one(streamed.PromptTokens)
-	t.Logf("%d of %d cancelled streams were read to their usage chunk before the cancel", n, requests)
-	if n*10 > requests {
-		t.Errorf("%d of %d cancelled streams ran to their end: the cancels did not land midway", n, requests)
+	defer rows.Close()
+	var n, full int64
+	for rows.Next() {
+		var r ledgerRow
+		if err := rows.Scan(&r.Status, &r.Tokens, &r.Estimated); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch {
+		case r.Status != 499 || r.Tokens <= 0:
+			t.Errorf("cancelled stream recorded %+v: want status 499 and tokens charged", r)
+		case !r.Estimated && r.Tokens != one:
+			t.Errorf("cancelled stream recorded %+v unestimated: want the whole stream's %d tokens", r, one)
+		case !r.Estimated:
+			full++
+		}
 	}
-	return authz.UsageTotals{Requests: requests, PromptTokens: n * one(streamed.PromptTokens),
-		CompletionTokens: n * one(streamed.CompletionTokens), TotalTokens: n * one(streamed.TotalTokens),
-		CachedTokens: n * one(streamed.CachedTokens), ReasoningTokens: n * one(streamed.ReasoningTokens)}
+	if n != requests {
+		t.Errorf("%d records of %d cancelled streams", n, requests)
+	}
+	t.Logf("%d of %d cancelled streams were read to their usage chunk before the cancel; the rest charged estimates", full, requests)
+	if full*10 > requests {
+		t.Errorf("%d of %d cancelled streams ran to their end: the cancels did not land midway", full, requests)
+	}
 }
 
 // ledgerRequest sends one request of a kind and returns the usage the

@@ -92,6 +92,7 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	}
 	ecfg.Limiter = lim
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
+	registerAuthStats(reg, auth)
 	ledger, err := extproc.NewLedger(store, reg, extproc.LedgerConfig{Logger: log.Named("ledger")})
 	if err != nil {
 		return nil, err
@@ -114,6 +115,22 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	}
 	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return &gateway{grpc: gs, admin: admin, auth: auth, log: log, ledger: ledger, closeLimiter: closeLimiter}, nil
+}
+
+// registerAuthStats exports the key cache's counters.
+func registerAuthStats(reg prometheus.Registerer, auth *authz.Authenticator) {
+	for _, c := range []struct {
+		name, help string
+		v          func(authz.AuthStats) uint64
+	}{
+		{"cache_hits_total", "API keys answered from the cache, accepted or refused.", func(s authz.AuthStats) uint64 { return s.CacheHits }},
+		{"store_lookups_total", "API key lookups in the store (concurrent misses of one key share one).", func(s authz.AuthStats) uint64 { return s.Lookups }},
+		{"store_errors_total", "API key lookups that failed or timed out; the requests got 503.", func(s authz.AuthStats) uint64 { return s.StoreErrors }},
+		{"store_timeouts_total", "API key lookups that ran out of time.", func(s authz.AuthStats) uint64 { return s.StoreTimeouts }},
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "modelgate_auth_" + c.name, Help: c.help},
+			func() float64 { return float64(c.v(auth.Stats())) }))
+	}
 }
 
 // run serves until ctx ends, then stops gracefully.
