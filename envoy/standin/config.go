@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -19,6 +22,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -44,13 +49,15 @@ type cluster struct {
 
 // plan is the part of the bootstrap the stand-in runs.
 type plan struct {
-	listen       string
-	bufferLimit  int64
-	idleTimeout  time.Duration
-	routes       *routev3.RouteConfiguration
-	extproc      *filterConfig // nil when there is no ext_proc filter
-	suppressHdrs bool
-	clusters     map[string]*cluster
+	listen         string
+	bufferLimit    int64
+	idleTimeout    time.Duration // stream_idle_timeout; 0 disables it
+	requestTimeout time.Duration // request_timeout; 0 disables it
+	routes         *routev3.RouteConfiguration
+	extproc        *filterConfig // nil when there is no ext_proc filter
+	suppressHdrs   bool
+	clusters       map[string]*cluster
+	localReply     *localReplyConfig
 }
 
 func unsupported(format string, args ...any) error {
@@ -102,14 +109,17 @@ func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	if hcm.GetRouteConfig() == nil {
 		return unsupported("only an inline route_config is supported (no RDS, no scoped routes)")
 	}
-	if hcm.GetLocalReplyConfig() != nil {
-		return unsupported("local_reply_config")
+	lr, err := compileLocalReply(hcm.GetLocalReplyConfig())
+	if err != nil {
+		return err
 	}
+	p.localReply = lr
 	p.routes = hcm.GetRouteConfig()
 	p.idleTimeout = 5 * time.Minute
 	if d := hcm.GetStreamIdleTimeout(); d != nil {
 		p.idleTimeout = d.AsDuration()
 	}
+	p.requestTimeout = hcm.GetRequestTimeout().AsDuration()
 	filters := hcm.GetHttpFilters()
 	for i, f := range filters {
 		last := i == len(filters)-1
@@ -158,10 +168,12 @@ func compileExtProc(ep *extprocv3.ExternalProcessor) (*filterConfig, error) {
 		ep.GetForwardRules() != nil, len(ep.GetRequestAttributes()) > 0, len(ep.GetResponseAttributes()) > 0,
 		ep.GetDisableImmediateResponse(), ep.GetSendBodyWithoutWaitingForHeaderResponse(),
 		ep.GetRouteCacheAction() != extprocv3.ExternalProcessor_DEFAULT, ep.GetDisableClearRouteCache(),
-		len(ep.GetAllowedOverrideModes()) > 0:
+		len(ep.GetAllowedOverrideModes()) > 0, ep.GetAllowContentLengthHeader(), ep.GetProcessingRequestModifier() != nil,
+		ep.GetOnProcessingResponse() != nil:
 		return nil, unsupported("ext_proc: observability mode, http_service, mutation_rules, forward_rules, attributes, " +
 			"disable_immediate_response, send_body_without_waiting_for_header_response, route_cache_action, " +
-			"disable_clear_route_cache and allowed_override_modes are not implemented")
+			"disable_clear_route_cache, allowed_override_modes, allow_content_length_header, processing_request_modifier " +
+			"and on_processing_response are not implemented")
 	}
 	mode := ep.GetProcessingMode()
 	if mode == nil {
@@ -261,7 +273,13 @@ func tlsConfig(name string, typed *anypb.Any) (*tls.Config, error) {
 }
 
 func (p *plan) checkRoutes() error {
+	if extra := extraFields(p.routes, "name", "virtual_hosts", "validate_clusters"); len(extra) > 0 {
+		return unsupported("route_config: %v", extra)
+	}
 	for _, vh := range p.routes.GetVirtualHosts() {
+		if extra := extraFields(vh, "name", "domains", "routes"); len(extra) > 0 {
+			return unsupported("virtual host %q: %v (retries, header edits and the like are implemented per route only)", vh.GetName(), extra)
+		}
 		for _, r := range vh.GetRoutes() {
 			if err := checkRoute(r, p.clusters); err != nil {
 				return err
@@ -269,6 +287,18 @@ func (p *plan) checkRoutes() error {
 		}
 	}
 	return nil
+}
+
+// extraFields lists the fields set in m that are not in allowed.
+func extraFields(m proto.Message, allowed ...string) []string {
+	var out []string
+	m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if !slices.Contains(allowed, string(fd.Name())) {
+			out = append(out, string(fd.Name()))
+		}
+		return true
+	})
+	return out
 }
 
 func checkRoute(r *routev3.Route, clusters map[string]*cluster) error {
@@ -281,18 +311,59 @@ func checkRoute(r *routev3.Route, clusters map[string]*cluster) error {
 			return unsupported("route %q: header matcher %q (exact and present are implemented)", r.GetName(), h.GetName())
 		}
 	}
+	if extra := extraFields(r, "name", "match", "route", "direct_response", "response_headers_to_add",
+		"request_headers_to_remove", "metadata"); len(extra) > 0 {
+		return unsupported("route %q: %v", r.GetName(), extra)
+	}
+	for _, name := range r.GetRequestHeadersToRemove() {
+		if n := strings.ToLower(name); strings.HasPrefix(n, ":") || n == "host" || n == "" {
+			return fmt.Errorf("standin: route %q: request_headers_to_remove %q: Envoy refuses to remove pseudo-headers and host", r.GetName(), name)
+		}
+	}
 	switch {
 	case r.GetDirectResponse() != nil:
-		return nil
+		return checkDirectResponse(r)
 	case r.GetRoute() != nil:
 		ra := r.GetRoute()
 		if clusters[ra.GetCluster()] == nil {
 			return fmt.Errorf("standin: route %q: unknown cluster %q", r.GetName(), ra.GetCluster())
 		}
-		if ra.GetRetryPolicy() != nil || ra.GetRegexRewrite() != nil || ra.GetAutoHostRewrite() != nil {
-			return unsupported("route %q: retries, regex rewrites and auto host rewrite", r.GetName())
+		if len(r.GetResponseHeadersToAdd()) > 0 {
+			return unsupported("route %q: response_headers_to_add (implemented for direct_response routes only)", r.GetName())
 		}
-		return nil
+		if extra := extraFields(ra, "cluster", "timeout", "host_rewrite_literal", "prefix_rewrite", "retry_policy"); len(extra) > 0 {
+			return unsupported("route %q: route action %v", r.GetName(), extra)
+		}
+		return checkRetryPolicy(r.GetName(), ra.GetRetryPolicy())
 	}
 	return unsupported("route %q: only route and direct_response actions", r.GetName())
+}
+
+// checkRetryPolicy accepts a policy that never retries: num_retries 0
+// with per-try timeouts. Retries themselves are not implemented.
+func checkRetryPolicy(route string, rp *routev3.RetryPolicy) error {
+	if rp == nil {
+		return nil
+	}
+	if extra := extraFields(rp, "num_retries", "per_try_timeout", "per_try_idle_timeout"); len(extra) > 0 {
+		return unsupported("route %q: retry_policy %v (only num_retries: 0, per_try_timeout and per_try_idle_timeout)", route, extra)
+	}
+	if rp.GetNumRetries() == nil || rp.GetNumRetries().GetValue() != 0 {
+		return unsupported("route %q: retry_policy without num_retries: 0 (Envoy's default is 1 retry; retries are not implemented)", route)
+	}
+	return nil
+}
+
+func checkDirectResponse(r *routev3.Route) error {
+	dr := r.GetDirectResponse()
+	_, inline := dr.GetBody().GetSpecifier().(*corev3.DataSource_InlineString)
+	if dr.GetBodyFormat() != nil || dr.GetBody() != nil && !inline {
+		return unsupported("route %q: direct_response body other than inline_string", r.GetName())
+	}
+	for _, o := range r.GetResponseHeadersToAdd() {
+		if o.GetAppend() != nil || len(o.GetHeader().GetRawValue()) > 0 || strings.Contains(o.GetHeader().GetValue(), "%") {
+			return unsupported("route %q: response_headers_to_add %q (append, raw_value and format operators are not implemented)", r.GetName(), o.GetHeader().GetKey())
+		}
+	}
+	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -15,35 +17,65 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// exchange is one HTTP request going through the filter chain.
+// exchange is one HTTP request going through the filter chain. Its fields
+// belong to the request's goroutine, except those that say otherwise.
 type exchange struct {
 	p      *Proxy
 	w      http.ResponseWriter
 	r      *http.Request
-	ctx    context.Context
-	ps     *procStream // nil when there is no ext_proc filter
-	active atomic.Bool // ext_proc is still consulted
+	ctx    context.Context // ends when the client goes away
+	ps     *procStream     // nil when there is no ext_proc filter
+	active atomic.Bool     // ext_proc is still consulted (any goroutine)
 	mode   *filterv3.ProcessingMode
 
 	headers    headerMap
 	body       []byte
-	replaced   bool // CONTINUE_AND_REPLACE set the request body
+	hasBody    bool
+	received   atomic.Bool // the whole request body arrived (any goroutine)
+	replaced   bool        // CONTINUE_AND_REPLACE set the request body
 	clearRoute bool
 	route      *routev3.Route
+	// abandoned counts messages whose replies nobody waits for any more:
+	// a timer ended the wait, and the next replies answer them.
+	abandoned int
 
-	headersSent bool
+	respStarted bool // response headers entered the encoder filters
+	headersSent bool // ... and went downstream
+	declared    int64
+	written     int64
+	overflow    bool
+
+	cbody       *clientBody
+	intr        *interrupts
+	deadlineSet atomic.Bool // the stand-in cut the read of the client's body
+	timers      *timers
+	upCancel    context.CancelFunc
+	flags       []string
+	mdMu        sync.Mutex // guards entry.Metadata
 	entry       Entry
 	cleanups    []func()
-	idle        *idleTimer
 }
 
 // onFinish registers cleanup for when the request ends.
 func (x *exchange) onFinish(f func()) { x.cleanups = append(x.cleanups, f) }
 
 func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
-	x := &exchange{p: p, w: w, r: r, ctx: r.Context(), entry: Entry{Method: r.Method, Path: r.URL.RequestURI()}}
+	x := &exchange{p: p, w: w, r: r, intr: newInterrupts(), declared: -1,
+		entry: Entry{Method: r.Method, Path: r.URL.RequestURI()}}
+	x.timers = &timers{x: x}
+	// The read of the client's body is ended with a read deadline, which
+	// makes net/http cancel the request's context: only a client that
+	// really went away ends this one.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(r.Context(), func() {
+		if !x.deadlineSet.Load() {
+			cancel()
+		}
+	})
+	x.ctx = ctx
+	x.onFinish(func() { stop(); cancel() })
 	if fc := p.plan.extproc; fc != nil {
-		x.ps = &procStream{conn: p.conn, fc: fc, mode: fc.mode}
+		x.ps = &procStream{conn: p.conn, fc: fc, mode: fc.mode, unsolicited: x.unsolicited}
 		x.active.Store(true)
 		x.mode = proto.Clone(fc.mode).(*filterv3.ProcessingMode)
 	}
@@ -51,6 +83,8 @@ func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 }
 
 func (x *exchange) finish() {
+	x.intr.end()
+	x.timers.stopAll()
 	for _, f := range x.cleanups {
 		f()
 	}
@@ -58,7 +92,10 @@ func (x *exchange) finish() {
 		x.ps.close()
 	}
 	if x.p.accessLog != nil {
-		x.p.accessLog(x.entry)
+		x.mdMu.Lock()
+		e := x.entry
+		x.mdMu.Unlock()
+		x.p.accessLog(e)
 	}
 }
 
@@ -82,39 +119,91 @@ func (x *exchange) requestHeaders() headerMap {
 			h = append(h, header{key, v})
 		}
 	}
+	if r.ContentLength > 0 { // net/http keeps it out of r.Header
+		h = h.set("content-length", strconv.FormatInt(r.ContentLength, 10))
+	}
 	return h
 }
 
 func (x *exchange) run() {
+	x.timers.start(x.p.plan.idleTimeout, x.p.plan.requestTimeout)
 	x.headers = x.requestHeaders()
 	x.route = x.match() // the connection manager routes on the original headers
-	hasBody := x.r.Body != nil && x.r.Body != http.NoBody && x.r.ContentLength != 0
-	if err := x.processRequestHeaders(!hasBody); err != nil {
-		x.stop(err)
-		return
+	x.stop(x.process())
+}
+
+func (x *exchange) process() error {
+	x.hasBody = x.r.Body != nil && x.r.Body != http.NoBody && x.r.ContentLength != 0
+	if x.hasBody {
+		x.startClientBody()
+	} else {
+		x.received.Store(true)
 	}
-	if hasBody && !x.replaced {
+	if err := x.processRequestHeaders(!x.hasBody); err != nil {
+		return err
+	}
+	if x.hasBody {
 		if err := x.readRequestBody(); err != nil {
-			x.stop(err)
-			return
+			return err
 		}
+	}
+	if err := x.intr.take(); err != nil {
+		return err
 	}
 	if x.clearRoute {
 		x.route = x.match()
 	}
-	x.forward()
+	return x.forward()
 }
 
 func (x *exchange) sending(mode filterv3.ProcessingMode_HeaderSendMode) bool {
 	return x.active.Load() && mode != filterv3.ProcessingMode_SKIP
 }
 
+// stripsContentLength is Envoy's shouldRemoveContentLength
+// (processor_state.h): STREAMED, BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED,
+// and BUFFERED with headers SKIP.
+func stripsContentLength(body filterv3.ProcessingMode_BodySendMode, headers filterv3.ProcessingMode_HeaderSendMode) bool {
+	switch body {
+	case filterv3.ProcessingMode_STREAMED, filterv3.ProcessingMode_BUFFERED_PARTIAL, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED:
+		return true
+	case filterv3.ProcessingMode_BUFFERED:
+		return headers == filterv3.ProcessingMode_SKIP
+	}
+	return false
+}
+
+// responseProcessing reports whether ext_proc will still see the response.
+func (x *exchange) responseProcessing() bool {
+	return x.mode.GetResponseHeaderMode() != filterv3.ProcessingMode_SKIP ||
+		x.mode.GetResponseBodyMode() != filterv3.ProcessingMode_NONE
+}
+
+// closeProc ends ext_proc for this request: Envoy closes the stream once
+// it will send nothing more (1.37's stream-close optimisation), and after
+// errors and immediate responses.
+func (x *exchange) closeProc() {
+	if x.ps != nil {
+		x.active.Store(false)
+		x.ps.close()
+	}
+}
+
 func (x *exchange) processRequestHeaders(eos bool) error {
+	// Envoy's decodeHeaders removes content-length right after sending
+	// the headers, with the configured modes (before any override).
+	strip := x.active.Load() && stripsContentLength(x.mode.GetRequestBodyMode(), x.mode.GetRequestHeaderMode())
 	if !x.sending(x.mode.GetRequestHeaderMode()) {
+		if strip {
+			x.headers = x.headers.del("content-length")
+		}
 		return nil
 	}
 	resp, err := x.call(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{
 		RequestHeaders: &extprocv3.HttpHeaders{Headers: x.headers.proto(), EndOfStream: eos}}})
+	if strip {
+		x.headers = x.headers.del("content-length")
+	}
 	if err != nil || resp == nil {
 		return err
 	}
@@ -123,10 +212,13 @@ func (x *exchange) processRequestHeaders(eos bool) error {
 		_, err := x.failed(errSpurious)
 		return err
 	}
-	x.override(resp)
+	if err := x.override(resp, true); err != nil {
+		return err
+	}
 	common := hr.RequestHeaders.GetResponse()
 	replace := common.GetStatus() == extprocv3.CommonResponse_CONTINUE_AND_REPLACE
-	if x.headers, err = (mutation{replace: replace}).apply(x.headers, common.GetHeaderMutation()); err != nil {
+	m := mutation{replace: replace, stripContentLength: stripsContentLength(x.mode.GetRequestBodyMode(), x.mode.GetRequestHeaderMode())}
+	if x.headers, err = m.apply(x.headers, common.GetHeaderMutation()); err != nil {
 		return err
 	}
 	x.noteRouteCache(common)
@@ -134,6 +226,9 @@ func (x *exchange) processRequestHeaders(eos bool) error {
 		x.body, x.replaced = mutatedBody(nil, common.GetBodyMutation()), true
 		x.headers = x.headers.del("content-length")
 		x.mode.RequestBodyMode = filterv3.ProcessingMode_NONE
+	}
+	if (eos || x.mode.GetRequestBodyMode() == filterv3.ProcessingMode_NONE) && !x.responseProcessing() {
+		x.closeProc()
 	}
 	return nil
 }
@@ -146,36 +241,130 @@ func (x *exchange) noteRouteCache(c *extprocv3.CommonResponse) {
 	}
 }
 
-// override applies mode_override from a header reply (§2.6).
-func (x *exchange) override(resp *extprocv3.ProcessingResponse) {
+// override applies mode_override from a header reply (ext_proc.cc,
+// onReceiveMessage): header and trailer DEFAULT keep the configured mode,
+// body modes are literal. Trailer processing, which the stand-in does not
+// implement, is refused for a direction still to come.
+func (x *exchange) override(resp *extprocv3.ProcessingResponse, request bool) error {
 	o := resp.GetModeOverride()
 	if o == nil || !x.p.plan.extproc.allowModeOverride {
-		return
+		return nil
+	}
+	if request && o.GetRequestTrailerMode() == filterv3.ProcessingMode_SEND {
+		return x.unimplemented("mode_override_request_trailer_mode_SEND")
+	}
+	if o.GetResponseTrailerMode() == filterv3.ProcessingMode_SEND {
+		return x.unimplemented("mode_override_response_trailer_mode_SEND")
 	}
 	if o.GetResponseHeaderMode() != filterv3.ProcessingMode_DEFAULT {
 		x.mode.ResponseHeaderMode = o.GetResponseHeaderMode()
 	}
 	x.mode.RequestBodyMode = o.GetRequestBodyMode() // body modes are literal: unset means NONE
 	x.mode.ResponseBodyMode = o.GetResponseBodyMode()
+	return nil
+}
+
+// clientBody reads the client's body in the background from the start, as
+// Envoy's codec does while the filters work: "received" (the connection
+// manager's remoteDecodeComplete) does not wait for ext_proc.
+type clientBody struct {
+	mu      sync.Mutex
+	data    []byte
+	err     error // io.EOF once complete
+	changed chan struct{}
+	exited  chan struct{}
+}
+
+func (x *exchange) startClientBody() {
+	cb := &clientBody{changed: make(chan struct{}), exited: make(chan struct{})}
+	x.cbody = cb
+	rc := http.NewResponseController(x.w)
+	rc.EnableFullDuplex() //nolint:errcheck // HTTP/1 supports it; elsewhere replies wait for the body
+	go func() {
+		defer close(cb.exited)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := x.r.Body.Read(buf)
+			if n > 0 {
+				x.timers.touch()
+			}
+			if errors.Is(err, io.EOF) {
+				x.received.Store(true)
+			}
+			cb.mu.Lock()
+			cb.data = append(cb.data, buf[:n]...)
+			cb.err = err
+			close(cb.changed)
+			cb.changed = make(chan struct{})
+			cb.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// The request ends: stop reading with a read deadline, which makes
+	// net/http cancel the request's context (ignored, see newExchange).
+	x.onFinish(func() {
+		select {
+		case <-cb.exited:
+		default:
+			x.deadlineSet.Store(true)
+			rc.SetReadDeadline(time.Now()) //nolint:errcheck // then the client ends the read
+			<-cb.exited
+		}
+	})
+}
+
+// waitBody returns the client's body once it is complete, or once more
+// than limit bytes arrived (limit < 0: no limit). A timer or an ext_proc
+// event interrupts the wait.
+func (x *exchange) waitBody(limit int64) ([]byte, error) {
+	cb := x.cbody
+	for {
+		cb.mu.Lock()
+		data, err, changed := cb.data, cb.err, cb.changed
+		cb.mu.Unlock()
+		switch {
+		case limit >= 0 && int64(len(data)) > limit, errors.Is(err, io.EOF):
+			return data, nil
+		case err != nil:
+			if c := x.intr.take(); c != nil {
+				return nil, c
+			}
+			return nil, errAbort
+		}
+		select {
+		case <-changed:
+		case <-x.intr.wait():
+			return nil, x.intr.take()
+		case <-x.ctx.Done():
+			return nil, errAbort
+		}
+	}
 }
 
 func (x *exchange) readRequestBody() error {
-	limit := x.p.plan.bufferLimit
-	body, err := io.ReadAll(io.LimitReader(x.r.Body, limit+1))
-	if err != nil {
-		return errAbort
-	}
-	buffered := x.active.Load() && x.mode.GetRequestBodyMode() == filterv3.ProcessingMode_BUFFERED
-	if buffered && int64(len(body)) > limit {
-		return &localReply{status: http.StatusRequestEntityTooLarge, body: "Payload Too Large", details: "request_payload_too_large"}
-	}
-	if !buffered { // NONE: the body streams through unprocessed
-		rest, err := io.ReadAll(x.r.Body)
-		if err != nil {
-			return errAbort
-		}
-		x.body = append(body, rest...)
+	if x.replaced { // CONTINUE_AND_REPLACE: the client's body is drained, the new one goes on
 		return nil
+	}
+	mode := x.mode.GetRequestBodyMode()
+	active := x.active.Load()
+	if active && mode != filterv3.ProcessingMode_NONE && mode != filterv3.ProcessingMode_BUFFERED {
+		return x.unimplemented("request_body_mode_" + mode.String())
+	}
+	limit := x.p.plan.bufferLimit
+	buffered := active && mode == filterv3.ProcessingMode_BUFFERED
+	if !buffered { // NONE: the body streams through unprocessed
+		var err error
+		x.body, err = x.waitBody(-1)
+		return err
+	}
+	body, err := x.waitBody(limit)
+	if err != nil {
+		return err
+	}
+	if int64(len(body)) > limit {
+		return &localReply{status: http.StatusRequestEntityTooLarge, body: "Payload Too Large", details: "request_payload_too_large"}
 	}
 	x.body = body
 	return x.processRequestBody()
@@ -291,38 +480,41 @@ func (x *exchange) call(req *extprocv3.ProcessingRequest) (*extprocv3.Processing
 
 // receive awaits the reply to a message already sent; see call.
 func (x *exchange) receive() (*extprocv3.ProcessingResponse, error) {
-	resp, err := x.ps.await(x.ctx)
-	if err != nil {
-		return x.failed(err)
+	for {
+		resp, err := x.ps.await(x.ctx, x.intr.wait())
+		if errors.Is(err, errInterrupted) {
+			x.abandoned++
+			return nil, x.intr.take()
+		}
+		if err != nil {
+			return x.failed(err)
+		}
+		x.mergeMetadata(resp)
+		if ir := resp.GetImmediateResponse(); ir != nil {
+			x.closeProc()
+			return nil, immediate(ir)
+		}
+		if x.abandoned > 0 { // the reply to a message nobody waits for
+			x.abandoned--
+			continue
+		}
+		switch resp.GetResponse().(type) {
+		case nil:
+			return x.failed(errUnhandled)
+		case *extprocv3.ProcessingResponse_StreamedImmediateResponse:
+			return nil, x.unimplemented("streamed_immediate_response")
+		case *extprocv3.ProcessingResponse_RequestTrailers, *extprocv3.ProcessingResponse_ResponseTrailers:
+			return x.failed(errSpurious) // no trailers are ever sent
+		}
+		return resp, nil
 	}
-	x.mergeMetadata(resp)
-	if ir := resp.GetImmediateResponse(); ir != nil {
-		x.active.Store(false)
-		x.ps.close()
-		return nil, immediate(ir)
-	}
-	if spurious(resp) {
-		return x.failed(errSpurious)
-	}
-	return resp, nil
 }
 
-// spurious catches what no state accepts: an empty reply and the cases the
-// stand-in does not implement (streamed immediate responses, trailers).
-func spurious(resp *extprocv3.ProcessingResponse) bool {
-	switch resp.GetResponse().(type) {
-	case nil, *extprocv3.ProcessingResponse_StreamedImmediateResponse,
-		*extprocv3.ProcessingResponse_RequestTrailers, *extprocv3.ProcessingResponse_ResponseTrailers:
-		return true
-	}
-	return false
-}
-
-// failed applies §4: a clean close continues without ext_proc; timeouts,
-// gRPC errors and spurious replies fail closed unless failure_mode_allow.
+// failed applies Envoy's error handling: a clean close continues without
+// ext_proc; timeouts, gRPC errors and spurious replies fail closed unless
+// failure_mode_allow.
 func (x *exchange) failed(err error) (*extprocv3.ProcessingResponse, error) {
-	x.active.Store(false)
-	x.ps.close()
+	x.closeProc()
 	var ge *grpcError
 	switch {
 	case errors.Is(err, errClosed):
@@ -332,14 +524,44 @@ func (x *exchange) failed(err error) (*extprocv3.ProcessingResponse, error) {
 	case x.p.plan.extproc.failureModeAllow:
 		return nil, nil
 	case errors.Is(err, errTimeout):
-		return nil, &localReply{status: http.StatusGatewayTimeout, details: errTimeout.Error(), skipFilters: true}
+		return nil, x.extProcError(http.StatusGatewayTimeout, errTimeout.Error())
 	case errors.As(err, &ge):
-		return nil, &localReply{status: x.p.plan.extproc.statusOnError, details: ge.Error(), skipFilters: true}
+		return nil, x.extProcError(x.p.plan.extproc.statusOnError, ge.Error())
 	}
-	return nil, &localReply{status: x.p.plan.extproc.statusOnError, details: err.Error(), skipFilters: true}
+	return nil, x.extProcError(x.p.plan.extproc.statusOnError, err.Error())
+}
+
+// unsolicited handles what the processor sends while nothing is pending
+// (on the stream's goroutine): an immediate response is honoured at any
+// time; a clean close ends processing; anything else is spurious, and like
+// a gRPC error fails the request unless failure_mode_allow.
+func (x *exchange) unsolicited(resp *extprocv3.ProcessingResponse, err error) {
+	if !x.active.Load() {
+		return // processing is complete: Envoy ignores the stream
+	}
+	fc := x.p.plan.extproc
+	var cause *localReply
+	switch {
+	case errors.Is(err, errClosed):
+	case err != nil:
+		if !fc.failureModeAllow {
+			cause = &localReply{status: fc.statusOnError, details: detailsOf(err.Error()), skipFilters: true}
+		}
+	case resp.GetImmediateResponse() != nil:
+		x.mergeMetadata(resp)
+		cause = immediate(resp.GetImmediateResponse())
+	case !fc.failureModeAllow:
+		cause = &localReply{status: fc.statusOnError, details: detailsOf(errSpurious.Error()), skipFilters: true}
+	}
+	if cause != nil {
+		x.intr.fire(cause)
+	}
+	x.closeProc()
 }
 
 func (x *exchange) mergeMetadata(resp *extprocv3.ProcessingResponse) {
+	x.mdMu.Lock()
+	defer x.mdMu.Unlock()
 	for ns, v := range resp.GetDynamicMetadata().GetFields() {
 		if !x.p.plan.extproc.namespaces[ns] || v.GetStructValue() == nil {
 			continue

@@ -1,7 +1,6 @@
 package standin
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -71,7 +70,7 @@ type mutationError struct{ details string }
 func (e *mutationError) Error() string { return e.details }
 
 // mutation applies a HeaderMutation with Envoy's default mutation rules
-// (ENVOY_EXTPROC.md §3.1, §3.2).
+// (Envoy's mutation_utils.cc and the mutation_rules checker).
 type mutation struct {
 	// stripContentLength skips content-length sets, as Envoy does in modes
 	// where it removes the header.
@@ -172,5 +171,3 @@ func checkLimits(h headerMap) error {
 	}
 	return nil
 }
-
-var errSpurious = errors.New("spurious message")

@@ -3,26 +3,32 @@ package standin
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
-// localReply is a response Envoy makes itself.
+// localReply is a response Envoy makes itself (sendLocalReply).
 type localReply struct {
-	status  int
+	status int
+	// headers are what the sender adds before local_reply_config runs
+	// (sendLocalReply's modify_headers): an immediate response's header
+	// mutation, a direct response's response_headers_to_add.
 	headers headerMap
 	body    string
 	details string
-	// skipFilters sends it straight to the client: ext_proc's own errors
-	// and immediate responses do not go through ext_proc again.
+	flags   []string // response flags, short names
+	// skipFilters sends it without ext_proc: ext_proc's own errors and
+	// immediate responses do not go through ext_proc again.
 	skipFilters bool
 }
 
 func (l *localReply) Error() string { return "local reply " + strconv.Itoa(l.status) + " " + l.details }
 
-// immediate turns an ImmediateResponse into a local reply (§2.4).
+// immediate turns an ImmediateResponse into a local reply (ext_proc.cc,
+// sendImmediateResponse).
 func immediate(ir *extprocv3.ImmediateResponse) *localReply {
 	status := int(ir.GetStatus().GetCode())
 	if status < 200 {
@@ -32,73 +38,154 @@ func immediate(ir *extprocv3.ImmediateResponse) *localReply {
 	if err != nil {
 		h = nil // errors in immediate-response headers are only logged by Envoy
 	}
-	details := strings.Join(strings.Fields(ir.GetDetails()), "_")
-	return &localReply{status: status, headers: h, body: string(ir.GetBody()), details: details, skipFilters: true}
+	return &localReply{status: status, headers: h, body: string(ir.GetBody()), details: detailsOf(ir.GetDetails()), skipFilters: true}
 }
 
-// stop ends the request with err.
+// extProcError is ext_proc failing the request (handleErrorResponse and
+// friends): status_on_error, the reason as details, and no more
+// processing.
+func (x *exchange) extProcError(status int, details string) *localReply {
+	x.closeProc()
+	return &localReply{status: status, details: detailsOf(details), skipFilters: true}
+}
+
+// unimplemented is the stand-in refusing, per request, something the
+// server asked for that it does not implement: never silently.
+func (x *exchange) unimplemented(what string) *localReply {
+	x.closeProc()
+	return &localReply{status: http.StatusInternalServerError, details: "standin_unimplemented{" + what + "}", skipFilters: true}
+}
+
+// stop ends the request with err (nil: it completed).
 func (x *exchange) stop(err error) {
 	var lr *localReply
 	var me *mutationError
 	switch {
+	case err == nil:
+		return
 	case errors.As(err, &me):
-		lr = &localReply{status: x.p.plan.extproc.statusOnError, details: me.details, skipFilters: true}
+		lr = x.extProcError(x.p.plan.extproc.statusOnError, me.details)
 	case errors.As(err, &lr):
-	case errors.Is(err, errAbort): // the client went away or the stream must be reset
-		x.abort()
+	case errors.Is(err, errAbort): // the client went away
+		if x.entry.Details == "" {
+			x.entry.Details = "downstream_remote_disconnect"
+		}
+		x.reset()
 		return
 	default: // a stand-in bug: never answer 200 by accident
-		lr = &localReply{status: http.StatusInternalServerError, details: "standin_" + err.Error(), skipFilters: true}
+		lr = &localReply{status: http.StatusInternalServerError, details: "standin_" + detailsOf(err.Error()), skipFilters: true}
 	}
-	if x.headersSent {
-		x.abort() // a local reply after the headers went out resets the stream
-		return
-	}
-	if lr.skipFilters || !x.active.Load() {
-		x.write(lr.status, lr.finalHeaders(), []byte(lr.body), lr.details)
-		return
-	}
-	x.entry.Details = lr.details
-	x.respond(lr.status, lr.finalHeaders(), newBytesBody([]byte(lr.body)))
+	x.sendLocalReply(lr)
 }
 
-// finalHeaders adds what Envoy's local replies carry.
-func (l *localReply) finalHeaders() headerMap {
-	h := l.headers.clone()
-	if l.body != "" {
-		if _, ok := h.get("content-type"); !ok {
-			h = append(h, header{"content-type", "text/plain"})
+// sendLocalReply is Envoy's (filter_manager.cc): while no response has
+// started, the reply goes through the encoder filters (ext_proc, unless it
+// is ext_proc's own); when a filter holds the response headers it goes
+// straight to the client; once headers went downstream the stream is
+// reset. local_reply_config rewrites it in the first two cases.
+func (x *exchange) sendLocalReply(lr *localReply) {
+	x.timers.stopRouter() // the router resets the upstream (onLocalReply)
+	x.cancelUpstream()
+	x.addFlags(lr.flags)
+	x.entry.Details = lr.details
+	if x.headersSent {
+		x.reset()
+		return
+	}
+	status, h, body := x.p.plan.localReply.prepare(lr, x.flags)
+	if x.respStarted || lr.skipFilters || !x.active.Load() {
+		x.respStarted = true
+		x.writeResponse(status, h, []byte(body))
+		return
+	}
+	x.stop(x.respond(status, h, newBytesBody([]byte(body)), body == ""))
+}
+
+// flagOrder is the order of Envoy's CoreResponseFlag enum, which
+// %RESPONSE_FLAGS% follows.
+var flagOrder = []string{"LH", "UH", "UT", "LR", "UR", "UF", "UC", "UO", "NR", "DI", "FI", "RL", "UAEX", "RLSE",
+	"DC", "URX", "SI", "IH", "DPE", "UMSDR", "RFCF", "NFCF", "DT", "UPE", "NC", "OM", "DF", "DO", "DR"}
+
+func (x *exchange) addFlags(flags []string) {
+	for _, f := range flags {
+		if !slices.Contains(x.flags, f) {
+			x.flags = append(x.flags, f)
 		}
 	}
-	return h.set("content-length", strconv.Itoa(len(l.body)))
+	slices.SortFunc(x.flags, func(a, b string) int { return slices.Index(flagOrder, a) - slices.Index(flagOrder, b) })
+	x.entry.Flags = strings.Join(x.flags, ",")
 }
 
-func (x *exchange) abort() {
-	x.entry.Details = "downstream_reset"
+// flagString is %RESPONSE_FLAGS%: "-" when none is set
+// (ResponseFlagUtils::toShortString).
+func flagString(flags []string) string {
+	if len(flags) == 0 {
+		return "-"
+	}
+	return strings.Join(flags, ",")
+}
+
+// reset resets the downstream stream: the client sees the connection
+// closed, and an HTTP/1 chunked body without its last chunk.
+func (x *exchange) reset() {
 	if x.headersSent {
-		panic(http.ErrAbortHandler)
+		flush(x.w)
 	}
+	panic(http.ErrAbortHandler)
 }
 
-// write sends a whole response to the client.
-func (x *exchange) write(status int, h headerMap, body []byte, details string) {
-	if details != "" {
-		x.entry.Details = details
-	}
-	h = h.set("content-length", strconv.Itoa(len(body)))
+// writeResponse sends a whole response to the client.
+func (x *exchange) writeResponse(status int, h headerMap, body []byte) {
 	x.writeHeaders(status, h)
-	x.w.Write(body) //nolint:errcheck // the client went away
+	if len(body) > 0 {
+		if _, ok := h.get("content-length"); !ok {
+			flush(x.w) // Envoy's HTTP/1 codec frames a body without content-length as chunked
+		}
+		x.writeBody(body)
+	}
+	x.endBody()
 }
 
 func (x *exchange) writeHeaders(status int, h headerMap) {
 	out := x.w.Header()
+	x.declared = -1
 	for _, e := range h {
 		if strings.HasPrefix(e.key, ":") || hopByHop[e.key] {
 			continue
+		}
+		if e.key == "content-length" {
+			if n, err := strconv.ParseInt(e.value, 10, 64); err == nil && n >= 0 {
+				x.declared = n
+			}
 		}
 		out.Add(e.key, e.value)
 	}
 	x.entry.Status = status
 	x.headersSent = true
+	x.timers.touch()
 	x.w.WriteHeader(status)
+}
+
+// writeBody writes body bytes, never past a declared content-length: like
+// Envoy, the stand-in forwards the length it was given, and the client
+// sees a body that does not match it.
+func (x *exchange) writeBody(p []byte) {
+	if x.declared >= 0 && x.written+int64(len(p)) > x.declared {
+		p = p[:x.declared-x.written]
+		x.overflow = true
+	}
+	if len(p) > 0 {
+		x.w.Write(p) //nolint:errcheck // the client went away
+		x.written += int64(len(p))
+	}
+	x.timers.touch()
+}
+
+// endBody ends the response. Bytes beyond the declared length would have
+// reached the client as garbage on the connection: close it instead. A
+// shorter body makes net/http close it.
+func (x *exchange) endBody() {
+	if x.overflow {
+		x.reset()
+	}
 }

@@ -56,7 +56,7 @@ func slowUpstream(first, second string) *upstreamRecorder {
 	}}
 }
 
-// §8.1 item 5.
+// STREAMED bodies: arbitrary cuts, pipelining, the empty final chunk.
 func TestMust05Streamed(t *testing.T) {
 	t.Run("arbitrary splits and the empty final chunk", func(t *testing.T) {
 		p := &stubProc{reply: streamedReply}

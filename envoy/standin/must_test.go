@@ -19,8 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"modelgate/envoy"
 )
 
 func headerKeys(h *corev3.HeaderMap) []string {
@@ -31,7 +29,7 @@ func headerKeys(h *corev3.HeaderMap) []string {
 	return out
 }
 
-// §8.1 item 1.
+// Stream handling: one stream per request, opened lazily, protocol_config first, raw_value headers.
 func TestMust01StreamHandling(t *testing.T) {
 	p := &stubProc{}
 	e := start(t, p, nil, nil)
@@ -71,7 +69,7 @@ func TestMust01StreamHandling(t *testing.T) {
 	}
 }
 
-// §8.1 item 2.
+// Header messages as Envoy's ext_proc builds them.
 func TestMust02HeaderMessageContent(t *testing.T) {
 	p := &stubProc{}
 	e := start(t, p, nil, nil)
@@ -137,7 +135,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// §8.1 item 3.
+// Processing modes as configured.
 func TestMust03ConfigurableModes(t *testing.T) {
 	p := &stubProc{reply: func(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 		if req.GetRequestBody() != nil { // route from the body reply, as modelgate does
@@ -169,7 +167,7 @@ func TestMust03ConfigurableModes(t *testing.T) {
 	}
 }
 
-// §8.1 item 4.
+// BUFFERED bodies and the buffer limit (413/500).
 func TestMust04Buffered(t *testing.T) {
 	up := &upstreamRecorder{handler: func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big" {
@@ -205,15 +203,10 @@ func TestMust04Buffered(t *testing.T) {
 
 func bootstrapWithModes(t *testing.T, reqBody filterv3.ProcessingMode_BodySendMode, trailers filterv3.ProcessingMode_HeaderSendMode) *bootstrapv3.Bootstrap {
 	t.Helper()
-	b, err := envoy.Bootstrap(envoy.Config{ExtProcAddress: "127.0.0.1:1", Backends: []envoy.Backend{{Name: "up", BaseURL: "http://127.0.0.1:2"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	editExtProc(t, b, func(ep *filterv3.ExternalProcessor) {
+	return offlineBootstrap(t, setup{extproc: func(ep *filterv3.ExternalProcessor) {
 		ep.ProcessingMode.RequestBodyMode = reqBody
 		ep.ProcessingMode.ResponseTrailerMode = trailers
-	})
-	return b
+	}})
 }
 
 var _ = errors.New
@@ -225,7 +218,7 @@ var _ = structpb.NewStruct
 var _ = wrapperspb.Bool
 var _ = typev3.StatusCode_OK
 
-// §8.1 item 1: a client that goes away cancels the ext_proc stream.
+// A client that goes away cancels the ext_proc stream.
 func TestMust01ClientDisconnectCancelsStream(t *testing.T) {
 	p := &stubProc{}
 	up := &upstreamRecorder{handler: func(w http.ResponseWriter, r *http.Request) {

@@ -19,8 +19,12 @@ import (
 type Entry struct {
 	Method, Path string
 	Status       int
-	// Details is %RESPONSE_CODE_DETAILS% for local replies.
+	// Details is %RESPONSE_CODE_DETAILS% for local replies and resets.
 	Details string
+	// Flags is %RESPONSE_FLAGS% without its "-" placeholder: the short
+	// names of the response flags set, comma-separated in Envoy's order,
+	// or empty. The stand-in sets UT, UF, UC, UH, UPE, NR and SI.
+	Flags string
 	// Route and Cluster are the final route and cluster, if any.
 	Route, Cluster string
 	// Metadata is the dynamic metadata written by the ext_proc server into

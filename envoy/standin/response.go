@@ -12,28 +12,48 @@ import (
 
 // respond runs the response path for an upstream response or one of the
 // stand-in's own local replies (which go through ext_proc, as in Envoy
-// 1.37 and later).
-func (x *exchange) respond(status int, h headerMap, body io.Reader) {
+// 1.37 and later). eos means there is no body.
+func (x *exchange) respond(status int, h headerMap, body io.Reader, eos bool) error {
+	if err := x.intr.take(); err != nil {
+		return err
+	}
+	x.respStarted = true
+	x.timers.disarmRequest() // the filter manager's encodeHeaders disarms request_timeout
+	x.timers.touch()
 	h = append(headerMap{{":status", strconv.Itoa(status)}}, h...)
-	eos := h.getOr("content-length", "") == "0"
-	reader := startReader(body, x.onFinish)
+	var reader *bodyReader
+	if !eos {
+		reader = startReader(body, x.onFinish)
+	}
+	// Envoy's encodeHeaders removes content-length right after sending the
+	// headers, with the modes in force then: a mode_override in the reply
+	// to a BUFFERED response's headers keeps it.
+	strip := x.active.Load() && stripsContentLength(x.mode.GetResponseBodyMode(), x.mode.GetResponseHeaderMode())
 	if x.sending(x.mode.GetResponseHeaderMode()) {
 		var err error
-		if h, err = x.processResponseHeaders(h, eos); err != nil {
-			x.stop(err)
-			return
+		if h, err = x.processResponseHeaders(h, eos, strip); err != nil {
+			return err
 		}
+	} else if strip {
+		h = h.del("content-length")
 	}
 	status, _ = strconv.Atoi(h.getOr(":status", "500"))
-	switch {
-	case eos:
-		x.write(status, h, nil, "")
-	case x.active.Load() && x.mode.GetResponseBodyMode() == filterv3.ProcessingMode_BUFFERED:
-		x.bufferedResponse(status, h, reader)
-	case x.active.Load() && x.mode.GetResponseBodyMode() == filterv3.ProcessingMode_STREAMED:
-		x.streamedResponse(status, h.del("content-length"), reader)
+	if eos {
+		x.writeResponse(status, h, nil)
+		return nil
+	}
+	if !x.active.Load() {
+		return x.passThrough(status, h, reader)
+	}
+	switch mode := x.mode.GetResponseBodyMode(); mode {
+	case filterv3.ProcessingMode_BUFFERED:
+		return x.bufferedResponse(status, h, reader)
+	case filterv3.ProcessingMode_STREAMED:
+		return x.streamedResponse(status, h, reader)
+	case filterv3.ProcessingMode_NONE:
+		return x.passThrough(status, h, reader)
 	default:
-		x.passThrough(status, h, reader)
+		return x.unimplemented("response_body_mode_" + mode.String())
 	}
 }
 
@@ -44,9 +64,12 @@ func (h headerMap) getOr(key, def string) string {
 	return def
 }
 
-func (x *exchange) processResponseHeaders(h headerMap, eos bool) (headerMap, error) {
+func (x *exchange) processResponseHeaders(h headerMap, eos, strip bool) (headerMap, error) {
 	resp, err := x.call(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: eos}}})
+	if strip {
+		h = h.del("content-length")
+	}
 	if err != nil || resp == nil {
 		return h, err
 	}
@@ -55,20 +78,31 @@ func (x *exchange) processResponseHeaders(h headerMap, eos bool) (headerMap, err
 		_, err := x.failed(errSpurious)
 		return h, err
 	}
-	x.override(resp)
-	streamed := x.active.Load() && x.mode.GetResponseBodyMode() == filterv3.ProcessingMode_STREAMED
-	return (mutation{response: true, stripContentLength: streamed}).apply(h, rh.ResponseHeaders.GetResponse().GetHeaderMutation())
+	if err := x.override(resp, false); err != nil {
+		return h, err
+	}
+	// The reply's own content-length is skipped under the modes after the
+	// override (processor_state.cc, handleHeadersResponse).
+	m := mutation{response: true, stripContentLength: stripsContentLength(x.mode.GetResponseBodyMode(), x.mode.GetResponseHeaderMode())}
+	h, err = m.apply(h, rh.ResponseHeaders.GetResponse().GetHeaderMutation())
+	if err == nil && (eos || x.mode.GetResponseBodyMode() == filterv3.ProcessingMode_NONE) {
+		x.closeProc()
+	}
+	return h, err
 }
 
-func (x *exchange) bufferedResponse(status int, h headerMap, r *bodyReader) {
+func (x *exchange) bufferedResponse(status int, h headerMap, r *bodyReader) error {
+	held := x.mode.GetResponseHeaderMode() != filterv3.ProcessingMode_SKIP
+	if !held { // with headers SKIP, BUFFERED holds only the body
+		x.writeHeaders(status, h)
+		flush(x.w)
+	}
 	body, err := r.readAll(x.p.plan.bufferLimit)
-	if errors.Is(err, errTooLarge) {
-		x.write(http.StatusInternalServerError, nil, nil, "response_payload_too_large")
-		return
+	if errors.Is(err, errTooLarge) { // filter_manager.cc, responseDataTooLarge
+		return &localReply{status: http.StatusInternalServerError, body: "Internal Server Error", details: "response_payload_too_large"}
 	}
 	if err != nil {
-		x.stop(errAbort)
-		return
+		return x.bodyError()
 	}
 	resp, err := x.call(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
 		ResponseBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}})
@@ -76,11 +110,16 @@ func (x *exchange) bufferedResponse(status int, h headerMap, r *bodyReader) {
 		h, body, err = x.applyBufferedReply(resp, h, body)
 	}
 	if err != nil {
-		x.stop(err)
-		return
+		return err
+	}
+	if !held {
+		x.writeBody(body)
+		x.endBody()
+		return nil
 	}
 	status, _ = strconv.Atoi(h.getOr(":status", strconv.Itoa(status)))
-	x.write(status, h, body, "")
+	x.writeResponse(status, h, body)
+	return nil
 }
 
 func (x *exchange) applyBufferedReply(resp *extprocv3.ProcessingResponse, h headerMap, body []byte) (headerMap, []byte, error) {
@@ -90,6 +129,12 @@ func (x *exchange) applyBufferedReply(resp *extprocv3.ProcessingResponse, h head
 		return h, body, err
 	}
 	common := rb.ResponseBody.GetResponse()
+	if x.mode.GetResponseHeaderMode() == filterv3.ProcessingMode_SKIP { // the headers went on: header_mutation is ignored
+		if common.GetBodyMutation() != nil {
+			body = mutatedBody(body, common.GetBodyMutation())
+		}
+		return h, body, nil
+	}
 	h, err := (mutation{response: true}).apply(h, common.GetHeaderMutation())
 	if err != nil {
 		return h, body, err
@@ -101,16 +146,33 @@ func (x *exchange) applyBufferedReply(resp *extprocv3.ProcessingResponse, h head
 	return h, body, err
 }
 
-func (x *exchange) passThrough(status int, h headerMap, r *bodyReader) {
+func (x *exchange) passThrough(status int, h headerMap, r *bodyReader) error {
 	x.writeHeaders(status, h)
+	flush(x.w)
 	for c := range r.chunks {
 		if c.err != nil {
-			x.stop(errAbort)
-			return
+			return x.bodyError()
 		}
-		x.w.Write(c.data) //nolint:errcheck // the client went away
+		x.writeBody(c.data)
 		flush(x.w)
 	}
+	x.endBody()
+	return nil
+}
+
+// bodyError is the upstream body failing: an interrupt that cut it, the
+// client going away, or the upstream resetting after its headers (Envoy's
+// HTTP/1 codec reports a connection closed mid-body as a protocol error).
+func (x *exchange) bodyError() error {
+	if c := x.intr.take(); c != nil {
+		return c
+	}
+	if x.ctx.Err() != nil {
+		return errAbort
+	}
+	return &localReply{status: http.StatusBadGateway,
+		body:    "upstream connect error or disconnect/reset before headers. reset reason: protocol error",
+		details: "upstream_reset_after_response_started{protocol_error}", flags: []string{"UPE"}}
 }
 
 func flush(w http.ResponseWriter) {

@@ -3,8 +3,11 @@ package standin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -15,17 +18,24 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Ways a processor can fail; see ENVOY_EXTPROC.md §4.
+// Ways a processor can fail, as Envoy's ext_proc.cc reports them.
 var (
 	errTimeout = errors.New("ext_proc_error_per-message_timeout_exceeded")
 	// errClosed is a clean OK close: Envoy continues without ext_proc.
 	errClosed = errors.New("ext_proc stream closed")
+	// errSpurious is a reply Envoy was not waiting for (processor_state.cc).
+	errSpurious = errors.New("spurious message")
+	// errUnhandled is a reply with no case set (onReceiveMessage's default).
+	errUnhandled = errors.New("unhandled message")
 )
 
+// grpcError is the stream failing: onGrpcError's details are
+// ext_proc_error_gRPC_error_<code>{<message>}.
 type grpcError struct{ err error }
 
 func (e *grpcError) Error() string {
-	return "ext_proc_error_gRPC_error_" + status.Code(e.err).String()
+	s := status.Convert(e.err)
+	return fmt.Sprintf("ext_proc_error_gRPC_error_%d{%s}", s.Code(), s.Message())
 }
 
 type reply struct {
@@ -35,54 +45,104 @@ type reply struct {
 
 // procStream is one ext_proc stream, opened lazily at the first message.
 type procStream struct {
-	conn    *grpc.ClientConn
-	fc      *filterConfig
-	mode    *filterv3.ProcessingMode // the configured modes, for protocol_config
-	stream  extprocv3.ExternalProcessor_ProcessClient
-	cancel  context.CancelFunc
-	replies chan reply
-	done    chan struct{}
-	sent    bool
-	mu      sync.Mutex // send and close may come from two goroutines
-	closed  bool
+	conn     *grpc.ClientConn
+	fc       *filterConfig
+	mode     *filterv3.ProcessingMode // the configured modes, for protocol_config
+	stream   extprocv3.ExternalProcessor_ProcessClient
+	cancel   context.CancelFunc
+	cancelFn atomic.Pointer[context.CancelFunc] // cancel, for close without the lock
+	replies  chan reply
+	done     chan struct{}
+	sent     bool
+	mu       sync.Mutex // send and close may come from two goroutines
+	closed   bool
+	// pending counts messages sent and not answered yet: a reply with
+	// nothing pending is spurious (or an immediate response).
+	pending atomic.Int64
+	// unsolicited gets what arrives while nothing is pending, after the
+	// replies before it were taken.
+	unsolicited func(*extprocv3.ProcessingResponse, error)
 }
+
+// Envoy's gRPC client has no message size limit by default; Go's is 4 MiB.
+var callOptions = []grpc.CallOption{grpc.MaxCallRecvMsgSize(1 << 30), grpc.MaxCallSendMsgSize(1 << 30)}
 
 func (s *procStream) open(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
-	st, err := extprocv3.NewExternalProcessorClient(s.conn).Process(ctx,
-		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
+	s.cancelFn.Store(&s.cancel)
+	st, err := extprocv3.NewExternalProcessorClient(s.conn).Process(ctx, callOptions...)
 	if err != nil {
 		s.cancel()
 		return &grpcError{err}
 	}
-	s.stream, s.replies, s.done = st, make(chan reply, 64), make(chan struct{})
-	go s.receive(st)
+	s.stream, s.replies, s.done = st, make(chan reply, 1024), make(chan struct{})
+	go s.receive(st, s.done)
 	return nil
 }
 
-func (s *procStream) receive(st extprocv3.ExternalProcessor_ProcessClient) {
+func (s *procStream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *procStream) receive(st extprocv3.ExternalProcessor_ProcessClient, done chan struct{}) {
 	for {
 		resp, err := st.Recv()
+		if s.isClosed() {
+			return
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errClosed
 			} else if status.Code(err) != codes.OK {
 				err = &grpcError{err}
 			}
-			s.deliver(reply{err: err})
+			if s.pending.Load() > 0 {
+				s.deliver(reply{err: err}, done)
+			} else if s.drained(done) {
+				s.unsolicited(nil, err)
+			}
 			return
 		}
-		if !s.deliver(reply{resp: resp}) {
-			return
+		switch {
+		case resp.GetOverrideMessageTimeout() != nil:
+			if s.pending.Load() > 0 { // a timer extension; with nothing pending there is no timer
+				s.deliver(reply{resp: resp}, done)
+			}
+		case s.pending.Load() == 0:
+			if s.drained(done) {
+				s.unsolicited(resp, nil)
+			}
+		default:
+			if resp.GetImmediateResponse() == nil {
+				s.pending.Add(-1)
+			}
+			if !s.deliver(reply{resp: resp}, done) {
+				return
+			}
 		}
 	}
 }
 
-func (s *procStream) deliver(r reply) bool {
+// drained waits until the request took every reply delivered before, so
+// that Envoy's order (each reply applied as it arrives) is kept.
+func (s *procStream) drained(done chan struct{}) bool {
+	for len(s.replies) > 0 {
+		select {
+		case <-done:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return !s.isClosed()
+}
+
+func (s *procStream) deliver(r reply, done chan struct{}) bool {
 	select {
 	case s.replies <- r:
 		return true
-	case <-s.done:
+	case <-done:
 		return false
 	}
 }
@@ -107,7 +167,9 @@ func (s *procStream) send(ctx context.Context, req *extprocv3.ProcessingRequest)
 		}
 		s.sent = true
 	}
+	s.pending.Add(1)
 	if err := s.stream.Send(req); err != nil {
+		s.pending.Add(-1)
 		return &grpcError{err}
 	}
 	return nil
@@ -115,36 +177,49 @@ func (s *procStream) send(ctx context.Context, req *extprocv3.ProcessingRequest)
 
 // await returns the next reply. A reply with override_message_timeout only
 // restarts the timer (once, within max_message_timeout); its other fields
-// are ignored.
-func (s *procStream) await(ctx context.Context) (*extprocv3.ProcessingResponse, error) {
+// are ignored. Replies already delivered come before an interrupt.
+func (s *procStream) await(ctx context.Context, intr <-chan struct{}) (*extprocv3.ProcessingResponse, error) {
 	timer := time.NewTimer(s.fc.messageTimeout)
 	defer timer.Stop()
 	extended := false
 	for {
+		var r reply
 		select {
-		case r := <-s.replies:
-			if r.err != nil {
-				return nil, r.err
+		case r = <-s.replies:
+		default:
+			select {
+			case r = <-s.replies:
+			case <-timer.C:
+				return nil, errTimeout
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-intr:
+				return nil, errInterrupted
 			}
-			if d := r.resp.GetOverrideMessageTimeout(); d != nil {
-				if !extended && s.fc.maxMessageTimeout > 0 && d.AsDuration() >= time.Millisecond && d.AsDuration() <= s.fc.maxMessageTimeout {
-					extended = true
-					timer.Reset(d.AsDuration())
-				}
-				continue
-			}
-			return r.resp, nil
-		case <-timer.C:
-			return nil, errTimeout
-		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if d := r.resp.GetOverrideMessageTimeout(); d != nil {
+			if !extended && s.fc.maxMessageTimeout > 0 && d.AsDuration() >= time.Millisecond && d.AsDuration() <= s.fc.maxMessageTimeout {
+				extended = true
+				timer.Reset(d.AsDuration())
+			}
+			continue
+		}
+		return r.resp, nil
 	}
 }
 
-// close half-closes and then cancels, as Envoy does.
+// close half-closes and then cancels, as Envoy does. A send blocked by
+// flow control holds the lock: then cancel first, which ends it.
 func (s *procStream) close() {
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		if c := s.cancelFn.Load(); c != nil {
+			(*c)()
+		}
+		s.mu.Lock()
+	}
 	defer s.mu.Unlock()
 	s.closed = true
 	if s.stream == nil {
@@ -154,4 +229,15 @@ func (s *procStream) close() {
 	s.cancel()
 	close(s.done)
 	s.stream = nil
+}
+
+// detailsOf is what Envoy's sendImmediateResponse makes of a message:
+// whitespace becomes '_' (StringUtil::replaceAllEmptySpace).
+func detailsOf(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v' {
+			return '_'
+		}
+		return r
+	}, s)
 }

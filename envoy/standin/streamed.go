@@ -76,6 +76,9 @@ func (r *bodyReader) coalesced() ([]byte, bool, error) {
 	if !ok {
 		return nil, true, nil
 	}
+	if c.err != nil {
+		return nil, false, c.err
+	}
 	out := c.data
 	for {
 		select {
@@ -95,56 +98,61 @@ func (r *bodyReader) coalesced() ([]byte, bool, error) {
 
 // sent is a chunk on its way to the processor, awaiting its reply.
 type sent struct {
-	data []byte
-	eos  bool
+	data   []byte
+	eos    bool
+	toProc bool  // sent to the processor (not after it was dropped)
+	err    error // the upstream body failed
 }
 
 // streamedResponse sends chunks without waiting for replies (Envoy
 // pipelines them), applies the replies one by one in order, and holds the
 // response headers until the first reply.
-func (x *exchange) streamedResponse(status int, h headerMap, r *bodyReader) {
+func (x *exchange) streamedResponse(status int, h headerMap, r *bodyReader) error {
 	first, ended, err := r.coalesced()
 	if err != nil {
-		x.stop(errAbort)
-		return
+		return x.bodyError()
 	}
 	queue := make(chan sent, 4096)
 	go x.sendChunks(r, first, ended, queue)
 	for s := range queue {
+		if s.err != nil {
+			return x.bodyError()
+		}
 		out, err := x.streamReply(s)
 		if err != nil {
-			x.stop(err)
-			return
+			return err
 		}
 		if !x.headersSent {
 			x.writeHeaders(status, h)
 		}
-		if len(out) > 0 {
-			x.w.Write(out) //nolint:errcheck // the client went away
-		}
+		x.writeBody(out)
 		flush(x.w)
 	}
 	if !x.headersSent {
 		x.writeHeaders(status, h)
 	}
+	x.endBody()
+	return nil
 }
 
 // sendChunks feeds the processor: the coalesced first chunk, then every
 // later read cut by the test's splitter, then the end of stream.
 func (x *exchange) sendChunks(r *bodyReader, first []byte, ended bool, queue chan<- sent) {
 	defer close(queue)
-	send := func(data []byte, eos bool) bool {
-		if x.active.Load() {
-			if err := x.ps.send(x.ctx, bodyMessage(data, eos)); err != nil {
-				return false
-			}
-		}
+	put := func(s sent) bool {
 		select {
-		case queue <- sent{data: data, eos: eos}:
+		case queue <- s:
 			return true
 		case <-r.done:
 			return false
 		}
+	}
+	send := func(data []byte, eos bool) bool {
+		s := sent{data: data, eos: eos}
+		if x.active.Load() { // once processing ended, the rest passes unmodified
+			s.toProc = x.ps.send(x.ctx, bodyMessage(data, eos)) == nil
+		}
+		return put(s)
 	}
 	if ended { // the whole body arrived before the header reply
 		send(first, true)
@@ -157,6 +165,7 @@ func (x *exchange) sendChunks(r *bodyReader, first []byte, ended bool, queue cha
 	holding := false
 	for c := range r.chunks {
 		if c.err != nil {
+			put(sent{err: c.err})
 			return
 		}
 		for _, piece := range x.split(c.data) {
@@ -190,8 +199,9 @@ func bodyMessage(data []byte, eos bool) *extprocv3.ProcessingRequest {
 
 // streamReply awaits the reply for one sent chunk and returns the bytes
 // that replace it. Header mutations in STREAMED body replies are ignored.
+// The reply to the last chunk ends processing (the stream is closed).
 func (x *exchange) streamReply(s sent) ([]byte, error) {
-	if !x.active.Load() {
+	if !s.toProc || !x.active.Load() {
 		return s.data, nil // failed open: the rest passes unmodified
 	}
 	resp, err := x.receive()
@@ -202,6 +212,9 @@ func (x *exchange) streamReply(s sent) ([]byte, error) {
 	if !ok || rb.ResponseBody.GetResponse().GetBodyMutation().GetStreamedResponse() != nil {
 		_, err := x.failed(errSpurious)
 		return s.data, err
+	}
+	if s.eos {
+		x.closeProc()
 	}
 	if m := rb.ResponseBody.GetResponse().GetBodyMutation(); m != nil {
 		return mutatedBody(s.data, m), nil
