@@ -30,7 +30,8 @@ type localReply struct {
 // replies of that status share, or are never sent by the server.
 var localReplies = []localReply{
 	{flags: []string{"UT"}, body: errorJSON("The model's provider did not answer in time.", "server_error", "timeout")},
-	{flags: []string{"UF", "URX", "UH", "NC", "UO", "UR", "LR", "UC", "UPE"},
+	{flags: []string{"UPE"}, body: errorJSON("The model's provider broke off its answer or sent a broken one.", "server_error", "")},
+	{flags: []string{"UF", "URX", "UH", "NC", "UO", "UR", "LR", "UC"},
 		body: errorJSON("The model's provider could not be reached.", "server_error", "")},
 	{flags: []string{"SI"}, body: errorJSON("The request timed out.", "server_error", "timeout")},
 	{status: 413, body: errorJSON(TooLargeMessage, "invalid_request_error", "request_too_large")},

@@ -113,6 +113,8 @@ func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	switch {
 	case !ex.sent:
 		return false
+	case ex.envoyReply != nil: // a timeout: the provider had the request
+		return u.TotalTokens == 0
 	case ex.completed:
 		return u.TotalTokens == 0 && ex.status < 400 && ex.endpoint.generates()
 	}

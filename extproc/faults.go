@@ -156,7 +156,7 @@ func (ex *exchange) envoyReplyBody(b *extprocv3.HttpBody) *extprocv3.ProcessingR
 // brokenStatus is the status of an exchange that ended before its answer
 // did: 504 when the provider's silence came near its timeout (Envoy then
 // ends the stream; the quarter allows for the time between Envoy's read
-// and the server's), else 499. Envoy ends the ext_proc stream the same way
+// and the server's), 502 for a buffered answer cut short, else 499. Envoy ends the ext_proc stream the same way
 // when the client leaves and when the provider resets mid-answer, so the
 // gateway cannot tell those apart; both are recorded as 499.
 func (ex *exchange) brokenStatus(now time.Time) int {
@@ -175,6 +175,10 @@ func (ex *exchange) brokenStatus(now time.Time) int {
 		if idle := ex.timeouts.StreamIdle; idle > 0 && now.Sub(ex.lastChunk) >= idle*3/4 {
 			return http.StatusGatewayTimeout
 		}
+	case ex.phase == phaseResponseBody:
+		// A buffered answer ending early: Envoy answered the client itself
+		// (an upstream reset mid-body is its 502 while it holds the head).
+		return http.StatusBadGateway
 	}
 	return 499 // the client closed the request
 }

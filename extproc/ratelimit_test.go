@@ -60,17 +60,20 @@ func TestRequestRateLimit(t *testing.T) {
 	}
 }
 
-// Token limits charge the usage the provider reported, after the fact:
-// the request that goes over is served, the next one is refused.
+// Token limits reserve a request's prompt and max_tokens at admission and
+// charge the usage the provider reported after the fact: the request whose
+// answer goes over is served, the next one is refused.
 func TestTokenRateLimitChargesRealUsage(t *testing.T) {
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
 		c.Limiter = memory.New(memory.Config{})
 		c.AccountLimits = authz.Limits{TokensPerMinute: limit(450)}
 	})
 	// A JSON answer of 385 tokens, then a stream of 112: both charge what the
-	// provider reported.
-	streamBody := `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
-	for i, body := range []string{chatBody, streamBody} {
+	// provider reported. Each reserves about 30 tokens (prompt and
+	// max_tokens): the second fits beside the first's 385.
+	jsonBody := `{"model":"gpt-4o","max_tokens":1,"messages":[{"role":"user","content":"Hello!"}]}`
+	streamBody := `{"model":"gpt-4o","max_tokens":1,"messages":[{"role":"user","content":"Hello!"}],"stream":true}`
+	for i, body := range []string{jsonBody, streamBody} {
 		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
 			t.Fatalf("request %d: %d %s", i+1, res.Status, res.Body)
 		}
@@ -80,7 +83,7 @@ func TestTokenRateLimitChargesRealUsage(t *testing.T) {
 	if totals.TotalTokens <= 450 || totals.TotalTokens == 385 {
 		t.Fatalf("the two requests used %d tokens; the test needs the stream's usage to go over 450", totals.TotalTokens)
 	}
-	res := f.gw.Post(t, "/v1/chat/completions", f.keys["limited"], chatBody) // same account
+	res := f.gw.Post(t, "/v1/chat/completions", f.keys["limited"], jsonBody) // same account
 	checkError(t, res, wantError{status: 429, typ: "rate_limit_error", code: "rate_limit_exceeded"})
 	if !strings.Contains(string(res.Body), "tokens per min (TPM)") || res.Header.Get("X-Ratelimit-Limit-Tokens") != "450" {
 		t.Errorf("429 = %v %s", res.Header, res.Body)
@@ -104,12 +107,14 @@ type countingLimiter struct {
 	charged  chan int64
 	released chan struct{}
 	fail     bool
+	reserved atomic.Int64 // by the last admission
 }
 
 func (c *countingLimiter) Admit(ctx context.Context, rules []ratelimit.Rule, reserve int64) (ratelimit.Decision, error) {
 	if c.fail {
 		return ratelimit.Decision{}, errors.New("redis: connection refused")
 	}
+	c.reserved.Store(reserve)
 	return c.Limiter.Admit(ctx, rules, reserve)
 }
 
@@ -126,7 +131,7 @@ func (c *countingLimiter) Release(ctx context.Context, l ratelimit.Lease) error 
 }
 
 // A stream the client cancels is charged what the provider reported so
-// far, and its concurrency slot is freed.
+// far (its reservation reconciled), and its concurrency slot is freed.
 func TestCancelledStreamIsChargedAndReleased(t *testing.T) {
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "d.db"))
@@ -140,7 +145,7 @@ func TestCancelledStreamIsChargedAndReleased(t *testing.T) {
 	srv, err := extproc.New(extproc.Config{
 		Backends: []extproc.Backend{{Name: "main", Provider: "openai"}},
 		Models:   []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "main", Model: "m"}}}},
-		Limiter:  lim, KeyLimits: authz.Limits{ConcurrentRequests: limit(1), TokensPerMinute: limit(1000)},
+		Limiter:  lim, KeyLimits: authz.Limits{ConcurrentRequests: limit(1), TokensPerMinute: limit(100000)},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)
@@ -160,9 +165,10 @@ func TestCancelledStreamIsChargedAndReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Header.Get("X-Ratelimit-Limit-Tokens") != "1000" {
+	if resp.Header.Get("X-Ratelimit-Limit-Tokens") != "100000" {
 		t.Errorf("stream headers = %v", resp.Header)
 	}
+	reserved := lim.reserved.Load() // the stream's, before the next admission
 	// While the stream runs, the one concurrency slot is taken.
 	busy := gw.Post(t, "/v1/chat/completions", key, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
 	if busy.Status != 429 || !strings.Contains(string(busy.Body), "concurrent requests") {
@@ -173,8 +179,8 @@ func TestCancelledStreamIsChargedAndReleased(t *testing.T) {
 	resp.Body.Close()
 	select {
 	case tokens := <-lim.charged:
-		if tokens != 8 {
-			t.Errorf("charged %d tokens, want 8", tokens)
+		if tokens+reserved != 8 {
+			t.Errorf("charged %d tokens beside the %d reserved, want 8 in all", tokens, reserved)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the cancelled stream was not charged")

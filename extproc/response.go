@@ -42,6 +42,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	}
 	switch {
 	case ex.head.Stream:
+		ex.lastChunk = ex.s.now() // the stream's silence counts from its head
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	case ex.gatherable(hm):

@@ -22,6 +22,7 @@ type faultProvider struct {
 	*httptest.Server
 	done    chan struct{}
 	release chan struct{} // closed: held answers go out
+	proceed chan struct{} // reset-stream resets once the client saw its start
 }
 
 // Behaviours of the fault provider, by upstream model name.
@@ -47,7 +48,7 @@ const bigInputs, bigDims = 2048, 1536
 
 func newFaultProvider(t *testing.T) *faultProvider {
 	t.Helper()
-	p := &faultProvider{done: make(chan struct{}), release: make(chan struct{})}
+	p := &faultProvider{done: make(chan struct{}), release: make(chan struct{}), proceed: make(chan struct{}, 1)}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
 		close(p.done)
@@ -95,6 +96,10 @@ func (p *faultProvider) serve(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 	case faultResetStream:
 		sseChunks(w, []string{chunkJSON(`{"role":"assistant","content":"Hel"}`, ""), chunkJSON(`{"content":"lo, wor"}`, "")})
+		select { // a reset before the stream's head went out is Envoy's 502 instead
+		case <-p.proceed:
+		case <-time.After(10 * time.Second):
+		}
 		reset(w)
 	case faultEmpty200:
 		w.Header().Set("Content-Type", "application/json")

@@ -232,6 +232,42 @@ func (g faultGateway) do(t *testing.T, id, path, body string, chunked bool) faul
 	return faultResult{status: resp.StatusCode, header: resp.Header, body: b, readErr: err, took: time.Since(start)}
 }
 
+// stepped sends a streaming request and tells the provider to go on once
+// the client has read text.
+func (g faultGateway) stepped(t *testing.T, id, path, body, text string, proceed chan<- struct{}) faultResult {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, g.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", id)
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: faultSlack}).Do(req)
+	if err != nil {
+		return faultResult{readErr: err, took: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	var got bytes.Buffer
+	buf := make([]byte, 4096)
+	told := false
+	for {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if !told && bytes.Contains(got.Bytes(), []byte(text)) {
+			proceed <- struct{}{}
+			told = true
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return faultResult{status: resp.StatusCode, header: resp.Header, body: got.Bytes(), readErr: err, took: time.Since(start)}
+		}
+	}
+}
+
 func chatRequest(model string, stream bool) string {
 	s := ""
 	if stream {
@@ -247,6 +283,7 @@ type faultCase struct {
 	path, body  string // when not a chat request
 	chunked     bool
 
+	stepped    bool   // the provider resets once the client saw the stream begin
 	status     int    // the client's; 0 means the stream was reset
 	errType    string // the OpenAI error's type, for error statuses
 	errCode    string
@@ -266,16 +303,23 @@ func faultCases() []faultCase {
 			errCode: "timeout", mention: "`hang-headers`", minTook: faultIdleTimeout, ledger: 504, estimated: true},
 		{name: "hang mid-stream", model: faultHangStream, stream: true, status: 0, minTook: faultIdleTimeout, ledger: 504,
 			estimated: true, check: streamStartedWith("Hel")},
-		{name: "reset mid-body", model: faultResetBody, status: 0, ledger: 499, estimated: true},
+		// Envoy answers itself while it holds a buffered answer's head.
+		{name: "reset mid-body", model: faultResetBody, status: 502, errType: "server_error", mention: "broke off",
+			ledger: 502, estimated: true},
 		{name: "reset mid-stream", model: faultResetStream, stream: true, status: 0, ledger: 499, estimated: true,
-			check: streamStartedWith("Hel")},
+			stepped: true, check: streamStartedWith("Hel")},
 		{name: "empty 200", model: faultEmpty200, status: 502, errType: "server_error", ledger: 502, estimated: true},
 		{name: "HTML 200", model: faultHTML200, status: 502, errType: "server_error", ledger: 502, estimated: true},
 		{name: "non-JSON 200", model: faultNotJSON200, status: 502, errType: "server_error", ledger: 502, estimated: true},
 		{name: "provider 500", model: faultError500, status: 500, errType: "server_error", mention: "processing your request",
 			ledger: 500, zeroTokens: true},
-		{name: "provider 429", model: faultError429, status: 429, errType: "rate_limit_error", errCode: "rate_limit_exceeded",
-			ledger: 429, zeroTokens: true},
+		// OpenAI's own 429 says type "requests" or "tokens": kept as sent.
+		{name: "provider 429", model: faultError429, status: 429, errType: "requests", errCode: "rate_limit_exceeded",
+			mention: "Rate limit reached", ledger: 429, zeroTokens: true, check: func(t *testing.T, r faultResult) {
+				if r.header.Get("Retry-After") != "7" {
+					t.Errorf("Retry-After %q, want the provider's 7", r.header.Get("Retry-After"))
+				}
+			}},
 		{name: "40 MB embeddings answer", path: "/embeddings", body: bigEmbeddingsRequest(), status: 200, ledger: 200,
 			check: checkBigEmbeddings},
 	}
@@ -307,17 +351,17 @@ func bigEmbeddingsRequest() string {
 // TestFaultsThroughDev drives every fault through `modelgate dev`.
 func TestFaultsThroughDev(t *testing.T) {
 	p := newFaultProvider(t)
-	runFaults(t, devFaultGateway(t, p.URL, ""))
+	runFaults(t, devFaultGateway(t, p.URL, ""), p)
 }
 
 // TestFaultsThroughServe drives every fault through `modelgate serve`
 // behind the Envoy stand-in.
 func TestFaultsThroughServe(t *testing.T) {
 	p := newFaultProvider(t)
-	runFaults(t, serveFaultGateway(t, p.URL, ""))
+	runFaults(t, serveFaultGateway(t, p.URL, ""), p)
 }
 
-func runFaults(t *testing.T, g faultGateway) {
+func runFaults(t *testing.T, g faultGateway, p *faultProvider) {
 	for i, c := range faultCases() {
 		t.Run(c.name, func(t *testing.T) {
 			id := fmt.Sprintf("fault-%d-%d", i, time.Now().UnixNano())
@@ -325,7 +369,12 @@ func runFaults(t *testing.T, g faultGateway) {
 			if c.path != "" {
 				path, body = c.path, c.body
 			}
-			r := g.do(t, id, path, body, c.chunked)
+			var r faultResult
+			if c.stepped {
+				r = g.stepped(t, id, path, body, "Hel", p.proceed)
+			} else {
+				r = g.do(t, id, path, body, c.chunked)
+			}
 			checkFault(t, c, r)
 			if c.ledger == 0 {
 				if row, ok := g.row(t, id, time.Second); ok {
