@@ -104,6 +104,29 @@ func TestBedrockCredentials(t *testing.T) {
 	}
 }
 
+// A credential that cannot be a header value (a secret file mounted with
+// its trailing newline) is refused at startup, naming the variable and
+// never the value.
+func TestCredentialsWithLineBreaksRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		b   config.Backend
+		env map[string]string
+		bad string
+	}{
+		"api key newline": {config.Backend{Name: "oa", Provider: "openai", BaseURL: "https://api.openai.com", APIKeyEnv: "K"},
+			map[string]string{"K": "sk-XYZZY\n"}, "K"},
+		"api key NUL": {config.Backend{Name: "oa", Provider: "openai", BaseURL: "https://api.openai.com", APIKeyEnv: "K"},
+			map[string]string{"K": "sk-XY\x00ZZY"}, "K"},
+		"aws secret CR": {config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"},
+			map[string]string{"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "XYZZY\r"}, "AWS_SECRET_ACCESS_KEY"},
+	} {
+		_, err := backend(tc.b, func(n string) string { return tc.env[n] })
+		if err == nil || !strings.Contains(err.Error(), tc.bad) || strings.Contains(err.Error(), "XY") {
+			t.Errorf("%s: error %v, want the variable %s named and no value", name, err, tc.bad)
+		}
+	}
+}
+
 // Every provider the config accepts has a translator in the server.
 func TestEveryConfigProviderHasATranslator(t *testing.T) {
 	for _, p := range config.Providers {
