@@ -278,6 +278,9 @@ func checkClientStream(t *testing.T, provider string, q Quirks, includeUsage boo
 			}
 			continue
 		}
+		if _, ok := find(members, "choices"); !ok {
+			t.Fatalf("%s: chunk without choices: %s", provider, ev.Data)
+		}
 		fix.reset(ev.Data, q.ContentParts)
 		for _, m := range members {
 			switch string(m.key) {

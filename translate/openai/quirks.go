@@ -41,8 +41,8 @@ func openaiOnly() []string {
 // provider, by the provider name a backend is configured with.
 //
 // Null members the schema forbids (vLLM and others send "role": null or
-// "tool_calls": null in deltas) need no quirk: every stream, OpenAI's
-// too, has them dropped, as buffered responses do (see chunkFix).
+// "tool_calls": null in deltas) need no quirk: they are dropped from every
+// stream, OpenAI's too, as from buffered responses.
 func CompatibleProviders() map[string]Quirks {
 	return map[string]Quirks{
 		"openai-compatible": {},

@@ -79,17 +79,19 @@ func find(members []member, key string) (member, bool) {
 
 // chunk edits a CreateChatCompletionStreamResponse: checks and repairs it
 // (see chunkFix), reads usage, hides it when the client did not ask for
-// it, and drops top-level nulls (OpenAI's "system_fingerprint": null is
-// typed string-only). A chunk that cannot be repaired ends the stream
-// with an error.
+// it, drops top-level nulls (OpenAI's "system_fingerprint": null is typed
+// string-only) and adds the required choices when absent (as empty, like
+// "choices": null). A chunk that cannot be repaired ends the stream with
+// an error.
 func (c *chat) chunk(out, data []byte, members []member) []byte {
 	f := &c.fix
 	f.reset(data, c.quirks.ContentParts)
 	var usage member
-	hasUsage, choicesEmpty := false, false
+	hasUsage, hasChoices, choicesEmpty := false, false, true // absent choices are none
 	for _, m := range members {
 		switch string(name(m.key)) {
 		case "choices":
+			hasChoices = true
 			choicesEmpty = f.choices(m)
 		case "usage":
 			if !isNullValue(m.value) {
@@ -126,6 +128,14 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 		}
 	}
 	f.close(&d)
+	if !hasChoices { // required
+		end := bytes.LastIndexByte(data, '}')
+		repl := []byte(`,"choices":[]`)
+		if !d.kept {
+			repl = repl[1:]
+		}
+		f.edits = append(f.edits, edit{start: end, end: end, repl: repl})
+	}
 	out = slices.Grow(out, len(data)+len("data: \n\n"))
 	out = append(out, "data: "...)
 	out = f.apply(out)

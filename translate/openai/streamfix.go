@@ -61,7 +61,11 @@ func (f *chunkFix) applyRange(dst []byte, lo, hi int) []byte {
 	if len(f.edits) == 0 {
 		return append(dst, f.doc[lo:hi]...)
 	}
-	slices.SortFunc(f.edits, func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) })
+	// Edits are mostly made in order; content parts and the dropped
+	// members of the top level come after the members they precede.
+	if byPos := func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) }; !slices.IsSortedFunc(f.edits, byPos) {
+		slices.SortFunc(f.edits, byPos)
+	}
 	prev := lo
 	for _, e := range f.edits {
 		if e.start < prev || e.end > hi {

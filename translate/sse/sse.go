@@ -28,10 +28,11 @@ type Event struct {
 // Decoder splits a byte stream into events. Its zero value is ready; it is
 // not safe for concurrent use.
 //
-// Each byte is scanned once: complete lines are read where they lie in the
-// chunk, and only a line cut by a chunk's end is copied aside (amortized,
-// like append) until its end arrives, so decoding is linear in the stream's
-// length however it is cut.
+// Decoding is linear in the stream's length however it is cut: a byte is
+// searched for line breaks only in the Feed that brings it, complete lines
+// are read where they lie in the chunk, and only a line cut by a chunk's
+// end is copied aside (into a buffer that doubles) until its end arrives;
+// that buffer then becomes the event's data without another copy.
 type Decoder struct {
 	// Max bounds the length of one event's data, and of one line to that
 	// of a data line with Max bytes ("data: " and Max); zero means
