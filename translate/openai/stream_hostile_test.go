@@ -209,3 +209,25 @@ func TestStreamEventTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// A choice without the members the schema requires (index, delta,
+// finish_reason) gets them, so that every chunk the client reads is valid.
+func TestStreamChoiceRequiredMembers(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]}`: `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{}]}`:                                  `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[null,{"delta":null}]}`:                 `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"delta":{},"index":0,"finish_reason":null}]}`,
+	} {
+		var f chunkFix
+		f.reset([]byte(in), false)
+		members, _ := topMembers([]byte(in), nil)
+		for _, m := range members {
+			if string(m.key) == "choices" {
+				f.choices(m)
+			}
+		}
+		if got := string(f.apply(nil)); got != want || f.bad != "" {
+			t.Errorf("%s\n got %s (bad %q)\nwant %s", in, got, f.bad, want)
+		}
+	}
+}

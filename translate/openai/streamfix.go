@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -192,24 +193,53 @@ func (f *chunkFix) choices(m member) (empty bool) {
 			continue
 		}
 		f.keep(&d, ch)
+		f.choice(ch, kept)
 		kept++
-		f.choice(ch)
 	}
 	f.close(&d)
 	return kept == 0
 }
 
-func (f *chunkFix) choice(ch member) {
+// choice checks one choice, and adds the members the schema requires
+// that a provider left out (index, delta, finish_reason).
+func (f *chunkFix) choice(ch member, pos int) {
 	it, _ := entries(f.doc, ch.vs)
+	var hasIndex, hasDelta, hasFinish bool
+	n := 0
+	defer func() {
+		var add []byte
+		addMember := func(m string) {
+			if n > 0 || len(add) > 0 {
+				add = append(add, ',')
+			}
+			add = append(add, m...)
+		}
+		if !hasIndex {
+			addMember(`"index":` + strconv.Itoa(pos))
+		}
+		if !hasDelta {
+			addMember(`"delta":{}`)
+		}
+		if !hasFinish {
+			addMember(`"finish_reason":null`)
+		}
+		if len(add) > 0 { // before the closing brace
+			end := ch.vs + len(ch.value) - 1
+			f.edits = append(f.edits, edit{start: end, end: end, repl: add})
+		}
+	}()
 	for {
 		m, ok := it.next()
 		if !ok {
 			return
 		}
+		n++
 		switch string(name(m.key)) {
 		case "index":
+			hasIndex = true
 			f.wantInt(m.value, "choices[].index")
 		case "delta":
+			hasDelta = true
 			switch kind(m.value) {
 			case kindNull:
 				f.replace(m, emptyObject) // required: an empty delta
@@ -219,6 +249,7 @@ func (f *chunkFix) choice(ch member) {
 				f.fail("choices[].delta")
 			}
 		case "finish_reason":
+			hasFinish = true
 			if k := kind(m.value); k != kindString && k != kindNull {
 				f.fail("choices[].finish_reason")
 			}
