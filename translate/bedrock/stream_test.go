@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/translatetest"
 )
 
 // frame encodes an event-stream frame with string headers.
@@ -30,19 +30,6 @@ func frame(payload []byte, headers ...string) []byte {
 
 func eventFrame(typ, payload string) []byte {
 	return frame([]byte(payload), ":message-type", "event", ":event-type", typ)
-}
-
-// checkEnd checks a client stream: valid chunks, then [DONE] or one
-// error event last.
-func checkEnd(t *testing.T, out []byte) {
-	t.Helper()
-	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
-	events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
-	last := events[len(events)-1]
-	errs := strings.Count(string(out), `data: {"error":`)
-	if last != "data: [DONE]" && (errs != 1 || !strings.HasPrefix(last, `data: {"error":`)) {
-		t.Errorf("want [DONE] or one error event last, got:\n%s", out)
-	}
 }
 
 // Payloads of the wrong shape end the stream cleanly, never with a panic.
@@ -77,12 +64,12 @@ func TestStreamHostileFrames(t *testing.T) {
 			up := append(eventFrame("messageStart", `{"role":"assistant"}`), eventFrame(tt.typ, tt.payload)...)
 			up = append(up, eventFrame("messageStop", `{"stopReason":"end_turn"}`)...)
 			out, _ := runStream(t, [][]byte{up})
-			checkEnd(t, out)
+			translatetest.CheckStreamEnd(t, out)
 		})
 	}
 	exception := frame([]byte(`{"message":1}`), ":message-type", "exception", ":exception-type", "throttlingException")
 	out, _ := runStream(t, [][]byte{exception})
-	checkEnd(t, out)
+	translatetest.CheckStreamEnd(t, out)
 }
 
 // Whatever JSON a provider puts in well-formed frames, cut anywhere, the

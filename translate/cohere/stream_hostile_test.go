@@ -2,26 +2,12 @@ package cohere
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
+	"modelgate/translate/translatetest"
 )
-
-// checkEnd checks a client stream: valid chunks, then [DONE] or one
-// error event last.
-func checkEnd(t *testing.T, out []byte) {
-	t.Helper()
-	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", out)
-	events := strings.Split(strings.TrimSpace(string(out)), "\n\n")
-	last := events[len(events)-1]
-	errs := strings.Count(string(out), `data: {"error":`)
-	if last != "data: [DONE]" && (errs != 1 || !strings.HasPrefix(last, `data: {"error":`)) {
-		t.Errorf("want [DONE] or one error event last, got:\n%s", out)
-	}
-}
 
 // Events of the wrong shape end the stream cleanly, never with a panic.
 func TestStreamHostileEvents(t *testing.T) {
@@ -52,7 +38,7 @@ func TestStreamHostileEvents(t *testing.T) {
 				}
 			}()
 			out, _ := runStream(t, [][]byte{[]byte("event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n" + "data: " + ev + "\n\n")})
-			checkEnd(t, out)
+			translatetest.CheckStreamEnd(t, out)
 		})
 	}
 }
@@ -60,14 +46,9 @@ func TestStreamHostileEvents(t *testing.T) {
 // An event over the SSE decoder's limit ends the stream with one error
 // event instead of stopping silently.
 func TestStreamEventTooLarge(t *testing.T) {
-	big := bytes.Repeat([]byte("a"), 1<<20)
-	chunks := [][]byte{[]byte("event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n" + "data: {\"x\":\"")}
-	for range sse.DefaultMax>>20 + 1 {
-		chunks = append(chunks, big)
-	}
-	chunks = append(chunks, []byte("\"}\n\n"))
+	chunks := translatetest.OversizedEvent("event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n", sse.DefaultMax)
 	out, _ := runStream(t, chunks)
-	checkEnd(t, out)
+	translatetest.CheckStreamEnd(t, out)
 	if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
 		t.Errorf("want the too-large error, got %.300s", out)
 	}

@@ -1,10 +1,11 @@
-package spec
+package spec_test
 
 import (
 	"os"
 	"strings"
 	"testing"
 
+	"modelgate/translate/openai/spec"
 	_ "modelgate/translate/translatetest" // -update, so go test ./translate/... -update runs here too
 )
 
@@ -16,7 +17,7 @@ func TestRecordedUpstreamDeviations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = Validate("CreateChatCompletionResponse", body)
+	err = spec.Validate("CreateChatCompletionResponse", body)
 	if err == nil {
 		t.Fatal("recorded chat-basic response validates; want its deviations rejected")
 	}
@@ -33,7 +34,7 @@ func TestRecordedStreamChunksValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixed := strings.ReplaceAll(string(body), `"system_fingerprint":null,`, "")
-	ValidateSSE(t, "CreateChatCompletionStreamResponse", []byte(fixed))
+	spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", []byte(fixed))
 }
 
 func TestRejectsInvalidBodies(t *testing.T) {
@@ -46,8 +47,8 @@ func TestRejectsInvalidBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := Validate(tt.schema, []byte(tt.body)); err == nil {
-				t.Errorf("Validate(%s, %s) = nil, want an error", tt.schema, tt.body)
+			if err := spec.Validate(tt.schema, []byte(tt.body)); err == nil {
+				t.Errorf("spec.Validate(%s, %s) = nil, want an error", tt.schema, tt.body)
 			}
 		})
 	}
@@ -62,7 +63,7 @@ func TestAcceptsValidBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ValidateT(t, tt.schema, []byte(tt.body))
+			spec.ValidateT(t, tt.schema, []byte(tt.body))
 		})
 	}
 }
