@@ -90,12 +90,16 @@ func stringEnd(b []byte) int {
 	return len(b)
 }
 
-// estimatedUsage is the usage to charge: the provider's when it reported
-// its completion, else an estimate from what is known, marked as such.
-func (ex *exchange) estimatedUsage() (translate.Usage, bool) {
+// usageToCharge is the provider's usage when it reported its completion,
+// else an estimate from what is known (see estimated); zero for an
+// exchange never routed.
+func (ex *exchange) usageToCharge() translate.Usage {
+	if ex.tr == nil {
+		return translate.Usage{}
+	}
 	u := ex.tr.Usage()
 	if !ex.needsEstimate(u) {
-		return u, false
+		return u
 	}
 	est := translate.Usage{
 		PromptTokens:     max(u.PromptTokens, ex.prompt),
@@ -104,8 +108,11 @@ func (ex *exchange) estimatedUsage() (translate.Usage, bool) {
 		ReasoningTokens:  u.ReasoningTokens,
 	}
 	est.TotalTokens = est.PromptTokens + est.CompletionTokens
-	return est, true
+	return est
 }
+
+// estimated reports that usageToCharge is an estimate.
+func (ex *exchange) estimated() bool { return ex.tr != nil && ex.needsEstimate(ex.tr.Usage()) }
 
 // needsEstimate: an exchange the provider received and that did not end
 // with a complete answer, or a complete success without any usage.

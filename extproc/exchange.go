@@ -48,6 +48,7 @@ type exchange struct {
 
 	firstByte time.Time // first streamed bytes to the client
 	recorded  bool
+	settled   bool // rate limits charged and the concurrency slot freed
 
 	contentType string                // of the client's request body
 	imgReq      *openai.ImagesRequest // an image generation's request
@@ -141,6 +142,16 @@ func (ex *exchange) settledBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		return bodyReply(nil, true, nil)
 	}
 	return bodyReply(nil, false, nil)
+}
+
+// beforeSend settles rate limits before the final reply goes out: a
+// client that sees its answer end has its concurrency slot back, so
+// sequential requests under a limit of one never collide.
+func (ex *exchange) beforeSend(ctx context.Context) {
+	defer ex.recoverFinish()
+	if ex.phase == phaseDone && !ex.settled {
+		ex.settleRate(ctx, ex.usageToCharge().TotalTokens)
+	}
 }
 
 // afterSend runs once a reply is on its way: the final reply is not delayed

@@ -83,6 +83,10 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 // the exchange ended. The charge happens also when admission failed open:
 // usage is usage.
 func (ex *exchange) settleRate(ctx context.Context, used int64) {
+	if ex.settled {
+		return
+	}
+	ex.settled = true
 	if ex.limitRules == nil || ex.limit != nil && !ex.limit.Allowed {
 		return
 	}

@@ -211,3 +211,22 @@ func TestLimiterFailureModes(t *testing.T) {
 		}
 	}
 }
+
+// The concurrency slot is free once the client has its answer: sequential
+// requests under a limit of one never collide.
+func TestSequentialRequestsUnderOneSlot(t *testing.T) {
+	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
+		c.Limiter = memory.New(memory.Config{})
+		c.KeyLimits = authz.Limits{ConcurrentRequests: limit(1)}
+	})
+	streamBody := `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
+	for i := range 30 {
+		body := chatBody
+		if i%2 == 1 {
+			body = streamBody
+		}
+		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
+			t.Fatalf("request %d: %d %s", i+1, res.Status, res.Body)
+		}
+	}
+}

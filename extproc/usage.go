@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
-	"modelgate/translate"
 )
 
 // metadata is the usage exposed to Envoy as dynamic metadata, for access
@@ -36,13 +35,7 @@ func (ex *exchange) metadata() *structpb.Struct {
 func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
 	end := ex.s.now()
-	var (
-		u         translate.Usage
-		estimated bool
-	)
-	if ex.tr != nil {
-		u, estimated = ex.estimatedUsage()
-	}
+	u, estimated := ex.usageToCharge(), ex.estimated()
 	ex.s.cfg.Metrics.observe(ex, u, end)
 	ex.settleRate(ctx, u.TotalTokens)
 	if ex.tr == nil || ex.principal == nil {
