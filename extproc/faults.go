@@ -105,7 +105,7 @@ func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, se
 	case strings.Contains(details, "upstream_reset_before_response_started"), strings.Contains(details, "no_healthy_upstream"),
 		strings.Contains(details, "cluster_not_found"):
 		// A connection failure never reached the provider; a reset may have.
-		reached := !strings.Contains(details, "connection_failure") && !strings.Contains(details, "connect")
+		reached := !strings.Contains(details, "connection_failure")
 		return &APIError{Status: status, Type: typeServer,
 			Message: fmt.Sprintf("The provider of %s could not be reached.", strings.ToLower(model[:1])+model[1:])}, reached && ex.tr != nil
 	}
