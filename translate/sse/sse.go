@@ -40,13 +40,18 @@ type Decoder struct {
 	// ErrEventTooLarge and Feed returns no more events.
 	Max int
 
-	buf     []byte // the start of a line cut by the end of a chunk; it holds no line break
-	data    []byte // data of the event being built
-	typ, id string
-	hasData bool // a field of the current event was seen
-	skipLF  bool // the previous chunk ended in \r: a leading \n belongs to it
-	err     error
-	events  []Event
+	buf []byte // the start of a line cut by the end of a chunk; it holds no line break
+	// parts hold a long cut line instead of buf: the chunks themselves
+	// (Feed keeps them until the line ends), joined once when it does, so
+	// each byte is copied once and no buffer is regrown.
+	parts    [][]byte
+	partsLen int
+	data     []byte // data of the event being built
+	typ, id  string
+	hasData  bool // a field of the current event was seen
+	skipLF   bool // the previous chunk ended in \r: a leading \n belongs to it
+	err      error
+	events   []Event
 }
 
 // keepBuf is the largest line buffer kept for the next cut line; a larger
@@ -55,6 +60,9 @@ const keepBuf = 64 << 10
 
 // Feed adds a chunk and returns the events it completes. The returned slice
 // is reused by the next call. After an error (see Err) it returns none.
+// A line longer than 64 KiB keeps references to the chunks it spans until
+// it ends: callers must not change a chunk after feeding it (ext_proc body
+// messages are never reused).
 func (d *Decoder) Feed(chunk []byte) []Event {
 	d.events = d.events[:0]
 	if d.err != nil {
@@ -81,13 +89,20 @@ func (d *Decoder) Feed(chunk []byte) []Event {
 		if i == len(chunk) {
 			break
 		}
-		line, owned := chunk[pos:i], len(d.buf) > 0
-		if owned {
+		line, owned := chunk[pos:i], d.held() > 0
+		switch {
+		case d.parts != nil:
+			if line = d.join(line); line == nil {
+				return d.events
+			}
+		case owned:
 			if !d.hold(line) {
 				return d.events
 			}
-			line = d.buf
-		} else if len(line) > d.lineMax() {
+			if line = d.buf; d.parts != nil { // the piece made it long
+				line = d.join(nil)
+			}
+		case len(line) > d.lineMax():
 			d.fail()
 			return d.events
 		}
@@ -131,10 +146,23 @@ func (d *Decoder) max() int {
 func (d *Decoder) lineMax() int { return d.max() + len("data: ") }
 
 // hold appends part of a line that a chunk's end cut.
+// held is the length of the cut line held.
+func (d *Decoder) held() int { return len(d.buf) + d.partsLen }
+
 func (d *Decoder) hold(part []byte) bool {
-	if len(d.buf)+len(part) > d.lineMax() {
+	if d.held()+len(part) > d.lineMax() {
 		d.fail()
 		return false
+	}
+	if d.parts != nil || len(d.buf)+len(part) > keepBuf {
+		if d.parts == nil && len(d.buf) > 0 { // buf becomes the first part
+			d.parts, d.partsLen, d.buf = [][]byte{d.buf}, len(d.buf), nil
+		}
+		if len(part) > 0 {
+			d.parts = append(d.parts, part)
+			d.partsLen += len(part)
+		}
+		return true
 	}
 	if need := len(d.buf) + len(part); need > cap(d.buf) {
 		// Double, where append grows large slices by a quarter: a long
@@ -148,9 +176,21 @@ func (d *Decoder) hold(part []byte) bool {
 }
 
 // fail stops the decoder and lets its buffers go.
+// join ends a line held in parts with its last piece; nil when it is
+// over the limit.
+func (d *Decoder) join(last []byte) []byte {
+	if d.partsLen+len(last) > d.lineMax() {
+		d.fail()
+		return nil
+	}
+	line := bytes.Join(append(d.parts, last), nil) // not zeroed before the copy
+	d.parts, d.partsLen = nil, 0
+	return line
+}
+
 func (d *Decoder) fail() {
 	d.err = ErrEventTooLarge
-	d.buf, d.data, d.typ, d.id = nil, nil, "", ""
+	d.buf, d.parts, d.partsLen, d.data, d.typ, d.id = nil, nil, 0, nil, "", ""
 }
 
 // Err returns ErrEventTooLarge once an event or a line exceeded the limit
@@ -159,7 +199,7 @@ func (d *Decoder) Err() error { return d.err }
 
 // Pending reports whether an incomplete event or line is held: at the end
 // of a stream it means the stream was cut off. It is true after an error.
-func (d *Decoder) Pending() bool { return len(d.buf) > 0 || d.hasData || d.err != nil }
+func (d *Decoder) Pending() bool { return d.held() > 0 || d.hasData || d.err != nil }
 
 // line reads one line. owned means line is d.buf, which the first data
 // line of an event keeps as its data rather than copying it.
