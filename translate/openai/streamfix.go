@@ -374,7 +374,16 @@ func (f *chunkFix) toolCalls(arr member) {
 // function checks a function (call) object: name and arguments are
 // strings; nulls are dropped.
 func (f *chunkFix) function(fm member, path string) {
-	it, _ := entries(f.doc, fm.vs)
+	f.nonNull(fm, func(m member, key string) {
+		if (key == "name" || key == "arguments") && kind(m.value) != kindString {
+			f.fail(path + "." + key)
+		}
+	})
+}
+
+// nonNull drops an object's null members and visits the others.
+func (f *chunkFix) nonNull(obj member, visit func(m member, key string)) {
+	it, _ := entries(f.doc, obj.vs)
 	d := newDropper()
 	for {
 		m, ok := it.next()
@@ -386,12 +395,7 @@ func (f *chunkFix) function(fm member, path string) {
 			continue
 		}
 		f.keep(&d, m)
-		switch key := string(name(m.key)); key {
-		case "name", "arguments":
-			if kind(m.value) != kindString {
-				f.fail(path + "." + key)
-			}
-		}
+		visit(m, string(name(m.key)))
 	}
 	f.close(&d)
 }
@@ -407,35 +411,23 @@ func (f *chunkFix) usage(um member) {
 }
 
 func (f *chunkFix) counts(obj member, path string, top bool) {
-	it, _ := entries(f.doc, obj.vs)
-	d := newDropper()
-	for {
-		m, ok := it.next()
-		if !ok {
-			break
-		}
-		if isNullValue(m.value) {
-			f.drop(&d, m)
-			continue
-		}
-		f.keep(&d, m)
-		switch key := string(name(m.key)); key {
+	f.nonNull(obj, func(m member, key string) {
+		switch key {
 		case "prompt_tokens", "completion_tokens", "total_tokens",
 			"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens",
 			"rejected_prediction_tokens", "text_tokens", "image_tokens", "cache_write_tokens":
 			f.wantInt(m.value, path)
 		case "prompt_tokens_details", "completion_tokens_details":
 			if !top {
-				continue
+				return
 			}
 			if kind(m.value) != kindObject {
 				f.fail(path)
-				continue
+				return
 			}
 			f.counts(m, path, false)
 		}
-	}
-	f.close(&d)
+	})
 }
 
 // flatten turns typed content parts (Mistral streams thinking this way)
