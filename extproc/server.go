@@ -222,7 +222,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 }
 
 // quietClose treats Envoy's normal ways of ending a stream as success:
-// it half-closes and then resets the stream (ENVOY_EXTPROC.md §1.1).
+// it half-closes and then resets the stream (ext_proc.cc, closeStream).
 func quietClose(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
 		return nil

@@ -34,7 +34,7 @@ func envoyBufferLimit(cfg *config.Config) int64 {
 
 // grpcMaxMessage is the ext_proc server's receive limit: a buffered body of
 // Envoy's buffer limit plus the headers around it (gRPC's default 4 MiB
-// would fail larger bodies; ENVOY_EXTPROC.md §4).
+// would fail larger bodies, which Envoy sends whole in BUFFERED mode).
 func grpcMaxMessage(cfg *config.Config) int {
 	return int(max(envoyBufferLimit(cfg), maxResponseBytes) + 1<<20)
 }
