@@ -308,11 +308,30 @@ func (x *exchange) startClientBody() {
 		select {
 		case <-cb.exited:
 		default:
+			if x.bodyComplete() { // the reader is about to see EOF
+				<-cb.exited
+				return
+			}
 			x.deadlineSet.Store(true)
 			rc.SetReadDeadline(time.Now()) //nolint:errcheck // then the client ends the read
 			<-cb.exited
 		}
 	})
+}
+
+// bodyComplete reports that the client's whole body arrived: its reader
+// saw EOF, or as many bytes as its content-length (EOF is the next read).
+func (x *exchange) bodyComplete() bool {
+	if !x.hasBody || x.received.Load() {
+		return true
+	}
+	cb := x.cbody
+	if cb == nil || x.r.ContentLength < 0 {
+		return false
+	}
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	return int64(len(cb.data)) >= x.r.ContentLength
 }
 
 // waitBody returns the client's body once it is complete, or once more

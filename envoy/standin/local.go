@@ -160,7 +160,7 @@ func (x *exchange) writeHeaders(status int, h headerMap) {
 		}
 		out.Add(e.key, e.value)
 	}
-	if x.hasBody && !x.received.Load() {
+	if !x.bodyComplete() {
 		// An answer before the whole request arrived ends the connection,
 		// as Envoy's HTTP/1 codec does: the rest of the body is never read,
 		// so nothing after it on the connection can be parsed.
