@@ -116,7 +116,9 @@ func errInternal(cause error) *APIError {
 }
 
 func errMissingAPIKey() *APIError {
-	return &APIError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "missing_api_key",
+	// The specification's catalogue answers a missing key as an invalid
+	// one: code invalid_api_key, as OpenAI does.
+	return &APIError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
 		Message: "You didn't provide an API key. Provide your API key in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."}
 }
 

@@ -112,7 +112,7 @@ func TestErrors(t *testing.T) {
 		name, method, path, key, body string
 		want                          wantError
 	}{
-		{"no key", "POST", "/v1/chat/completions", "", chatBody, wantError{status: 401, typ: "authentication_error", code: "missing_api_key"}},
+		{"no key", "POST", "/v1/chat/completions", "", chatBody, wantError{status: 401, typ: "authentication_error", code: "invalid_api_key"}},
 		{"bad key", "POST", "/v1/chat/completions", "sk-mg-not-a-real-key-at-all-000000", chatBody, wantError{status: 401, typ: "authentication_error", code: "invalid_api_key"}},
 		{"disabled key", "POST", "/v1/chat/completions", "disabled", chatBody, wantError{status: 403, typ: "permission_error", code: "permission_denied"}},
 		{"disabled account", "POST", "/v1/chat/completions", "disabledAccount", chatBody, wantError{status: 403, typ: "permission_error", code: "permission_denied"}},

