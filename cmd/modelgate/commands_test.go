@@ -72,11 +72,15 @@ func TestKeysCommands(t *testing.T) {
 	if err != nil || !strings.Contains(list, authz.VisiblePrefix(secret)) || strings.Contains(list, secret) || !strings.Contains(list, "gpt-4o,gpt-4o-mini") {
 		t.Fatalf("keys list = %q, %v", list, err)
 	}
-	if _, _, err := runCmd(t, "keys", "disable", "--config", cfg, authz.VisiblePrefix(secret)); err != nil {
-		t.Fatal(err)
+	for _, op := range []string{"disable", "enable", "disable", "revoke"} {
+		out, _, err := runCmd(t, "keys", op, "--config", cfg, authz.VisiblePrefix(secret))
+		if want := ": " + op + "d\n"; err != nil || !strings.HasSuffix(out, want) {
+			t.Fatalf("keys %s = %q, %v; want it to end in %q", op, out, err, want)
+		}
 	}
-	if _, _, err := runCmd(t, "keys", "revoke", "--config", cfg, authz.VisiblePrefix(secret)); err != nil {
-		t.Fatal(err)
+	// Revoking is final: enabling the key again is refused.
+	if _, _, err := runCmd(t, "keys", "enable", "--config", cfg, authz.VisiblePrefix(secret)); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Errorf("keys enable on a revoked key: %v, want a refusal", err)
 	}
 	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "k.db"))
 	if err != nil {

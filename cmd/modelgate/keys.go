@@ -131,6 +131,9 @@ func changeKey(ctx context.Context, store authz.Store, e env, op, ref string) er
 	if err != nil {
 		return fmt.Errorf("key %q: %w", ref, err)
 	}
+	if op == "enable" && k.RevokedAt != nil {
+		return fmt.Errorf("key %s (prefix %s) is revoked, which is final: create a new key", k.ID, k.Prefix)
+	}
 	switch op {
 	case "disable", "enable":
 		err = store.SetKeyDisabled(ctx, k.ID, op == "disable")
@@ -140,6 +143,7 @@ func changeKey(ctx context.Context, store authz.Store, e env, op, ref string) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "key %s (prefix %s): %sd\n", k.ID, k.Prefix, strings.TrimSuffix(op, "e"))
+	fmt.Fprintf(e.stdout, "key %s (prefix %s): %s\n", k.ID, k.Prefix, map[string]string{
+		"disable": "disabled", "enable": "enabled", "revoke": "revoked"}[op])
 	return nil
 }
