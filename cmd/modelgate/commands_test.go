@@ -92,3 +92,11 @@ func TestKeysCommands(t *testing.T) {
 		t.Errorf("stored key = %+v, %v; want disabled and revoked", k, err)
 	}
 }
+
+// `modelgate version` names the binary and its version.
+func TestVersion(t *testing.T) {
+	out, _, err := runCmd(t, "version")
+	if err != nil || !strings.HasPrefix(out, "modelgate ") || len(strings.TrimSpace(out)) <= len("modelgate ") {
+		t.Errorf("version = %q, %v", out, err)
+	}
+}

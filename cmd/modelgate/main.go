@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -50,6 +51,7 @@ commands:
   keys          create, list, disable or revoke API keys
   envoy-config  print the Envoy bootstrap generated from a config
   validate      report every problem in a config
+  version       print the version this binary was built from
 `
 
 func run(ctx context.Context, args []string, e env) error {
@@ -69,12 +71,36 @@ func run(ctx context.Context, args []string, e env) error {
 		return runEnvoyConfig(rest, e)
 	case "validate":
 		return runValidate(rest, e)
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, "modelgate", version())
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, usage)
 		return nil
 	}
 	fmt.Fprint(e.stderr, usage)
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// version is the module version and VCS revision the binary was built
+// from, as Go records them: "(devel)" for a build from a checkout.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.
