@@ -75,8 +75,6 @@ func (c *fifoCache) unlink(n *cacheNode) {
 	n.prev, n.next = nil, nil
 }
 
-func (c *fifoCache) len() int { return len(c.m) }
-
 func (c *fifoCache) clear() {
 	clear(c.m)
 	c.root.prev, c.root.next = &c.root, &c.root

@@ -154,6 +154,7 @@ func checkExtProc(at string, ep *extprocv3.ExternalProcessor, clusters map[strin
 // speaksHTTP2 accepts explicit HTTP/2 options and the deprecated
 // cluster-level http2_protocol_options; auto_config would need ALPN.
 func speaksHTTP2(c *clusterv3.Cluster) bool {
+	//lint:ignore SA1019 Envoy still honours the deprecated field, so a config using it speaks HTTP/2
 	if c.GetHttp2ProtocolOptions() != nil {
 		return true
 	}

@@ -65,7 +65,7 @@ func (p *faultProvider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	json.Unmarshal(body, &req) //nolint:errcheck // a bad body is the gateway's bug; the model is then ""
 	if r.Header.Get("Authorization") != "Bearer fault-provider-key" {
-		http.Error(w, `{"error":{"message":"bad provider key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, 401)
+		http.Error(w, `{"error":{"message":"bad provider key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, http.StatusUnauthorized)
 		return
 	}
 	switch req.Model {

@@ -47,7 +47,7 @@ func TestGoogleTokensAgainstLocalEndpoint(t *testing.T) {
 		sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
 		digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 		if rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, digest[:], sig) != nil {
-			http.Error(w, "bad signature", 401)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
 		claimsJSON, _ := base64.RawURLEncoding.DecodeString(parts[1])

@@ -232,6 +232,7 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 		return nil, unsupported("cluster %q: endpoint without a socket address", c.GetName())
 	}
 	cl := &cluster{name: c.GetName(), addr: net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue())))}
+	//lint:ignore SA1019 Envoy still honours the deprecated field
 	cl.http2 = c.GetHttp2ProtocolOptions() != nil || http2Options(c)
 	if ts := c.GetTransportSocket(); ts != nil {
 		cfg, err := tlsConfig(c.GetName(), ts.GetTypedConfig())
@@ -361,6 +362,7 @@ func checkDirectResponse(r *routev3.Route) error {
 		return unsupported("route %q: direct_response body other than inline_string", r.GetName())
 	}
 	for _, o := range r.GetResponseHeadersToAdd() {
+		//lint:ignore SA1019 the deprecated append is what Envoy reads in ext_proc mutations; here it is refused
 		if o.GetAppend() != nil || len(o.GetHeader().GetRawValue()) > 0 || strings.Contains(o.GetHeader().GetValue(), "%") {
 			return unsupported("route %q: response_headers_to_add %q (append, raw_value and format operators are not implemented)", r.GetName(), o.GetHeader().GetKey())
 		}

@@ -119,6 +119,7 @@ func (m mutation) set(h headerMap, o *corev3.HeaderValueOption) (headerMap, erro
 	if !m.settable(key, value) || key == "content-length" && m.stripContentLength {
 		return h, nil
 	}
+	//lint:ignore SA1019 ext_proc header mutations use the deprecated append, as Envoy does
 	if o.GetAppend().GetValue() {
 		if _, exists := h.get(key); exists {
 			if strings.HasPrefix(key, ":") {

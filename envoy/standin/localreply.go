@@ -162,6 +162,7 @@ func compileMapper(m *hcmv3.ResponseMapper) (*mapper, error) {
 		switch {
 		case strings.HasPrefix(key, ":") || key == "host":
 			return nil, fmt.Errorf("headers_to_add %q: Envoy refuses to modify pseudo-headers and host", key)
+			//lint:ignore SA1019 the deprecated append is refused here
 		case o.GetAppend() != nil, len(o.GetHeader().GetRawValue()) > 0:
 			return nil, unsupported("headers_to_add %q: append and raw_value (use append_action and value)", key)
 		}

@@ -236,20 +236,6 @@ func (x *exchange) timeoutCode() int {
 	return http.StatusRequestTimeout
 }
 
-// activityReader calls on for every read that brings bytes.
-type activityReader struct {
-	r  interface{ Read([]byte) (int, error) }
-	on func()
-}
-
-func (a activityReader) Read(p []byte) (int, error) {
-	n, err := a.r.Read(p)
-	if n > 0 {
-		a.on()
-	}
-	return n, err
-}
-
 // once is a func that runs at most once.
 type once struct {
 	done atomic.Bool

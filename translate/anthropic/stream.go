@@ -12,7 +12,6 @@ type streamState struct {
 	id, model string
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
 	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
-	finish    string
 	done      bool
 }
 

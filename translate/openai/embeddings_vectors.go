@@ -172,9 +172,8 @@ func appendFloat32(dst []byte, f float32) ([]byte, error) {
 // numbers iterates over a JSON array of numbers, checking the syntax of
 // each.
 type numbers struct {
-	b    []byte
-	i    int
-	seen bool // a number was read: a comma or ] comes next
+	b []byte
+	i int
 }
 
 // next returns the next number, or ok false at the array's end.

@@ -175,5 +175,5 @@ func kind(v []byte) byte {
 
 // isInt reports whether v is a JSON number without fraction or exponent.
 func isInt(v []byte) bool {
-	return kind(v) == kindNumber && bytes.IndexAny(v, ".eE") < 0
+	return kind(v) == kindNumber && !bytes.ContainsAny(v, ".eE")
 }

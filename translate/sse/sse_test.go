@@ -21,9 +21,7 @@ func decodeMax(max int, chunks ...[]byte) ([]Event, bool, error) {
 	d := Decoder{Max: max}
 	var out []Event
 	for _, c := range chunks {
-		for _, e := range d.Feed(c) {
-			out = append(out, e)
-		}
+		out = append(out, d.Feed(c)...)
 	}
 	return out, d.Pending(), d.Err()
 }
