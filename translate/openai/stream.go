@@ -52,6 +52,14 @@ func (c *chat) event(out, data []byte) []byte {
 	// Validity first: the member scanner only handles well-formed JSON.
 	var members []member
 	ok := json.Valid(data)
+	if ok && bytes.ContainsAny(data, "\r\n") {
+		// Multi-line data (JSON spread over data: lines) is valid SSE, but
+		// relayed as is its line breaks would cut the client's event.
+		var compact bytes.Buffer
+		if json.Compact(&compact, data) == nil {
+			data = compact.Bytes()
+		}
+	}
 	if ok {
 		members, ok = topMembers(data, c.scratch[:0])
 		c.scratch = members[:0]

@@ -104,6 +104,7 @@ func TestStreamSchemaBreakingChunks(t *testing.T) {
 		{"refusal object", choiceWith(`{"refusal":{}}`), failed, ""},
 		{"id number", `{"id":1,"object":"chat.completion.chunk","created":1,"model":"m","choices":[]}`, failed, ""},
 		{"created string", `{"id":"c","object":"chat.completion.chunk","created":"1","model":"m","choices":[]}`, failed, ""},
+		{"Azure's prompt filter chunk", `{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`, repaired, ""},
 		{"top-level nulls first", `{"system_fingerprint":null,"service_tier":null,"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}`, repaired, ""},
 		{"error null", `{"error":null,"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}`, repaired, ""},
 		{"error number", `{"error":1}`, failed, ""},

@@ -34,6 +34,9 @@ type edit struct {
 	repl       []byte
 }
 
+// chunkObject is the object member of every chat completion chunk.
+const chunkObject = `"chat.completion.chunk"`
+
 var (
 	emptyArray  = []byte("[]")
 	emptyObject = []byte("{}")
@@ -157,7 +160,11 @@ func (f *chunkFix) top(m member) {
 	case "model":
 		f.want(m.value, kindString, "model")
 	case "object":
-		f.want(m.value, kindString, "object")
+		// Azure opens a stream with a prompt_filter_results chunk whose
+		// object is "": the schema allows only chat.completion.chunk.
+		if f.want(m.value, kindString, "object"); kind(m.value) == kindString && string(m.value) != chunkObject {
+			f.replace(m, []byte(chunkObject))
+		}
 	case "created":
 		f.wantInt(m.value, "created")
 	}
