@@ -58,23 +58,30 @@ func maxOutputTokens(members map[string]json.RawMessage) int64 {
 // the bytes they take.
 func streamedText(out []byte) int {
 	n := 0
-	for _, key := range textMembers {
-		for rest := out; ; {
-			i := bytes.Index(rest, key)
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len(key):]
-			end := stringEnd(rest)
-			n += end
-			rest = rest[end:]
+	for rest := out; ; {
+		i := bytes.Index(rest, []byte(`":"`)) // a member whose value is a string
+		if i < 0 {
+			return n
 		}
+		key := rest[:i]
+		key = key[bytes.LastIndexByte(key, '"')+1:]
+		rest = rest[i+3:]
+		end := stringEnd(rest)
+		if textMember(key) {
+			n += end
+		}
+		rest = rest[min(end+1, len(rest)):]
 	}
-	return n
 }
 
-var textMembers = [][]byte{[]byte(`"content":"`), []byte(`"reasoning_content":"`), []byte(`"refusal":"`),
-	[]byte(`"arguments":"`), []byte(`"delta":"`)}
+// textMember reports a member that holds generated text.
+func textMember(key []byte) bool {
+	switch string(key) {
+	case "content", "reasoning_content", "refusal", "arguments", "delta":
+		return true
+	}
+	return false
+}
 
 // stringEnd is the length of a JSON string's contents up to its closing
 // quote (or the end of b).
@@ -91,15 +98,15 @@ func stringEnd(b []byte) int {
 }
 
 // usageToCharge is the provider's usage when it reported its completion,
-// else an estimate from what is known (see estimated); zero for an
+// else an estimate from what is known, reported as such; zero for an
 // exchange never routed.
-func (ex *exchange) usageToCharge() translate.Usage {
+func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	if ex.tr == nil {
-		return translate.Usage{}
+		return translate.Usage{}, false
 	}
-	u := ex.tr.Usage()
+	u = ex.tr.Usage()
 	if !ex.needsEstimate(u) {
-		return u
+		return u, false
 	}
 	est := translate.Usage{
 		PromptTokens:     max(u.PromptTokens, ex.prompt),
@@ -108,11 +115,8 @@ func (ex *exchange) usageToCharge() translate.Usage {
 		ReasoningTokens:  u.ReasoningTokens,
 	}
 	est.TotalTokens = est.PromptTokens + est.CompletionTokens
-	return est
+	return est, true
 }
-
-// estimated reports that usageToCharge is an estimate.
-func (ex *exchange) estimated() bool { return ex.tr != nil && ex.needsEstimate(ex.tr.Usage()) }
 
 // needsEstimate: an exchange the provider received and that did not end
 // with a complete answer, or a complete success without any usage.

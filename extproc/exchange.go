@@ -106,7 +106,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		return ex.responseHeaders(r.ResponseHeaders), nil
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		if ex.phase == phaseDone {
-			return ex.settledBody(r.ResponseBody), nil
+			return ex.settledBody(), nil
 		}
 		if err := ex.expect(phaseResponseBody); err != nil {
 			return nil, err
@@ -134,10 +134,10 @@ func (ex *exchange) expect(want phase) error {
 // settledBody answers a response body chunk of an exchange already
 // settled: the body of one of Envoy's own replies (which follows headers
 // answered without a body), or chunks after a panic ended the stream.
-func (ex *exchange) settledBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
 	switch {
 	case ex.envoyReply != nil:
-		return ex.envoyReplyBody(b)
+		return ex.envoyReplyBody()
 	case ex.broken:
 		return bodyReply(nil, true, nil)
 	}
@@ -150,7 +150,8 @@ func (ex *exchange) settledBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 func (ex *exchange) beforeSend(ctx context.Context) {
 	defer ex.recoverFinish()
 	if ex.phase == phaseDone && !ex.settled {
-		ex.settleRate(ctx, ex.usageToCharge().TotalTokens)
+		u, _ := ex.usageToCharge()
+		ex.settleRate(ctx, u.TotalTokens)
 	}
 }
 

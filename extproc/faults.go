@@ -83,9 +83,9 @@ func (ex *exchange) recoverFinish() {
 // %RESPONSE_CODE_DETAILS%, naming the model and never the provider's URL.
 // sent reports whether the provider may have received the request.
 func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, sent bool) {
-	model := "the model"
+	model := "the model" // lower case: capital() starts a sentence with it
 	if ex.model != "" {
-		model = "The model `" + quoted(ex.model) + "`"
+		model += " `" + quoted(ex.model) + "`"
 	}
 	timeout := func(msg string) *APIError {
 		return &APIError{Status: http.StatusGatewayTimeout, Type: typeServer, Code: "timeout", Message: msg}
@@ -107,7 +107,7 @@ func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, se
 		// A connection failure never reached the provider; a reset may have.
 		reached := !strings.Contains(details, "connection_failure")
 		return &APIError{Status: status, Type: typeServer,
-			Message: fmt.Sprintf("The provider of %s could not be reached.", strings.ToLower(model[:1])+model[1:])}, reached && ex.tr != nil
+			Message: fmt.Sprintf("The provider of %s could not be reached.", model)}, reached && ex.tr != nil
 	}
 	if status < 500 {
 		return &APIError{Status: status, Type: typeInvalidRequest, Message: "The gateway refused the request (" + strconv.Itoa(status) + ")."}, false
@@ -139,16 +139,12 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 	}}
 }
 
-// envoyReplyBody replaces the body of one of Envoy's own replies.
-func (ex *exchange) envoyReplyBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+// envoyReplyBody replaces the body of one of Envoy's own replies, which
+// Envoy sends whole (local replies are not streamed and have no trailers).
+func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
 	body := ex.envoyReply.Body()
 	var mut headers
 	mut.Set("content-length", strconv.Itoa(len(body)))
-	if !b.GetEndOfStream() && ex.phase != phaseDone {
-		// Trailers would follow; local replies have none, so this is the
-		// whole body all the same.
-		ex.log.Debug("local reply body without end_of_stream")
-	}
 	ex.phase = phaseDone
 	return bodyReply(body, true, &mut)
 }
@@ -156,9 +152,10 @@ func (ex *exchange) envoyReplyBody(b *extprocv3.HttpBody) *extprocv3.ProcessingR
 // brokenStatus is the status of an exchange that ended before its answer
 // did: 504 when the provider's silence came near its timeout (Envoy then
 // ends the stream; the quarter allows for the time between Envoy's read
-// and the server's), 502 for a buffered answer cut short, else 499. Envoy ends the ext_proc stream the same way
-// when the client leaves and when the provider resets mid-answer, so the
-// gateway cannot tell those apart; both are recorded as 499.
+// and the server's), 502 for a buffered answer cut short, else 499.
+// Envoy ends the ext_proc stream the same way when the client leaves and
+// when the provider resets mid-answer, so the gateway cannot tell those
+// apart; both are recorded as 499.
 func (ex *exchange) brokenStatus(now time.Time) int {
 	switch {
 	case ex.broken:

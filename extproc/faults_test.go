@@ -306,3 +306,20 @@ func TestRequestHeadersForTheProvider(t *testing.T) {
 		t.Errorf("set headers %v", set)
 	}
 }
+
+// streamedText counts the text of generated members only (escapes as the
+// bytes they take), once each, also when the text holds what looks like a
+// member.
+func TestStreamedText(t *testing.T) {
+	for out, want := range map[string]int{
+		`data: {"id":"chatcmpl-1","model":"m","choices":[{"delta":{"content":"Hello"}}]}`:                       5,
+		`data: {"choices":[{"delta":{"content":"a\":\"b","role":"assistant"}}]}`:                                6,
+		`data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}}]}`:         7,
+		`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","delta":"hi"}`: 2,
+		`data: {"usage":{"prompt_tokens":1}}`:                                                                   0,
+	} {
+		if got := streamedText([]byte(out)); got != want {
+			t.Errorf("streamedText(%s) = %d, want %d", out, got, want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (ex *exchange) emptyBody() *extprocv3.ProcessingResponse {
 func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	switch {
 	case ex.envoyReply != nil:
-		return ex.envoyReplyBody(b)
+		return ex.envoyReplyBody()
 	case ex.tr == nil:
 		return bodyReply(nil, false, nil)
 	case ex.broken:

@@ -35,7 +35,7 @@ func (ex *exchange) metadata() *structpb.Struct {
 func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
 	end := ex.s.now()
-	u, estimated := ex.usageToCharge(), ex.estimated()
+	u, estimated := ex.usageToCharge()
 	ex.s.cfg.Metrics.observe(ex, u, end)
 	ex.settleRate(ctx, u.TotalTokens)
 	if ex.tr == nil || ex.principal == nil {
