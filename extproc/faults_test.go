@@ -313,8 +313,8 @@ func TestRequestHeadersForTheProvider(t *testing.T) {
 func TestStreamedText(t *testing.T) {
 	for out, want := range map[string]int{
 		`data: {"id":"chatcmpl-1","model":"m","choices":[{"delta":{"content":"Hello"}}]}`:                       5,
-		`data: {"choices":[{"delta":{"content":"a\":\"b","role":"assistant"}}]}`:                                6,
-		`data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}}]}`:         7,
+		`data: {"choices":[{"delta":{"content":"a\":\"b","role":"assistant"}}]}`:                                7,
+		`data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}}]}`:         6,
 		`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","delta":"hi"}`: 2,
 		`data: {"usage":{"prompt_tokens":1}}`:                                                                   0,
 	} {
