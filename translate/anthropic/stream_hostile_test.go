@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"testing"
 
 	"modelgate/translate/openai"
@@ -9,9 +8,17 @@ import (
 	"modelgate/translate/translatetest"
 )
 
+// hostilePrefix is the start of a stream the hostile events follow.
+const hostilePrefix = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":1}}}\n\n"
+
+func play(t *testing.T, chunks [][]byte) []byte {
+	out, _ := runStream(t, streamReq, chunks)
+	return out
+}
+
 // Events of the wrong shape end the stream cleanly, never with a panic.
 func TestStreamHostileEvents(t *testing.T) {
-	for _, ev := range []string{
+	translatetest.CheckHostileEvents(t, hostilePrefix, []string{
 		`null`,
 		`[]`,
 		`1`,
@@ -32,26 +39,11 @@ func TestStreamHostileEvents(t *testing.T) {
 		`{"type":"error","error":"x"}`,
 		`{"type":"error"}`,
 		`{"type":"message_stop","x":[[[[[]]]]]}`,
-	} {
-		t.Run(ev, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("panic: %v", r)
-				}
-			}()
-			out, _ := runStream(t, streamReq, [][]byte{[]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":1}}}\n\n" + "data: " + ev + "\n\n")})
-			translatetest.CheckStreamEnd(t, out)
-		})
-	}
+	}, play)
 }
 
 // An event over the SSE decoder's limit ends the stream with one error
 // event instead of stopping silently.
 func TestStreamEventTooLarge(t *testing.T) {
-	chunks := translatetest.OversizedEvent("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":1}}}\n\n", sse.DefaultMax)
-	out, _ := runStream(t, streamReq, chunks)
-	translatetest.CheckStreamEnd(t, out)
-	if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
-		t.Errorf("want the too-large error, got %.300s", out)
-	}
+	translatetest.CheckOversizedEvent(t, hostilePrefix, sse.DefaultMax, openai.StreamEventTooLarge, play)
 }

@@ -1,7 +1,6 @@
 package cohere
 
 import (
-	"bytes"
 	"testing"
 
 	"modelgate/translate/openai"
@@ -9,9 +8,17 @@ import (
 	"modelgate/translate/translatetest"
 )
 
+// hostilePrefix is the start of a stream the hostile events follow.
+const hostilePrefix = "event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n"
+
+func play(t *testing.T, chunks [][]byte) []byte {
+	out, _ := runStream(t, chunks)
+	return out
+}
+
 // Events of the wrong shape end the stream cleanly, never with a panic.
 func TestStreamHostileEvents(t *testing.T) {
-	for _, ev := range []string{
+	translatetest.CheckHostileEvents(t, hostilePrefix, []string{
 		`null`,
 		`[]`,
 		`1`,
@@ -30,26 +37,11 @@ func TestStreamHostileEvents(t *testing.T) {
 		`{"type":"message-end","delta":{"error":1}}`,
 		`{"type":"message-end","delta":{"usage":{"tokens":null}}}`,
 		`{"type":"message-start","id":1}`,
-	} {
-		t.Run(ev, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("panic: %v", r)
-				}
-			}()
-			out, _ := runStream(t, [][]byte{[]byte("event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n" + "data: " + ev + "\n\n")})
-			translatetest.CheckStreamEnd(t, out)
-		})
-	}
+	}, play)
 }
 
 // An event over the SSE decoder's limit ends the stream with one error
 // event instead of stopping silently.
 func TestStreamEventTooLarge(t *testing.T) {
-	chunks := translatetest.OversizedEvent("event: message-start\ndata: {\"id\":\"c1\",\"type\":\"message-start\",\"delta\":{\"message\":{\"role\":\"assistant\"}}}\n\n", sse.DefaultMax)
-	out, _ := runStream(t, chunks)
-	translatetest.CheckStreamEnd(t, out)
-	if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
-		t.Errorf("want the too-large error, got %.300s", out)
-	}
+	translatetest.CheckOversizedEvent(t, hostilePrefix, sse.DefaultMax, openai.StreamEventTooLarge, play)
 }

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bytes"
 	"testing"
 
 	"modelgate/translate/openai"
@@ -9,9 +8,17 @@ import (
 	"modelgate/translate/translatetest"
 )
 
+// hostilePrefix is the start of a stream the hostile events follow.
+const hostilePrefix = ""
+
+func play(t *testing.T, chunks [][]byte) []byte {
+	out, _ := runStream(t, streamReq, chunks)
+	return out
+}
+
 // Events of the wrong shape end the stream cleanly, never with a panic.
 func TestStreamHostileEvents(t *testing.T) {
-	for _, ev := range []string{
+	translatetest.CheckHostileEvents(t, hostilePrefix, []string{
 		`null`,
 		`[]`,
 		`1`,
@@ -35,26 +42,11 @@ func TestStreamHostileEvents(t *testing.T) {
 		`{"error":1}`,
 		`{"error":{"message":1}}`,
 		`{"candidates":[{"content":{"parts":[{"thought":"yes"}]}}]}`,
-	} {
-		t.Run(ev, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("panic: %v", r)
-				}
-			}()
-			out, _ := runStream(t, streamReq, [][]byte{[]byte("" + "data: " + ev + "\n\n")})
-			translatetest.CheckStreamEnd(t, out)
-		})
-	}
+	}, play)
 }
 
 // An event over the SSE decoder's limit ends the stream with one error
 // event instead of stopping silently.
 func TestStreamEventTooLarge(t *testing.T) {
-	chunks := translatetest.OversizedEvent("", sse.DefaultMax)
-	out, _ := runStream(t, streamReq, chunks)
-	translatetest.CheckStreamEnd(t, out)
-	if !bytes.Contains(out, []byte(openai.StreamEventTooLarge)) {
-		t.Errorf("want the too-large error, got %.300s", out)
-	}
+	translatetest.CheckOversizedEvent(t, hostilePrefix, sse.DefaultMax, openai.StreamEventTooLarge, play)
 }

@@ -31,3 +31,26 @@ func OversizedEvent(prefix string, limit int) [][]byte {
 	}
 	return append(chunks, []byte("\"}\n\n"))
 }
+
+// CheckHostileEvents plays each data event after prefix through play (the
+// upstream chunks in, the client stream out) and checks that the stream
+// ends cleanly: a panic fails the test as any would.
+func CheckHostileEvents(t *testing.T, prefix string, events []string, play func(t *testing.T, chunks [][]byte) []byte) {
+	t.Helper()
+	for _, ev := range events {
+		t.Run(ev, func(t *testing.T) {
+			CheckStreamEnd(t, play(t, [][]byte{[]byte(prefix + "data: " + ev + "\n\n")}))
+		})
+	}
+}
+
+// CheckOversizedEvent plays an event over limit after prefix and checks
+// that the stream ends with one error event saying want.
+func CheckOversizedEvent(t *testing.T, prefix string, limit int, want string, play func(t *testing.T, chunks [][]byte) []byte) {
+	t.Helper()
+	out := play(t, OversizedEvent(prefix, limit))
+	CheckStreamEnd(t, out)
+	if !bytes.Contains(out, []byte(want)) {
+		t.Errorf("want the error %q, got %.300s", want, out)
+	}
+}
