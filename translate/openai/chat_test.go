@@ -344,28 +344,9 @@ func FuzzNormalizeError(f *testing.F) {
 	f.Add(529, []byte("<!DOCTYPE html><html><head><title>Overloaded &amp; busy</title></head></html>"))
 	f.Add(404, []byte(`{"detail":"Not Found"}`))
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
-		out := NormalizeError(status, body)
-		var e struct {
-			Error *struct {
-				Message *string         `json:"message"`
-				Type    *string         `json:"type"`
-				Param   json.RawMessage `json:"param"`
-				Code    json.RawMessage `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(out, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
-			t.Fatalf("NormalizeError(%d, %q) = %s: not an OpenAI error", status, body, out)
-		}
 		// The message is never empty and bounded; param and code are
 		// null or a non-empty string, never "".
-		if m := *e.Error.Message; m == "" || len(m) > MaxErrorMessage+len("…") || *e.Error.Type == "" {
-			t.Fatalf("NormalizeError(%d, %q) = %s: empty or unbounded message or type", status, body, out)
-		}
-		for _, member := range []json.RawMessage{e.Error.Param, e.Error.Code} {
-			if string(member) == `""` || member == nil {
-				t.Fatalf("NormalizeError(%d, %q) = %s: param or code is \"\" or missing", status, body, out)
-			}
-		}
+		translatetest.CheckErrorBody(t, NormalizeError(status, body), MaxErrorMessage+len("…"))
 	})
 }
 

@@ -105,7 +105,7 @@ func CheckClientMessage(t testing.TB, err error, maxLen int) {
 }
 
 // CheckErrorBody fails the test unless out is an OpenAI error response
-// whose message is not empty and at most maxMessage bytes, and whose
+// with a type, whose message is not empty and at most maxMessage bytes, and whose
 // param and code are null or non-empty strings (never ""). It returns the
 // message and code ("" for null).
 func CheckErrorBody(t testing.TB, out []byte, maxMessage int) (message, code string) {
@@ -118,7 +118,7 @@ func CheckErrorBody(t testing.TB, out []byte, maxMessage int) (message, code str
 			Code    json.RawMessage `json:"code"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(out, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
+	if err := json.Unmarshal(out, &e); err != nil || e.Error == nil || e.Error.Message == nil || e.Error.Type == nil || *e.Error.Type == "" {
 		t.Errorf("%.300s is not an OpenAI error response", out)
 		return "", ""
 	}
