@@ -52,9 +52,10 @@ func (c *chat) event(out, data []byte) []byte {
 	// Validity first: the member scanner only handles well-formed JSON.
 	var members []member
 	ok := json.Valid(data)
-	if ok && bytes.ContainsAny(data, "\r\n") {
-		// Multi-line data (JSON spread over data: lines) is valid SSE, but
-		// relayed as is its line breaks would cut the client's event.
+	if ok && bytes.IndexByte(data, '\n') >= 0 {
+		// JSON a provider spread over several data: lines: chunk writes
+		// the event itself, in place, so it must be one line (elsewhere
+		// sse.AppendData splits such data over lines).
 		var compact bytes.Buffer
 		if json.Compact(&compact, data) == nil {
 			data = compact.Bytes()

@@ -258,12 +258,36 @@ func (d *Decoder) dispatch() {
 	d.data, d.typ, d.id, d.hasData = nil, "", "", false
 }
 
-// AppendData appends a data-only event: "data: <data>\n\n". Data must not
-// contain line breaks (JSON from encoding/json never does).
+// AppendData appends a data-only event: "data: <data>\n\n". Data with line
+// breaks (JSON a provider spread over several data: lines, relayed as it
+// came) goes out as one data: line per line, which a client's decoder
+// joins back with "\n".
 func AppendData(dst, data []byte) []byte {
+	for {
+		i := lineBreak(data)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, data[:i]...)
+		dst = append(dst, '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
 	dst = append(dst, "data: "...)
 	dst = append(dst, data...)
 	return append(dst, "\n\n"...)
+}
+
+// lineBreak is the index of data's first \r or \n, or -1.
+func lineBreak(data []byte) int {
+	lf := bytes.IndexByte(data, '\n')
+	if cr := bytes.IndexByte(data, '\r'); cr >= 0 && (lf < 0 || cr < lf) {
+		return cr
+	}
+	return lf
 }
 
 // AppendEvent appends a typed event: "event: <typ>\ndata: <data>\n\n".

@@ -271,3 +271,22 @@ func benchmarkBigEvent(b *testing.B, n int) {
 
 func BenchmarkDecoder1MiB(b *testing.B) { benchmarkBigEvent(b, 1<<20) }
 func BenchmarkDecoder4MiB(b *testing.B) { benchmarkBigEvent(b, 4<<20) }
+
+// Data with line breaks goes out as one data: line per line and decodes
+// back to what went in ("\r\n" and "\r" read as "\n").
+func TestAppendDataLineBreaks(t *testing.T) {
+	for in, want := range map[string]string{
+		"{}":            "{}",
+		"{\"a\":\n1}":   "{\"a\":\n1}",
+		"[\r\n1,\r2\n]": "[\n1,\n2\n]",
+		"\n":            "\n",
+		"x\n\ny":        "x\n\ny",
+	} {
+		out := AppendData(nil, []byte(in))
+		var d Decoder
+		events := d.Feed(out)
+		if len(events) != 1 || string(events[0].Data) != want || d.Pending() {
+			t.Errorf("AppendData(%q) = %q, decoded %q; want one event %q", in, out, events, want)
+		}
+	}
+}
