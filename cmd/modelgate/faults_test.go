@@ -207,8 +207,28 @@ type faultResult struct {
 	took    time.Duration
 }
 
-// do sends one request with its own request id.
+// do sends one request with its own request id and reads its answer.
 func (g faultGateway) do(t *testing.T, id, path, body string, chunked bool) faultResult {
+	t.Helper()
+	return g.watch(t, id, path, body, chunked, nil)
+}
+
+// stepped sends a request and tells the provider to go on once the client
+// has read text.
+func (g faultGateway) stepped(t *testing.T, id, path, body, text string, proceed chan<- struct{}) faultResult {
+	t.Helper()
+	told := false
+	return g.watch(t, id, path, body, false, func(got []byte) {
+		if !told && bytes.Contains(got, []byte(text)) {
+			proceed <- struct{}{}
+			told = true
+		}
+	})
+}
+
+// watch sends one request with its own request id and reads its answer,
+// showing seen what arrived so far after every read.
+func (g faultGateway) watch(t *testing.T, id, path, body string, chunked bool, seen func([]byte)) faultResult {
 	t.Helper()
 	var rd io.Reader = strings.NewReader(body)
 	if chunked {
@@ -221,43 +241,19 @@ func (g faultGateway) do(t *testing.T, id, path, body string, chunked bool) faul
 	req.Header.Set("Authorization", "Bearer "+g.key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", id)
-	hc := &http.Client{Timeout: faultHeadersTimeout + faultSlack}
 	start := time.Now()
-	resp, err := hc.Do(req)
-	if err != nil {
-		return faultResult{readErr: err, took: time.Since(start)}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return faultResult{status: resp.StatusCode, header: resp.Header, body: b, readErr: err, took: time.Since(start)}
-}
-
-// stepped sends a streaming request and tells the provider to go on once
-// the client has read text.
-func (g faultGateway) stepped(t *testing.T, id, path, body, text string, proceed chan<- struct{}) faultResult {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, g.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+g.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Request-Id", id)
-	start := time.Now()
-	resp, err := (&http.Client{Timeout: faultSlack}).Do(req)
+	resp, err := (&http.Client{Timeout: faultHeadersTimeout + faultSlack}).Do(req)
 	if err != nil {
 		return faultResult{readErr: err, took: time.Since(start)}
 	}
 	defer resp.Body.Close()
 	var got bytes.Buffer
-	buf := make([]byte, 4096)
-	told := false
+	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		got.Write(buf[:n])
-		if !told && bytes.Contains(got.Bytes(), []byte(text)) {
-			proceed <- struct{}{}
-			told = true
+		if seen != nil {
+			seen(got.Bytes())
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
