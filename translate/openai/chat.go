@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -21,7 +22,7 @@ type chat struct {
 	done    bool // [DONE] or an error event was seen
 	sawDone bool // [DONE] was seen: it is emitted last
 	quirks  Quirks
-	scratch []member
+	scratch []jsonscan.Member
 	fix     chunkFix
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
 	"modelgate/translate/translatetest"
@@ -268,7 +269,7 @@ func checkClientStream(t *testing.T, provider string, q Quirks, includeUsage boo
 			}
 			continue
 		}
-		members, ok := topMembers(ev.Data, nil)
+		members, ok := jsonscan.Members(ev.Data, nil)
 		if !json.Valid(ev.Data) || !ok {
 			t.Fatalf("%s: event %d is not a JSON object: %q", provider, i, ev.Data)
 		}
@@ -283,19 +284,19 @@ func checkClientStream(t *testing.T, provider string, q Quirks, includeUsage boo
 		}
 		fix.reset(ev.Data, q.ContentParts)
 		for _, m := range members {
-			switch string(m.key) {
+			switch string(m.Key) {
 			case "choices":
 				fix.choices(m)
 			case "usage":
 				if !includeUsage {
 					t.Fatalf("%s: usage reached a client that did not ask: %s", provider, ev.Data)
 				}
-				if !isNullValue(m.value) {
+				if !jsonscan.IsNull(m.Value) {
 					fix.usage(m)
 				}
 			default:
-				if isNullValue(m.value) {
-					t.Fatalf("%s: null %s left in %s", provider, m.key, ev.Data)
+				if jsonscan.IsNull(m.Value) {
+					t.Fatalf("%s: null %s left in %s", provider, m.Key, ev.Data)
 				}
 				fix.top(m)
 			}

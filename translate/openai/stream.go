@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -50,7 +51,7 @@ func (c *chat) event(out, data []byte) []byte {
 		return out
 	}
 	// Validity first: the member scanner only handles well-formed JSON.
-	var members []member
+	var members []jsonscan.Member
 	ok := json.Valid(data)
 	if ok && bytes.IndexByte(data, '\n') >= 0 {
 		// JSON a provider spread over several data: lines: chunk writes
@@ -62,7 +63,7 @@ func (c *chat) event(out, data []byte) []byte {
 		}
 	}
 	if ok {
-		members, ok = topMembers(data, c.scratch[:0])
+		members, ok = jsonscan.Members(data, c.scratch[:0])
 		c.scratch = members[:0]
 	}
 	if !ok {
@@ -70,20 +71,20 @@ func (c *chat) event(out, data []byte) []byte {
 		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not a JSON object."}))
 	}
-	if errMember, found := find(members, "error"); found && !isNullValue(errMember.value) {
+	if errMember, found := find(members, "error"); found && !jsonscan.IsNull(errMember.Value) {
 		c.done = true
-		return sse.AppendData(out, NormalizeError(500, []byte(`{"error":`+string(errMember.value)+`}`)))
+		return sse.AppendData(out, NormalizeError(500, []byte(`{"error":`+string(errMember.Value)+`}`)))
 	}
 	return c.chunk(out, data, members)
 }
 
-func find(members []member, key string) (member, bool) {
+func find(members []jsonscan.Member, key string) (jsonscan.Member, bool) {
 	for _, m := range members {
-		if string(name(m.key)) == key {
+		if string(name(m.Key)) == key {
 			return m, true
 		}
 	}
-	return member{}, false
+	return jsonscan.Member{}, false
 }
 
 // chunk edits a CreateChatCompletionStreamResponse: checks and repairs it
@@ -92,18 +93,18 @@ func find(members []member, key string) (member, bool) {
 // string-only) and adds the required choices when absent (as empty, like
 // "choices": null). A chunk that cannot be repaired ends the stream with
 // an error.
-func (c *chat) chunk(out, data []byte, members []member) []byte {
+func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	f := &c.fix
 	f.reset(data, c.quirks.ContentParts)
-	var usage member
+	var usage jsonscan.Member
 	hasUsage, hasChoices, choicesEmpty := false, false, true // absent choices are none
 	for _, m := range members {
-		switch string(name(m.key)) {
+		switch string(name(m.Key)) {
 		case "choices":
 			hasChoices = true
 			choicesEmpty = f.choices(m)
 		case "usage":
-			if !isNullValue(m.value) {
+			if !jsonscan.IsNull(m.Value) {
 				usage, hasUsage = m, true
 				f.usage(m)
 			}
@@ -117,7 +118,7 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 			Message: "The provider sent a stream chunk with an invalid " + f.bad + "."}))
 	}
 	if hasUsage {
-		c.usage = parseUsage(usage.value)
+		c.usage = parseUsage(usage.Value)
 		if !c.req.IncludeUsage && choicesEmpty {
 			return out // the usage-only chunk the gateway asked for
 		}
@@ -128,9 +129,9 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 	keepUsage := c.req.IncludeUsage && !split
 	d := newDropper()
 	for _, m := range members {
-		key := string(name(m.key))
+		key := string(name(m.Key))
 		// OpenAI sends "usage": null on each chunk for clients that asked.
-		if key == "usage" && !keepUsage || isNullValue(m.value) && key != "choices" && key != "usage" {
+		if key == "usage" && !keepUsage || jsonscan.IsNull(m.Value) && key != "choices" && key != "usage" {
 			f.drop(&d, m)
 		} else {
 			f.keep(&d, m)
@@ -143,24 +144,24 @@ func (c *chat) chunk(out, data []byte, members []member) []byte {
 		if !d.kept {
 			repl = repl[1:]
 		}
-		f.edits = append(f.edits, edit{start: end, end: end, repl: repl})
+		f.edits = append(f.edits, edit{Start: end, End: end, repl: repl})
 	}
 	out = slices.Grow(out, len(data)+len("data: \n\n"))
 	out = append(out, "data: "...)
 	out = f.apply(out)
 	out = append(out, "\n\n"...)
 	if split {
-		out = c.usageChunk(out, members, f.applyRange(nil, usage.vs, usage.end))
+		out = c.usageChunk(out, members, f.applyRange(nil, usage.VS, usage.End))
 	}
 	return out
 }
 
 // usageChunk appends {id, object, created, model, choices: [], usage}.
-func (c *chat) usageChunk(out []byte, members []member, usage []byte) []byte {
+func (c *chat) usageChunk(out []byte, members []jsonscan.Member, usage []byte) []byte {
 	u := map[string]json.RawMessage{"choices": json.RawMessage("[]"), "usage": usage}
 	for _, key := range []string{"id", "object", "created", "model"} {
-		if m, ok := find(members, key); ok && !isNullValue(m.value) {
-			u[key] = m.value
+		if m, ok := find(members, key); ok && !jsonscan.IsNull(m.Value) {
+			u[key] = m.Value
 		}
 	}
 	b, err := json.Marshal(u)

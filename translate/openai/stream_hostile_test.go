@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
 )
@@ -221,9 +222,9 @@ func TestStreamChoiceRequiredMembers(t *testing.T) {
 	} {
 		var f chunkFix
 		f.reset([]byte(in), false)
-		members, _ := topMembers([]byte(in), nil)
+		members, _ := jsonscan.Members([]byte(in), nil)
 		for _, m := range members {
-			if string(m.key) == "choices" {
+			if string(m.Key) == "choices" {
 				f.choices(m)
 			}
 		}

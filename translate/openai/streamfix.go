@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"modelgate/translate/jsonscan"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ type chunkFix struct {
 
 // edit replaces doc[start:end] with repl.
 type edit struct {
-	start, end int
+	Start, End int
 	repl       []byte
 }
 
@@ -52,8 +53,8 @@ func (f *chunkFix) fail(path string) {
 	}
 }
 
-func (f *chunkFix) replace(m member, repl []byte) {
-	f.edits = append(f.edits, edit{start: m.vs, end: m.end, repl: repl})
+func (f *chunkFix) replace(m jsonscan.Member, repl []byte) {
+	f.edits = append(f.edits, edit{Start: m.VS, End: m.End, repl: repl})
 }
 
 // apply appends doc with the edits made. Edits inside a dropped member
@@ -67,17 +68,17 @@ func (f *chunkFix) applyRange(dst []byte, lo, hi int) []byte {
 	}
 	// Edits are mostly made in order; content parts and the dropped
 	// members of the top level come after the members they precede.
-	if byPos := func(a, b edit) int { return cmp.Or(a.start-b.start, a.end-b.end) }; !slices.IsSortedFunc(f.edits, byPos) {
+	if byPos := func(a, b edit) int { return cmp.Or(a.Start-b.Start, a.End-b.End) }; !slices.IsSortedFunc(f.edits, byPos) {
 		slices.SortFunc(f.edits, byPos)
 	}
 	prev := lo
 	for _, e := range f.edits {
-		if e.start < prev || e.end > hi {
+		if e.Start < prev || e.End > hi {
 			continue
 		}
-		dst = append(dst, f.doc[prev:e.start]...)
+		dst = append(dst, f.doc[prev:e.Start]...)
 		dst = append(dst, e.repl...)
-		prev = e.end
+		prev = e.End
 	}
 	return append(dst, f.doc[prev:hi]...)
 }
@@ -93,22 +94,22 @@ type dropper struct {
 
 func newDropper() dropper { return dropper{pending: -1} }
 
-func (f *chunkFix) drop(d *dropper, m member) {
+func (f *chunkFix) drop(d *dropper, m jsonscan.Member) {
 	if d.kept {
-		f.edits = append(f.edits, edit{start: m.start, end: m.end})
+		f.edits = append(f.edits, edit{Start: m.Start, End: m.End})
 		return
 	}
 	if d.pending < 0 {
-		d.pending = m.start
+		d.pending = m.Start
 	}
-	d.last = m.end
+	d.last = m.End
 }
 
-func (f *chunkFix) keep(d *dropper, m member) {
+func (f *chunkFix) keep(d *dropper, m jsonscan.Member) {
 	if d.pending >= 0 {
 		// m follows an entry, so a comma precedes its key or value
-		comma := m.start + bytes.IndexByte(f.doc[m.start:m.vs], ',')
-		f.edits = append(f.edits, edit{start: d.pending, end: comma + 1})
+		comma := m.Start + bytes.IndexByte(f.doc[m.Start:m.VS], ',')
+		f.edits = append(f.edits, edit{Start: d.pending, End: comma + 1})
 		d.pending = -1
 	}
 	d.kept = true
@@ -116,7 +117,7 @@ func (f *chunkFix) keep(d *dropper, m member) {
 
 func (f *chunkFix) close(d *dropper) {
 	if d.pending >= 0 {
-		f.edits = append(f.edits, edit{start: d.pending, end: d.last})
+		f.edits = append(f.edits, edit{Start: d.pending, End: d.last})
 	}
 }
 
@@ -137,64 +138,64 @@ func name(key []byte) []byte {
 
 // want fails path unless v is of kind k.
 func (f *chunkFix) want(v []byte, k byte, path string) {
-	if kind(v) != k {
+	if jsonscan.Kind(v) != k {
 		f.fail(path)
 	}
 }
 
 func (f *chunkFix) wantInt(v []byte, path string) {
-	if !isInt(v) {
+	if !jsonscan.IsInt(v) {
 		f.fail(path)
 	}
 }
 
 // top checks the top-level members other than choices and usage that
 // clients read.
-func (f *chunkFix) top(m member) {
-	if isNullValue(m.value) {
+func (f *chunkFix) top(m jsonscan.Member) {
+	if jsonscan.IsNull(m.Value) {
 		return // dropped by the caller
 	}
-	switch string(name(m.key)) {
+	switch string(name(m.Key)) {
 	case "id":
-		f.want(m.value, kindString, "id")
+		f.want(m.Value, jsonscan.String, "id")
 	case "model":
-		f.want(m.value, kindString, "model")
+		f.want(m.Value, jsonscan.String, "model")
 	case "object":
 		// Azure opens a stream with a prompt_filter_results chunk whose
 		// object is "": the schema allows only chat.completion.chunk.
-		if f.want(m.value, kindString, "object"); kind(m.value) == kindString && string(m.value) != chunkObject {
+		if f.want(m.Value, jsonscan.String, "object"); jsonscan.Kind(m.Value) == jsonscan.String && string(m.Value) != chunkObject {
 			f.replace(m, []byte(chunkObject))
 		}
 	case "created":
-		f.wantInt(m.value, "created")
+		f.wantInt(m.Value, "created")
 	}
 }
 
 // choices checks the choices member and reports whether it has no choice
 // left.
-func (f *chunkFix) choices(m member) (empty bool) {
-	switch kind(m.value) {
-	case kindNull:
+func (f *chunkFix) choices(m jsonscan.Member) (empty bool) {
+	switch jsonscan.Kind(m.Value) {
+	case jsonscan.Null:
 		f.replace(m, emptyArray) // required: no choices
 		return true
-	case kindArray:
+	case jsonscan.Array:
 	default:
 		f.fail("choices")
 		return false
 	}
-	it, _ := entries(f.doc, m.vs)
+	it, _ := jsonscan.Entries(f.doc, m.VS)
 	d := newDropper()
 	kept := 0
 	for {
-		ch, ok := it.next()
+		ch, ok := it.Next()
 		if !ok {
 			break
 		}
-		switch kind(ch.value) {
-		case kindNull:
+		switch jsonscan.Kind(ch.Value) {
+		case jsonscan.Null:
 			f.drop(&d, ch)
 			continue
-		case kindObject:
+		case jsonscan.Object:
 		default:
 			f.fail("choices[]")
 			continue
@@ -209,8 +210,8 @@ func (f *chunkFix) choices(m member) (empty bool) {
 
 // choice checks one choice, and adds the members the schema requires
 // that a provider left out (index, delta, finish_reason).
-func (f *chunkFix) choice(ch member, pos int) {
-	it, _ := entries(f.doc, ch.vs)
+func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
+	it, _ := jsonscan.Entries(f.doc, ch.VS)
 	var hasIndex, hasDelta, hasFinish bool
 	n := 0
 	defer func() {
@@ -231,37 +232,37 @@ func (f *chunkFix) choice(ch member, pos int) {
 			addMember(`"finish_reason":null`)
 		}
 		if len(add) > 0 { // before the closing brace
-			end := ch.vs + len(ch.value) - 1
-			f.edits = append(f.edits, edit{start: end, end: end, repl: add})
+			end := ch.VS + len(ch.Value) - 1
+			f.edits = append(f.edits, edit{Start: end, End: end, repl: add})
 		}
 	}()
 	for {
-		m, ok := it.next()
+		m, ok := it.Next()
 		if !ok {
 			return
 		}
 		n++
-		switch string(name(m.key)) {
+		switch string(name(m.Key)) {
 		case "index":
 			hasIndex = true
-			f.wantInt(m.value, "choices[].index")
+			f.wantInt(m.Value, "choices[].index")
 		case "delta":
 			hasDelta = true
-			switch kind(m.value) {
-			case kindNull:
+			switch jsonscan.Kind(m.Value) {
+			case jsonscan.Null:
 				f.replace(m, emptyObject) // required: an empty delta
-			case kindObject:
+			case jsonscan.Object:
 				f.delta(m)
 			default:
 				f.fail("choices[].delta")
 			}
 		case "finish_reason":
 			hasFinish = true
-			if k := kind(m.value); k != kindString && k != kindNull {
+			if k := jsonscan.Kind(m.Value); k != jsonscan.String && k != jsonscan.Null {
 				f.fail("choices[].finish_reason")
 			}
 		case "logprobs":
-			if k := kind(m.value); k != kindObject && k != kindNull {
+			if k := jsonscan.Kind(m.Value); k != jsonscan.Object && k != jsonscan.Null {
 				f.fail("choices[].logprobs")
 			}
 		}
@@ -271,50 +272,50 @@ func (f *chunkFix) choice(ch member, pos int) {
 // delta drops null members other than content and refusal (vLLM and
 // others send "role": null or "tool_calls": null) and flattens typed
 // content parts.
-func (f *chunkFix) delta(dm member) {
-	it, _ := entries(f.doc, dm.vs)
+func (f *chunkFix) delta(dm jsonscan.Member) {
+	it, _ := jsonscan.Entries(f.doc, dm.VS)
 	d := newDropper()
-	var parts, reasoning member
+	var parts, reasoning jsonscan.Member
 	hasParts, hasReasoning := false, false
 	for {
-		m, ok := it.next()
+		m, ok := it.Next()
 		if !ok {
 			break
 		}
-		key := string(name(m.key))
-		k := kind(m.value)
-		if k == kindNull && key != "content" && key != "refusal" {
+		key := string(name(m.Key))
+		k := jsonscan.Kind(m.Value)
+		if k == jsonscan.Null && key != "content" && key != "refusal" {
 			f.drop(&d, m)
 			continue
 		}
 		f.keep(&d, m)
 		switch key {
 		case "role":
-			f.want(m.value, kindString, "choices[].delta.role")
+			f.want(m.Value, jsonscan.String, "choices[].delta.role")
 		case "content":
 			switch {
-			case k == kindArray && f.parts:
+			case k == jsonscan.Array && f.parts:
 				parts, hasParts = m, true
-			case k != kindString && k != kindNull:
+			case k != jsonscan.String && k != jsonscan.Null:
 				f.fail("choices[].delta.content")
 			}
 		case "refusal":
-			if k != kindString && k != kindNull {
+			if k != jsonscan.String && k != jsonscan.Null {
 				f.fail("choices[].delta.refusal")
 			}
 		case "reasoning_content":
-			f.want(m.value, kindString, "choices[].delta.reasoning_content")
+			f.want(m.Value, jsonscan.String, "choices[].delta.reasoning_content")
 			reasoning, hasReasoning = m, true
 		case "reasoning":
-			f.want(m.value, kindString, "choices[].delta.reasoning")
+			f.want(m.Value, jsonscan.String, "choices[].delta.reasoning")
 		case "tool_calls":
-			if k != kindArray {
+			if k != jsonscan.Array {
 				f.fail("choices[].delta.tool_calls")
 				continue
 			}
 			f.toolCalls(m)
 		case "function_call":
-			if k != kindObject {
+			if k != jsonscan.Object {
 				f.fail("choices[].delta.function_call")
 				continue
 			}
@@ -327,46 +328,46 @@ func (f *chunkFix) delta(dm member) {
 	}
 }
 
-func (f *chunkFix) toolCalls(arr member) {
-	it, _ := entries(f.doc, arr.vs)
+func (f *chunkFix) toolCalls(arr jsonscan.Member) {
+	it, _ := jsonscan.Entries(f.doc, arr.VS)
 	d := newDropper()
 	for {
-		tc, ok := it.next()
+		tc, ok := it.Next()
 		if !ok {
 			break
 		}
-		switch kind(tc.value) {
-		case kindNull:
+		switch jsonscan.Kind(tc.Value) {
+		case jsonscan.Null:
 			f.drop(&d, tc)
 			continue
-		case kindObject:
+		case jsonscan.Object:
 		default:
 			f.fail("choices[].delta.tool_calls[]")
 			continue
 		}
 		f.keep(&d, tc)
-		members, _ := entries(f.doc, tc.vs)
+		members, _ := jsonscan.Entries(f.doc, tc.VS)
 		md := newDropper()
 		for {
-			m, ok := members.next()
+			m, ok := members.Next()
 			if !ok {
 				break
 			}
-			key := string(name(m.key))
-			if isNullValue(m.value) && key != "index" {
+			key := string(name(m.Key))
+			if jsonscan.IsNull(m.Value) && key != "index" {
 				f.drop(&md, m)
 				continue
 			}
 			f.keep(&md, m)
 			switch key {
 			case "index":
-				f.wantInt(m.value, "choices[].delta.tool_calls[].index")
+				f.wantInt(m.Value, "choices[].delta.tool_calls[].index")
 			case "id", "type":
-				if kind(m.value) != kindString {
+				if jsonscan.Kind(m.Value) != jsonscan.String {
 					f.fail("choices[].delta.tool_calls[]." + key)
 				}
 			case "function":
-				if kind(m.value) != kindObject {
+				if jsonscan.Kind(m.Value) != jsonscan.Object {
 					f.fail("choices[].delta.tool_calls[].function")
 					continue
 				}
@@ -380,55 +381,55 @@ func (f *chunkFix) toolCalls(arr member) {
 
 // function checks a function (call) object: name and arguments are
 // strings; nulls are dropped.
-func (f *chunkFix) function(fm member, path string) {
-	f.nonNull(fm, func(m member, key string) {
-		if (key == "name" || key == "arguments") && kind(m.value) != kindString {
+func (f *chunkFix) function(fm jsonscan.Member, path string) {
+	f.nonNull(fm, func(m jsonscan.Member, key string) {
+		if (key == "name" || key == "arguments") && jsonscan.Kind(m.Value) != jsonscan.String {
 			f.fail(path + "." + key)
 		}
 	})
 }
 
 // nonNull drops an object's null members and visits the others.
-func (f *chunkFix) nonNull(obj member, visit func(m member, key string)) {
-	it, _ := entries(f.doc, obj.vs)
+func (f *chunkFix) nonNull(obj jsonscan.Member, visit func(m jsonscan.Member, key string)) {
+	it, _ := jsonscan.Entries(f.doc, obj.VS)
 	d := newDropper()
 	for {
-		m, ok := it.next()
+		m, ok := it.Next()
 		if !ok {
 			break
 		}
-		if isNullValue(m.value) {
+		if jsonscan.IsNull(m.Value) {
 			f.drop(&d, m)
 			continue
 		}
 		f.keep(&d, m)
-		visit(m, string(name(m.key)))
+		visit(m, string(name(m.Key)))
 	}
 	f.close(&d)
 }
 
 // usage checks a CompletionUsage: counts are integers, details objects of
 // integers; nulls are dropped.
-func (f *chunkFix) usage(um member) {
-	if kind(um.value) != kindObject {
+func (f *chunkFix) usage(um jsonscan.Member) {
+	if jsonscan.Kind(um.Value) != jsonscan.Object {
 		f.fail("usage")
 		return
 	}
 	f.counts(um, "usage", true)
 }
 
-func (f *chunkFix) counts(obj member, path string, top bool) {
-	f.nonNull(obj, func(m member, key string) {
+func (f *chunkFix) counts(obj jsonscan.Member, path string, top bool) {
+	f.nonNull(obj, func(m jsonscan.Member, key string) {
 		switch key {
 		case "prompt_tokens", "completion_tokens", "total_tokens",
 			"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens",
 			"rejected_prediction_tokens", "text_tokens", "image_tokens", "cache_write_tokens":
-			f.wantInt(m.value, path)
+			f.wantInt(m.Value, path)
 		case "prompt_tokens_details", "completion_tokens_details":
 			if !top {
 				return
 			}
-			if kind(m.value) != kindObject {
+			if jsonscan.Kind(m.Value) != jsonscan.Object {
 				f.fail(path)
 				return
 			}
@@ -439,9 +440,9 @@ func (f *chunkFix) counts(obj member, path string, top bool) {
 
 // flatten turns typed content parts (Mistral streams thinking this way)
 // into OpenAI's string content, and thinking text into reasoning_content.
-func (f *chunkFix) flatten(content, reasoning member, hasReasoning bool) {
+func (f *chunkFix) flatten(content, reasoning jsonscan.Member, hasReasoning bool) {
 	var parts []any
-	json.Unmarshal(content.value, &parts) //nolint:errcheck // a valid array
+	json.Unmarshal(content.Value, &parts) //nolint:errcheck // a valid array
 	var text, thinking strings.Builder
 	partsText(parts, &text, &thinking)
 	f.replace(content, appendString(nil, text.String()))
@@ -450,11 +451,11 @@ func (f *chunkFix) flatten(content, reasoning member, hasReasoning bool) {
 	}
 	if hasReasoning {
 		var prev string
-		json.Unmarshal(reasoning.value, &prev) //nolint:errcheck // checked to be a string
+		json.Unmarshal(reasoning.Value, &prev) //nolint:errcheck // checked to be a string
 		f.replace(reasoning, appendString(nil, prev+thinking.String()))
 		return
 	}
-	f.edits = append(f.edits, edit{start: content.end, end: content.end,
+	f.edits = append(f.edits, edit{Start: content.End, End: content.End,
 		repl: appendString([]byte(`,"reasoning_content":`), thinking.String())})
 }
 

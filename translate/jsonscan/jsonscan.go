@@ -1,0 +1,182 @@
+// Package jsonscan walks valid JSON text without decoding it: the
+// members of an object, the elements of an array, the Kind of a value.
+// Offsets are into the document, so callers can edit it in place.
+package jsonscan
+
+import "bytes"
+
+// Member is one Member of a JSON object or one element of an array (key
+// nil): the key (without quotes, unescaped only if it had no escapes), the
+// value, and where the entry's text starts and ends in the document,
+// including its leading comma or whitespace.
+type Member struct {
+	Key        []byte
+	Value      []byte
+	Start, End int
+	VS         int // where Value starts
+}
+
+// Members lists the top-level members of a JSON object without decoding
+// values. obj must be valid JSON (json.Valid); it returns false if obj is
+// not an object.
+func Members(obj []byte, out []Member) ([]Member, bool) {
+	it, ok := Entries(obj, SkipSpace(obj, 0))
+	if !ok || !it.Object {
+		return out, false
+	}
+	for {
+		m, more := it.Next()
+		if !more {
+			return out, it.OK
+		}
+		out = append(out, m)
+	}
+}
+
+// Iter walks the members of an object or the elements of an array
+// in valid JSON without decoding or allocating. Offsets are into doc.
+type Iter struct {
+	doc    []byte
+	i      int
+	Object bool
+	OK     bool // false once the text was found malformed
+}
+
+// Entries starts a walk of the object or array at doc[at]; it returns
+// false if there is none.
+func Entries(doc []byte, at int) (Iter, bool) {
+	if at >= len(doc) || doc[at] != '{' && doc[at] != '[' {
+		return Iter{}, false
+	}
+	return Iter{doc: doc, i: at + 1, Object: doc[at] == '{', OK: true}, true
+}
+
+// Next returns the Next entry, or false at the closing bracket (or at
+// malformed text, which sets ok false).
+func (it *Iter) Next() (Member, bool) {
+	b := it.doc
+	start := it.i
+	i := SkipSpace(b, it.i)
+	if i < len(b) && (b[i] == '}' || b[i] == ']') {
+		return Member{}, false
+	}
+	if i < len(b) && b[i] == ',' {
+		i = SkipSpace(b, i+1)
+	}
+	var key []byte
+	if it.Object {
+		if i >= len(b) || b[i] != '"' {
+			it.OK = false
+			return Member{}, false
+		}
+		keyEnd := SkipString(b, i)
+		if keyEnd < i+2 || b[keyEnd-1] != '"' {
+			it.OK = false
+			return Member{}, false
+		}
+		key = b[i+1 : keyEnd-1]
+		i = SkipSpace(b, keyEnd)
+		if i >= len(b) || b[i] != ':' {
+			it.OK = false
+			return Member{}, false
+		}
+		i = SkipSpace(b, i+1)
+	}
+	ve := SkipValue(b, i)
+	if ve <= i {
+		it.OK = false
+		return Member{}, false
+	}
+	it.i = ve
+	return Member{Key: key, Value: b[i:ve], Start: start, End: ve, VS: i}, true
+}
+
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// SkipString returns the index after the string starting at b[i] == '"'.
+func SkipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// SkipValue returns the index after the value starting at b[i].
+func SkipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return SkipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = SkipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && !isDelim(b[j]) {
+		j++
+	}
+	return j
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\n', '\r', '\t':
+		return true
+	}
+	return false
+}
+
+func IsNull(v []byte) bool { return bytes.Equal(v, []byte("null")) }
+
+// JSON value kinds, by a value's first byte.
+const (
+	Object = '{'
+	Array  = '['
+	String = '"'
+	Null   = 'n'
+	Bool   = 't'
+	Number = '0'
+)
+
+// Kind is the Kind of a valid JSON value.
+func Kind(v []byte) byte {
+	if len(v) == 0 {
+		return 0
+	}
+	switch c := v[0]; c {
+	case '{', '[', '"', 'n', 't':
+		return c
+	case 'f':
+		return Bool
+	}
+	return Number
+}
+
+// IsInt reports whether v is a JSON number without fraction or exponent.
+func IsInt(v []byte) bool {
+	return Kind(v) == Number && !bytes.ContainsAny(v, ".eE")
+}

@@ -1,0 +1,64 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestMembers(t *testing.T) {
+	doc := []byte(` { "a" : 1 ,"b":[1, {"c":"}"}], "d\"e":null}`)
+	ms, ok := Members(doc, nil)
+	if !ok || len(ms) != 3 {
+		t.Fatalf("Members = %d, %v", len(ms), ok)
+	}
+	want := []struct{ key, value string }{{"a", "1"}, {"b", `[1, {"c":"}"}]`}, {`d\"e`, "null"}}
+	for i, w := range want {
+		if string(ms[i].Key) != w.key || string(ms[i].Value) != w.value || string(doc[ms[i].VS:ms[i].End]) != w.value {
+			t.Errorf("member %d = %q: %q", i, ms[i].Key, ms[i].Value)
+		}
+	}
+	if !IsNull(ms[2].Value) || Kind(ms[1].Value) != Array || Kind(ms[0].Value) != Number || !IsInt(ms[0].Value) {
+		t.Error("kinds are wrong")
+	}
+	if _, ok := Members([]byte(`[1]`), nil); ok {
+		t.Error("an array has no members")
+	}
+}
+
+// FuzzMembers checks that the members of any valid JSON object are the
+// ones encoding/json sees, and that cutting them out leaves the object's
+// braces.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":{"b":[1,"]"]},"c":"\\"}`, ` {"x" : true , "y":-1.5e3}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var want map[string]json.RawMessage
+		if !json.Valid(doc) || json.Unmarshal(doc, &want) != nil {
+			return
+		}
+		ms, ok := Members(doc, nil)
+		if !ok {
+			t.Fatalf("Members(%q) failed", doc)
+		}
+		rest := doc
+		for i := len(ms) - 1; i >= 0; i-- {
+			m := ms[i]
+			var key string
+			if err := json.Unmarshal(append(append([]byte{'"'}, m.Key...), '"'), &key); err != nil {
+				t.Fatalf("key %q: %v", m.Key, err)
+			}
+			if _, ok := want[key]; !ok {
+				t.Fatalf("key %q not in %q", key, doc)
+			}
+			if !json.Valid(m.Value) || !bytes.Equal(doc[m.VS:m.End], m.Value) {
+				t.Fatalf("value %q of %q", m.Value, doc)
+			}
+			rest = append(append([]byte{}, rest[:m.Start]...), rest[m.End:]...)
+		}
+		if got := bytes.Join(bytes.Fields(rest), nil); string(got) != "{}" {
+			t.Fatalf("cutting every member of %q left %q", doc, rest)
+		}
+	})
+}
