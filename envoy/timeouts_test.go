@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // A backend's timeouts become its routes' per-try timeouts: the stream

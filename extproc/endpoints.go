@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
@@ -15,9 +16,9 @@ import (
 )
 
 type (
-	embeddingsFactory    func(translate.Target, *openai.EmbeddingsRequest) translate.Translator
-	imagesFactory        func(translate.Target, *openai.ImagesRequest) translate.Translator
-	transcriptionFactory func(translate.Target, *openai.TranscriptionRequest) translate.Translator
+	embeddingsFactory    func(translate.Target, *api.EmbeddingsRequest) translate.Translator
+	imagesFactory        func(translate.Target, *api.ImagesRequest) translate.Translator
+	transcriptionFactory func(translate.Target, *api.TranscriptionRequest) translate.Translator
 )
 
 // factories is the (endpoint, provider) → translator table for the
@@ -66,7 +67,7 @@ func errEndpointNotSupported(model string, ep endpoint) *APIError {
 }
 
 func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error {
-	req, err := openai.ParseEmbeddingsRequest(body)
+	req, err := api.ParseEmbeddingsRequest(body)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error 
 }
 
 func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
-	req, err := openai.ParseImagesRequest(body)
+	req, err := api.ParseImagesRequest(body)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
 }
 
 func (ex *exchange) translateTranscription(ctx context.Context, body []byte) error {
-	req, err := openai.ParseTranscriptionRequest(ex.contentType, body)
+	req, err := api.ParseTranscriptionRequest(ex.contentType, body)
 	if err != nil {
 		return err
 	}

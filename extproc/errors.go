@@ -10,7 +10,7 @@ import (
 	"modelgate/authz"
 	"modelgate/ratelimit"
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // APIError is an error the client sees: an HTTP status and the members of
@@ -87,7 +87,7 @@ func toAPIError(err error) *APIError {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	var reqErr *openai.RequestError
+	var reqErr *api.RequestError
 	if errors.As(err, &reqErr) {
 		status := reqErr.Status
 		if status == 0 {

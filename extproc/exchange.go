@@ -11,7 +11,7 @@ import (
 	"modelgate/authz"
 	"modelgate/ratelimit"
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/responses"
 )
 
@@ -50,9 +50,9 @@ type exchange struct {
 	recorded  bool
 	settled   bool // rate limits charged and the concurrency slot freed
 
-	contentType string                // of the client's request body
-	imgReq      *openai.ImagesRequest // an image generation's request
-	publicBase  string                // where the client reaches the gateway, for image URLs
+	contentType string             // of the client's request body
+	imgReq      *api.ImagesRequest // an image generation's request
+	publicBase  string             // where the client reaches the gateway, for image URLs
 
 	limitRules []ratelimit.Rule    // the principal's rate limit rules
 	limit      *ratelimit.Decision // the admission, nil if none was made

@@ -19,8 +19,8 @@ import (
 	"modelgate/authz"
 	"modelgate/envoy"
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 )
 
 // fakeStream plays Envoy's messages to Process and keeps its replies.
@@ -111,7 +111,7 @@ func newFaultServer(t *testing.T) (*Server, *usageLog, *Metrics) {
 		t.Fatal(err)
 	}
 	chat := s.chat["openai"]
-	s.chat["openai"] = func(tg translate.Target, r *openai.ChatRequest) translate.Translator { return panicky{chat(tg, r)} }
+	s.chat["openai"] = func(tg translate.Target, r *api.ChatRequest) translate.Translator { return panicky{chat(tg, r)} }
 	return s, usage, m
 }
 

@@ -16,7 +16,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"modelgate/authz"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // imageFilePrefix is the path of the images the gateway keeps. It is
@@ -60,7 +60,7 @@ func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) 
 		return nil, errors.New("the provider returned image bytes, the client asked for URLs, and no image store is configured")
 	}
 	expires := ex.s.now().Add(ex.s.cfg.ImageURLTTL).Truncate(time.Second)
-	return openai.ImagesToURLs(body, func(data []byte, contentType string) (string, error) {
+	return api.ImagesToURLs(body, func(data []byte, contentType string) (string, error) {
 		id := newID("img_", 16)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 		defer cancel()

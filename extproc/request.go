@@ -10,7 +10,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // endpoint is a client-facing API the gateway serves.
@@ -241,7 +241,7 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 
 // translateChat sets up a chat completions exchange.
 func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
-	req, err := openai.ParseChatRequest(body)
+	req, err := api.ParseChatRequest(body)
 	if err != nil {
 		return err
 	}

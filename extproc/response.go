@@ -10,7 +10,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
 
@@ -150,7 +150,7 @@ func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.Proc
 // buffered answer still can become an error; a stream whose head went out
 // gets one error event and ends.
 func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
-	var reqErr *openai.RequestError
+	var reqErr *api.RequestError
 	if !errors.As(err, &reqErr) {
 		ex.log.Error("translating response", zap.Error(err))
 	}

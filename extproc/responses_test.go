@@ -9,7 +9,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/extproc/extproctest"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // Stored responses belong to their account: another account's id is a 404

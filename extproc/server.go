@@ -18,6 +18,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/api"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
@@ -108,7 +109,7 @@ type Config struct {
 }
 
 // chatFactory builds the chat translator for one provider.
-type chatFactory func(translate.Target, *openai.ChatRequest) translate.Translator
+type chatFactory func(translate.Target, *api.ChatRequest) translate.Translator
 
 // Server is the ext_proc ExternalProcessor. It keeps no per-request state
 // between streams.

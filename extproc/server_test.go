@@ -18,7 +18,7 @@ import (
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 const providerKey = "provider-secret-key-123"

@@ -12,7 +12,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // A backend with a token source (Vertex AI) gets a fresh bearer token per

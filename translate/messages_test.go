@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -37,7 +37,7 @@ func TestRequestErrorMessagesAreBounded(t *testing.T) {
 		`{"model":"m","messages":[` + user + `],"seed":"x"}`,
 	}
 	for _, body := range bodies {
-		req, err := openai.ParseChatRequest([]byte(body))
+		req, err := api.ParseChatRequest([]byte(body))
 		if err != nil {
 			translatetest.CheckClientMessage(t, err, 1024)
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/api"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
@@ -43,7 +44,7 @@ var requestCases = map[string]string{
 type provider struct {
 	name   string
 	model  string
-	newFor func(translate.Target, *openai.ChatRequest) translate.Translator
+	newFor func(translate.Target, *api.ChatRequest) translate.Translator
 }
 
 func providers() []provider {
@@ -67,7 +68,7 @@ func TestRequestGoldens(t *testing.T) {
 	for _, p := range providers() {
 		for name, body := range requestCases {
 			t.Run(p.name+"/"+name, func(t *testing.T) {
-				req, err := openai.ParseChatRequest([]byte(body))
+				req, err := api.ParseChatRequest([]byte(body))
 				if err != nil {
 					t.Fatalf("case is not a valid request: %v", err)
 				}

@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // startDev runs `modelgate dev` in-process on free ports.

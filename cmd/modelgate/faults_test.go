@@ -23,8 +23,8 @@ import (
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 )
 
 // The fault suite's timeouts: short, so that each case is bounded, and

@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // With 5 requests per minute per key, the sixth request through `modelgate

@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"modelgate/cmd/mockprovider/replay"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/sse"
 )
 

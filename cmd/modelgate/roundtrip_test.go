@@ -7,7 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // A full tool-call round trip through `modelgate dev` for the native

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
 
 // chat is the translator for one exchange.
 type chat struct {
 	target  translate.Target
-	req     *openai.ChatRequest
+	req     *api.ChatRequest
 	now     func() time.Time
 	status  int
 	stream  bool
@@ -30,7 +30,7 @@ type chat struct {
 }
 
 // NewChat returns the chat translator for provider anthropic.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
 
@@ -187,18 +187,18 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		Stop    string            `json:"stop_reason"`
 		Usage   usageIn           `json:"usage"`
 	}
-	if err := openai.DecodeUpstream(body, &m, "message"); err != nil {
+	if err := api.DecodeUpstream(body, &m, "message"); err != nil {
 		return nil, err
 	}
 	if m.ID == "" || m.Content == nil {
-		return nil, openai.Unusable("the provider's message has no id or no content")
+		return nil, api.Unusable("the provider's message has no id or no content")
 	}
 	c.usage = m.Usage.normalize()
 	msg := assistantOut{Role: "assistant"}
 	var text, reasoning strings.Builder
 	for _, b := range m.Content {
 		if b == nil {
-			return nil, openai.Unusable("the provider's message has a content block that is not an object")
+			return nil, api.Unusable("the provider's message has a content block that is not an object")
 		}
 		switch b.Type {
 		case "text":
@@ -222,7 +222,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	msg.ReasoningContent = reasoning.String()
 	out, err := json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
 		Choices: []choiceOut{{Message: msg, FinishReason: c.finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
-	return out, openai.AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 // compactJSON renders a tool input as OpenAI's arguments string.
@@ -259,13 +259,13 @@ func errorBody(status int, body []byte) []byte {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-		return openai.NormalizeError(clientStatus(status), body)
+		return api.NormalizeError(clientStatus(status), body)
 	}
-	typ, msg := errorType(e.Error.Type), openai.ProviderMessage(clientStatus(status), e.Error.Message)
+	typ, msg := errorType(e.Error.Type), api.ProviderMessage(clientStatus(status), e.Error.Message)
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		msg = "The provider rejected the gateway's credentials for this backend."
 	}
-	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: openai.Nullable(e.Error.Type)})
+	return api.MarshalError(api.ErrorObject{Message: msg, Type: typ, Code: api.Nullable(e.Error.Type)})
 }
 
 func errorType(anthropicType string) string {

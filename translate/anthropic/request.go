@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Version is the anthropic-version header the translator speaks.
@@ -120,20 +120,20 @@ type toolIn struct {
 }
 
 // buildRequest maps the OpenAI request onto the Messages API.
-func buildRequest(model string, req *openai.ChatRequest) (*request, error) {
+func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 	var in chatIn
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if in.N != nil && *in.N > 1 {
-		return nil, openai.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
+		return nil, api.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
 	}
 	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: defaultMaxTokens}
 	if v := firstSet(in.MaxCompletionTokens, in.MaxTokens); v != nil {
 		out.MaxTokens = *v
 	}
 	var err error
-	if out.StopSequences, err = openai.StopSequences(in.Stop); err != nil {
+	if out.StopSequences, err = api.StopSequences(in.Stop); err != nil {
 		return nil, err
 	}
 	if in.User != "" {
@@ -159,7 +159,7 @@ func (r *request) setResponseFormat(in chatIn) error {
 		return nil
 	}
 	if len(in.Tools) > 0 || r.Thinking != nil {
-		return openai.Invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
+		return api.Invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	switch rf.Type {
@@ -169,7 +169,7 @@ func (r *request) setResponseFormat(in chatIn) error {
 		}
 	case "json_object":
 	default:
-		return openai.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+		return api.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
 	r.Tools = []tool{{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}}
 	r.ToolChoice = json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
@@ -199,7 +199,7 @@ func (r *request) setMessages(msgs []messageIn) error {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := openai.TextContent(param, m.Content)
+			text, err := api.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -217,18 +217,18 @@ func (r *request) setMessages(msgs []messageIn) error {
 			}
 			r.add("assistant", blocks)
 		case "tool":
-			text, err := openai.TextContent(param, m.Content)
+			text, err := api.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
 			r.add("user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: []block{{Type: "text", Text: text}}}})
 		default:
-			return openai.Invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
+			return api.Invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
 		}
 	}
 	r.System = strings.Join(system, "\n\n")
 	if len(r.Messages) == 0 {
-		return openai.Invalid("messages", "Anthropic models need at least one user or assistant message.")
+		return api.Invalid("messages", "Anthropic models need at least one user or assistant message.")
 	}
 	return nil
 }
@@ -245,7 +245,7 @@ func (r *request) add(role string, blocks []block) {
 }
 
 func userBlocks(param string, raw json.RawMessage) ([]block, error) {
-	parts, err := openai.Parts(param, raw)
+	parts, err := api.Parts(param, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 			}
 			out = append(out, block{Type: "image", Source: src})
 		default:
-			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
+			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
 		}
 	}
 	return out, nil
@@ -271,22 +271,22 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 // source; the gateway itself never fetches URLs.
 func image(param, url string) (*imageSource, error) {
 	if strings.HasPrefix(url, "data:") {
-		mediaType, data, ok := openai.DataURI(url)
+		mediaType, data, ok := api.DataURI(url)
 		if !ok {
-			return nil, openai.Invalid(param, "Image data URIs must be base64: data:<media type>;base64,<data>.")
+			return nil, api.Invalid(param, "Image data URIs must be base64: data:<media type>;base64,<data>.")
 		}
 		return &imageSource{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
 	if strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://") {
 		return &imageSource{Type: "url", URL: url}, nil
 	}
-	return nil, openai.Invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
+	return nil, api.Invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
 }
 
 func assistantBlocks(param string, m messageIn) ([]block, error) {
 	var out []block
 	if len(m.Content) > 0 && string(m.Content) != "null" {
-		text, err := openai.TextContent(param, m.Content)
+		text, err := api.TextContent(param, m.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -295,7 +295,7 @@ func assistantBlocks(param string, m messageIn) ([]block, error) {
 		}
 	}
 	for j, tc := range m.ToolCalls {
-		input, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+		input, err := api.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +307,7 @@ func assistantBlocks(param string, m messageIn) ([]block, error) {
 func (r *request) setTools(in chatIn) error {
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		schema := t.Function.Parameters
 		if len(schema) == 0 || string(schema) == "null" {
@@ -332,7 +332,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 	case json.Unmarshal(raw, &s) == nil:
 		kind := map[string]string{"auto": "auto", "none": "none", "required": "any"}[s]
 		if kind == "" {
-			return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+			return nil, api.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 		}
 		tc["type"] = kind
 	default:
@@ -340,7 +340,7 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 			Function struct{ Name string } `json:"function"`
 		}
 		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-			return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
+			return nil, api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 		}
 		tc["type"], tc["name"] = "tool", named.Function.Name
 	}
@@ -371,7 +371,7 @@ func (r *request) setThinking(effort string) error {
 	}
 	budget, ok := thinkingBudget(effort)
 	if !ok {
-		return openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	r.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 	if r.MaxTokens <= budget { // Anthropic requires max_tokens above the budget

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -68,11 +69,11 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.st.done {
 		c.st.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if endOfStream && !c.st.done {
 		c.st.done = true
-		out = sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	return out
@@ -82,7 +83,7 @@ func (c *chat) event(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.st.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not JSON."}))
 	}
 	switch ev.Type {

@@ -6,7 +6,7 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -18,7 +18,7 @@ var BadMessages = []string{`{}`, `{"type":"message"}`, `{"id":5}`, `{"id":"msg_1
 func TestUnusableSuccessBodies(t *testing.T) {
 	for _, body := range []string{`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`} {
-		req, err := openai.ParseChatRequest([]byte(body))
+		req, err := api.ParseChatRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 // Error bodies become OpenAI errors with a bounded, non-empty message and
 // a null code when Anthropic names no error type.
 func TestErrorBodiesBounded(t *testing.T) {
-	req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/responses"
 )
@@ -26,7 +27,7 @@ type deployment struct {
 
 // NewChat returns the chat translator for provider azure. The upstream
 // model name is the Azure deployment name.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &deployment{Translator: openai.NewChat(t, req), target: t, op: "chat/completions"}
 }
 

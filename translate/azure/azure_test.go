@@ -8,13 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 )
 
 func newChat(t *testing.T, body string, target translate.Target) translate.Translator {
 	t.Helper()
-	req, err := openai.ParseChatRequest([]byte(body))
+	req, err := api.ParseChatRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 func TestEmbeddings(t *testing.T) {
-	req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"How do I reset my password?","encoding_format":"base64"}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"How do I reset my password?","encoding_format":"base64"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 )
 
@@ -10,6 +11,6 @@ import (
 // upstream model is the deployment name; when it names an OpenAI model (as
 // deployments usually do) that model's rules apply, otherwise the request
 // passes as sent for Azure to judge.
-func NewImages(t translate.Target, req *openai.ImagesRequest) translate.Translator {
+func NewImages(t translate.Target, req *api.ImagesRequest) translate.Translator {
 	return &deployment{Translator: openai.NewImages(t, req), target: t, op: "images/generations"}
 }

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 )
 
@@ -12,7 +13,7 @@ type transcription struct{ *deployment }
 
 // NewTranscription returns the transcription translator for provider
 // azure. The upstream model name is the Azure deployment name.
-func NewTranscription(t translate.Target, req *openai.TranscriptionRequest) translate.Translator {
+func NewTranscription(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
 	return transcription{&deployment{Translator: openai.NewTranscription(t, req), target: t, op: "audio/transcriptions"}}
 }
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 )
 
 func newTranscription(t *testing.T, target translate.Target, fields map[string]string) translate.Translator {
@@ -24,7 +24,7 @@ func newTranscription(t *testing.T, target translate.Target, fields map[string]s
 		w.WriteField(k, v)
 	}
 	w.Close()
-	req, err := openai.ParseTranscriptionRequest(w.FormDataContentType(), buf.Bytes())
+	req, err := api.ParseTranscriptionRequest(w.FormDataContentType(), buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

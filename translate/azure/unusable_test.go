@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/azure"
-	"modelgate/translate/openai"
 	"modelgate/translate/responses"
 	"modelgate/translate/translatetest"
 )
@@ -17,7 +17,7 @@ import (
 func TestUnusableSuccessBodies(t *testing.T) {
 	target := translate.Target{Provider: "azure", Model: "dep", APIKey: "k"}
 	t.Run("chat", func(t *testing.T) {
-		req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			`{}`, `{"choices":null}`, `{"choices":[null]}`, `{"choices":[{"message":"x"}]}`)
 	})
 	t.Run("embeddings", func(t *testing.T) {
-		req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
+		req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			`{}`, `{"data":null}`, `{"data":[null]}`, `{"data":[{"embedding":"x"}]}`)
 	})
 	t.Run("images", func(t *testing.T) {
-		req, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+		req, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			w.WriteField("model", "whisper")
 			w.WriteField("response_format", format)
 			w.Close()
-			req, err := openai.ParseTranscriptionRequest(w.FormDataContentType(), buf.Bytes())
+			req, err := api.ParseTranscriptionRequest(w.FormDataContentType(), buf.Bytes())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 type chat struct {
 	target  translate.Target
-	req     *openai.ChatRequest
+	req     *api.ChatRequest
 	now     func() time.Time
 	status  int
 	stream  bool
@@ -34,7 +34,7 @@ type chat struct {
 // NewChat returns the chat translator for provider bedrock. A Bedrock API
 // key is sent as a bearer token; without one, AWS credentials sign the
 // request with SigV4.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
 
@@ -130,14 +130,14 @@ func errorBody(status int, body []byte) []byte {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Message == "" {
-		return openai.NormalizeError(clientStatus(status), body)
+		return api.NormalizeError(clientStatus(status), body)
 	}
 	msg := e.Message
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
 		msg = "The provider rejected the gateway's credentials for this backend."
 	}
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg}})
-	return openai.NormalizeError(clientStatus(status), b)
+	return api.NormalizeError(clientStatus(status), b)
 }
 
 type usageIn struct {
@@ -217,11 +217,11 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		StopReason string  `json:"stopReason"`
 		Usage      usageIn `json:"usage"`
 	}
-	if err := openai.DecodeUpstream(body, &r, "Converse response"); err != nil {
+	if err := api.DecodeUpstream(body, &r, "Converse response"); err != nil {
 		return nil, err
 	}
 	if r.Output == nil || r.Output.Message == nil {
-		return nil, openai.Unusable("the provider's Converse response has no output message")
+		return nil, api.Unusable("the provider's Converse response has no output message")
 	}
 	c.usage = r.Usage.normalize()
 	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
@@ -229,7 +229,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	var calls []toolCallOut
 	for _, b := range r.Output.Message.Content {
 		if b == nil {
-			return nil, openai.Unusable("the provider's Converse response has a content block that is not an object")
+			return nil, api.Unusable("the provider's Converse response has a content block that is not an object")
 		}
 		switch {
 		case b.ToolUse != nil && c.jsonMode && b.ToolUse.Name == jsonTool:
@@ -256,7 +256,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	out, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": c.finishReason(r.StopReason)}},
 		"usage":   toUsageOut(c.usage)})
-	return out, openai.AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 func compact(raw json.RawMessage) string {

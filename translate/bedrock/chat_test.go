@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
@@ -20,7 +20,7 @@ const recorded = "../../testdata/fixtures/bedrock/"
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
-	req, err := openai.ParseChatRequest([]byte(body))
+	req, err := api.ParseChatRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseChatRequest: %v", err)
 	}

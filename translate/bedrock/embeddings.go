@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Embeddings use InvokeModel (/model/{id}/invoke) with the model's own
@@ -21,7 +21,7 @@ import (
 //     takes output_dimension 256, 512, 1024 or 1536, v3 cannot shorten.
 //     Bedrock reports Cohere's token count only in a response header the
 //     translator does not see, so usage is the gateway's estimate of one
-//     token per four characters (openai.EstimateEmbeddingTokens), the rule
+//     token per four characters (api.EstimateEmbeddingTokens), the rule
 //     of thumb Bedrock's Cohere documentation gives.
 //
 // Other models, including those named only by an ARN, are a 400.
@@ -56,7 +56,7 @@ const maxCohereTexts = 96
 
 type embeddings struct {
 	target translate.Target
-	req    *openai.EmbeddingsRequest
+	req    *api.EmbeddingsRequest
 	now    func() time.Time
 	family embedFamily
 	status int
@@ -66,7 +66,7 @@ type embeddings struct {
 // NewEmbeddings returns the embeddings translator for provider bedrock.
 // Like chat, it sends a Bedrock API key as a bearer token and otherwise
 // signs with SigV4.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+func NewEmbeddings(t translate.Target, req *api.EmbeddingsRequest) translate.Translator {
 	return &embeddings{target: t, req: req, now: time.Now, family: embedFamilyOf(t.Model)}
 }
 
@@ -102,9 +102,9 @@ func (e *embeddings) body() ([]byte, error) {
 		switch {
 		case dims == 0:
 		case e.family == embedTitanV1:
-			return nil, openai.DimensionsUnsupported()
+			return nil, api.DimensionsUnsupported()
 		case !slices.Contains([]int{256, 512, 1024}, dims):
-			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512 or 1024.", dims)
+			return nil, api.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512 or 1024.", dims)
 		}
 		return json.Marshal(titanRequest{InputText: texts[0], Dimensions: dims})
 	case embedCohereV3, embedCohereV4:
@@ -115,13 +115,13 @@ func (e *embeddings) body() ([]byte, error) {
 		switch {
 		case dims == 0:
 		case e.family == embedCohereV3:
-			return nil, openai.DimensionsUnsupported()
+			return nil, api.DimensionsUnsupported()
 		case !slices.Contains([]int{256, 512, 1024, 1536}, dims):
-			return nil, openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
+			return nil, api.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
 		}
 		return json.Marshal(cohereRequest{Texts: texts, InputType: "search_document", EmbeddingTypes: []string{"float"}, OutputDimension: dims})
 	}
-	return nil, openai.Invalid("model", "The gateway can call Amazon Titan Text Embeddings and Cohere Embed models on Bedrock for embeddings; this model is neither.")
+	return nil, api.Invalid("model", "The gateway can call Amazon Titan Text Embeddings and Cohere Embed models on Bedrock for embeddings; this model is neither.")
 }
 
 // ResponseHeaders implements translate.Translator.
@@ -130,7 +130,7 @@ func (e *embeddings) ResponseHeaders(status int, contentType string) translate.H
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 
-var errNotEmbedding = openai.Unusable("the provider's response is not an InvokeModel embeddings response")
+var errNotEmbedding = api.Unusable("the provider's response is not an InvokeModel embeddings response")
 
 // ResponseBody turns the model's response into a CreateEmbeddingResponse.
 // A body that is none is an error wrapping translate.ErrUpstream.
@@ -144,7 +144,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			Embedding           json.RawMessage `json:"embedding"`
 			InputTextTokenCount int64           `json:"inputTextTokenCount"`
 		}
-		if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+		if err := api.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
 			return nil, err
 		}
 		if r.Embedding == nil {
@@ -158,7 +158,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		var r struct {
 			Embeddings json.RawMessage `json:"embeddings"`
 		}
-		if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+		if err := api.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
 			return nil, err
 		}
 		var byType struct {
@@ -172,7 +172,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		}
 	}
 	if e.usage.PromptTokens <= 0 {
-		n := openai.EstimateEmbeddingTokens(e.req.Texts)
+		n := api.EstimateEmbeddingTokens(e.req.Texts)
 		e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	}
 	return e.req.Response(e.target.Model, vectors, e.usage)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 func TestEmbedFamily(t *testing.T) {
@@ -29,7 +29,7 @@ func TestEmbedFamily(t *testing.T) {
 
 // Without an API key the invoke request is signed like Converse.
 func TestEmbeddingsSigned(t *testing.T) {
-	req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi","dimensions":512}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi","dimensions":512}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestEmbeddingsBadResponses(t *testing.T) {
 		"amazon.titan-embed-text-v2:0": `{"inputTextTokenCount":3}`,
 		"cohere.embed-english-v3":      `{"embeddings":{"int8":[[1]]}}`,
 	} {
-		req, _ := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
+		req, _ := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
 		tr := NewEmbeddings(translate.Target{Model: model, APIKey: "k"}, req)
 		if _, err := tr.RequestBody(); err != nil {
 			t.Fatal(err)

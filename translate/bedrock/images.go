@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // images translates image generation to InvokeModel with Amazon's image
 // request format, which Nova Canvas and Titan Image Generator share.
 type images struct {
 	target translate.Target
-	req    *openai.ImagesRequest
+	req    *api.ImagesRequest
 	now    func() time.Time
 	status int
 }
@@ -24,7 +24,7 @@ type images struct {
 // NewImages returns the image generation translator for provider bedrock:
 // Amazon Nova Canvas and Titan Image Generator (v1, v2) through
 // POST /model/{id}/invoke, authenticated like chat.
-func NewImages(t translate.Target, req *openai.ImagesRequest) translate.Translator {
+func NewImages(t translate.Target, req *api.ImagesRequest) translate.Translator {
 	return &images{target: t, req: req, now: time.Now}
 }
 
@@ -85,34 +85,34 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	return upstream(im.target, "invoke", body, im.now()), nil
 }
 
-func amazonImageConfig(model string, r *openai.ImagesRequest) (imageGenerationConfig, error) {
+func amazonImageConfig(model string, r *api.ImagesRequest) (imageGenerationConfig, error) {
 	cfg := imageGenerationConfig{NumberOfImages: r.N}
 	titan := strings.Contains(model, "titan-image-generator")
 	if !titan && !strings.Contains(model, "nova-canvas") && !strings.HasPrefix(model, "arn:") {
-		return cfg, &openai.RequestError{Param: "model", Code: "invalid_value", Message: fmt.Sprintf(
+		return cfg, &api.RequestError{Param: "model", Code: "invalid_value", Message: fmt.Sprintf(
 			"The Bedrock model '%s' is not an Amazon Nova Canvas or Titan Image Generator model, the image models the gateway translates for Bedrock.", model)}
 	}
 	if r.N > maxAmazonImages {
-		return cfg, openai.ImageCountError(model, r.N, maxAmazonImages)
+		return cfg, api.ImageCountError(model, r.N, maxAmazonImages)
 	}
 	if r.Size != "" && r.Size != "auto" {
-		w, h, _ := openai.ParseImageSize(r.Size)
+		w, h, _ := api.ParseImageSize(r.Size)
 		switch {
 		case titan && !slices.Contains(titanSizes, r.Size):
-			return cfg, openai.ImageSizeError(model, r.Size, append([]string{"auto"}, titanSizes...))
+			return cfg, api.ImageSizeError(model, r.Size, append([]string{"auto"}, titanSizes...))
 		case !titan && !novaSize(w, h):
-			return cfg, openai.ImageSizeError(model, r.Size, novaSizes)
+			return cfg, api.ImageSizeError(model, r.Size, novaSizes)
 		}
 		cfg.Width, cfg.Height = w, h
 	}
 	cfg.Quality = amazonQuality[r.Quality]
 	switch {
 	case r.Style != "":
-		return cfg, openai.ImageParamError("style", r.Style, model)
+		return cfg, api.ImageParamError("style", r.Style, model)
 	case r.OutputFormat != "" && r.OutputFormat != "png":
-		return cfg, openai.ImageParamError("output_format", r.OutputFormat, model)
+		return cfg, api.ImageParamError("output_format", r.OutputFormat, model)
 	case r.Background == "transparent":
-		return cfg, openai.ImageParamError("background", r.Background, model)
+		return cfg, api.ImageParamError("background", r.Background, model)
 	}
 	return cfg, nil
 }
@@ -137,20 +137,20 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		Images []*string `json:"images"`
 		Error  *string   `json:"error"`
 	}
-	small, lifted := openai.LiftBase64(chunk)
-	if err := openai.DecodeUpstream(small, &r, "image generation response"); err != nil {
+	small, lifted := api.LiftBase64(chunk)
+	if err := api.DecodeUpstream(small, &r, "image generation response"); err != nil {
 		return nil, err
 	}
 	if r.Images == nil && r.Error == nil {
-		return nil, openai.Unusable("the provider's image generation response has neither images nor an error")
+		return nil, api.Unusable("the provider's image generation response has neither images nor an error")
 	}
-	out := make([]openai.GeneratedImage, 0, len(r.Images))
+	out := make([]api.GeneratedImage, 0, len(r.Images))
 	for _, b64 := range r.Images {
 		if b64 == nil {
-			return nil, openai.Unusable("the provider's images are not all strings")
+			return nil, api.Unusable("the provider's images are not all strings")
 		}
 		if *b64 != "" {
-			out = append(out, openai.GeneratedImage{B64: lifted.Value(*b64)})
+			out = append(out, api.GeneratedImage{B64: lifted.Value(*b64)})
 		}
 	}
 	if len(out) == 0 {
@@ -158,10 +158,10 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		if r.Error != nil && strings.TrimSpace(*r.Error) != "" {
 			msg = "Your request was rejected by the provider: " + *r.Error
 		}
-		return nil, openai.ContentPolicyError(openai.Clip(msg, openai.MaxErrorMessage))
+		return nil, api.ContentPolicyError(api.Clip(msg, api.MaxErrorMessage))
 	}
-	body, err := openai.MarshalImagesResponse(im.now().Unix(), "", out)
-	return body, openai.AsUnusable(err)
+	body, err := api.MarshalImagesResponse(im.now().Unix(), "", out)
+	return body, api.AsUnusable(err)
 }
 
 // amazonImageError is chat's error normalization, except that a request
@@ -172,7 +172,7 @@ func amazonImageError(status int, body []byte) []byte {
 	}
 	if status == http.StatusBadRequest && json.Unmarshal(body, &e) == nil && strings.Contains(strings.ToLower(e.Message), "content filter") {
 		code := "content_policy_violation"
-		return openai.MarshalError(openai.ErrorObject{Message: openai.ProviderMessage(status, e.Message), Type: "invalid_request_error", Code: &code})
+		return api.MarshalError(api.ErrorObject{Message: api.ProviderMessage(status, e.Message), Type: "invalid_request_error", Code: &code})
 	}
 	return errorBody(status, body)
 }

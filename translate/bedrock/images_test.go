@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func newImages(t testing.TB, body string, target translate.Target) *images {
 	t.Helper()
-	req, err := openai.ParseImagesRequest([]byte(body))
+	req, err := api.ParseImagesRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestImagesResponse(t *testing.T) {
 	for _, bad := range []string{`{"images":["%%%"]}`, `[]`, `{"images":"x"}`} {
 		im := newImages(t, `{"model":"nova-canvas","prompt":"p"}`, apiKeyTarget)
 		im.ResponseHeaders(200, "application/json")
-		var re *openai.RequestError
+		var re *api.RequestError
 		if _, err := im.ResponseBody([]byte(bad), true); err == nil || errors.As(err, &re) {
 			t.Errorf("%s: error %v, want a translation failure", bad, err)
 		}
@@ -106,7 +106,7 @@ func TestImagesResponse(t *testing.T) {
 func BenchmarkNovaCanvasResponse1MiB(b *testing.B) {
 	img := bytes.Repeat([]byte("\x89PNG\r\n\x1a\n"), 1<<17)
 	body := []byte(`{"images":["` + base64.StdEncoding.EncodeToString(img) + `"]}`)
-	req, err := openai.ParseImagesRequest([]byte(`{"model":"nova-canvas","prompt":"p","response_format":"b64_json"}`))
+	req, err := api.ParseImagesRequest([]byte(`{"model":"nova-canvas","prompt":"p","response_format":"b64_json"}`))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Converse request shapes; only the members of each block type are set.
@@ -111,20 +111,20 @@ type chatIn struct {
 // jsonTool is the tool a JSON response_format is forced through.
 const jsonTool = "json_response"
 
-func buildRequest(model string, req *openai.ChatRequest) (*converseRequest, error) {
+func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) {
 	var in chatIn
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
 	if in.N != nil && *in.N > 1 {
-		return nil, openai.Invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
+		return nil, api.Invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
 	}
 	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature, TopP: in.TopP}}
 	if r.InferenceConfig.MaxTokens == nil {
 		r.InferenceConfig.MaxTokens = in.MaxTokens
 	}
 	var err error
-	if r.InferenceConfig.StopSequences, err = openai.StopSequences(in.Stop); err != nil {
+	if r.InferenceConfig.StopSequences, err = api.StopSequences(in.Stop); err != nil {
 		return nil, err
 	}
 	if err := r.setMessages(in); err != nil {
@@ -148,10 +148,10 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 	}
 	budget := map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
 	if budget == 0 {
-		return openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	if !strings.Contains(model, "anthropic.claude") {
-		return openai.Invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
+		return api.Invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
 	}
 	r.AdditionalModelRequestFields = map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}
 	if mt := r.InferenceConfig.MaxTokens; mt == nil || *mt <= budget {
@@ -170,13 +170,13 @@ func (r *converseRequest) setResponseFormat(in chatIn) error {
 		return nil
 	}
 	if r.ToolConfig != nil || r.AdditionalModelRequestFields != nil {
-		return openai.Invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
+		return api.Invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	if rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
 		schema = rf.JSONSchema.Schema
 	} else if rf.Type != "json_object" && rf.Type != "json_schema" {
-		return openai.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
+		return api.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
 	var spec toolSpec
 	spec.ToolSpec.Name, spec.ToolSpec.Description = jsonTool, "Respond with the answer as JSON matching this schema."
@@ -197,7 +197,7 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		role := m.Role
 		switch m.Role {
 		case "system", "developer":
-			text, err := openai.TextContent(param, m.Content)
+			text, err := api.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		case "assistant":
 			blocks, err = assistantBlocks(param, m.Content)
 			for j, tc := range m.ToolCalls {
-				input, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+				input, err := api.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
 				if err != nil {
 					return err
 				}
@@ -216,10 +216,10 @@ func (r *converseRequest) setMessages(in chatIn) error {
 			}
 		case "tool":
 			var text string
-			text, err = openai.TextContent(param, m.Content)
+			text, err = api.TextContent(param, m.Content)
 			role, blocks = "user", []cblock{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []cblock{{Text: text}}}}}
 		default:
-			return openai.Invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
+			return api.Invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
 		}
 		if err != nil {
 			return err
@@ -227,7 +227,7 @@ func (r *converseRequest) setMessages(in chatIn) error {
 		r.add(role, blocks)
 	}
 	if len(r.Messages) == 0 {
-		return openai.Invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
+		return api.Invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	text, err := openai.TextContent(param, raw)
+	text, err := api.TextContent(param, raw)
 	if err != nil || text == "" {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 }
 
 func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
-	parts, err := openai.Parts(param, raw)
+	parts, err := api.Parts(param, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 			}
 			out = append(out, cblock{Image: img})
 		default:
-			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
+			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
 		}
 	}
 	return out, nil
@@ -280,16 +280,16 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 // image takes base64 data URIs of the formats Converse accepts; Converse
 // takes no URLs and the gateway does not fetch them.
 func image(param, url string) (*imageBlock, error) {
-	mediaType, data, ok := openai.DataURI(url)
+	mediaType, data, ok := api.DataURI(url)
 	format, isImage := strings.CutPrefix(mediaType, "image/")
 	if format == "jpg" {
 		format = "jpeg"
 	}
 	if !ok || !isImage || !slices.Contains([]string{"png", "jpeg", "gif", "webp"}, format) {
-		return nil, openai.Invalid(param, "Bedrock takes images as base64 data URIs of png, jpeg, gif or webp, not URLs.")
+		return nil, api.Invalid(param, "Bedrock takes images as base64 data URIs of png, jpeg, gif or webp, not URLs.")
 	}
 	if _, err := base64.StdEncoding.DecodeString(data); err != nil {
-		return nil, openai.Invalid(param, "The image data is not valid base64.")
+		return nil, api.Invalid(param, "The image data is not valid base64.")
 	}
 	img := &imageBlock{Format: format}
 	img.Source.Bytes = data
@@ -303,7 +303,7 @@ func (r *converseRequest) setTools(in chatIn) error {
 	tc := &toolConfig{}
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		var spec toolSpec
 		spec.ToolSpec.Name, spec.ToolSpec.Description = t.Function.Name, t.Function.Description
@@ -331,13 +331,13 @@ func toolChoice(raw json.RawMessage) (map[string]any, error) {
 		case "required":
 			return map[string]any{"any": map[string]any{}}, nil
 		}
-		return nil, openai.Invalid("tool_choice", "Bedrock Converse supports tool_choice auto, required or a named function, not '%s'.", s)
+		return nil, api.Invalid("tool_choice", "Bedrock Converse supports tool_choice auto, required or a named function, not '%s'.", s)
 	}
 	var named struct {
 		Function struct{ Name string } `json:"function"`
 	}
 	if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-		return nil, openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
+		return nil, api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 	}
 	return map[string]any{"tool": map[string]any{"name": named.Function.Name}}, nil
 }

@@ -3,7 +3,7 @@ package bedrock
 import (
 	"encoding/json"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
 
@@ -55,14 +55,14 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if err != nil && !c.done {
 		c.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider's event stream is corrupt."}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider's event stream is corrupt."}))
 	}
 	if !endOfStream || c.done {
 		return out
 	}
 	c.done = true
 	if !c.stopped || c.dec.Pending() {
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	if c.req.IncludeUsage {
@@ -77,12 +77,12 @@ func (c *chat) frame(out []byte, m Message) []byte {
 	var ev streamEvent
 	if err := json.Unmarshal(m.Payload, &ev); err != nil {
 		c.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider sent an event that is not JSON."}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider sent an event that is not JSON."}))
 	}
 	if m.Header(":message-type") == "exception" {
 		c.done = true
 		code := m.Header(":exception-type")
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: exceptionType(code), Message: ev.Message, Code: &code}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: exceptionType(code), Message: ev.Message, Code: &code}))
 	}
 	switch m.Header(":event-type") {
 	case "messageStart":

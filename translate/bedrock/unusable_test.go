@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/bedrock"
-	"modelgate/translate/openai"
 	"modelgate/translate/translatetest"
 )
 
 func TestUnusableSuccessBodies(t *testing.T) {
 	t.Run("chat", func(t *testing.T) {
-		req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +27,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			"amazon.titan-embed-text-v2:0": {`{}`, `{"embedding":null}`, `{"embedding":"x"}`, `{"embedding":[null]}`, `{"embedding":{}}`},
 			"cohere.embed-english-v3":      {`{}`, `{"embeddings":null}`, `{"embeddings":"x"}`, `{"embeddings":[null]}`, `{"embeddings":{"float":[null]}}`, `{"embeddings":{"float":"x"}}`},
 		} {
-			req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
+			req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +37,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 		}
 	})
 	t.Run("images", func(t *testing.T) {
-		req, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+		req, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,11 +49,11 @@ func TestUnusableSuccessBodies(t *testing.T) {
 }
 
 func TestErrorBodiesBounded(t *testing.T) {
-	req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+	images, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
 
 type chat struct {
 	target  translate.Target
-	req     *openai.ChatRequest
+	req     *api.ChatRequest
 	now     func() time.Time
 	status  int
 	stream  bool
@@ -33,7 +33,7 @@ type chat struct {
 }
 
 // NewChat returns the chat translator for provider cohere.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
 
@@ -103,7 +103,7 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 
 func (c *chat) build(in chatIn) (*request, error) {
 	if in.N != nil && *in.N > 1 {
-		return nil, openai.Invalid("n", "Cohere models return one choice; 'n' must be 1.")
+		return nil, api.Invalid("n", "Cohere models return one choice; 'n' must be 1.")
 	}
 	r := &request{Model: c.target.Model, Stream: c.req.Stream, MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature,
 		P: in.TopP, FrequencyPenalty: in.FrequencyPenalty, PresencePenalty: in.PresencePenalty, Seed: in.Seed, Tools: in.Tools}
@@ -118,7 +118,7 @@ func (c *chat) build(in chatIn) (*request, error) {
 		b, _ := json.Marshal(m)
 		r.Messages = append(r.Messages, b)
 	}
-	stop, err := openai.StopSequences(in.Stop)
+	stop, err := api.StopSequences(in.Stop)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func thinking(effort string) (map[string]any, error) {
 	}
 	budget := map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
 	if budget == 0 {
-		return nil, openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
+		return nil, api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	return map[string]any{"type": "enabled", "token_budget": budget}, nil
 }
@@ -163,7 +163,7 @@ func toolChoice(raw json.RawMessage) (string, error) {
 	case len(raw) == 0 || string(raw) == "null":
 		return "", nil
 	case json.Unmarshal(raw, &s) != nil:
-		return "", openai.Invalid("tool_choice", "Cohere models cannot be forced to call one named tool; use \"required\".")
+		return "", api.Invalid("tool_choice", "Cohere models cannot be forced to call one named tool; use \"required\".")
 	case s == "auto":
 		return "", nil
 	case s == "required":
@@ -171,7 +171,7 @@ func toolChoice(raw json.RawMessage) (string, error) {
 	case s == "none":
 		return "NONE", nil
 	}
-	return "", openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+	return "", api.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 }
 
 // ResponseHeaders streams successful event streams.
@@ -206,7 +206,7 @@ func errorBody(status int, body []byte) []byte {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Message == "" {
-		return openai.NormalizeError(status, body)
+		return api.NormalizeError(status, body)
 	}
 	msg := e.Message
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
@@ -214,7 +214,7 @@ func errorBody(status int, body []byte) []byte {
 		status = http.StatusBadGateway
 	}
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg}})
-	return openai.NormalizeError(status, b)
+	return api.NormalizeError(status, b)
 }
 
 type usageIn struct {
@@ -271,22 +271,22 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		} `json:"message"`
 		Usage usageIn `json:"usage"`
 	}
-	if err := openai.DecodeUpstream(body, &r, "chat response"); err != nil {
+	if err := api.DecodeUpstream(body, &r, "chat response"); err != nil {
 		return nil, err
 	}
 	if r.ID == "" {
-		return nil, openai.Unusable("the provider's chat response has no id")
+		return nil, api.Unusable("the provider's chat response has no id")
 	}
 	for _, tc := range r.Message.ToolCalls {
 		if tc == nil {
-			return nil, openai.Unusable("the provider's chat response has a tool call that is not an object")
+			return nil, api.Unusable("the provider's chat response has a tool call that is not an object")
 		}
 	}
 	c.usage = r.Usage.normalize()
 	var text strings.Builder
 	for _, p := range r.Message.Content {
 		if p == nil {
-			return nil, openai.Unusable("the provider's chat response has a content part that is not an object")
+			return nil, api.Unusable("the provider's chat response has a content part that is not an object")
 		}
 		if p.Type == "text" {
 			text.WriteString(p.Text)
@@ -303,5 +303,5 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	out, err := json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": c.created, "model": c.target.Model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.FinishReason)}},
 		"usage":   usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
-	return out, openai.AsUnusable(err)
+	return out, api.AsUnusable(err)
 }

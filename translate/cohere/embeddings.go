@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Embeddings go to the v2 Embed API (POST /v2/embed) as float embeddings
@@ -21,13 +21,13 @@ const MaxEmbedTexts = 96
 
 type embeddings struct {
 	target translate.Target
-	req    *openai.EmbeddingsRequest
+	req    *api.EmbeddingsRequest
 	status int
 	usage  translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider cohere.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+func NewEmbeddings(t translate.Target, req *api.EmbeddingsRequest) translate.Translator {
 	return &embeddings{target: t, req: req}
 }
 
@@ -66,9 +66,9 @@ func checkDimensions(model string, dims int) error {
 	switch {
 	case dims == 0:
 	case strings.Contains(model, "-v2.") || strings.Contains(model, "-v3."):
-		return openai.DimensionsUnsupported()
+		return api.DimensionsUnsupported()
 	case strings.HasPrefix(model, "embed-v4") && !slices.Contains([]int{256, 512, 1024, 1536}, dims):
-		return openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
+		return api.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 256, 512, 1024 or 1536.", dims)
 	}
 	return nil
 }
@@ -98,15 +98,15 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			} `json:"billed_units"`
 		} `json:"meta"`
 	}
-	if err := openai.DecodeUpstream(chunk, &r, "embed response"); err != nil {
+	if err := api.DecodeUpstream(chunk, &r, "embed response"); err != nil {
 		return nil, err
 	}
 	if r.Embeddings.Float == nil {
-		return nil, openai.Unusable("the provider's embed response has no float embeddings")
+		return nil, api.Unusable("the provider's embed response has no float embeddings")
 	}
 	n := int64(r.Meta.BilledUnits.InputTokens)
 	if n <= 0 {
-		n = openai.EstimateEmbeddingTokens(e.req.Texts)
+		n = api.EstimateEmbeddingTokens(e.req.Texts)
 	}
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, r.Embeddings.Float, e.usage)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 func TestEmbedDimensions(t *testing.T) {
@@ -25,7 +25,7 @@ func TestEmbedDimensions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := checkDimensions(tt.model, tt.dims)
-		var re *openai.RequestError
+		var re *api.RequestError
 		if tt.ok != (err == nil) || err != nil && (!errors.As(err, &re) || re.Param != "dimensions" || re.Code != "invalid_value") {
 			t.Errorf("checkDimensions(%s, %d) = %v", tt.model, tt.dims, err)
 		}
@@ -34,7 +34,7 @@ func TestEmbedDimensions(t *testing.T) {
 
 // Without billed units the usage is the gateway's estimate, never zero.
 func TestEmbedUsage(t *testing.T) {
-	req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["abcdefgh","a"]}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["abcdefgh","a"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cohere
 import (
 	"encoding/json"
 
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -58,11 +59,11 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.done {
 		c.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if endOfStream && !c.done {
 		c.done = true
-		out = sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	return out
@@ -72,7 +73,7 @@ func (c *chat) event(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: "The provider sent a stream event that is not JSON."}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider sent a stream event that is not JSON."}))
 	}
 	switch ev.Type {
 	case "message-start":
@@ -108,7 +109,7 @@ func (c *chat) toolCall(out []byte, ev eventIn) []byte {
 func (c *chat) end(out []byte, ev eventIn) []byte {
 	c.done = true
 	if ev.Delta.Error != "" {
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: ev.Delta.Error}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: ev.Delta.Error}))
 	}
 	if ev.Delta.Usage != nil {
 		c.usage = ev.Delta.Usage.normalize()

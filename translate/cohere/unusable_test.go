@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/cohere"
-	"modelgate/translate/openai"
 	"modelgate/translate/translatetest"
 )
 
 func TestUnusableSuccessBodies(t *testing.T) {
 	target := translate.Target{Provider: "cohere", Model: "command-a-03-2025"}
 	t.Run("chat", func(t *testing.T) {
-		req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			`{"id":"x","message":{"content":[null]}}`, `{"id":"x","message":{"content":[1]}}`, `{"id":"x","message":{"tool_calls":[null]}}`)
 	})
 	t.Run("embeddings", func(t *testing.T) {
-		req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"]}`))
+		req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 }
 
 func TestErrorBodiesBounded(t *testing.T) {
-	req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
 
 type chat struct {
 	target  translate.Target
-	req     *openai.ChatRequest
+	req     *api.ChatRequest
 	now     func() time.Time
 	status  int
 	stream  bool
@@ -29,7 +29,7 @@ type chat struct {
 }
 
 // NewChat returns the chat translator for provider gemini.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
 
@@ -212,18 +212,18 @@ type choiceOut struct {
 // translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var r responseIn
-	if err := openai.DecodeUpstream(body, &r, "GenerateContentResponse"); err != nil {
+	if err := api.DecodeUpstream(body, &r, "GenerateContentResponse"); err != nil {
 		return nil, err
 	}
 	if r.Candidates == nil && r.UsageMetadata == nil {
-		return nil, openai.Unusable("the provider's GenerateContentResponse has neither candidates nor usage")
+		return nil, api.Unusable("the provider's GenerateContentResponse has neither candidates nor usage")
 	}
 	var shape struct {
 		Candidates json.RawMessage `json:"candidates"`
 	}
 	json.Unmarshal(body, &shape) //nolint:errcheck // decoded above
-	if r.Candidates != nil && !openai.ObjectArray(shape.Candidates) {
-		return nil, openai.Unusable("the provider's candidates are not all objects")
+	if r.Candidates != nil && !api.ObjectArray(shape.Candidates) {
+		return nil, api.Unusable("the provider's candidates are not all objects")
 	}
 	c.usage, _ = r.usage()
 	choices := []choiceOut{}
@@ -251,7 +251,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	}
 	out, err := json.Marshal(map[string]any{"id": r.ResponseID, "object": "chat.completion", "created": c.created,
 		"model": r.ModelVersion, "choices": choices, "usage": toUsageOut(c.usage)})
-	return out, openai.AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 // errorBody normalizes {"error":{"code","message","status"}}. A rejected
@@ -264,9 +264,9 @@ func errorBody(status int, body []byte) []byte {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
-		return openai.NormalizeError(status, body)
+		return api.NormalizeError(status, body)
 	}
-	msg, typ := openai.ProviderMessage(status, e.Error.Message), "invalid_request_error"
+	msg, typ := api.ProviderMessage(status, e.Error.Message), "invalid_request_error"
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		msg, typ = "The provider rejected the gateway's credentials for this backend.", "server_error"
@@ -275,7 +275,7 @@ func errorBody(status int, body []byte) []byte {
 	case status >= 500:
 		typ = "server_error"
 	}
-	return openai.MarshalError(openai.ErrorObject{Message: msg, Type: typ, Code: openai.Nullable(strings.ToLower(e.Error.Status))})
+	return api.MarshalError(api.ErrorObject{Message: msg, Type: typ, Code: api.Nullable(strings.ToLower(e.Error.Status))})
 }
 
 // signaturePrefix marks tool call ids that carry a thought signature.

@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
@@ -22,7 +22,7 @@ const recorded = "../../testdata/fixtures/gemini/"
 
 func newChat(t testing.TB, body string) *chat {
 	t.Helper()
-	req, err := openai.ParseChatRequest([]byte(body))
+	req, err := api.ParseChatRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseChatRequest: %v", err)
 	}
@@ -84,9 +84,9 @@ func TestRequestRejections(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := newChat(t, body).RequestBody()
-			var re *openai.RequestError
+			var re *api.RequestError
 			if !errors.As(err, &re) {
-				t.Errorf("error = %v, want a *openai.RequestError", err)
+				t.Errorf("error = %v, want a *api.RequestError", err)
 			}
 		})
 	}

@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Embeddings go to embedContent for one input and batchEmbedContents for
 // several (at most MaxEmbeddingBatch), with dimensions as
 // outputDimensionality. The Gemini API reports no token counts for
 // embeddings, so usage is the gateway's estimate of one token per four
-// characters (openai.EstimateEmbeddingTokens): an estimate rather than
+// characters (api.EstimateEmbeddingTokens): an estimate rather than
 // zero, so that keys are not charged nothing for them.
 
 // MaxEmbeddingBatch is batchEmbedContents' limit on requests per call.
@@ -21,13 +21,13 @@ const MaxEmbeddingBatch = 100
 
 type embeddings struct {
 	target translate.Target
-	req    *openai.EmbeddingsRequest
+	req    *api.EmbeddingsRequest
 	status int
 	usage  translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider gemini.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+func NewEmbeddings(t translate.Target, req *api.EmbeddingsRequest) translate.Translator {
 	return &embeddings{target: t, req: req}
 }
 
@@ -87,11 +87,11 @@ func CheckDimensions(model string, dims int) error {
 	case dims == 0:
 		return nil
 	case strings.HasPrefix(model, "embedding-001"):
-		return openai.DimensionsUnsupported()
+		return api.DimensionsUnsupported()
 	case strings.HasPrefix(model, "gemini-embedding") && (dims < 128 || dims > 3072):
-		return openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 128 to 3072 dimensions.", dims)
+		return api.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes 128 to 3072 dimensions.", dims)
 	case (strings.HasPrefix(model, "text-embedding-00") || strings.HasPrefix(model, "text-multilingual-embedding")) && dims > 768:
-		return openai.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes at most 768 dimensions.", dims)
+		return api.Invalid("dimensions", "Invalid 'dimensions': %d. This model takes at most 768 dimensions.", dims)
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		Embedding  *contentEmbedding  `json:"embedding"`
 		Embeddings []contentEmbedding `json:"embeddings"`
 	}
-	if err := openai.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
+	if err := api.DecodeUpstream(chunk, &r, "embeddings response"); err != nil {
 		return nil, err
 	}
 	if r.Embedding != nil {
@@ -130,7 +130,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	for i, emb := range r.Embeddings {
 		vectors[i] = emb.Values
 	}
-	n := openai.EstimateEmbeddingTokens(e.req.Texts)
+	n := api.EstimateEmbeddingTokens(e.req.Texts)
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, vectors, e.usage)
 }

@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 )
 
 func newEmbeddings(t testing.TB, model, body string) *embeddings {
 	t.Helper()
-	req, err := openai.ParseEmbeddingsRequest([]byte(body))
+	req, err := api.ParseEmbeddingsRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestCheckDimensions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := CheckDimensions(tt.model, tt.dims)
-		var re *openai.RequestError
+		var re *api.RequestError
 		if tt.ok != (err == nil) || err != nil && (!errors.As(err, &re) || re.Param != "dimensions" || re.Code != "invalid_value") {
 			t.Errorf("CheckDimensions(%s, %d) = %v", tt.model, tt.dims, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // images translates image generation to Imagen's predict method. Vertex AI
@@ -17,14 +17,14 @@ import (
 // one for the path and credential.
 type images struct {
 	target translate.Target
-	req    *openai.ImagesRequest
+	req    *api.ImagesRequest
 	now    func() time.Time
 	status int
 }
 
 // NewImages returns the image generation translator for provider gemini:
 // Imagen models through POST /v1beta/models/{model}:predict.
-func NewImages(t translate.Target, req *openai.ImagesRequest) translate.Translator {
+func NewImages(t translate.Target, req *api.ImagesRequest) translate.Translator {
 	return &images{target: t, req: req, now: time.Now}
 }
 
@@ -71,24 +71,24 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	return upstream(im.target, ":predict", body), nil
 }
 
-func imagenParams(model string, r *openai.ImagesRequest) (imagenParameters, error) {
+func imagenParams(model string, r *api.ImagesRequest) (imagenParameters, error) {
 	p := imagenParameters{SampleCount: r.N, IncludeRaiReason: true}
 	if r.N > maxImagenSamples {
-		return p, openai.ImageCountError(model, r.N, maxImagenSamples)
+		return p, api.ImageCountError(model, r.N, maxImagenSamples)
 	}
 	if r.Size != "" && r.Size != "auto" {
 		var ok bool
 		if p.AspectRatio, p.SampleImageSize, ok = imagenAspect(r.Size); !ok {
-			return p, openai.ImageSizeError(model, r.Size, imagenSizes)
+			return p, api.ImageSizeError(model, r.Size, imagenSizes)
 		}
 	}
 	switch {
 	case r.Style != "":
-		return p, openai.ImageParamError("style", r.Style, model)
+		return p, api.ImageParamError("style", r.Style, model)
 	case r.Background == "transparent":
-		return p, openai.ImageParamError("background", r.Background, model)
+		return p, api.ImageParamError("background", r.Background, model)
 	case r.OutputFormat == "webp":
-		return p, openai.ImageParamError("output_format", r.OutputFormat, model)
+		return p, api.ImageParamError("output_format", r.OutputFormat, model)
 	case r.OutputFormat == "jpeg":
 		p.OutputOptions = &imagenOutputOptions{MimeType: "image/jpeg", CompressionQuality: r.OutputCompression}
 	case r.OutputFormat == "png":
@@ -121,7 +121,7 @@ var imagenSizes = []string{"auto", "1024x1024", "1792x1024", "1024x1792", "1280x
 // sizes; sizes of its 2K resolution also ask for sampleImageSize 2K.
 // Sizes of other shapes, such as 1536x1024 (3:2), are refused.
 func imagenAspect(size string) (ratio, sampleImageSize string, ok bool) {
-	w, h, ok := openai.ParseImageSize(size)
+	w, h, ok := api.ParseImageSize(size)
 	if !ok {
 		return "", "", false
 	}
@@ -139,7 +139,7 @@ func imagenAspect(size string) (ratio, sampleImageSize string, ok bool) {
 // ResponseHeaders keeps a success and maps a refused credential to 502.
 func (im *images) ResponseHeaders(status int, contentType string) translate.Head {
 	im.status = status
-	return translate.Head{Status: openai.ClientStatus(status), ContentType: "application/json"}
+	return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 }
 
 type imagenResponse struct {
@@ -162,19 +162,19 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
 		return imagenError(im.status, chunk), nil
 	}
-	small, lifted := openai.LiftBase64(chunk)
+	small, lifted := api.LiftBase64(chunk)
 	var r imagenResponse
-	if err := openai.DecodeUpstream(small, &r, "Imagen prediction response"); err != nil {
+	if err := api.DecodeUpstream(small, &r, "Imagen prediction response"); err != nil {
 		return nil, err
 	}
 	var shape struct {
 		Predictions json.RawMessage `json:"predictions"`
 	}
 	json.Unmarshal(small, &shape) //nolint:errcheck // decoded above
-	if r.Predictions != nil && !openai.ObjectArray(shape.Predictions) {
-		return nil, openai.Unusable("the provider's predictions are not all objects")
+	if r.Predictions != nil && !api.ObjectArray(shape.Predictions) {
+		return nil, api.Unusable("the provider's predictions are not all objects")
 	}
-	out := make([]openai.GeneratedImage, 0, len(r.Predictions))
+	out := make([]api.GeneratedImage, 0, len(r.Predictions))
 	var reasons []string
 	format := ""
 	for _, p := range r.Predictions {
@@ -184,22 +184,22 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 			}
 			continue
 		}
-		if f := openai.OutputFormat(p.MimeType); len(out) == 0 || f == format {
+		if f := api.OutputFormat(p.MimeType); len(out) == 0 || f == format {
 			format = f
 		} else {
 			format = "" // mixed types: let the bytes tell
 		}
-		out = append(out, openai.GeneratedImage{B64: lifted.Value(p.BytesBase64Encoded), RevisedPrompt: p.Prompt})
+		out = append(out, api.GeneratedImage{B64: lifted.Value(p.BytesBase64Encoded), RevisedPrompt: p.Prompt})
 	}
 	if len(out) == 0 {
 		msg := "Your request was rejected by the provider's safety system: no image was returned."
 		if len(reasons) > 0 {
 			msg = "Your request was rejected by the provider's safety system: " + strings.Join(reasons, " ")
 		}
-		return nil, openai.ContentPolicyError(openai.Clip(msg, openai.MaxErrorMessage))
+		return nil, api.ContentPolicyError(api.Clip(msg, api.MaxErrorMessage))
 	}
-	body, err := openai.MarshalImagesResponse(im.now().Unix(), format, out)
-	return body, openai.AsUnusable(err)
+	body, err := api.MarshalImagesResponse(im.now().Unix(), format, out)
+	return body, api.AsUnusable(err)
 }
 
 // imagenError is the chat error normalization, except that a prompt
@@ -213,7 +213,7 @@ func imagenError(status int, body []byte) []byte {
 	}
 	if status == http.StatusBadRequest && json.Unmarshal(body, &e) == nil && strings.Contains(e.Error.Message, "Responsible AI") {
 		code := "content_policy_violation"
-		return openai.MarshalError(openai.ErrorObject{Message: openai.ProviderMessage(status, e.Error.Message), Type: "invalid_request_error", Code: &code})
+		return api.MarshalError(api.ErrorObject{Message: api.ProviderMessage(status, e.Error.Message), Type: "invalid_request_error", Code: &code})
 	}
 	return errorBody(status, body)
 }

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func newImages(t testing.TB, body string) *images {
 	t.Helper()
-	req, err := openai.ParseImagesRequest([]byte(body))
+	req, err := api.ParseImagesRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestImagenResponse(t *testing.T) {
 	for _, bad := range []string{`[1]`, `{"predictions":[{"bytesBase64Encoded":"not base64"}]}`, `<html>`} {
 		im := newImages(t, `{"model":"imagen","prompt":"p"}`)
 		im.ResponseHeaders(200, "application/json")
-		var re *openai.RequestError
+		var re *api.RequestError
 		if _, err := im.ResponseBody([]byte(bad), true); err == nil || errors.As(err, &re) {
 			t.Errorf("%s: error %v, want a translation failure", bad, err)
 		}
@@ -110,7 +110,7 @@ func imagenResponse1MiB() []byte {
 
 func BenchmarkImagenResponse1MiB(b *testing.B) {
 	body := imagenResponse1MiB()
-	req, err := openai.ParseImagesRequest([]byte(`{"model":"imagen","prompt":"p","response_format":"b64_json"}`))
+	req, err := api.ParseImagesRequest([]byte(`{"model":"imagen","prompt":"p","response_format":"b64_json"}`))
 	if err != nil {
 		b.Fatal(err)
 	}

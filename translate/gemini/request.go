@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 type part struct {
@@ -111,7 +111,7 @@ type messageIn struct {
 	} `json:"tool_calls"`
 }
 
-func buildRequest(req *openai.ChatRequest) (*request, error) {
+func buildRequest(req *api.ChatRequest) (*request, error) {
 	var in chatIn
 	if err := req.Decode(&in); err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func (r *request) setContents(msgs []messageIn) error {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := openai.TextContent(param, m.Content)
+			text, err := api.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
@@ -153,24 +153,24 @@ func (r *request) setContents(msgs []messageIn) error {
 			}
 			r.add("model", parts)
 		case "tool":
-			text, err := openai.TextContent(param, m.Content)
+			text, err := api.TextContent(param, m.Content)
 			if err != nil {
 				return err
 			}
 			name, ok := names[m.ToolCallID]
 			if !ok {
-				return openai.Invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
+				return api.Invalid(param+".tool_call_id", "No earlier assistant tool call has the id '%s'.", m.ToolCallID)
 			}
 			r.add("user", []part{{FunctionResponse: &functionResult{Name: name, Response: map[string]any{"result": text}}}})
 		default:
-			return openai.Invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
+			return api.Invalid(param+".role", "Gemini models do not take '%s' messages.", m.Role)
 		}
 	}
 	if len(system) > 0 {
 		r.SystemInstruction = &content{Parts: system}
 	}
 	if len(r.Contents) == 0 {
-		return openai.Invalid("messages", "Gemini models need at least one user or assistant message.")
+		return api.Invalid("messages", "Gemini models need at least one user or assistant message.")
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (r *request) add(role string, parts []part) {
 }
 
 func userParts(param string, raw json.RawMessage) ([]part, error) {
-	parts, err := openai.Parts(param, raw)
+	parts, err := api.Parts(param, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func userParts(param string, raw json.RawMessage) ([]part, error) {
 			}
 			out = append(out, part{InlineData: data})
 		default:
-			return nil, openai.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
+			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
 		}
 	}
 	return out, nil
@@ -212,9 +212,9 @@ func userParts(param string, raw json.RawMessage) ([]part, error) {
 // dataURI accepts base64 data URIs only: the Gemini API takes no http URLs
 // for images, and the gateway does not fetch them.
 func dataURI(param, url string) (*inlineData, error) {
-	mime, data, ok := openai.DataURI(url)
+	mime, data, ok := api.DataURI(url)
 	if !ok {
-		return nil, openai.Invalid(param, "Gemini models take images as base64 data URIs (data:<media type>;base64,<data>), not URLs.")
+		return nil, api.Invalid(param, "Gemini models take images as base64 data URIs (data:<media type>;base64,<data>), not URLs.")
 	}
 	return &inlineData{MimeType: mime, Data: data}, nil
 }
@@ -222,7 +222,7 @@ func dataURI(param, url string) (*inlineData, error) {
 func modelParts(param string, m messageIn, names map[string]string) ([]part, error) {
 	var out []part
 	if len(m.Content) > 0 && string(m.Content) != "null" {
-		text, err := openai.TextContent(param, m.Content)
+		text, err := api.TextContent(param, m.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +231,7 @@ func modelParts(param string, m messageIn, names map[string]string) ([]part, err
 		}
 	}
 	for j, tc := range m.ToolCalls {
-		args, err := openai.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
+		args, err := api.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +245,7 @@ func (r *request) setTools(in chatIn) error {
 	var decls []functionDecl
 	for i, t := range in.Tools {
 		if t.Type != "function" {
-			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		decls = append(decls, functionDecl{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters})
 	}
@@ -265,7 +265,7 @@ func (r *request) setToolConfig(raw json.RawMessage) error {
 	case json.Unmarshal(raw, &s) == nil:
 		mode := map[string]string{"auto": "AUTO", "none": "NONE", "required": "ANY"}[s]
 		if mode == "" {
-			return openai.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
+			return api.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", s)
 		}
 		cfg["mode"] = mode
 	default:
@@ -273,7 +273,7 @@ func (r *request) setToolConfig(raw json.RawMessage) error {
 			Function struct{ Name string } `json:"function"`
 		}
 		if json.Unmarshal(raw, &named) != nil || named.Function.Name == "" {
-			return openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
+			return api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 		}
 		cfg["mode"], cfg["allowedFunctionNames"] = "ANY", []string{named.Function.Name}
 	}
@@ -288,7 +288,7 @@ func generation(in chatIn) (*generationConfig, error) {
 	if gc.MaxOutputTokens == nil {
 		gc.MaxOutputTokens = in.MaxTokens
 	}
-	stop, err := openai.StopSequences(in.Stop)
+	stop, err := api.StopSequences(in.Stop)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func generation(in chatIn) (*generationConfig, error) {
 	}
 	budget, ok := thinkingBudget(in.ReasoningEffort)
 	if !ok {
-		return nil, openai.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", in.ReasoningEffort)
+		return nil, api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", in.ReasoningEffort)
 	}
 	if in.ReasoningEffort != "" {
 		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: budget, IncludeThoughts: budget != 0}

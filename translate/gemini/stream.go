@@ -3,6 +3,7 @@ package gemini
 import (
 	"encoding/json"
 
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -50,14 +51,14 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.st.done {
 		c.st.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if !endOfStream || c.st.done {
 		return out
 	}
 	c.st.done = true
 	if !c.st.finished || c.dec.Pending() {
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	if c.req.IncludeUsage {
@@ -70,7 +71,7 @@ func (c *chat) event(out, data []byte) []byte {
 	var r responseIn
 	if err := json.Unmarshal(data, &r); err != nil {
 		c.st.done = true
-		return sse.AppendData(out, openai.MarshalError(openai.ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not JSON."}))
 	}
 	var e struct {

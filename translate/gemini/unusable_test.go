@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/gemini"
-	"modelgate/translate/openai"
 	"modelgate/translate/translatetest"
 )
 
 func TestUnusableSuccessBodies(t *testing.T) {
 	target := translate.Target{Provider: "gemini", Model: "gemini-2.5-flash"}
 	t.Run("chat", func(t *testing.T) {
-		req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +23,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 	})
 	t.Run("embeddings", func(t *testing.T) {
 		for _, input := range []string{`"hi"`, `["a","b"]`} {
-			req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":` + input + `}`))
+			req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":` + input + `}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,7 +34,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 		}
 	})
 	t.Run("images", func(t *testing.T) {
-		req, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+		req, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,11 +48,11 @@ func TestUnusableSuccessBodies(t *testing.T) {
 // Google error bodies become OpenAI errors with a bounded, non-empty
 // message and a null code when Google names no status.
 func TestErrorBodiesBounded(t *testing.T) {
-	req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+	images, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

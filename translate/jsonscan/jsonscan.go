@@ -150,7 +150,21 @@ func isDelim(c byte) bool {
 	return false
 }
 
-func IsNull(v []byte) bool { return bytes.Equal(v, []byte("null")) }
+// IsNull reports whether v is JSON null or absent (empty).
+func IsNull(v []byte) bool { return len(v) == 0 || bytes.Equal(v, []byte("null")) }
+
+// TrimSpace cuts JSON whitespace from both ends of b.
+func TrimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // JSON value kinds, by a value's first byte.
 const (

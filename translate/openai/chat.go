@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
-	"net/http"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
@@ -14,7 +14,7 @@ import (
 // chat translates chat completions for backends that speak the OpenAI API.
 type chat struct {
 	target  translate.Target
-	req     *ChatRequest
+	req     *api.ChatRequest
 	status  int
 	stream  bool
 	dec     sse.Decoder
@@ -28,7 +28,7 @@ type chat struct {
 
 // NewChat returns the chat translator for provider openai and
 // openai-compatible backends.
-func NewChat(t translate.Target, req *ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req}
 }
 
@@ -71,7 +71,7 @@ func upstream(t translate.Target, path, contentType string, body []byte) transla
 
 func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {
 	opts := map[string]json.RawMessage{}
-	if !isNull(raw) {
+	if !jsonscan.IsNull(raw) {
 		if err := json.Unmarshal(raw, &opts); err != nil {
 			return nil, err
 		}
@@ -88,21 +88,7 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 		c.stream = true
 		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	}
-	return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
-}
-
-// ClientStatus maps a provider's error status to the client's: a redirect
-// or interim status is no answer the client can use, and a provider
-// refusing the gateway's own credential (401, 403) is the gateway's
-// upstream failure, not the client's authentication problem.
-func ClientStatus(status int) int {
-	switch {
-	case status < 200 || status >= 300 && status < 400:
-		return http.StatusBadGateway
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return http.StatusBadGateway
-	}
-	return status
+	return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 }
 
 // ResponseBody translates the whole body, or one stream chunk.
@@ -111,7 +97,7 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return c.streamChunk(chunk, endOfStream), nil
 	}
 	if c.status < 200 || c.status >= 300 {
-		return ProviderError(c.status, chunk), nil
+		return api.ProviderError(c.status, chunk), nil
 	}
 	return c.completion(chunk)
 }
@@ -124,17 +110,17 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 // wrapping translate.ErrUpstream.
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var members map[string]json.RawMessage
-	if err := DecodeUpstream(body, &members, "chat completion"); err != nil {
+	if err := api.DecodeUpstream(body, &members, "chat completion"); err != nil {
 		return nil, err
 	}
 	for k, v := range members {
-		if isNull(v) {
+		if jsonscan.IsNull(v) {
 			delete(members, k)
 		}
 	}
 	choices, ok := members["choices"]
 	if !ok {
-		return nil, Unusable("the provider's chat completion has no choices")
+		return nil, api.Unusable("the provider's chat completion has no choices")
 	}
 	fixed, err := withRequiredChoiceMembers(choices)
 	if err != nil {
@@ -145,7 +131,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		c.usage = parseUsage(u)
 	}
 	out, err := json.Marshal(members)
-	return out, AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 // withRequiredChoiceMembers adds the members the schema requires that
@@ -156,22 +142,22 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 	var choices []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &choices); err != nil || choices == nil {
-		return nil, Unusable("the provider's choices are not an array of objects")
+		return nil, api.Unusable("the provider's choices are not an array of objects")
 	}
 	for _, ch := range choices {
 		if ch == nil {
-			return nil, Unusable("the provider sent a choice that is not an object")
+			return nil, api.Unusable("the provider sent a choice that is not an object")
 		}
 		setIfAbsent(ch, "logprobs")
-		if isNull(ch["message"]) {
+		if jsonscan.IsNull(ch["message"]) {
 			continue
 		}
 		var msg map[string]json.RawMessage
 		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
-			return nil, Unusable("the provider sent a choice whose message is not an object")
+			return nil, api.Unusable("the provider sent a choice whose message is not an object")
 		}
 		for k, v := range msg {
-			if isNull(v) && k != "content" && k != "refusal" {
+			if jsonscan.IsNull(v) && k != "content" && k != "refusal" {
 				delete(msg, k)
 			}
 		}
@@ -179,12 +165,12 @@ func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 		setIfAbsent(msg, "refusal")
 		b, err := json.Marshal(msg)
 		if err != nil {
-			return nil, AsUnusable(err)
+			return nil, api.AsUnusable(err)
 		}
 		ch["message"] = b
 	}
 	out, err := json.Marshal(choices)
-	return out, AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 func setIfAbsent(m map[string]json.RawMessage, key string) {

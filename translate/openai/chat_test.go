@@ -10,8 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/jsonscan"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
 	"modelgate/translate/translatetest"
 )
@@ -20,7 +21,7 @@ const recorded = "../../testdata/fixtures/openai/"
 
 func newChat(t testing.TB, body string) translate.Translator {
 	t.Helper()
-	req, err := ParseChatRequest([]byte(body))
+	req, err := api.ParseChatRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseChatRequest: %v", err)
 	}
@@ -106,7 +107,7 @@ func TestProviderErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := newChat(t, streamReq+`}`)
 			head := tr.ResponseHeaders(tt.status, "text/html")
-			if head.Stream || head.Status != ClientStatus(tt.status) || head.ContentType != "application/json" {
+			if head.Stream || head.Status != api.ClientStatus(tt.status) || head.ContentType != "application/json" {
 				t.Errorf("head = %+v", head)
 			}
 			out, err := tr.ResponseBody([]byte(tt.body), true)
@@ -311,7 +312,7 @@ func BenchmarkRequestBody(b *testing.B) {
 	body := translatetest.ReadFile(b, recorded+"chat/chat-streaming-detailed-usage.bodies/00.request.json")
 	b.ReportAllocs()
 	for b.Loop() {
-		req, err := ParseChatRequest(body)
+		req, err := api.ParseChatRequest(body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -323,7 +324,7 @@ func BenchmarkRequestBody(b *testing.B) {
 
 func BenchmarkStream200Chunks(b *testing.B) {
 	chunk := []byte(`data: {"id":"chatcmpl-C4HqHBe4xca0k0EzsCnf1t6V3YFXp","object":"chat.completion.chunk","created":1755137933,"model":"gpt-5-nano-2025-08-07","service_tier":"default","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}],"usage":null,"obfuscation":"LcdzdJdMMgDHt6"}` + "\n\n")
-	req, _ := ParseChatRequest([]byte(streamReq + `}`))
+	req, _ := api.ParseChatRequest([]byte(streamReq + `}`))
 	b.ReportAllocs()
 	for b.Loop() {
 		tr := NewChat(translate.Target{Model: "m"}, req)
@@ -347,13 +348,13 @@ func FuzzNormalizeError(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		// The message is never empty and bounded; param and code are
 		// null or a non-empty string, never "".
-		translatetest.CheckErrorBody(t, NormalizeError(status, body), MaxErrorMessage+len("…"))
+		translatetest.CheckErrorBody(t, api.NormalizeError(status, body), api.MaxErrorMessage+len("…"))
 	})
 }
 
 func TestClientStatus(t *testing.T) {
 	for in, want := range map[int]int{400: 400, 401: 502, 403: 502, 404: 404, 429: 429, 500: 500, 503: 503, 302: 502, 101: 502} {
-		if got := ClientStatus(in); got != want {
+		if got := api.ClientStatus(in); got != want {
 			t.Errorf("ClientStatus(%d) = %d, want %d", in, got, want)
 		}
 	}
@@ -364,12 +365,12 @@ func TestContextLengthCode(t *testing.T) {
 		`{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":null}}`,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`,
 	} {
-		out := NormalizeError(400, []byte(body))
+		out := api.NormalizeError(400, []byte(body))
 		if !bytes.Contains(out, []byte(`"code":"context_length_exceeded"`)) {
 			t.Errorf("NormalizeError(%s) = %s", body, out)
 		}
 	}
-	if out := NormalizeError(400, []byte(`{"error":{"message":"bad temperature","type":"invalid_request_error"}}`)); bytes.Contains(out, []byte("context_length")) {
+	if out := api.NormalizeError(400, []byte(`{"error":{"message":"bad temperature","type":"invalid_request_error"}}`)); bytes.Contains(out, []byte("context_length")) {
 		t.Errorf("unrelated error marked: %s", out)
 	}
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/translatetest"
 	"modelgate/translate/vertex"
 )
@@ -27,11 +28,11 @@ import (
 
 type embeddingsProvider struct {
 	name, model string
-	newFor      func(translate.Target, *openai.EmbeddingsRequest) translate.Translator
+	newFor      func(translate.Target, *api.EmbeddingsRequest) translate.Translator
 }
 
 func embeddingsProviders() []embeddingsProvider {
-	compatible := func(name string) func(translate.Target, *openai.EmbeddingsRequest) translate.Translator {
+	compatible := func(name string) func(translate.Target, *api.EmbeddingsRequest) translate.Translator {
 		return openai.NewCompatibleEmbeddings(openai.CompatibleProviders()[name])
 	}
 	return []embeddingsProvider{
@@ -67,7 +68,7 @@ func TestEmbeddingsRequestGoldens(t *testing.T) {
 	for _, p := range embeddingsProviders() {
 		for name, body := range embeddingsRequestCases {
 			t.Run(p.name+"/"+name, func(t *testing.T) {
-				req, err := openai.ParseEmbeddingsRequest([]byte(body))
+				req, err := api.ParseEmbeddingsRequest([]byte(body))
 				if err != nil {
 					t.Fatalf("case is not a valid request: %v", err)
 				}
@@ -84,7 +85,7 @@ func TestEmbeddingsRequestGoldens(t *testing.T) {
 // The provider key is in the headers: it must be there, exactly once.
 func requestGolden(t *testing.T, up translate.Upstream, err error) []byte {
 	t.Helper()
-	var re *openai.RequestError
+	var re *api.RequestError
 	if errors.As(err, &re) {
 		status := re.Status
 		if status == 0 {
@@ -147,7 +148,7 @@ func TestEmbeddingsResponseGoldens(t *testing.T) {
 	for _, tc := range embeddingsResponseCases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := providers[tc.provider]
-			req, err := openai.ParseEmbeddingsRequest([]byte(tc.request))
+			req, err := api.ParseEmbeddingsRequest([]byte(tc.request))
 			if err != nil {
 				t.Fatal(err)
 			}

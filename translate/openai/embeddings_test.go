@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func TestParseEmbeddingsRequestErrors(t *testing.T) {
-	many := `"` + strings.Repeat(`x","`, MaxEmbeddingInputs) + `x"`
+	many := `"` + strings.Repeat(`x","`, api.MaxEmbeddingInputs) + `x"`
 	tests := []struct {
 		name, body, param, code string
 	}{
@@ -49,7 +50,7 @@ func TestParseEmbeddingsRequestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseEmbeddingsRequest([]byte(tt.body))
+			_, err := api.ParseEmbeddingsRequest([]byte(tt.body))
 			status, obj := clientError(t, err)
 			if status != 400 || obj.Type != "invalid_request_error" || deref(obj.Param) != tt.param || deref(obj.Code) != tt.code {
 				t.Errorf("got %d %s param=%q code=%q (%s), want 400 invalid_request_error param=%q code=%q",
@@ -61,9 +62,9 @@ func TestParseEmbeddingsRequestErrors(t *testing.T) {
 
 // clientError renders err as the ext_proc server does for a client: a
 // RequestError's status (0 is 400), its type is invalid_request_error.
-func clientError(t *testing.T, err error) (int, ErrorObject) {
+func clientError(t *testing.T, err error) (int, api.ErrorObject) {
 	t.Helper()
-	var re *RequestError
+	var re *api.RequestError
 	if !errors.As(err, &re) {
 		t.Fatalf("error = %v, want a *RequestError", err)
 	}
@@ -71,14 +72,14 @@ func clientError(t *testing.T, err error) (int, ErrorObject) {
 	if status == 0 {
 		status = 400
 	}
-	obj := ErrorObject{Message: re.Message, Type: "invalid_request_error"}
+	obj := api.ErrorObject{Message: re.Message, Type: "invalid_request_error"}
 	if re.Param != "" {
 		obj.Param = &re.Param
 	}
 	if re.Code != "" {
 		obj.Code = &re.Code
 	}
-	spec.ValidateT(t, "ErrorResponse", MarshalError(obj))
+	spec.ValidateT(t, "ErrorResponse", api.MarshalError(obj))
 	return status, obj
 }
 
@@ -105,7 +106,7 @@ func TestParseEmbeddingsRequestValid(t *testing.T) {
 		{`{"model":"m","input":"hi","extra_body_member":{"kept":true}}`, []string{"hi"}, false, false, 0},
 	}
 	for _, tt := range tests {
-		r, err := ParseEmbeddingsRequest([]byte(tt.body))
+		r, err := api.ParseEmbeddingsRequest([]byte(tt.body))
 		if err != nil {
 			t.Errorf("%s: %v", tt.body, err)
 			continue
@@ -151,7 +152,7 @@ func TestEmbeddingGoldens(t *testing.T) {
 			if !strings.HasPrefix(tc.request, "{") {
 				body = translatetest.ReadFile(t, "../../testdata/fixtures/"+tc.request)
 			}
-			req, err := ParseEmbeddingsRequest(body)
+			req, err := api.ParseEmbeddingsRequest(body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,7 +323,7 @@ func TestEmbeddingsRequestBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := ParseEmbeddingsRequest([]byte(tt.body))
+			req, err := api.ParseEmbeddingsRequest([]byte(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +332,7 @@ func TestEmbeddingsRequestBody(t *testing.T) {
 				newTr = NewCompatibleEmbeddings(CompatibleProviders()[tt.provider])
 			}
 			up, err := newTr(translate.Target{Model: tt.model, BasePath: "/base", APIKey: "k"}, req).RequestBody()
-			var re *RequestError
+			var re *api.RequestError
 			switch {
 			case errors.As(err, &re):
 				if got := re.Param + " " + re.Code; got != tt.want {
@@ -360,7 +361,7 @@ func TestEmbeddingsResponseVectors(t *testing.T) {
 		{`[]`, `[]`, []float32{}},
 	}
 	for _, tt := range tests {
-		req := &EmbeddingsRequest{Texts: []string{"a"}}
+		req := &api.EmbeddingsRequest{Texts: []string{"a"}}
 		out, err := req.Response("m", []json.RawMessage{json.RawMessage(tt.vector)}, translate.Usage{PromptTokens: 2, TotalTokens: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -380,7 +381,7 @@ func TestEmbeddingsResponseVectors(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`[`, `[1,]`, `[,1]`, `[1 2]`, `["1"]`, `[01]`, `[1.]`, `[.5]`, `[1e]`, `[-]`, `[1]x`, `{}`, `[NaN]`, `[1e39]`, `[[1]]`} {
-		req := &EmbeddingsRequest{Texts: []string{"a"}, Base64: true}
+		req := &api.EmbeddingsRequest{Texts: []string{"a"}, Base64: true}
 		if _, err := req.Response("m", []json.RawMessage{json.RawMessage(bad)}, translate.Usage{}); err == nil {
 			t.Errorf("base64 of %s: no error", bad)
 		}
@@ -392,14 +393,14 @@ func TestEmbeddingsResponseVectors(t *testing.T) {
 			t.Errorf("float of %s: no error", bad)
 		}
 	}
-	req := &EmbeddingsRequest{Texts: []string{"a", "b"}}
+	req := &api.EmbeddingsRequest{Texts: []string{"a", "b"}}
 	if _, err := req.Response("m", []json.RawMessage{json.RawMessage(`[1]`)}, translate.Usage{}); err == nil {
 		t.Error("one vector for two inputs: no error")
 	}
 }
 
 func TestEstimateEmbeddingTokens(t *testing.T) {
-	if got := EstimateEmbeddingTokens([]string{"a", "abcd", "abcde", "héllo wörld"}); got != 1+1+2+3 {
+	if got := api.EstimateEmbeddingTokens([]string{"a", "abcd", "abcde", "héllo wörld"}); got != 1+1+2+3 {
 		t.Errorf("got %d", got)
 	}
 }
@@ -410,15 +411,15 @@ func FuzzParseEmbeddingsRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := ParseEmbeddingsRequest(body)
+		r, err := api.ParseEmbeddingsRequest(body)
 		if err != nil {
-			var re *RequestError
+			var re *api.RequestError
 			if !errors.As(err, &re) || re.Message == "" {
 				t.Fatalf("error %v is not a RequestError", err)
 			}
 			return
 		}
-		if r.Model == "" || r.Tokens == (len(r.Texts) > 0) || len(r.Texts) > MaxEmbeddingInputs || r.Dimensions < 0 {
+		if r.Model == "" || r.Tokens == (len(r.Texts) > 0) || len(r.Texts) > api.MaxEmbeddingInputs || r.Dimensions < 0 {
 			t.Fatalf("accepted %s as %+v", body, r)
 		}
 		for _, s := range r.Texts {
@@ -432,52 +433,10 @@ func FuzzParseEmbeddingsRequest(f *testing.F) {
 				newTr = NewCompatibleEmbeddings(CompatibleProviders()[p])
 			}
 			up, err := newTr(translate.Target{Model: "mistral-embed"}, r).RequestBody()
-			var re *RequestError
+			var re *api.RequestError
 			if err != nil && !errors.As(err, &re) || err == nil && !json.Valid(up.Body) {
 				t.Fatalf("%s: %v %s", p, err, up.Body)
 			}
-		}
-	})
-}
-
-// FuzzEmbeddingBase64 checks both directions against encoding/binary and
-// encoding/base64: float JSON to the gateway's base64 is OpenAI's
-// encoding of the same float32 values, and base64 back to float JSON reads
-// as the same values.
-func FuzzEmbeddingBase64(f *testing.F) {
-	f.Add([]byte{0, 0, 0x80, 0x3f, 0xcd, 0xcc, 0xcc, 0xbd})
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0xff, 0x7f, 0x7f})
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		raw = raw[:len(raw)/4*4]
-		finite := make([]byte, 0, len(raw))
-		for i := 0; i < len(raw); i += 4 {
-			f := math.Float32frombits(binary.LittleEndian.Uint32(raw[i:]))
-			if !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) {
-				finite = append(finite, raw[i:i+4]...)
-			}
-		}
-		want := base64.StdEncoding.EncodeToString(finite)
-		// base64 → float JSON, exactly as encoding/json writes float32.
-		floats, _, err := appendEmbedding(nil, nil, json.RawMessage(`"`+want+`"`), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		values := make([]float32, len(finite)/4)
-		for i := range values {
-			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(finite[4*i:]))
-		}
-		std, _ := json.Marshal(values)
-		if len(values) > 0 && !bytes.Equal(floats, std) {
-			t.Fatalf("floats %s, encoding/json %s", floats, std)
-		}
-		// float JSON → base64, bit for bit (also -0 and subnormals).
-		b64, _, err := appendEmbedding(nil, nil, floats, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(b64) != `"`+want+`"` {
-			t.Fatalf("base64 %s, want %q", b64, want)
 		}
 	})
 }
@@ -489,7 +448,7 @@ func BenchmarkEmbeddingsFloatToBase64(b *testing.B) {
 	}
 	resp, _ := json.Marshal(map[string]any{"object": "list", "model": "m", "usage": map[string]int{"prompt_tokens": 5, "total_tokens": 5},
 		"data": []any{map[string]any{"object": "embedding", "index": 0, "embedding": vector}}})
-	req, err := ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi","encoding_format":"base64"}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":"hi","encoding_format":"base64"}`))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -513,7 +472,7 @@ func TestEmbeddingsUsageWithoutCounts(t *testing.T) {
 		`{"model":"m","input":[5,6]}`:         2,
 		`{"model":"m","input":"abcdefgh"}`:    2,
 	} {
-		req, err := ParseEmbeddingsRequest([]byte(body))
+		req, err := api.ParseEmbeddingsRequest([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}

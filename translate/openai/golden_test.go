@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -33,7 +34,7 @@ func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "chat", tc.name)
-			req, err := ParseChatRequest(translatetest.ReadFile(t, filepath.Join(dir, "request.json")))
+			req, err := api.ParseChatRequest(translatetest.ReadFile(t, filepath.Join(dir, "request.json")))
 			if err != nil {
 				t.Fatal(err)
 			}

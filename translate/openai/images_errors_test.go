@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/vertex"
 )
 
 // imageProviders build each provider's translator for an upstream model.
-var imageProviders = map[string]func(translate.Target, *openai.ImagesRequest) translate.Translator{
+var imageProviders = map[string]func(translate.Target, *api.ImagesRequest) translate.Translator{
 	"openai": openai.NewImages, "azure": azure.NewImages, "gemini": gemini.NewImages, "vertex": vertex.NewImages, "bedrock": bedrock.NewImages,
 }
 
@@ -35,7 +36,7 @@ type clientError struct {
 func imageOutcome(t *testing.T, provider, model, body string, upStatus int, upBody string) (clientError, bool) {
 	t.Helper()
 	fromRequestError := func(err error) clientError {
-		var re *openai.RequestError
+		var re *api.RequestError
 		if !errors.As(err, &re) {
 			t.Fatalf("error %v is not a *RequestError", err)
 		}
@@ -45,7 +46,7 @@ func imageOutcome(t *testing.T, provider, model, body string, upStatus int, upBo
 		}
 		return clientError{status: status, typ: "invalid_request_error", param: re.Param, code: re.Code, messageContaining: re.Message}
 	}
-	req, err := openai.ParseImagesRequest([]byte(body))
+	req, err := api.ParseImagesRequest([]byte(body))
 	if err != nil {
 		return fromRequestError(err), true
 	}

@@ -17,19 +17,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func TestParseImagesRequestValid(t *testing.T) {
-	r, err := ParseImagesRequest([]byte(`{"model":"dall-e-3","prompt":"a cat","n":null,"size":"1792x1024","quality":"hd",
+	r, err := api.ParseImagesRequest([]byte(`{"model":"dall-e-3","prompt":"a cat","n":null,"size":"1792x1024","quality":"hd",
 		"style":"natural","output_compression":0,"user":"u1","seed":7}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := *r
 	got.Members = nil
-	want := ImagesRequest{Model: "dall-e-3", ResponseFormat: "url", Prompt: "a cat", N: 1, Size: "1792x1024", Quality: "hd",
+	want := api.ImagesRequest{Model: "dall-e-3", ResponseFormat: "url", Prompt: "a cat", N: 1, Size: "1792x1024", Quality: "hd",
 		Style: "natural", OutputCompression: new(0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parsed (-want +got):\n%s", diff)
@@ -50,7 +51,7 @@ func TestImagesResponseFormatDefault(t *testing.T) {
 		{`{"model":"dall-e-3","prompt":"p","response_format":"b64_json"}`, "b64_json"},
 		{`{"model":"dall-e-3","prompt":"p","response_format":null}`, "url"},
 	} {
-		r, err := ParseImagesRequest([]byte(tt.body))
+		r, err := api.ParseImagesRequest([]byte(tt.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func TestParseImageSize(t *testing.T) {
 		{"1024x1024", 1024, 1024, true}, {"1536x864", 1536, 864, true}, {"0x10", 0, 10, false}, {"10x", 10, 0, false},
 		{"+10x10", 0, 10, false}, {"1024X1024", 0, 0, false}, {"100000x1", 0, 1, false}, {"auto", 0, 0, false},
 	} {
-		w, h, ok := ParseImageSize(tt.in)
+		w, h, ok := api.ParseImageSize(tt.in)
 		if ok != tt.ok || ok && (w != tt.w || h != tt.h) {
 			t.Errorf("ParseImageSize(%q) = %d, %d, %v", tt.in, w, h, ok)
 		}
@@ -80,7 +81,7 @@ var imageTarget = translate.Target{Backend: "b", Provider: "openai", Model: "dal
 
 func newImages(t testing.TB, body string, target translate.Target) *images {
 	t.Helper()
-	req, err := ParseImagesRequest([]byte(body))
+	req, err := api.ParseImagesRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestImagesToURLs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []kept
-			out, err := ImagesToURLs([]byte(tt.body), func(data []byte, contentType string) (string, error) {
+			out, err := api.ImagesToURLs([]byte(tt.body), func(data []byte, contentType string) (string, error) {
 				got = append(got, kept{data, contentType})
 				return "https://gw/img/" + string(rune('0'+len(got)-1)) + "?a=1&b=2", nil
 			})
@@ -252,19 +253,19 @@ func TestImagesToURLs(t *testing.T) {
 	keepAll := func([]byte, string) (string, error) { return "https://gw/x", nil }
 	for _, bad := range []string{`{"data":[{"b64_json":"not base64!"}]}`, `{"data":[{"b64_json":"QUJD"}, {"b64_json":"QUJ"}]}`,
 		`{"data":[{"b64_json":5}]}`, `{"data":{}}`, `[]`, `nope`} {
-		if _, err := ImagesToURLs([]byte(bad), keepAll); err == nil {
+		if _, err := api.ImagesToURLs([]byte(bad), keepAll); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
 	failing := errors.New("store down")
-	_, err := ImagesToURLs([]byte(`{"data":[{"b64_json":"QUJD"}]}`), func([]byte, string) (string, error) { return "", failing })
+	_, err := api.ImagesToURLs([]byte(`{"data":[{"b64_json":"QUJD"}]}`), func([]byte, string) (string, error) { return "", failing })
 	if !errors.Is(err, failing) {
 		t.Errorf("keep's error = %v", err)
 	}
 }
 
 func TestMarshalImagesResponse(t *testing.T) {
-	out, err := MarshalImagesResponse(7, "png", []GeneratedImage{{B64: []byte("QUJD")}, {B64: []byte("QUI="), RevisedPrompt: `a "cat" <3`}})
+	out, err := api.MarshalImagesResponse(7, "png", []api.GeneratedImage{{B64: []byte("QUJD")}, {B64: []byte("QUI="), RevisedPrompt: `a "cat" <3`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestMarshalImagesResponse(t *testing.T) {
 	}
 	spec.ValidateT(t, "ImagesResponse", out)
 	for _, bad := range []string{"QUJ", "QU=D", `QU"D`, "QUJD\n", "Q==="} {
-		if _, err := MarshalImagesResponse(7, "", []GeneratedImage{{B64: []byte(bad)}}); err == nil {
+		if _, err := api.MarshalImagesResponse(7, "", []api.GeneratedImage{{B64: []byte(bad)}}); err == nil {
 			t.Errorf("%q accepted as base64", bad)
 		}
 	}
@@ -285,8 +286,8 @@ func FuzzParseImagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"gpt-image-1","prompt":"x","size":"auto","output_compression":100,"partial_images":0,"stream":false}`))
 	f.Add([]byte(`{"model":"m","prompt":"","n":1e400,"size":"99999x0"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := ParseImagesRequest(body)
-		var re *RequestError
+		r, err := api.ParseImagesRequest(body)
+		var re *api.RequestError
 		if err != nil {
 			if !errors.As(err, &re) || re.Message == "" {
 				t.Fatalf("error %v is not a *RequestError with a message", err)
@@ -297,7 +298,7 @@ func FuzzParseImagesRequest(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", body, r)
 		}
 		if r.Size != "" && r.Size != "auto" {
-			if _, _, ok := ParseImageSize(r.Size); !ok {
+			if _, _, ok := api.ParseImageSize(r.Size); !ok {
 				t.Fatalf("accepted size %q", r.Size)
 			}
 		}
@@ -315,7 +316,7 @@ func BenchmarkImagesToURLs1MiB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ImagesToURLs(body, func([]byte, string) (string, error) { return "https://gw/x", nil }); err != nil {
+		if _, err := api.ImagesToURLs(body, func([]byte, string) (string, error) { return "https://gw/x", nil }); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 )
 
 // images passes image generation through to an OpenAI-format backend.
 type images struct {
 	target translate.Target
-	req    *ImagesRequest
+	req    *api.ImagesRequest
 	now    func() time.Time
 	status int
 	usage  translate.Usage
@@ -23,7 +25,7 @@ type images struct {
 // (and, wrapped, azure). The request is checked against what the upstream
 // model's family accepts (see imageRules); a model the gateway does not
 // know passes as sent.
-func NewImages(t translate.Target, req *ImagesRequest) translate.Translator {
+func NewImages(t translate.Target, req *api.ImagesRequest) translate.Translator {
 	return &images{target: t, req: req, now: time.Now}
 }
 
@@ -31,7 +33,7 @@ func NewImages(t translate.Target, req *ImagesRequest) translate.Translator {
 func (im *images) RequestBody() (translate.Upstream, error) {
 	members := make(map[string]json.RawMessage, len(im.req.Members)+1)
 	for k, v := range im.req.Members {
-		if !isNull(v) {
+		if !jsonscan.IsNull(v) {
 			members[k] = v
 		}
 	}
@@ -102,24 +104,24 @@ func imageRules(model string) (imageFamily, bool) {
 // "auto" sizes and qualities the DALL·E models do not take are dropped,
 // the DALL·E and GPT image quality names map onto each other, and
 // response_format is sent only to models that accept it.
-func (f imageFamily) apply(model string, r *ImagesRequest, members map[string]json.RawMessage) error {
+func (f imageFamily) apply(model string, r *api.ImagesRequest, members map[string]json.RawMessage) error {
 	if r.N > f.maxN {
-		return ImageCountError(model, r.N, f.maxN)
+		return api.ImageCountError(model, r.N, f.maxN)
 	}
-	switch w, h, _ := ParseImageSize(r.Size); {
+	switch w, h, _ := api.ParseImageSize(r.Size); {
 	case r.Size == "":
 	case r.Size == "auto" && !slices.Contains(f.sizes, "auto"):
 		delete(members, "size")
 	case slices.Contains(f.sizes, r.Size):
 	case f.sizeCheck != nil && r.Size != "auto" && f.sizeCheck(w, h):
 	default:
-		return ImageSizeError(model, r.Size, f.sizes)
+		return api.ImageSizeError(model, r.Size, f.sizes)
 	}
 	if r.Quality != "" {
 		q, ok := f.quality[r.Quality]
 		switch {
 		case !ok:
-			return ImageParamError("quality", r.Quality, model)
+			return api.ImageParamError("quality", r.Quality, model)
 		case q == "":
 			delete(members, "quality")
 		default:
@@ -127,7 +129,7 @@ func (f imageFamily) apply(model string, r *ImagesRequest, members map[string]js
 		}
 	}
 	if r.Style != "" && !f.style {
-		return ImageParamError("style", r.Style, model)
+		return api.ImageParamError("style", r.Style, model)
 	}
 	if f.base64Only {
 		delete(members, "response_format")
@@ -140,23 +142,23 @@ func (f imageFamily) apply(model string, r *ImagesRequest, members map[string]js
 // ResponseHeaders keeps a success and maps an error status.
 func (im *images) ResponseHeaders(status int, contentType string) translate.Head {
 	im.status = status
-	return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
+	return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 }
 
 // ResponseBody normalizes the ImagesResponse or the error.
 func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
-		return ProviderError(im.status, chunk), nil
+		return api.ProviderError(im.status, chunk), nil
 	}
 	out, usage, err := normalizeImagesResponse(chunk, im.now)
 	im.usage = usage
-	return out, AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 // Usage implements translate.Translator.
 func (im *images) Usage() translate.Usage { return im.usage }
 
-var errNotImagesResponse = Unusable("the provider's response is not an ImagesResponse with a data array of objects")
+var errNotImagesResponse = api.Unusable("the provider's response is not an ImagesResponse with a data array of objects")
 
 // imagesEnums are the ImagesResponse members the schema restricts to
 // values; anything else a backend sends there is dropped.
@@ -174,14 +176,14 @@ var imagesEnums = map[string][]string{
 // array of objects is an error wrapping translate.ErrUpstream: the schema
 // would allow it, but no image generation answers so.
 func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, translate.Usage, error) {
-	small, lifted := LiftBase64(body)
+	small, lifted := api.LiftBase64(body)
 	var members map[string]json.RawMessage
-	if err := DecodeUpstream(small, &members, "images response"); err != nil {
+	if err := api.DecodeUpstream(small, &members, "images response"); err != nil {
 		return nil, translate.Usage{}, err
 	}
 	for k, v := range members {
 		var s string
-		if allowed, ok := imagesEnums[k]; isNull(v) || ok && (json.Unmarshal(v, &s) != nil || !slices.Contains(allowed, s)) {
+		if allowed, ok := imagesEnums[k]; jsonscan.IsNull(v) || ok && (json.Unmarshal(v, &s) != nil || !slices.Contains(allowed, s)) {
 			delete(members, k)
 		}
 	}
@@ -206,16 +208,16 @@ func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, transla
 			return nil, usage, errNotImagesResponse
 		}
 		for k, v := range it {
-			if isNull(v) {
+			if jsonscan.IsNull(v) {
 				delete(it, k)
 			}
 		}
 	}
 	var err error
-	if members["data"], err = marshalKeepingHTML(items); err != nil {
+	if members["data"], err = api.Marshal(items); err != nil {
 		return nil, usage, err
 	}
-	out, err := marshalKeepingHTML(members)
+	out, err := api.Marshal(members)
 	return lifted.Restore(out), usage, err
 }
 

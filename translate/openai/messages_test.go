@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -34,7 +35,7 @@ func TestParseErrorMessagesAreBounded(t *testing.T) {
 		big,
 	}
 	for _, body := range chat {
-		_, err := ParseChatRequest([]byte(body))
+		_, err := api.ParseChatRequest([]byte(body))
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
 	embeddings := []string{
@@ -46,7 +47,7 @@ func TestParseErrorMessagesAreBounded(t *testing.T) {
 		`{"model":"m","input":[["` + big + `"]]}`,
 	}
 	for _, body := range embeddings {
-		_, err := ParseEmbeddingsRequest([]byte(body))
+		_, err := api.ParseEmbeddingsRequest([]byte(body))
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
 	p := `"prompt":"a cat"`
@@ -61,7 +62,7 @@ func TestParseErrorMessagesAreBounded(t *testing.T) {
 		`{"model":"m",` + p + `,"output_compression":` + bigNumber + `}`,
 	}
 	for _, body := range images {
-		_, err := ParseImagesRequest([]byte(body))
+		_, err := api.ParseImagesRequest([]byte(body))
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
 }
@@ -82,11 +83,11 @@ func TestTranscriptionErrorMessagesAreBounded(t *testing.T) {
 	}
 	for _, fields := range forms {
 		ct, body := encodeForm(t, fields...)
-		_, err := ParseTranscriptionRequest(ct, body)
+		_, err := api.ParseTranscriptionRequest(ct, body)
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
 	for _, ct := range []string{"text/plain; x=" + big, big, "multipart/form-data; boundary=" + big} {
-		_, err := ParseTranscriptionRequest(ct, []byte("x"))
+		_, err := api.ParseTranscriptionRequest(ct, []byte("x"))
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
 }
@@ -137,14 +138,14 @@ func TestDecodeErrors(t *testing.T) {
 		{`{` + m + `],"metadata":{"` + big + `":5}}`, "", ""},
 	}
 	for _, tt := range tests {
-		req, err := ParseChatRequest([]byte(tt.body))
+		req, err := api.ParseChatRequest([]byte(tt.body))
 		if err != nil {
 			t.Fatalf("%.100s: %v", tt.body, err)
 		}
 		var v chatView
 		err = req.Decode(&v)
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
-		var re *RequestError
+		var re *api.RequestError
 		if !errors.As(err, &re) {
 			continue
 		}
@@ -154,16 +155,15 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// Invalid and invalidValue quote client strings bounded.
+// Invalid and the image errors quote client strings bounded.
 func TestInvalidClipsArguments(t *testing.T) {
 	for _, err := range []error{
-		Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", big),
-		Invalid("x", "got %s", json.RawMessage(bigNumber)),
-		Invalid("x", "got %s", []byte(big)),
-		invalidValue("x", "value: '%s'.", big),
-		ImageSizeError(big, big, []string{"auto"}),
-		ImageParamError("style", big, big),
-		ImageCountError(big, 2, 1),
+		api.Invalid("tool_choice", "Invalid 'tool_choice': '%s'.", big),
+		api.Invalid("x", "got %s", json.RawMessage(bigNumber)),
+		api.Invalid("x", "got %s", []byte(big)),
+		api.ImageSizeError(big, big, []string{"auto"}),
+		api.ImageParamError("style", big, big),
+		api.ImageCountError(big, 2, 1),
 	} {
 		translatetest.CheckClientMessage(t, err, maxClientMessage)
 	}
@@ -171,13 +171,13 @@ func TestInvalidClipsArguments(t *testing.T) {
 
 // The translators' own request errors are bounded too.
 func TestTranslatorRequestErrorsAreBounded(t *testing.T) {
-	req, err := ParseEmbeddingsRequest([]byte(`{"model":"m","input":[1,2]}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":[1,2]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = NewCompatibleEmbeddings(CompatibleProviders()["mistral"])(translate.Target{Model: big}, req).RequestBody()
 	translatetest.CheckClientMessage(t, err, maxClientMessage)
-	ireq, err := ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat","size":"4096x4096","n":5}`))
+	ireq, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat","size":"4096x4096","n":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}

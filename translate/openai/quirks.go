@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 )
 
 // Quirks are the ways an OpenAI-compatible server departs from OpenAI's
@@ -60,8 +61,8 @@ func CompatibleProviders() map[string]Quirks {
 
 // NewCompatibleChat returns the chat translator constructor for a server
 // with these quirks.
-func NewCompatibleChat(q Quirks) func(translate.Target, *ChatRequest) translate.Translator {
-	return func(t translate.Target, req *ChatRequest) translate.Translator {
+func NewCompatibleChat(q Quirks) func(translate.Target, *api.ChatRequest) translate.Translator {
+	return func(t translate.Target, req *api.ChatRequest) translate.Translator {
 		return &chat{target: t, req: req, quirks: q}
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func runQuirkStream(t testing.TB, q Quirks, body string, chunks [][]byte) ([]byte, translate.Usage) {
 	t.Helper()
-	req, err := ParseChatRequest([]byte(body))
+	req, err := api.ParseChatRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func runQuirkStream(t testing.TB, q Quirks, body string, chunks [][]byte) ([]byt
 }
 
 func TestQuirksRequest(t *testing.T) {
-	req, _ := ParseChatRequest([]byte(`{"model":"x","stream":true,"max_completion_tokens":9,"store":true,
+	req, _ := api.ParseChatRequest([]byte(`{"model":"x","stream":true,"max_completion_tokens":9,"store":true,
 		"messages":[{"role":"developer","content":"d"},{"role":"user","content":"u"}]}`))
 	up, err := NewCompatibleChat(CompatibleProviders()["mistral"])(translate.Target{Model: "mistral-large-latest"}, req).RequestBody()
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"modelgate/translate/api"
 	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
@@ -25,14 +26,14 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.done {
 		c.done = true
-		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error", Message: StreamEventTooLarge}))
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: StreamEventTooLarge}))
 	}
 	if !endOfStream {
 		return out
 	}
 	if !c.done {
 		c.done = true
-		out = sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	if c.sawDone {
@@ -68,12 +69,12 @@ func (c *chat) event(out, data []byte) []byte {
 	}
 	if !ok {
 		c.done = true
-		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not a JSON object."}))
 	}
 	if errMember, found := find(members, "error"); found && !jsonscan.IsNull(errMember.Value) {
 		c.done = true
-		return sse.AppendData(out, NormalizeError(500, []byte(`{"error":`+string(errMember.Value)+`}`)))
+		return sse.AppendData(out, api.NormalizeError(500, []byte(`{"error":`+string(errMember.Value)+`}`)))
 	}
 	return c.chunk(out, data, members)
 }
@@ -114,7 +115,7 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	}
 	if f.bad != "" {
 		c.done = true
-		return sse.AppendData(out, MarshalError(ErrorObject{Type: "server_error",
+		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream chunk with an invalid " + f.bad + "."}))
 	}
 	if hasUsage {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 )
 
 // Chunks as servers send them: OpenAI's (recorded) and vLLM's shape, whose
@@ -14,7 +15,7 @@ var benchChunks = []struct{ name, chunk string }{
 }
 
 func benchmarkStreamChunk(b *testing.B, q Quirks) {
-	req, err := ParseChatRequest([]byte(streamReq + `}`))
+	req, err := api.ParseChatRequest([]byte(streamReq + `}`))
 	if err != nil {
 		b.Fatal(err)
 	}

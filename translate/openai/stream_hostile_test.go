@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/jsonscan"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
 )
 
@@ -194,7 +195,7 @@ func TestStreamEventTooLarge(t *testing.T) {
 	head := []byte("data: " + choiceWith(`{"content":"x"}`) + "\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"")
 	big := bytes.Repeat([]byte("a"), 1<<20)
 	for _, provider := range names {
-		req, _ := ParseChatRequest([]byte(streamReq + `}`))
+		req, _ := api.ParseChatRequest([]byte(streamReq + `}`))
 		tr := NewCompatibleChat(quirks[provider])(translate.Target{Model: "m"}, req)
 		tr.ResponseHeaders(200, "text/event-stream")
 		out, _ := tr.ResponseBody(head, false)

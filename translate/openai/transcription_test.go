@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 )
 
 // field is one part of a test form; a file part has a filename or a
@@ -155,8 +156,8 @@ func TestParseTranscriptionRequestErrors(t *testing.T) {
 			if fs, ok := forms[tt.name]; ok {
 				tt.contentType, tt.body = form(fs...)
 			}
-			_, err := ParseTranscriptionRequest(tt.contentType, tt.body)
-			var re *RequestError
+			_, err := api.ParseTranscriptionRequest(tt.contentType, tt.body)
+			var re *api.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("error = %v, want a *RequestError (type invalid_request_error)", err)
 			}
@@ -190,7 +191,7 @@ func TestParseTranscriptionRequestAccepts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ct, body := encodeForm(t, append(tt.fields, text("model", "m"))...)
-			req, err := ParseTranscriptionRequest(ct, body)
+			req, err := api.ParseTranscriptionRequest(ct, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,15 +216,19 @@ func TestTranscriptionRoundTrip(t *testing.T) {
 		text("response_format", "verbose_json"), text("temperature", "0.2"),
 		text("timestamp_granularities[]", "word"), text("timestamp_granularities[]", "segment"),
 		text("include[]", "logprobs"), text("chunking_strategy", `{"type":"server_vad"}`), text("x_vendor", "kept"))
-	req, err := ParseTranscriptionRequest(ct, body)
+	req, err := api.ParseTranscriptionRequest(ct, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &TranscriptionRequest{Model: "whisper-1", Language: "en", Prompt: "Words: \"Envoy\", ext_proc.\r\nSecond line.",
-		ResponseFormat: "verbose_json", Temperature: 0.2, TimestampGranularities: []string{"word", "segment"}}
-	if diff := cmp.Diff(want, req, cmp.FilterPath(func(p cmp.Path) bool {
-		return p.String() == "File" || p.String() == "fields" || p.String() == "filePos"
-	}, cmp.Ignore())); diff != "" {
+	want := &api.TranscriptionRequest{Model: "whisper-1", Language: "en", Prompt: "Words: \"Envoy\", ext_proc.\r\nSecond line.",
+		ResponseFormat: "verbose_json", Temperature: 0.2, TimestampGranularities: []string{"word", "segment"},
+		Fields: []api.FormField{{Name: "model", Value: "whisper-1"}, {Name: "language", Value: "en"},
+			{Name: "prompt", Value: "Words: \"Envoy\", ext_proc.\r\nSecond line."}, {Name: "response_format", Value: "verbose_json"},
+			{Name: "temperature", Value: "0.2"}, {Name: "timestamp_granularities[]", Value: "word"},
+			{Name: "timestamp_granularities[]", Value: "segment"}, {Name: "include[]", Value: "logprobs"},
+			{Name: "chunking_strategy", Value: `{"type":"server_vad"}`}, {Name: "x_vendor", Value: "kept"}},
+		FilePos: 1}
+	if diff := cmp.Diff(want, req, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "File" }, cmp.Ignore())); diff != "" {
 		t.Errorf("parsed (-want +got):\n%s", diff)
 	}
 	up, err := NewTranscription(translate.Target{Provider: "openai", Model: "whisper-large-v3", APIKey: "sk-up", BasePath: "/openai"}, req).RequestBody()
@@ -258,7 +263,7 @@ func TestTranscriptionRoundTrip(t *testing.T) {
 // RFC 7578's default of text/plain.
 func TestTranscriptionFileContentType(t *testing.T) {
 	ct, body := encodeForm(t, file("a.wav", "", []byte("x")), text("model", "m"))
-	req, err := ParseTranscriptionRequest(ct, body)
+	req, err := api.ParseTranscriptionRequest(ct, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +298,7 @@ func TestTranscriptionAsksUpstream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ct, body := encodeForm(t, append([]field{text("model", "public"), file("a.mp3", "audio/mpeg", mp3)}, tt.sent...)...)
-			req, err := ParseTranscriptionRequest(ct, body)
+			req, err := api.ParseTranscriptionRequest(ct, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +317,7 @@ func TestTranscriptionAsksUpstream(t *testing.T) {
 // NewTranscription finds a compatible server's quirks by provider name.
 func TestNewTranscriptionUsesProviderQuirks(t *testing.T) {
 	ct, body := encodeForm(t, text("model", "m"), file("a.mp3", "", mp3), text("response_format", "vtt"))
-	req, err := ParseTranscriptionRequest(ct, body)
+	req, err := api.ParseTranscriptionRequest(ct, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +337,7 @@ func BenchmarkTranscriptionParseEncode5MiB(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		req, err := ParseTranscriptionRequest(ct, body)
+		req, err := api.ParseTranscriptionRequest(ct, body)
 		if err != nil {
 			b.Fatal(err)
 		}

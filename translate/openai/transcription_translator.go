@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -19,7 +21,7 @@ import (
 // lacks it.
 type transcription struct {
 	target  translate.Target
-	req     *TranscriptionRequest
+	req     *api.TranscriptionRequest
 	ask     string // the response_format asked of the server
 	status  int
 	json    bool // the server answered JSON
@@ -35,8 +37,8 @@ var compatibleQuirks = sync.OnceValue(CompatibleProviders)
 
 // NewCompatibleTranscription returns the transcription translator
 // constructor for a server with these quirks.
-func NewCompatibleTranscription(q Quirks) func(translate.Target, *TranscriptionRequest) translate.Translator {
-	return func(t translate.Target, req *TranscriptionRequest) translate.Translator {
+func NewCompatibleTranscription(q Quirks) func(translate.Target, *api.TranscriptionRequest) translate.Translator {
+	return func(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
 		return &transcription{target: t, req: req, ask: q.transcriptionFormat(req.ResponseFormat)}
 	}
 }
@@ -73,8 +75,8 @@ func (c *transcription) RequestBody() (translate.Upstream, error) {
 	r := c.req
 	converting := c.ask != r.ResponseFormat
 	size := len(r.File.Data) + len(r.File.Filename) + len(r.File.ContentType) + len(c.target.Model) + 2*partOverhead
-	for _, f := range r.fields {
-		size += len(f.name) + len(f.value) + partOverhead
+	for _, f := range r.Fields {
+		size += len(f.Name) + len(f.Value) + partOverhead
 	}
 	w := newFormWriter(size)
 	file := func() {
@@ -85,23 +87,23 @@ func (c *transcription) RequestBody() (translate.Upstream, error) {
 		w.file("file", r.File.Filename, ct, r.File.Data)
 	}
 	askSent := false
-	for i, f := range r.fields {
-		if i == r.filePos {
+	for i, f := range r.Fields {
+		if i == r.FilePos {
 			file()
 		}
-		switch f.name {
+		switch f.Name {
 		case "model":
-			f.value = c.target.Model
+			f.Value = c.target.Model
 		case "response_format":
-			f.value, askSent = c.ask, true
+			f.Value, askSent = c.ask, true
 		case "stream":
 			if converting {
 				continue
 			}
 		}
-		w.field(f.name, f.value)
+		w.field(f.Name, f.Value)
 	}
-	if r.filePos == len(r.fields) {
+	if r.FilePos == len(r.Fields) {
 		file()
 	}
 	if !askSent && c.ask != "json" {
@@ -130,7 +132,7 @@ func transcriptionContentType(format string) string {
 func (c *transcription) ResponseHeaders(status int, contentType string) translate.Head {
 	c.status = status
 	if status < 200 || status >= 300 {
-		return translate.Head{Status: ClientStatus(status), ContentType: "application/json"}
+		return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 	}
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "text/event-stream" {
@@ -142,7 +144,7 @@ func (c *transcription) ResponseHeaders(status int, contentType string) translat
 	return translate.Head{Status: status, ContentType: transcriptionContentType(c.req.ResponseFormat)}
 }
 
-var errNotTranscription = Unusable("the provider's transcription is not a JSON object with a text member")
+var errNotTranscription = api.Unusable("the provider's transcription is not a JSON object with a text member")
 
 // ResponseBody converts the answer by what the server sent (not only by
 // what it was asked for: some servers ignore response_format). A JSON
@@ -152,7 +154,7 @@ var errNotTranscription = Unusable("the provider's transcription is not a JSON o
 // made from text) is an empty transcript, as for silent audio, and passes.
 func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := c.responseBody(chunk)
-	return out, AsUnusable(err)
+	return out, api.AsUnusable(err)
 }
 
 func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
@@ -161,16 +163,16 @@ func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
 		return chunk, nil
 	}
 	if c.status < 200 || c.status >= 300 {
-		return ProviderError(c.status, chunk), nil
+		return api.ProviderError(c.status, chunk), nil
 	}
 	want := c.req.ResponseFormat
 	if c.html {
-		return nil, Unusable("the provider answered an HTML page")
+		return nil, api.Unusable("the provider answered an HTML page")
 	}
 	if !c.json {
 		switch want {
 		case "json":
-			return marshalKeepingHTML(map[string]string{"text": strings.TrimSuffix(string(chunk), "\n")})
+			return api.Marshal(map[string]string{"text": strings.TrimSuffix(string(chunk), "\n")})
 		case "verbose_json", "diarized_json":
 			return nil, errNotTranscription
 		}
@@ -183,16 +185,16 @@ func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
 	switch want {
 	case "json":
 		keepOnly(m, "text", "usage", "logprobs", "languages")
-		return marshalKeepingHTML(m)
+		return api.Marshal(m)
 	case "verbose_json":
 		c.verbose(m)
-		return marshalKeepingHTML(m)
+		return api.Marshal(m)
 	case "text":
 		return []byte(text + "\n"), nil
 	case "srt":
-		return appendSRT(nil, cues(m, text)), nil
+		return api.AppendSRT(nil, cues(m, text)), nil
 	case "vtt":
-		return appendVTT(nil, cues(m, text)), nil
+		return api.AppendVTT(nil, cues(m, text)), nil
 	}
 	return chunk, nil // diarized_json: passed as sent
 }
@@ -206,7 +208,7 @@ func (c *transcription) transcript(body []byte) (map[string]json.RawMessage, str
 		return nil, "", errNotTranscription
 	}
 	for k, v := range m {
-		if isNull(v) {
+		if jsonscan.IsNull(v) {
 			delete(m, k)
 		}
 	}
@@ -248,16 +250,16 @@ func (c *transcription) verbose(m map[string]json.RawMessage) {
 	if segs == nil {
 		delete(m, "segments")
 	} else {
-		m["segments"], _ = marshalKeepingHTML(segs)
+		m["segments"], _ = api.Marshal(segs)
 	}
 	if words := verboseWords(m["words"]); words == nil {
 		delete(m, "words")
 	} else {
-		m["words"], _ = marshalKeepingHTML(words)
+		m["words"], _ = api.Marshal(words)
 	}
 	var lang string
 	if json.Unmarshal(m["language"], &lang) != nil {
-		m["language"], _ = marshalKeepingHTML(c.req.Language)
+		m["language"], _ = api.Marshal(c.req.Language)
 	}
 	var duration float64
 	if json.Unmarshal(m["duration"], &duration) != nil {
@@ -346,11 +348,11 @@ func verboseWords(raw json.RawMessage) []word {
 
 // cues are the subtitle cues of a transcription: its segments, or else
 // the whole text as one cue over the audio's duration.
-func cues(m map[string]json.RawMessage, text string) []cue {
+func cues(m map[string]json.RawMessage, text string) []api.Cue {
 	if segs := verboseSegments(m["segments"]); len(segs) > 0 {
-		out := make([]cue, len(segs))
+		out := make([]api.Cue, len(segs))
 		for i, s := range segs {
-			out[i] = cue{s.Start, s.End, s.Text}
+			out[i] = api.Cue{Start: s.Start, End: s.End, Text: s.Text}
 		}
 		return out
 	}
@@ -359,7 +361,7 @@ func cues(m map[string]json.RawMessage, text string) []cue {
 	}
 	var duration float64
 	json.Unmarshal(m["duration"], &duration) //nolint:errcheck // zero without one
-	return []cue{{0, duration, text}}
+	return []api.Cue{{Start: 0, End: duration, Text: text}}
 }
 
 // transcriptUsage normalizes a transcription's usage to the schema's
@@ -427,3 +429,10 @@ func (c *transcription) Usage() translate.Usage { return c.usage }
 // AudioSeconds is the audio duration a provider billed by (duration
 // usage), zero when it reported none. translate.Usage has no field for it.
 func (c *transcription) AudioSeconds() float64 { return c.seconds }
+
+// NewTranscription returns the transcription translator for provider
+// openai and OpenAI-compatible servers. A compatible server's quirks are
+// looked up by t.Provider, so one constructor serves the whole family.
+func NewTranscription(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
+	return NewCompatibleTranscription(compatibleQuirks()[t.Provider])(t, req)
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -30,7 +31,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		t.Run("chat/"+name, func(t *testing.T) {
-			req, err := ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"developer","content":"x"},{"role":"user","content":"hi"}],"max_completion_tokens":9}`))
+			req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"developer","content":"x"},{"role":"user","content":"hi"}],"max_completion_tokens":9}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +41,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 		})
 		t.Run("embeddings/"+name, func(t *testing.T) {
 			for _, input := range []string{`"hello"`, `["a","b"]`} {
-				req, err := ParseEmbeddingsRequest([]byte(`{"model":"m","input":` + input + `}`))
+				req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":` + input + `}`))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -52,7 +53,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 	}
 	t.Run("embeddings/openai", func(t *testing.T) {
 		for _, body := range []string{`{"model":"m","input":"hello"}`, `{"model":"m","input":"hello","encoding_format":"base64"}`, `{"model":"m","input":[1,2]}`} {
-			req, err := ParseEmbeddingsRequest([]byte(body))
+			req, err := api.ParseEmbeddingsRequest([]byte(body))
 			if err != nil {
 				t.Fatal(err)
 			}

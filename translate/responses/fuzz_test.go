@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -22,7 +23,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":[null,1,"x",{}],"text":{"format":{"type":"json_schema","schema":{}}},"reasoning":{"effort":"high"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseRequest(body)
-		var re *openai.RequestError
+		var re *api.RequestError
 		if err != nil {
 			if !errors.As(err, &re) {
 				t.Fatalf("ParseRequest error %v is not a client error", err)

@@ -6,15 +6,16 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/translatetest"
 )
 
-type chatFactory func(translate.Target, *openai.ChatRequest) translate.Translator
+type chatFactory func(translate.Target, *api.ChatRequest) translate.Translator
 
 // goldenCases run recorded provider traffic through the provider's chat
 // translator and the bridge; testdata/<case>.json or .sse is the Response

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -117,7 +118,7 @@ func (p *Passthrough) ResponseHeaders(status int, contentType string) translate.
 		p.stream = true
 		p.head = translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	} else {
-		p.head = translate.Head{Status: openai.ClientStatus(status), ContentType: "application/json"}
+		p.head = translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 	}
 	return p.head
 }
@@ -130,20 +131,20 @@ func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, erro
 		return p.events(chunk, endOfStream), nil
 	}
 	if p.head.Status/100 != 2 {
-		return openai.ProviderError(p.head.Status, chunk), nil
+		return api.ProviderError(p.head.Status, chunk), nil
 	}
 	var shape struct {
 		Output json.RawMessage `json:"output"`
 	}
-	if err := openai.DecodeUpstream(chunk, &shape, "Response object"); err != nil {
+	if err := api.DecodeUpstream(chunk, &shape, "Response object"); err != nil {
 		return nil, err
 	}
-	if !openai.ObjectArray(shape.Output) {
-		return nil, openai.Unusable("the provider's Response object has no output array of items")
+	if !api.ObjectArray(shape.Output) {
+		return nil, api.Unusable("the provider's Response object has no output array of items")
 	}
 	out, ok := p.response(chunk, true)
 	if !ok {
-		return nil, openai.Unusable("the provider's Response object does not decode")
+		return nil, api.Unusable("the provider's Response object does not decode")
 	}
 	return out, nil
 }

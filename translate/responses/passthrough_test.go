@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Request is a validated CreateResponse request.
@@ -22,7 +22,7 @@ type Request struct {
 func ParseRequest(body []byte) (*Request, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return nil, &openai.RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object."}
+		return nil, &api.RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object."}
 	}
 	r := &Request{Members: m, Store: true}
 	checks := []func() error{
@@ -50,19 +50,19 @@ func stringMember(m map[string]json.RawMessage, name string, dst *string, requir
 	raw := m[name]
 	if isNull(raw) {
 		if required {
-			return &openai.RequestError{Param: name, Code: "missing_required_parameter", Message: fmt.Sprintf("Missing required parameter: '%s'.", name)}
+			return &api.RequestError{Param: name, Code: "missing_required_parameter", Message: fmt.Sprintf("Missing required parameter: '%s'.", name)}
 		}
 		return nil
 	}
 	if json.Unmarshal(raw, dst) != nil || required && *dst == "" {
-		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a string.", name)}
+		return &api.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a string.", name)}
 	}
 	return nil
 }
 
 func boolMember(m map[string]json.RawMessage, name string, dst *bool) error {
 	if raw := m[name]; !isNull(raw) && json.Unmarshal(raw, dst) != nil {
-		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a boolean.", name)}
+		return &api.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a boolean.", name)}
 	}
 	return nil
 }
@@ -73,12 +73,12 @@ func checkInput(m map[string]json.RawMessage, continuing bool) error {
 		if continuing {
 			return nil
 		}
-		return &openai.RequestError{Param: "input", Code: "missing_required_parameter", Message: "Missing required parameter: 'input'."}
+		return &api.RequestError{Param: "input", Code: "missing_required_parameter", Message: "Missing required parameter: 'input'."}
 	}
 	var s string
 	var items []json.RawMessage
 	if json.Unmarshal(raw, &s) != nil && json.Unmarshal(raw, &items) != nil {
-		return &openai.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid type for 'input': expected a string or an array of input items."}
+		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid type for 'input': expected a string or an array of input items."}
 	}
 	return nil
 }
@@ -90,10 +90,10 @@ func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 	}
 	var v float64
 	if json.Unmarshal(raw, &v) != nil {
-		return &openai.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a number.", name)}
+		return &api.RequestError{Param: name, Code: "invalid_type", Message: fmt.Sprintf("Invalid type for '%s': expected a number.", name)}
 	}
 	if v < lo || v > hi {
-		return openai.Invalid(name, "Invalid '%s': expected a value between %g and %g, but got %s instead.", name, lo, hi, raw)
+		return api.Invalid(name, "Invalid '%s': expected a value between %g and %g, but got %s instead.", name, lo, hi, raw)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 func checkTruncation(m map[string]json.RawMessage) error {
 	var t string
 	if raw := m["truncation"]; !isNull(raw) && (json.Unmarshal(raw, &t) != nil || t != "auto" && t != "disabled") {
-		return openai.Invalid("truncation", "Invalid 'truncation': expected 'auto' or 'disabled'.")
+		return api.Invalid("truncation", "Invalid 'truncation': expected 'auto' or 'disabled'.")
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
@@ -32,7 +32,7 @@ func TestParseRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := ParseRequest([]byte(tt.body))
-			var re *openai.RequestError
+			var re *api.RequestError
 			switch {
 			case tt.code == "" && err != nil:
 				t.Fatalf("error = %v", err)
@@ -47,7 +47,7 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
-func chatMessages(t *testing.T, req *openai.ChatRequest) []map[string]any {
+func chatMessages(t *testing.T, req *api.ChatRequest) []map[string]any {
 	t.Helper()
 	var msgs []map[string]any
 	if err := json.Unmarshal(req.Members["messages"], &msgs); err != nil {

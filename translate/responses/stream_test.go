@@ -9,8 +9,8 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/bedrock"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/sse"
 	"modelgate/translate/translatetest"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // item is an input item, as far as the bridge reads it.
@@ -61,7 +61,7 @@ func (r *Request) Items() ([]json.RawMessage, error) {
 // ToChat builds the chat completions request for the provider translators:
 // instructions, then history (the items of earlier turns, from the
 // conversation store), then this request's input.
-func ToChat(r *Request, history []json.RawMessage) (*openai.ChatRequest, error) {
+func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 	m := r.Members
 	c := chat{Model: r.Model, Stream: r.Stream, MaxTokens: m["max_output_tokens"], Temperature: m["temperature"],
 		TopP: m["top_p"], ParallelToolCall: m["parallel_tool_calls"], User: m["user"]}
@@ -76,7 +76,7 @@ func ToChat(r *Request, history []json.RawMessage) (*openai.ChatRequest, error) 
 	}
 	input, err := r.Items()
 	if err != nil {
-		return nil, &openai.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
+		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
 	if err := c.addItems(append(append([]json.RawMessage(nil), history...), input...)); err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func ToChat(r *Request, history []json.RawMessage) (*openai.ChatRequest, error) 
 	if err != nil {
 		return nil, err
 	}
-	return openai.ParseChatRequest(body)
+	return api.ParseChatRequest(body)
 }
 
 // addItems turns items into messages; consecutive function calls become
@@ -105,7 +105,7 @@ func (c *chat) addItems(items []json.RawMessage) error {
 	for i, raw := range items {
 		var it item
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return openai.Invalid(fmt.Sprintf("input[%d]", i), "Invalid input item.")
+			return api.Invalid(fmt.Sprintf("input[%d]", i), "Invalid input item.")
 		}
 		switch {
 		case it.Type == "function_call":
@@ -141,7 +141,7 @@ func message(i int, it item) (json.RawMessage, error) {
 		}
 		return json.Marshal(map[string]any{"role": it.Role, "content": content})
 	}
-	return nil, openai.Invalid(fmt.Sprintf("input[%d].type", i), "Unsupported input item type '%s'.", it.Type)
+	return nil, api.Invalid(fmt.Sprintf("input[%d].type", i), "Unsupported input item type '%s'.", it.Type)
 }
 
 // chatContent maps input_text/output_text/input_image parts to chat parts.
@@ -152,7 +152,7 @@ func chatContent(i int, raw json.RawMessage) (any, error) {
 	}
 	var parts []contentPart
 	if json.Unmarshal(raw, &parts) != nil {
-		return nil, openai.Invalid(fmt.Sprintf("input[%d].content", i), "Expected a string or an array of content parts.")
+		return nil, api.Invalid(fmt.Sprintf("input[%d].content", i), "Expected a string or an array of content parts.")
 	}
 	var out []map[string]any
 	for j, p := range parts {
@@ -162,7 +162,7 @@ func chatContent(i int, raw json.RawMessage) (any, error) {
 		case "input_image":
 			out = append(out, map[string]any{"type": "image_url", "image_url": map[string]string{"url": p.ImageURL}})
 		default:
-			return nil, openai.Invalid(fmt.Sprintf("input[%d].content[%d].type", i, j), "Unsupported content part '%s'.", p.Type)
+			return nil, api.Invalid(fmt.Sprintf("input[%d].content[%d].type", i, j), "Unsupported content part '%s'.", p.Type)
 		}
 	}
 	return out, nil
@@ -179,11 +179,11 @@ func (c *chat) setTools(m map[string]json.RawMessage) error {
 		Strict      *bool           `json:"strict"`
 	}
 	if !isNull(m["tools"]) && json.Unmarshal(m["tools"], &tools) != nil {
-		return &openai.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
+		return &api.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
 	}
 	for i, t := range tools {
 		if t.Type != "function" {
-			return openai.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
+			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
 		fn := map[string]any{"name": t.Name, "parameters": t.Parameters}
 		if t.Description != nil {
@@ -209,7 +209,7 @@ func (c *chat) setToolChoice(raw json.RawMessage) error {
 	}
 	var named struct{ Type, Name string }
 	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Name == "" {
-		return openai.Invalid("tool_choice", "Invalid 'tool_choice'.")
+		return api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 	}
 	c.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
 	return nil

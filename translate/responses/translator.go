@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 // Translator serves one Responses exchange on top of a provider's chat
@@ -58,7 +58,7 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		return out, nil // already an OpenAI error object
 	}
 	if t.body, err = FromChat(t.req, out, t.id, t.created); err != nil {
-		return nil, openai.AsUnusable(err)
+		return nil, api.AsUnusable(err)
 	}
 	var resp struct {
 		Output []json.RawMessage `json:"output"`

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -34,10 +34,10 @@ func TestUpstreamJSON(t *testing.T) {
 	}
 }
 
-// UpstreamJSON knows *openai.RequestError by name, since it cannot import
+// UpstreamJSON knows *api.RequestError by name, since it cannot import
 // openai: a rename or a wrapped error must still render as a client error.
 func TestUpstreamJSONClientError(t *testing.T) {
-	re := &openai.RequestError{Param: "size", Code: "invalid_value", Message: "bad <size>", Status: 400}
+	re := &api.RequestError{Param: "size", Code: "invalid_value", Message: "bad <size>", Status: 400}
 	want := `{
   "client_error": {
     "code": "invalid_value",

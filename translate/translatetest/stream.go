@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // CheckStreamEnd checks a client chat stream: valid chunks, then [DONE]

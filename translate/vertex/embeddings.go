@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/gemini"
-	"modelgate/translate/openai"
 )
 
 // Embeddings use the text embeddings API, :predict on a publishers/google
@@ -22,13 +22,13 @@ const MaxEmbeddingBatch = 250
 
 type embeddings struct {
 	target translate.Target
-	req    *openai.EmbeddingsRequest
+	req    *api.EmbeddingsRequest
 	status int
 	usage  translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider vertex.
-func NewEmbeddings(t translate.Target, req *openai.EmbeddingsRequest) translate.Translator {
+func NewEmbeddings(t translate.Target, req *api.EmbeddingsRequest) translate.Translator {
 	return &embeddings{target: t, req: req}
 }
 
@@ -98,11 +98,11 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 			} `json:"embeddings"`
 		} `json:"predictions"`
 	}
-	if err := openai.DecodeUpstream(chunk, &r, "text embeddings response"); err != nil {
+	if err := api.DecodeUpstream(chunk, &r, "text embeddings response"); err != nil {
 		return nil, err
 	}
 	if r.Predictions == nil {
-		return nil, openai.Unusable("the provider's text embeddings response has no predictions")
+		return nil, api.Unusable("the provider's text embeddings response has no predictions")
 	}
 	vectors := make([]json.RawMessage, len(r.Predictions))
 	var tokens float64
@@ -112,7 +112,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	}
 	n := int64(math.Round(tokens))
 	if n <= 0 {
-		n = openai.EstimateEmbeddingTokens(e.req.Texts)
+		n = api.EstimateEmbeddingTokens(e.req.Texts)
 	}
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	return e.req.Response(e.target.Model, vectors, e.usage)

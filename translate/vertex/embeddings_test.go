@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 )
 
 func TestEmbeddingsRequestAndUsage(t *testing.T) {
-	req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"],"dimensions":64}`))
+	req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"],"dimensions":64}`))
 	if err != nil {
 		t.Fatal(err)
 	}

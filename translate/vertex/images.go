@@ -2,8 +2,8 @@ package vertex
 
 import (
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/gemini"
-	"modelgate/translate/openai"
 )
 
 // images wraps the Gemini API's Imagen translator: Vertex AI's predict
@@ -15,7 +15,7 @@ type images struct {
 
 // NewImages returns the image generation translator for provider vertex:
 // Imagen models through publishers/google/models/{model}:predict.
-func NewImages(t translate.Target, req *openai.ImagesRequest) translate.Translator {
+func NewImages(t translate.Target, req *api.ImagesRequest) translate.Translator {
 	return &images{Translator: gemini.NewImages(t, req), target: t}
 }
 

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
 func newImages(t *testing.T, body string, target translate.Target) translate.Translator {
 	t.Helper()
-	req, err := openai.ParseImagesRequest([]byte(body))
+	req, err := api.ParseImagesRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"modelgate/translate"
-	"modelgate/translate/openai"
+	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 	"modelgate/translate/vertex"
 )
 
 func TestUnusableSuccessBodies(t *testing.T) {
-	req, err := openai.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 		})
 	}
 	t.Run("embeddings", func(t *testing.T) {
-		req, err := openai.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"]}`))
+		req, err := api.ParseEmbeddingsRequest([]byte(`{"model":"m","input":["a","b"]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestUnusableSuccessBodies(t *testing.T) {
 			`{"predictions":[{"embeddings":{"values":[1]}}]}`, `{"predictions":[{"embeddings":"x"},{}]}`)
 	})
 	t.Run("images", func(t *testing.T) {
-		req, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
+		req, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
+	"modelgate/translate/api"
 	"modelgate/translate/gemini"
-	"modelgate/translate/openai"
 )
 
 // AnthropicVersion is the anthropic_version Vertex AI expects.
@@ -32,7 +32,7 @@ type chat struct {
 // NewChat returns the chat translator for provider vertex. Models whose
 // upstream name starts with "claude" go to Anthropic's publisher, all
 // others to Google's.
-func NewChat(t translate.Target, req *openai.ChatRequest) translate.Translator {
+func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	c := &chat{target: t, stream: req.Stream, anthropic: strings.HasPrefix(t.Model, "claude")}
 	if c.anthropic {
 		c.Translator = anthropic.NewChat(t, req)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 const recordedText = "The sun rises in the east and sets in the west. This simple fact has been observed by humans for thousands of years."

@@ -13,12 +13,13 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/vertex"
 )
 
@@ -26,7 +27,7 @@ import (
 // reaches them, with the dev models' upstream names.
 var embeddingTargets = []struct {
 	name, model string
-	newFor      func(translate.Target, *openai.EmbeddingsRequest) translate.Translator
+	newFor      func(translate.Target, *api.EmbeddingsRequest) translate.Translator
 	dims        int // a dimensions value the model takes; 0 for none
 	single      bool
 }{
@@ -46,10 +47,10 @@ var embeddingTargets = []struct {
 
 // embeddingExchange sends a translated request to the mock and plays the
 // answer back through the translator, as the gateway does.
-func embeddingExchange(t *testing.T, url string, newFor func(translate.Target, *openai.EmbeddingsRequest) translate.Translator,
+func embeddingExchange(t *testing.T, url string, newFor func(translate.Target, *api.EmbeddingsRequest) translate.Translator,
 	model, body string) (int, []byte, translate.Usage) {
 	t.Helper()
-	req, err := openai.ParseEmbeddingsRequest([]byte(body))
+	req, err := api.ParseEmbeddingsRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestEmbeddingRecordedErrors(t *testing.T) {
 	_, ts := start(t, Config{})
 	tests := []struct {
 		name, model string
-		newFor      func(translate.Target, *openai.EmbeddingsRequest) translate.Translator
+		newFor      func(translate.Target, *api.EmbeddingsRequest) translate.Translator
 		status      int
 		message     string
 	}{

@@ -14,11 +14,12 @@ import (
 	"testing"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
 	"modelgate/translate/azure"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/gemini"
 	"modelgate/translate/openai"
-	"modelgate/translate/openai/spec"
 	"modelgate/translate/vertex"
 )
 
@@ -146,7 +147,7 @@ func TestImageTranslatorsAgainstMock(t *testing.T) {
 	_, ts := start(t, Config{})
 	for _, tc := range []struct {
 		name   string
-		newTr  func(translate.Target, *openai.ImagesRequest) translate.Translator
+		newTr  func(translate.Target, *api.ImagesRequest) translate.Translator
 		model  string
 		size   string
 		wantWH [2]int
@@ -158,7 +159,7 @@ func TestImageTranslatorsAgainstMock(t *testing.T) {
 		{"bedrock", bedrock.NewImages, "amazon.nova-canvas-v1:0", "1536x1024", [2]int{1536, 1024}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := openai.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat","response_format":"b64_json","size":"` + tc.size + `"}`))
+			req, err := api.ParseImagesRequest([]byte(`{"model":"m","prompt":"a cat","response_format":"b64_json","size":"` + tc.size + `"}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 )
 
 // RequestError is a client request that does not match the API. Its type
@@ -129,7 +130,7 @@ func NormalizeError(status int, body []byte) []byte {
 	var in struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &in) == nil && !isNull(in.Error) {
+	if json.Unmarshal(body, &in) == nil && !jsonscan.IsNull(in.Error) {
 		var obj struct {
 			Message json.RawMessage `json:"message"`
 			Type    json.RawMessage `json:"type"`
@@ -137,7 +138,7 @@ func NormalizeError(status int, body []byte) []byte {
 			Code    json.RawMessage `json:"code"`
 		}
 		var msg string
-		if json.Unmarshal(in.Error, &obj) == nil && json.Unmarshal(obj.Message, &msg) == nil && !isNull(obj.Message) {
+		if json.Unmarshal(in.Error, &obj) == nil && json.Unmarshal(obj.Message, &msg) == nil && !jsonscan.IsNull(obj.Message) {
 			out := ErrorObject{Message: ProviderMessage(status, msg), Type: errorType(status),
 				Param: stringish(obj.Param), Code: stringish(obj.Code)}
 			var typ string
@@ -176,7 +177,7 @@ func statusMessage(status int) string {
 // providers send numeric codes) become their text. Null, absent, an
 // empty string and anything else are nil (null for the client).
 func stringish(raw json.RawMessage) *string {
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return nil
 	}
 	var s string
@@ -323,7 +324,7 @@ func AsUnusable(err error) error {
 // array, null, JSON that does not match v) is an error wrapping
 // translate.ErrUpstream; what names the expected answer for the log.
 func DecodeUpstream(body []byte, v any, what string) error {
-	t := trimJSONSpace(body)
+	t := jsonscan.TrimSpace(body)
 	switch {
 	case len(t) == 0:
 		return Unusable("the provider's " + what + " is empty")
@@ -344,9 +345,23 @@ func ObjectArray(raw json.RawMessage) bool {
 		return false
 	}
 	for _, it := range items {
-		if it = trimJSONSpace(it); len(it) == 0 || it[0] != '{' {
+		if it = jsonscan.TrimSpace(it); len(it) == 0 || it[0] != '{' {
 			return false
 		}
 	}
 	return true
+}
+
+// ClientStatus maps a provider's error status to the client's: a redirect
+// or interim status is no answer the client can use, and a provider
+// refusing the gateway's own credential (401, 403) is the gateway's
+// upstream failure, not the client's authentication problem.
+func ClientStatus(status int) int {
+	switch {
+	case status < 200 || status >= 300 && status < 400:
+		return http.StatusBadGateway
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return http.StatusBadGateway
+	}
+	return status
 }

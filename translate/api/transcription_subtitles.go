@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"math"
@@ -6,19 +6,19 @@ import (
 	"strings"
 )
 
-// cue is one subtitle: start and end in seconds, and its text.
-type cue struct {
-	start, end float64
-	text       string
+// Cue is one subtitle: start and end in seconds, and its text.
+type Cue struct {
+	Start, End float64
+	Text       string
 }
 
-// appendSRT renders cues as SubRip, the way OpenAI answers srt: cues
-// numbered from 1, HH:MM:SS,mmm times, the text trimmed, each cue followed
-// by a blank line. Segments without text get no cue.
-func appendSRT(dst []byte, cues []cue) []byte {
+// AppendSRT renders cues as SubRip, the way OpenAI answers srt: cues
+// numbered from 1, HH:MM:SS,mmm times, the text trimmed, each Cue followed
+// by a blank line. Segments without text get no Cue.
+func AppendSRT(dst []byte, cues []Cue) []byte {
 	n := 0
 	for _, c := range cues {
-		text := cueText(c.text)
+		text := CueText(c.Text)
 		if text == "" {
 			continue
 		}
@@ -30,21 +30,21 @@ func appendSRT(dst []byte, cues []cue) []byte {
 	return dst
 }
 
-// appendVTT renders cues as WebVTT, the way OpenAI answers vtt: the
+// AppendVTT renders cues as WebVTT, the way OpenAI answers vtt: the
 // WEBVTT header, then cues with HH:MM:SS.mmm times.
-func appendVTT(dst []byte, cues []cue) []byte {
+func AppendVTT(dst []byte, cues []Cue) []byte {
 	dst = append(dst, "WEBVTT\n\n"...)
 	for _, c := range cues {
-		if text := cueText(c.text); text != "" {
+		if text := CueText(c.Text); text != "" {
 			dst = appendCue(dst, c, text, '.')
 		}
 	}
 	return dst
 }
 
-func appendCue(dst []byte, c cue, text string, msSep byte) []byte {
-	start := cueMillis(c.start)
-	end := max(cueMillis(c.end), start)
+func appendCue(dst []byte, c Cue, text string, msSep byte) []byte {
+	start := cueMillis(c.Start)
+	end := max(cueMillis(c.End), start)
 	dst = appendTimestamp(dst, start, msSep)
 	dst = append(dst, " --> "...)
 	dst = appendTimestamp(dst, end, msSep)
@@ -82,11 +82,11 @@ func appendTimestamp(dst []byte, ms int64, msSep byte) []byte {
 	return append(dst, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
 }
 
-// cueText is a segment's text as one cue's payload: trimmed (Whisper
+// CueText is a segment's text as one Cue's payload: trimmed (Whisper
 // segments start with a space), line ends normalized, without blank lines
-// (a blank line ends a cue) and without "-->" (it marks a timing line).
-// Empty means the segment has no text and gets no cue.
-func cueText(s string) string {
+// (a blank line ends a Cue) and without "-->" (it marks a timing line).
+// Empty means the segment has no text and gets no Cue.
+func CueText(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
 	lines := strings.Split(s, "\n")

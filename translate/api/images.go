@@ -1,8 +1,9 @@
-package openai
+package api
 
 import (
 	"encoding/json"
 	"fmt"
+	"modelgate/translate/jsonscan"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,10 +97,10 @@ func ParseImagesRequest(body []byte) (*ImagesRequest, error) {
 		return nil, &RequestError{Param: "stream", Code: "unsupported_value",
 			Message: "Streaming image generation is not supported by this gateway; send the request without 'stream'."}
 	}
-	if raw := m["n"]; !isNull(raw) {
+	if raw := m["n"]; !jsonscan.IsNull(raw) {
 		json.Unmarshal(raw, &r.N) //nolint:errcheck // checked by integerIn
 	}
-	if raw := m["output_compression"]; !isNull(raw) {
+	if raw := m["output_compression"]; !jsonscan.IsNull(raw) {
 		var c int
 		json.Unmarshal(raw, &c) //nolint:errcheck // checked by integerIn
 		r.OutputCompression = &c
@@ -116,7 +117,7 @@ func ParseImagesRequest(body []byte) (*ImagesRequest, error) {
 // optionalEnum reads a string member; with values, it must be one of them.
 func optionalEnum(m map[string]json.RawMessage, name string, values ...string) (string, error) {
 	raw := m[name]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return "", nil
 	}
 	var s string

@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 )
 
 // errorOf decodes a normalized error body; param and code stay raw so

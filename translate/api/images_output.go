@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 )
 
 // GeneratedImage is one image a provider returned as bytes.
@@ -118,7 +119,7 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 	if err := json.Unmarshal(small, &top); err != nil || top == nil {
 		return nil, errImagesBody
 	}
-	if isNull(top["data"]) {
+	if jsonscan.IsNull(top["data"]) {
 		return body, nil
 	}
 	var items []map[string]json.RawMessage
@@ -130,7 +131,7 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 	changed := false
 	for i, it := range items {
 		raw, ok := it["b64_json"]
-		if !ok || isNull(raw) {
+		if !ok || jsonscan.IsNull(raw) {
 			continue
 		}
 		var s string
@@ -153,7 +154,7 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 			return nil, err
 		}
 		delete(it, "b64_json")
-		if it["url"], err = marshalKeepingHTML(url); err != nil {
+		if it["url"], err = Marshal(url); err != nil {
 			return nil, err
 		}
 		changed = true
@@ -162,17 +163,17 @@ func ImagesToURLs(body []byte, keep func(data []byte, contentType string) (strin
 		return body, nil
 	}
 	var err error
-	if top["data"], err = marshalKeepingHTML(items); err != nil {
+	if top["data"], err = Marshal(items); err != nil {
 		return nil, err
 	}
-	out, err := marshalKeepingHTML(top)
+	out, err := Marshal(top)
 	return lifted.Restore(out), err
 }
 
-// marshalKeepingHTML is json.Marshal without its HTML escaping, so that
+// Marshal is json.Marshal without its HTML escaping, so that
 // the & of a URL and a transcript's "<", ">" and "&" reach the client as
 // written (RawMessage members are escaped anew by json.Marshal).
-func marshalKeepingHTML(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

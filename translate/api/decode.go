@@ -1,10 +1,11 @@
-package openai
+package api
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"modelgate/translate/jsonscan"
 	"reflect"
 	"strconv"
 	"strings"
@@ -198,7 +199,7 @@ func quote(s string) string {
 
 // StopSequences reads stop: a string or an array of strings.
 func StopSequences(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return nil, nil
 	}
 	var one string

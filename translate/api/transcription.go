@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"modelgate/translate"
 )
 
 // TranscriptionRequest is a validated CreateTranscriptionRequest. The
@@ -31,10 +29,10 @@ type TranscriptionRequest struct {
 	TimestampGranularities []string
 	Stream                 bool
 
-	// fields are the parts other than the file, in order and as sent;
-	// filePos is how many of them came before it.
-	fields  []formField
-	filePos int
+	// Fields are the parts other than the file, in order and as sent;
+	// FilePos is how many of them came before it.
+	Fields  []FormField
+	FilePos int
 }
 
 // AudioFile is the uploaded audio.
@@ -47,10 +45,10 @@ type AudioFile struct {
 	Data   []byte
 }
 
-// formField is one form field other than the file. A field sent as a
+// FormField is one form field other than the file. A field sent as a
 // file part (with a filename) is re-sent as a plain field.
-type formField struct {
-	name, value string
+type FormField struct {
+	Name, Value string
 }
 
 // audioFormats are the formats OpenAI transcribes, by file extension.
@@ -98,12 +96,12 @@ func ParseTranscriptionRequest(contentType string, body []byte) (*TranscriptionR
 				return nil, invalidValue("file", "expected one file, but got more than one.")
 			}
 			haveFile = true
-			r.filePos = len(r.fields)
+			r.FilePos = len(r.Fields)
 			r.File = AudioFile{Filename: p.filename, ContentType: p.contentType, Data: p.data}
 			continue
 		}
 		value := string(p.data)
-		r.fields = append(r.fields, formField{p.name, value})
+		r.Fields = append(r.Fields, FormField{p.name, value})
 		switch name := p.name; name {
 		case "model", "language", "prompt", "response_format", "temperature", "stream":
 			if seen[name] {
@@ -211,11 +209,4 @@ func sniffAudio(b []byte) string {
 		return "mp3"
 	}
 	return ""
-}
-
-// NewTranscription returns the transcription translator for provider
-// openai and OpenAI-compatible servers. A compatible server's quirks are
-// looked up by t.Provider, so one constructor serves the whole family.
-func NewTranscription(t translate.Target, req *TranscriptionRequest) translate.Translator {
-	return NewCompatibleTranscription(compatibleQuirks()[t.Provider])(t, req)
 }

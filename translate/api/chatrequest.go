@@ -1,9 +1,10 @@
-package openai
+package api
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"modelgate/translate/jsonscan"
 	"slices"
 )
 
@@ -59,8 +60,6 @@ func parseObject(body []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-func isNull(raw json.RawMessage) bool { return raw == nil || bytes.Equal(raw, []byte("null")) }
-
 func missing(param string) error {
 	return &RequestError{Param: param, Code: "missing_required_parameter",
 		Message: fmt.Sprintf("Missing required parameter: '%s'.", param)}
@@ -94,7 +93,7 @@ func jsonKind(raw json.RawMessage) string {
 
 func requiredString(m map[string]json.RawMessage, name string) (string, error) {
 	raw := m[name]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return "", missing(name)
 	}
 	var s string
@@ -109,7 +108,7 @@ func requiredString(m map[string]json.RawMessage, name string) (string, error) {
 
 func checkMessages(m map[string]json.RawMessage) error {
 	raw := m["messages"]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return missing("messages")
 	}
 	var msgs []json.RawMessage
@@ -157,7 +156,7 @@ func quoteList(vs []string) string {
 
 func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 	raw := m[name]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return nil
 	}
 	var v float64
@@ -169,7 +168,7 @@ func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 
 func integerIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 	raw := m[name]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return nil
 	}
 	var v int64
@@ -191,7 +190,7 @@ func inRange(name string, v, lo, hi float64, kind string, raw json.RawMessage) e
 
 func optionalBool(m map[string]json.RawMessage, name string) (bool, error) {
 	raw := m[name]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return false, nil
 	}
 	var v bool
@@ -204,7 +203,7 @@ func optionalBool(m map[string]json.RawMessage, name string) (bool, error) {
 // streamOptions validates stream_options and returns include_usage.
 func streamOptions(m map[string]json.RawMessage, stream bool) (bool, error) {
 	raw := m["stream_options"]
-	if isNull(raw) {
+	if jsonscan.IsNull(raw) {
 		return false, nil
 	}
 	var opts map[string]json.RawMessage

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/translate/openai/spec"
+	"modelgate/translate/api/spec"
 	_ "modelgate/translate/translatetest" // -update, so go test ./translate/... -update runs here too
 )
 

@@ -1,4 +1,4 @@
-package openai
+package api
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 )
 
 // Vectors are written straight into the response bytes: a float vector is
@@ -24,10 +25,10 @@ var (
 	errNotFiniteJSON = errors.New("an embedding value is not finite")
 )
 
-// appendEmbeddingsResponse appends a CreateEmbeddingResponse. Each vector
+// AppendEmbeddingsResponse appends a CreateEmbeddingResponse. Each vector
 // is a JSON array of numbers or a JSON base64 string; it is converted to
 // the encoding the client asked for.
-func appendEmbeddingsResponse(dst []byte, model string, vectors []json.RawMessage, b64 bool, u translate.Usage) ([]byte, error) {
+func AppendEmbeddingsResponse(dst []byte, model string, vectors []json.RawMessage, b64 bool, u translate.Usage) ([]byte, error) {
 	name, err := json.Marshal(model)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func appendEmbeddingsResponse(dst []byte, model string, vectors []json.RawMessag
 // appendEmbedding appends one vector in the client's encoding; scratch is
 // reused for the float32 bytes.
 func appendEmbedding(dst, scratch []byte, v json.RawMessage, b64 bool) ([]byte, []byte, error) {
-	v = trimJSONSpace(v)
+	v = jsonscan.TrimSpace(v)
 	switch {
 	case len(v) > 0 && v[0] == '"':
 		enc := v[1 : len(v)-1]
@@ -220,23 +221,7 @@ func (a *numbers) end() error {
 	return nil
 }
 
-func (a *numbers) skipSpace() {
-	for a.i < len(a.b) && isJSONSpace(a.b[a.i]) {
-		a.i++
-	}
-}
-
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func trimJSONSpace(b []byte) []byte {
-	for len(b) > 0 && isJSONSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isJSONSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+func (a *numbers) skipSpace() { a.i = jsonscan.SkipSpace(a.b, a.i) }
 
 // scanNumber returns the end of the JSON number at b[i:], or i when there
 // is none: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
