@@ -97,21 +97,6 @@ func (u usageIn) normalize() translate.Usage {
 		CachedTokens: u.CacheReadInputTokens}
 }
 
-type usageOut struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func toUsageOut(u translate.Usage) *usageOut {
-	out := &usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-	out.PromptTokensDetails.CachedTokens = u.CachedTokens
-	return out
-}
-
 // finishReason maps stop_reason; the forced JSON tool is a normal stop.
 func (c *chat) finishReason(stop string) string {
 	if c.jsonMode && stop == "tool_use" {
@@ -142,40 +127,6 @@ type contentBlockIn struct {
 	Input    json.RawMessage `json:"input"`
 }
 
-type toolCallOut struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type assistantOut struct {
-	Role             string        `json:"role"`
-	Content          *string       `json:"content"`
-	Refusal          *string       `json:"refusal"`
-	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type choiceOut struct {
-	Index        int          `json:"index"`
-	Message      assistantOut `json:"message"`
-	Logprobs     *struct{}    `json:"logprobs"`
-	FinishReason string       `json:"finish_reason"`
-}
-
-type completionOut struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Choices []choiceOut `json:"choices"`
-	Usage   *usageOut   `json:"usage"`
-}
-
 // completion turns a Message into a chat.completion. A body that is no
 // Message (not a JSON object, no id, content not an array of blocks) is an
 // error wrapping translate.ErrUpstream.
@@ -194,7 +145,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's message has no id or no content")
 	}
 	c.usage = m.Usage.normalize()
-	msg := assistantOut{Role: "assistant"}
+	msg := api.Message{Role: "assistant"}
 	var text, reasoning strings.Builder
 	for _, b := range m.Content {
 		if b == nil {
@@ -210,18 +161,13 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 				text.WriteString(compactJSON(b.Input))
 				continue
 			}
-			tc := toolCallOut{ID: b.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = b.Name, compactJSON(b.Input)
-			msg.ToolCalls = append(msg.ToolCalls, tc)
+			msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, b.ID, b.Name, compactJSON(b.Input)))
 		}
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		s := text.String()
-		msg.Content = &s
-	}
-	msg.ReasoningContent = reasoning.String()
-	out, err := json.Marshal(completionOut{ID: m.ID, Object: "chat.completion", Created: c.created, Model: m.Model,
-		Choices: []choiceOut{{Message: msg, FinishReason: c.finishReason(m.Stop)}}, Usage: toUsageOut(c.usage)})
+	msg.SetText(text.String(), reasoning.String())
+	cc := api.NewChatCompletion(m.ID, m.Model, c.created)
+	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(m.Stop), api.ChatUsage(c.usage)
+	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }
 

@@ -16,28 +16,6 @@ type streamState struct {
 	done      bool
 }
 
-type deltaOut struct {
-	Role             string        `json:"role,omitempty"`
-	Content          *string       `json:"content,omitempty"`
-	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int      `json:"index"`
-	Delta        deltaOut `json:"delta"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
-type chunkOut struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *usageOut     `json:"usage,omitempty"`
-}
-
 // eventIn is any Anthropic stream event, as far as the translator reads it.
 type eventIn struct {
 	Type    string `json:"type"`
@@ -91,7 +69,7 @@ func (c *chat) event(out, data []byte) []byte {
 		c.st.id, c.st.model = ev.Message.ID, ev.Message.Model
 		c.usage = ev.Message.Usage.normalize()
 		empty := ""
-		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content_block_start":
 		return c.blockStart(out, ev)
 	case "content_block_delta":
@@ -120,30 +98,30 @@ func (c *chat) blockStart(out []byte, ev eventIn) []byte {
 	}
 	idx := len(c.st.tools)
 	c.st.tools[ev.Index] = idx
-	tc := toolCallOut{Index: &idx, ID: ev.ContentBlock.ID, Type: "function"}
+	tc := api.ToolCall{Index: &idx, ID: ev.ContentBlock.ID, Type: "function"}
 	tc.Function.Name = ev.ContentBlock.Name
-	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+	return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 }
 
 func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 	switch ev.Delta.Type {
 	case "text_delta":
 		text := ev.Delta.Text
-		return c.emit(out, deltaOut{Content: &text}, nil)
+		return c.emit(out, api.Delta{Content: &text}, nil)
 	case "thinking_delta":
-		return c.emit(out, deltaOut{ReasoningContent: ev.Delta.Thinking}, nil)
+		return c.emit(out, api.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
 	case "input_json_delta":
 		if c.st.jsonBlock == ev.Index+1 && ev.Delta.PartialJSON != "" {
 			text := ev.Delta.PartialJSON
-			return c.emit(out, deltaOut{Content: &text}, nil)
+			return c.emit(out, api.Delta{Content: &text}, nil)
 		}
 		idx, ok := c.st.tools[ev.Index]
 		if !ok || ev.Delta.PartialJSON == "" {
 			return out
 		}
-		tc := toolCallOut{Index: &idx}
+		tc := api.ToolCall{Index: &idx}
 		tc.Function.Arguments = ev.Delta.PartialJSON
-		return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+		return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 	}
 	return out // signature_delta and others carry nothing for OpenAI clients
 }
@@ -162,25 +140,22 @@ func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 		return out
 	}
 	reason := c.finishReason(ev.Delta.StopReason)
-	return c.emit(out, deltaOut{}, &reason)
+	return c.emit(out, api.Delta{}, &reason)
 }
 
 // finish ends a complete stream: the usage chunk if asked for, then [DONE].
 func (c *chat) finish(out []byte) []byte {
 	c.st.done = true
 	if c.req.IncludeUsage {
-		b, _ := json.Marshal(chunkOut{ID: c.st.id, Object: "chat.completion.chunk", Created: c.created, Model: c.st.model,
-			Choices: []chunkChoice{}, Usage: toUsageOut(c.usage)})
-		out = sse.AppendData(out, b)
+		out = c.chunks().Usage(out, c.usage)
 	}
-	return append(out, "data: [DONE]\n\n"...)
+	return append(out, api.DoneEvent...)
 }
 
-func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
-	b, err := json.Marshal(chunkOut{ID: c.st.id, Object: "chat.completion.chunk", Created: c.created, Model: c.st.model,
-		Choices: []chunkChoice{{Delta: d, FinishReason: finish}}})
-	if err != nil { // cannot happen: strings and numbers only
-		panic(err)
-	}
-	return sse.AppendData(out, b)
+func (c *chat) chunks() api.ChunkWriter {
+	return api.ChunkWriter{ID: c.st.id, Model: c.st.model, Created: c.created}
+}
+
+func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
+	return c.chunks().Delta(out, d, finish)
 }

@@ -151,21 +151,6 @@ func (u usageIn) normalize() translate.Usage {
 	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
 }
 
-type usageOut struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func toUsageOut(u translate.Usage) usageOut {
-	out := usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-	out.PromptTokensDetails.CachedTokens = u.CachedTokens
-	return out
-}
-
 // finishReason maps stopReason; the forced JSON tool is a normal stop.
 func (c *chat) finishReason(stop string) string {
 	if c.jsonMode && stop == "tool_use" {
@@ -184,16 +169,6 @@ func finishReason(stop string) string {
 		return "content_filter"
 	}
 	return "stop"
-}
-
-type toolCallOut struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
 }
 
 // completion turns a Converse response into a chat.completion. A body
@@ -224,9 +199,8 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's Converse response has no output message")
 	}
 	c.usage = r.Usage.normalize()
-	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	msg := api.Message{Role: "assistant"}
 	var text, reasoning strings.Builder
-	var calls []toolCallOut
 	for _, b := range r.Output.Message.Content {
 		if b == nil {
 			return nil, api.Unusable("the provider's Converse response has a content block that is not an object")
@@ -235,27 +209,17 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		case b.ToolUse != nil && c.jsonMode && b.ToolUse.Name == jsonTool:
 			text.WriteString(compact(b.ToolUse.Input))
 		case b.ToolUse != nil:
-			tc := toolCallOut{ID: b.ToolUse.ToolUseID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = b.ToolUse.Name, compact(b.ToolUse.Input)
-			calls = append(calls, tc)
+			msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, b.ToolUse.ToolUseID, b.ToolUse.Name, compact(b.ToolUse.Input)))
 		case b.ReasoningContent != nil:
 			reasoning.WriteString(b.ReasoningContent.ReasoningText.Text)
 		default:
 			text.WriteString(b.Text)
 		}
 	}
-	if text.Len() > 0 || len(calls) == 0 {
-		msg["content"] = text.String()
-	}
-	if len(calls) > 0 {
-		msg["tool_calls"] = calls
-	}
-	if reasoning.Len() > 0 {
-		msg["reasoning_content"] = reasoning.String()
-	}
-	out, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.target.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": c.finishReason(r.StopReason)}},
-		"usage":   toUsageOut(c.usage)})
+	msg.SetText(text.String(), reasoning.String())
+	cc := api.NewChatCompletion(c.id, c.target.Model, c.created)
+	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(r.StopReason), api.ChatUsage(c.usage)
+	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }
 

@@ -29,19 +29,6 @@ type streamEvent struct {
 	Message    string   `json:"message"`
 }
 
-type deltaOut struct {
-	Role             string        `json:"role,omitempty"`
-	Content          *string       `json:"content,omitempty"`
-	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int      `json:"index"`
-	Delta        deltaOut `json:"delta"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
 // streamChunk decodes event-stream frames and emits SSE. The usage arrives
 // in a metadata event after messageStop, so the stream is completed at its
 // end: the usage chunk if asked for, then [DONE].
@@ -66,11 +53,9 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	if c.req.IncludeUsage {
-		b, _ := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-			"model": c.target.Model, "choices": []any{}, "usage": toUsageOut(c.usage)})
-		out = sse.AppendData(out, b)
+		out = c.chunks().Usage(out, c.usage)
 	}
-	return append(out, "data: [DONE]\n\n"...)
+	return append(out, api.DoneEvent...)
 }
 
 func (c *chat) frame(out []byte, m Message) []byte {
@@ -87,7 +72,7 @@ func (c *chat) frame(out []byte, m Message) []byte {
 	switch m.Header(":event-type") {
 	case "messageStart":
 		empty := ""
-		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
 	case "contentBlockStart":
 		return c.blockStart(out, ev)
 	case "contentBlockDelta":
@@ -95,7 +80,7 @@ func (c *chat) frame(out []byte, m Message) []byte {
 	case "messageStop":
 		c.stopped = true
 		reason := c.finishReason(ev.StopReason)
-		return c.emit(out, deltaOut{}, &reason)
+		return c.emit(out, api.Delta{}, &reason)
 	case "metadata":
 		if ev.Usage != nil {
 			c.usage = ev.Usage.normalize()
@@ -128,37 +113,36 @@ func (c *chat) blockStart(out []byte, ev streamEvent) []byte {
 	}
 	idx := len(c.tools)
 	c.tools[ev.ContentBlockIndex] = idx
-	tc := toolCallOut{Index: &idx, ID: tu.ToolUseID, Type: "function"}
+	tc := api.ToolCall{Index: &idx, ID: tu.ToolUseID, Type: "function"}
 	tc.Function.Name = tu.Name
-	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+	return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 }
 
 func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
 	d := ev.Delta
 	switch {
 	case d.Text != nil:
-		return c.emit(out, deltaOut{Content: d.Text}, nil)
+		return c.emit(out, api.Delta{Content: d.Text}, nil)
 	case d.ReasoningContent != nil:
-		return c.emit(out, deltaOut{ReasoningContent: d.ReasoningContent.Text}, nil)
+		return c.emit(out, api.Delta{ReasoningContent: d.ReasoningContent.Text}, nil)
 	case d.ToolUse != nil && c.jsonBlock == ev.ContentBlockIndex+1:
-		return c.emit(out, deltaOut{Content: &d.ToolUse.Input}, nil)
+		return c.emit(out, api.Delta{Content: &d.ToolUse.Input}, nil)
 	case d.ToolUse != nil:
 		idx, ok := c.tools[ev.ContentBlockIndex]
 		if !ok {
 			return out
 		}
-		tc := toolCallOut{Index: &idx}
+		tc := api.ToolCall{Index: &idx}
 		tc.Function.Arguments = d.ToolUse.Input
-		return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+		return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 	}
 	return out
 }
 
-func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
-	b, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-		"model": c.target.Model, "choices": []chunkChoice{{Delta: d, FinishReason: finish}}})
-	if err != nil { // cannot happen: strings and numbers only
-		panic(err)
-	}
-	return sse.AppendData(out, b)
+func (c *chat) chunks() api.ChunkWriter {
+	return api.ChunkWriter{ID: c.id, Model: c.target.Model, Created: c.created}
+}
+
+func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
+	return c.chunks().Delta(out, d, finish)
 }

@@ -239,22 +239,6 @@ func finishReason(r string) string {
 	return "stop" // COMPLETE, STOP_SEQUENCE, ERROR, TIMEOUT
 }
 
-type toolCallOut struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type usageOut struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
 // completion turns a v2 chat response into a chat.completion. A body
 // that is none (not a JSON object, no id, content parts or tool calls
 // that are not objects) is an error wrapping translate.ErrUpstream.
@@ -267,7 +251,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			} `json:"content"`
-			ToolCalls []*toolCallOut `json:"tool_calls"`
+			ToolCalls []*api.ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		Usage usageIn `json:"usage"`
 	}
@@ -292,16 +276,13 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 			text.WriteString(p.Text)
 		}
 	}
-	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
-	if text.Len() > 0 || len(r.Message.ToolCalls) == 0 {
-		msg["content"] = text.String()
+	msg := api.Message{Role: "assistant"}
+	for _, tc := range r.Message.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, tc.ID, tc.Function.Name, tc.Function.Arguments))
 	}
-	if len(r.Message.ToolCalls) > 0 {
-		msg["tool_calls"] = r.Message.ToolCalls
-	}
-	u := c.usage
-	out, err := json.Marshal(map[string]any{"id": r.ID, "object": "chat.completion", "created": c.created, "model": c.target.Model,
-		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(r.FinishReason)}},
-		"usage":   usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
+	msg.SetText(text.String(), "")
+	cc := api.NewChatCompletion(r.ID, c.target.Model, c.created)
+	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, finishReason(r.FinishReason), api.ChatUsage(c.usage)
+	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }

@@ -37,18 +37,6 @@ type toolCallDelta struct {
 	} `json:"function"`
 }
 
-type deltaOut struct {
-	Role      string        `json:"role,omitempty"`
-	Content   *string       `json:"content,omitempty"`
-	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int      `json:"index"`
-	Delta        deltaOut `json:"delta"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
 // streamChunk translates the events a chunk completes.
 func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	var out []byte
@@ -79,11 +67,11 @@ func (c *chat) event(out, data []byte) []byte {
 	case "message-start":
 		c.id = ev.ID
 		empty := ""
-		return c.emit(out, deltaOut{Role: "assistant", Content: &empty}, nil)
+		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content-delta":
 		var cd contentDelta
 		json.Unmarshal(ev.Delta.Message.Content, &cd) //nolint:errcheck // a malformed delta carries no text
-		return c.emit(out, deltaOut{Content: &cd.Text}, nil)
+		return c.emit(out, api.Delta{Content: &cd.Text}, nil)
 	case "tool-call-start", "tool-call-delta":
 		return c.toolCall(out, ev)
 	case "message-end":
@@ -96,14 +84,14 @@ func (c *chat) event(out, data []byte) []byte {
 func (c *chat) toolCall(out []byte, ev eventIn) []byte {
 	var td toolCallDelta
 	json.Unmarshal(ev.Delta.Message.ToolCalls, &td) //nolint:errcheck // a malformed delta carries nothing
-	var tc toolCallOut
+	var tc api.ToolCall
 	if ev.Type == "tool-call-start" {
 		c.calls++
 		tc.ID, tc.Type, tc.Function.Name = td.ID, "function", td.Function.Name
 	}
 	idx := max(c.calls-1, 0)
 	tc.Index, tc.Function.Arguments = &idx, td.Function.Arguments
-	return c.emit(out, deltaOut{ToolCalls: []toolCallOut{tc}}, nil)
+	return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 }
 
 func (c *chat) end(out []byte, ev eventIn) []byte {
@@ -115,21 +103,17 @@ func (c *chat) end(out []byte, ev eventIn) []byte {
 		c.usage = ev.Delta.Usage.normalize()
 	}
 	reason := finishReason(ev.Delta.FinishReason)
-	out = c.emit(out, deltaOut{}, &reason)
+	out = c.emit(out, api.Delta{}, &reason)
 	if c.req.IncludeUsage {
-		u := c.usage
-		b, _ := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created, "model": c.target.Model,
-			"choices": []any{}, "usage": usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}})
-		out = sse.AppendData(out, b)
+		out = c.chunks().Usage(out, c.usage)
 	}
-	return append(out, "data: [DONE]\n\n"...)
+	return append(out, api.DoneEvent...)
 }
 
-func (c *chat) emit(out []byte, d deltaOut, finish *string) []byte {
-	b, err := json.Marshal(map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": c.created,
-		"model": c.target.Model, "choices": []chunkChoice{{Delta: d, FinishReason: finish}}})
-	if err != nil { // cannot happen: strings and numbers only
-		panic(err)
-	}
-	return sse.AppendData(out, b)
+func (c *chat) chunks() api.ChunkWriter {
+	return api.ChunkWriter{ID: c.id, Model: c.target.Model, Created: c.created}
+}
+
+func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
+	return c.chunks().Delta(out, d, finish)
 }

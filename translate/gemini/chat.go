@@ -139,40 +139,11 @@ func finishReason(reason string, calledTools bool) string {
 	return "stop"
 }
 
-type toolCallOut struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type usageOut struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-func toUsageOut(u translate.Usage) *usageOut {
-	out := &usageOut{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-	out.PromptTokensDetails.CachedTokens = u.CachedTokens
-	out.CompletionTokensDetails.ReasoningTokens = u.ReasoningTokens
-	return out
-}
-
 // toolCall maps a functionCall. Gemini 3 wants the call's thought
 // signature back with it on the next turn; OpenAI clients echo only the
 // tool call id, so a signature travels inside the id.
-func toolCall(fc *functionCall, signature string, n int) toolCallOut {
-	tc := toolCallOut{ID: fc.ID, Type: "function"}
+func toolCall(fc *functionCall, signature string, n int) api.ToolCall {
+	tc := api.ToolCall{ID: fc.ID, Type: "function"}
 	switch {
 	case signature != "":
 		tc.ID = signatureID(signature)
@@ -189,21 +160,6 @@ func compactJSON(raw json.RawMessage) string {
 		return "{}"
 	}
 	return b.String()
-}
-
-type messageOut struct {
-	Role             string        `json:"role"`
-	Content          *string       `json:"content"`
-	Refusal          *string       `json:"refusal"`
-	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type choiceOut struct {
-	Index        int        `json:"index"`
-	Message      messageOut `json:"message"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason string     `json:"finish_reason"`
 }
 
 // completion turns a GenerateContentResponse into a chat.completion. A
@@ -226,10 +182,10 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's candidates are not all objects")
 	}
 	c.usage, _ = r.usage()
-	choices := []choiceOut{}
+	choices := []api.Choice{}
 	calls := 0
 	for _, cand := range r.Candidates {
-		msg := messageOut{Role: "assistant"}
+		msg := api.Message{Role: "assistant"}
 		var text, reasoning strings.Builder
 		for _, p := range cand.Content.Parts {
 			switch {
@@ -242,15 +198,12 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 				text.WriteString(p.Text)
 			}
 		}
-		if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-			s := text.String()
-			msg.Content = &s
-		}
-		msg.ReasoningContent = reasoning.String()
-		choices = append(choices, choiceOut{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
+		msg.SetText(text.String(), reasoning.String())
+		choices = append(choices, api.Choice{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
 	}
-	out, err := json.Marshal(map[string]any{"id": r.ResponseID, "object": "chat.completion", "created": c.created,
-		"model": r.ModelVersion, "choices": choices, "usage": toUsageOut(c.usage)})
+	cc := api.NewChatCompletion(r.ResponseID, r.ModelVersion, c.created)
+	cc.Choices, cc.Usage = choices, api.ChatUsage(c.usage)
+	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }
 

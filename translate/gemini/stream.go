@@ -17,28 +17,6 @@ type streamState struct {
 	done      bool
 }
 
-type deltaOut struct {
-	Role             string        `json:"role,omitempty"`
-	Content          *string       `json:"content,omitempty"`
-	ReasoningContent string        `json:"reasoning_content,omitempty"`
-	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int      `json:"index"`
-	Delta        deltaOut `json:"delta"`
-	FinishReason *string  `json:"finish_reason"`
-}
-
-type chunkOut struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *usageOut     `json:"usage,omitempty"`
-}
-
 // streamChunk translates the events a chunk completes. Gemini's streams
 // end without a terminator: a stream is complete when a candidate gave a
 // finishReason, and [DONE] is added at the end.
@@ -62,9 +40,9 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 			Message: "The provider's stream ended before it was complete."}))
 	}
 	if c.req.IncludeUsage {
-		out = c.append(out, chunkOut{Choices: []chunkChoice{}, Usage: toUsageOut(c.usage)})
+		out = c.chunks().Usage(out, c.usage)
 	}
-	return append(out, "data: [DONE]\n\n"...)
+	return append(out, api.DoneEvent...)
 }
 
 func (c *chat) event(out, data []byte) []byte {
@@ -91,14 +69,14 @@ func (c *chat) event(out, data []byte) []byte {
 	if len(choices) == 0 {
 		return out
 	}
-	return c.append(out, chunkOut{Choices: choices})
+	return c.chunks().Chunk(out, api.ChatCompletionChunk{Choices: choices})
 }
 
 // deltas turns each candidate of one response into a chunk choice.
-func (c *chat) deltas(r responseIn) []chunkChoice {
-	var out []chunkChoice
+func (c *chat) deltas(r responseIn) []api.ChunkChoice {
+	var out []api.ChunkChoice
 	for _, cand := range r.Candidates {
-		d := deltaOut{Role: "assistant"}
+		d := api.Delta{Role: "assistant"}
 		text := ""
 		for _, p := range cand.Content.Parts {
 			switch {
@@ -117,7 +95,7 @@ func (c *chat) deltas(r responseIn) []chunkChoice {
 		if text != "" || len(d.ToolCalls) == 0 && d.ReasoningContent == "" {
 			d.Content = &text
 		}
-		ch := chunkChoice{Index: cand.Index, Delta: d}
+		ch := api.ChunkChoice{Index: cand.Index, Delta: d}
 		if cand.FinishReason != "" {
 			reason := finishReason(cand.FinishReason, c.st.calls > 0)
 			ch.FinishReason = &reason
@@ -128,11 +106,6 @@ func (c *chat) deltas(r responseIn) []chunkChoice {
 	return out
 }
 
-func (c *chat) append(out []byte, ch chunkOut) []byte {
-	ch.ID, ch.Object, ch.Created, ch.Model = c.st.id, "chat.completion.chunk", c.created, c.st.model
-	b, err := json.Marshal(ch)
-	if err != nil { // cannot happen: strings and numbers only
-		panic(err)
-	}
-	return sse.AppendData(out, b)
+func (c *chat) chunks() api.ChunkWriter {
+	return api.ChunkWriter{ID: c.st.id, Model: c.st.model, Created: c.created}
 }

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"encoding/json"
+
+	"modelgate/translate"
+	"modelgate/translate/sse"
+)
+
+// The chat completion objects every translator answers with: one set of
+// types, so that a client gets the same shape whatever the provider.
+
+// ChatCompletion is a chat.completion (CreateChatCompletionResponse).
+type ChatCompletion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   *Usage   `json:"usage"`
+}
+
+// NewChatCompletion starts a chat.completion with its one choice's
+// assistant message.
+func NewChatCompletion(id, model string, created int64) ChatCompletion {
+	return ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []Choice{{Message: Message{Role: "assistant"}}}}
+}
+
+// Choice is one choice of a chat.completion.
+type Choice struct {
+	Index        int       `json:"index"`
+	Message      Message   `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// Message is the assistant's message of a choice. Content and Refusal are
+// null when absent; ReasoningContent is the reasoning text of providers
+// that return it, under the name DeepSeek and vLLM give it.
+type Message struct {
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	Refusal          *string    `json:"refusal"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is a function tool call, whole in a message or in pieces in
+// stream deltas: there Index says which call a piece continues, and the
+// pieces after the first carry only arguments.
+type ToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a tool call's function and (part of) its JSON arguments.
+type FunctionCall struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// NewToolCall is a whole function tool call, as in a message or in the
+// one delta of a provider that streams calls whole; index is nil in a
+// message.
+func NewToolCall(index *int, id, name, arguments string) ToolCall {
+	return ToolCall{Index: index, ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: arguments}}
+}
+
+// ChatCompletionChunk is a chat.completion.chunk
+// (CreateChatCompletionStreamResponse).
+type ChatCompletionChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage,omitempty"`
+}
+
+// NewChunk starts a chat.completion.chunk without choices.
+func NewChunk(id, model string, created int64) ChatCompletionChunk {
+	return ChatCompletionChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []ChunkChoice{}}
+}
+
+// ChunkChoice is the one choice of a chunk; FinishReason is null until the
+// last content chunk.
+type ChunkChoice struct {
+	Index        int     `json:"index"`
+	Delta        Delta   `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// Delta is what a chunk adds to the message.
+type Delta struct {
+	Role             string     `json:"role,omitempty"`
+	Content          *string    `json:"content,omitempty"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Usage is the usage of a chat completion (CompletionUsage). Every
+// provider's answer has the same shape: both details objects are always
+// there, their counts zero where the provider reports none.
+type Usage struct {
+	PromptTokens            int64                   `json:"prompt_tokens"`
+	CompletionTokens        int64                   `json:"completion_tokens"`
+	TotalTokens             int64                   `json:"total_tokens"`
+	PromptTokensDetails     PromptTokensDetails     `json:"prompt_tokens_details"`
+	CompletionTokensDetails CompletionTokensDetails `json:"completion_tokens_details"`
+}
+
+// PromptTokensDetails breaks down the prompt tokens.
+type PromptTokensDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+// CompletionTokensDetails breaks down the completion tokens.
+type CompletionTokensDetails struct {
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+}
+
+// ChatUsage is the client's usage object for a normalized usage.
+func ChatUsage(u translate.Usage) *Usage {
+	return &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		PromptTokensDetails:     PromptTokensDetails{CachedTokens: u.CachedTokens},
+		CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: u.ReasoningTokens}}
+}
+
+// SetText sets the message's content and reasoning. Content is null only
+// for a message of tool calls without text, as OpenAI answers.
+func (m *Message) SetText(text, reasoning string) {
+	if text != "" || len(m.ToolCalls) == 0 {
+		m.Content = &text
+	}
+	m.ReasoningContent = reasoning
+}
+
+// DoneEvent ends every chat completion stream.
+const DoneEvent = "data: [DONE]\n\n"
+
+// ChunkWriter writes the chunks of one stream as SSE events; they share
+// its id, model and creation time.
+type ChunkWriter struct {
+	ID, Model string
+	Created   int64
+}
+
+// Chunk appends ch as an event, stamped with the stream's id, model and
+// time.
+func (w ChunkWriter) Chunk(out []byte, ch ChatCompletionChunk) []byte {
+	ch.ID, ch.Object, ch.Created, ch.Model = w.ID, "chat.completion.chunk", w.Created, w.Model
+	if ch.Choices == nil {
+		ch.Choices = []ChunkChoice{}
+	}
+	b, err := json.Marshal(ch)
+	if err != nil { // cannot happen: strings and numbers only
+		panic(err)
+	}
+	return sse.AppendData(out, b)
+}
+
+// Delta appends a chunk of the one choice: a delta and, on the last
+// content chunk, its finish reason.
+func (w ChunkWriter) Delta(out []byte, d Delta, finish *string) []byte {
+	return w.Chunk(out, ChatCompletionChunk{Choices: []ChunkChoice{{Delta: d, FinishReason: finish}}})
+}
+
+// Usage appends the usage chunk stream_options.include_usage asks for:
+// no choices, and the usage of the whole exchange.
+func (w ChunkWriter) Usage(out []byte, u translate.Usage) []byte {
+	return w.Chunk(out, ChatCompletionChunk{Usage: ChatUsage(u)})
+}
