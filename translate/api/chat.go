@@ -101,9 +101,9 @@ type Delta struct {
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 }
 
-// Usage is the usage of a chat completion (CompletionUsage). Every
-// provider's answer has the same shape: both details objects are always
-// there, their counts zero where the provider reports none.
+// Usage is the usage of a chat completion (CompletionUsage), in the one
+// shape every provider's answer has: OpenAI's, with both details objects
+// and all their counts, zero where the provider reports none.
 type Usage struct {
 	PromptTokens            int64                   `json:"prompt_tokens"`
 	CompletionTokens        int64                   `json:"completion_tokens"`
@@ -115,11 +115,15 @@ type Usage struct {
 // PromptTokensDetails breaks down the prompt tokens.
 type PromptTokensDetails struct {
 	CachedTokens int64 `json:"cached_tokens"`
+	AudioTokens  int64 `json:"audio_tokens"`
 }
 
 // CompletionTokensDetails breaks down the completion tokens.
 type CompletionTokensDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
+	ReasoningTokens          int64 `json:"reasoning_tokens"`
+	AudioTokens              int64 `json:"audio_tokens"`
+	AcceptedPredictionTokens int64 `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int64 `json:"rejected_prediction_tokens"`
 }
 
 // ChatUsage is the client's usage object for a normalized usage.
@@ -127,6 +131,23 @@ func ChatUsage(u translate.Usage) *Usage {
 	return &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		PromptTokensDetails:     PromptTokensDetails{CachedTokens: u.CachedTokens},
 		CompletionTokensDetails: CompletionTokensDetails{ReasoningTokens: u.ReasoningTokens}}
+}
+
+// ParseUsage reads the CompletionUsage of a server that speaks the OpenAI
+// API, whatever members it has or lacks; nulls count zero. It fails on
+// counts that are not integers or details that are not objects.
+func ParseUsage(raw []byte) (*Usage, error) {
+	var u Usage
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// Counts is the normalized usage.
+func (u *Usage) Counts() translate.Usage {
+	return translate.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		CachedTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
 }
 
 // SetText sets the message's content and reasoning. Content is null only

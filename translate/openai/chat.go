@@ -127,8 +127,15 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	members["choices"] = fixed
-	if u, ok := members["usage"]; ok {
-		c.usage = parseUsage(u)
+	if raw, ok := members["usage"]; ok {
+		u, err := api.ParseUsage(raw)
+		if err != nil {
+			return nil, api.Unusable("the provider's usage is not a CompletionUsage")
+		}
+		c.usage = u.Counts()
+		if members["usage"], err = json.Marshal(u); err != nil {
+			return nil, api.AsUnusable(err)
+		}
 	}
 	out, err := json.Marshal(members)
 	return out, api.AsUnusable(err)
@@ -177,29 +184,6 @@ func setIfAbsent(m map[string]json.RawMessage, key string) {
 	if _, ok := m[key]; !ok {
 		m[key] = json.RawMessage("null")
 	}
-}
-
-// usageJSON is CompletionUsage, as far as the gateway reads it.
-type usageJSON struct {
-	PromptTokens        int64 `json:"prompt_tokens"`
-	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int64 `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int64 `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-func parseUsage(raw []byte) translate.Usage {
-	var u usageJSON
-	if json.Unmarshal(raw, &u) != nil {
-		return translate.Usage{}
-	}
-	return translate.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-		TotalTokens: u.TotalTokens, CachedTokens: u.PromptTokensDetails.CachedTokens,
-		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
 }
 
 // Usage implements translate.Translator.

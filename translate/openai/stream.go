@@ -107,7 +107,7 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 		case "usage":
 			if !jsonscan.IsNull(m.Value) {
 				usage, hasUsage = m, true
-				f.usage(m)
+				c.canonicalUsage(m)
 			}
 		default:
 			f.top(m)
@@ -119,7 +119,6 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 			Message: "The provider sent a stream chunk with an invalid " + f.bad + "."}))
 	}
 	if hasUsage {
-		c.usage = parseUsage(usage.Value)
 		if !c.req.IncludeUsage && choicesEmpty {
 			return out // the usage-only chunk the gateway asked for
 		}
@@ -155,6 +154,20 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 		out = c.usageChunk(out, members, f.applyRange(nil, usage.VS, usage.End))
 	}
 	return out
+}
+
+// canonicalUsage reads a chunk's usage and replaces it with the one shape
+// every provider's usage has (api.Usage); a usage of the wrong types fails
+// the chunk. It runs once a stream.
+func (c *chat) canonicalUsage(m jsonscan.Member) {
+	u, err := api.ParseUsage(m.Value)
+	if jsonscan.Kind(m.Value) != jsonscan.Object || err != nil {
+		c.fix.fail("usage")
+		return
+	}
+	c.usage = u.Counts()
+	b, _ := json.Marshal(u) // integers only
+	c.fix.replace(m, b)
 }
 
 // usageChunk appends {id, object, created, model, choices: [], usage}.

@@ -408,36 +408,6 @@ func (f *chunkFix) nonNull(obj jsonscan.Member, visit func(m jsonscan.Member, ke
 	f.close(&d)
 }
 
-// usage checks a CompletionUsage: counts are integers, details objects of
-// integers; nulls are dropped.
-func (f *chunkFix) usage(um jsonscan.Member) {
-	if jsonscan.Kind(um.Value) != jsonscan.Object {
-		f.fail("usage")
-		return
-	}
-	f.counts(um, "usage", true)
-}
-
-func (f *chunkFix) counts(obj jsonscan.Member, path string, top bool) {
-	f.nonNull(obj, func(m jsonscan.Member, key string) {
-		switch key {
-		case "prompt_tokens", "completion_tokens", "total_tokens",
-			"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens",
-			"rejected_prediction_tokens", "text_tokens", "image_tokens", "cache_write_tokens":
-			f.wantInt(m.Value, path)
-		case "prompt_tokens_details", "completion_tokens_details":
-			if !top {
-				return
-			}
-			if jsonscan.Kind(m.Value) != jsonscan.Object {
-				f.fail(path)
-				return
-			}
-			f.counts(m, path, false)
-		}
-	})
-}
-
 // flatten turns typed content parts (Mistral streams thinking this way)
 // into OpenAI's string content, and thinking text into reasoning_content.
 func (f *chunkFix) flatten(content, reasoning jsonscan.Member, hasReasoning bool) {

@@ -2,15 +2,18 @@ package sse
 
 import (
 	"bytes"
+	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	_ "modelgate/translate/translatetest" // -update, so go test ./translate/... -update runs here too
 )
+
+// update lets go test ./translate/... -update run here too; sse has no
+// golden files (translatetest, which owns the flag, imports sse).
+var _ = flag.Bool("update", false, "rewrite golden files (none in this package)")
 
 func decodeAll(chunks ...[]byte) ([]Event, bool) {
 	out, pending, _ := decodeMax(0, chunks...)

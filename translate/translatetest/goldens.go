@@ -1,0 +1,169 @@
+package translatetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
+)
+
+// Endpoint names the OpenAPI component schemas of what one endpoint's
+// clients get.
+type Endpoint struct {
+	// Body is the schema of a JSON answer.
+	Body string
+	// Event is the schema of each stream event; empty for endpoints that
+	// do not stream.
+	Event string
+}
+
+// The endpoints' client schemas.
+var (
+	Chat       = Endpoint{Body: "CreateChatCompletionResponse", Event: "CreateChatCompletionStreamResponse"}
+	Embeddings = Endpoint{Body: "CreateEmbeddingResponse"}
+	Images     = Endpoint{Body: "ImagesResponse"}
+	Responses  = Endpoint{Body: "Response", Event: "ResponseStreamEvent"}
+)
+
+// Case is one golden case: a client request (request.json in the case's
+// folder) and a provider's recorded answer to it.
+type Case struct {
+	// Name is the case's folder under the test's golden directory.
+	Name string
+	// Recording is the provider's recorded answer body, a path from the
+	// test's package.
+	Recording string
+	// Status is the recorded status; zero means 200.
+	Status int
+	// ContentType is the recorded content type.
+	ContentType string
+}
+
+// RunGoldens plays each case through the translator newTr builds from the
+// case's request.json, as the ext_proc server does, and checks:
+//
+//   - the upstream request matches upstream.json (UpstreamJSON);
+//   - what the client gets matches client.json, or client.sse for a
+//     stream, and validates against ep's schemas: every body, and every
+//     event of a stream, with ErrorResponse for errors;
+//   - a stream cut at random points gives the client the same bytes.
+//
+// -update rewrites upstream.json and the client file.
+func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(t testing.TB, request []byte) translate.Translator) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			caseDir := filepath.Join(dir, tc.Name)
+			request := ReadFile(t, filepath.Join(caseDir, "request.json"))
+			recording := ReadFile(t, tc.Recording)
+			status := tc.Status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			tr := newTr(t, request)
+			up, err := tr.RequestBody()
+			Golden(t, filepath.Join(caseDir, "upstream.json"), UpstreamJSON(t, up, err))
+			if err != nil {
+				return
+			}
+			head := tr.ResponseHeaders(status, tc.ContentType)
+			if !head.Stream {
+				out, err := tr.ResponseBody(recording, true)
+				if err != nil {
+					t.Fatalf("ResponseBody: %v", err)
+				}
+				Golden(t, filepath.Join(caseDir, "client.json"), out)
+				schema := ep.Body
+				if head.Status >= 400 {
+					schema = "ErrorResponse"
+				}
+				spec.ValidateT(t, schema, out)
+				checkUsageShape(t, ep, out)
+				return
+			}
+			if ep.Event == "" {
+				t.Fatalf("%s answers a stream to an endpoint that has none", tc.Name)
+			}
+			out := Stream(t, tr, [][]byte{recording})
+			Golden(t, filepath.Join(caseDir, "client.sse"), out)
+			validateEvents(t, ep.Event, out)
+			r := rand.New(rand.NewPCG(uint64(len(recording)), 1))
+			for range 3 {
+				again := newTr(t, request)
+				again.RequestBody() //nolint:errcheck // succeeded above
+				again.ResponseHeaders(status, tc.ContentType)
+				if got := Stream(t, again, RandomChunks(r, recording, 64)); !bytes.Equal(got, out) {
+					t.Fatalf("a stream cut at random points gives other bytes:\n%s\nwant:\n%s", got, out)
+				}
+			}
+		})
+	}
+}
+
+// validateEvents validates every data event of an SSE body: [DONE] may
+// only come last, an event with a top-level error is an ErrorResponse,
+// and every other one validates against schema.
+func validateEvents(t testing.TB, schema string, stream []byte) {
+	t.Helper()
+	events := bytes.Split(bytes.TrimSpace(stream), []byte("\n\n"))
+	for i, ev := range events {
+		var data []byte
+		for line := range bytes.SplitSeq(ev, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+		}
+		if data == nil {
+			t.Errorf("event %d has no data: %q", i, ev)
+			continue
+		}
+		if string(data) == "[DONE]" {
+			if i != len(events)-1 {
+				t.Errorf("[DONE] is event %d of %d, want it last", i, len(events))
+			}
+			continue
+		}
+		name := schema
+		var probe struct {
+			Error json.RawMessage `json:"error"`
+			Type  string          `json:"type"`
+		}
+		if json.Unmarshal(data, &probe) == nil && probe.Error != nil && probe.Type != "error" {
+			name = "ErrorResponse"
+		}
+		if err := spec.Validate(name, data); err != nil {
+			t.Errorf("event %d does not validate: %v\nevent: %s", i, err, data)
+		}
+		checkUsageShape(t, Endpoint{Body: schema}, data)
+	}
+}
+
+// checkUsageShape requires a chat completion's or chunk's usage, where it
+// has one, to be in the one shape every provider answers with: exactly
+// api.Usage's members, in its order.
+func checkUsageShape(t testing.TB, ep Endpoint, body []byte) {
+	t.Helper()
+	if ep.Body != Chat.Body && ep.Body != Chat.Event {
+		return
+	}
+	var v struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Usage == nil || string(v.Usage) == "null" {
+		return
+	}
+	u, err := api.ParseUsage(v.Usage)
+	if err != nil {
+		t.Errorf("usage %s: %v", v.Usage, err)
+		return
+	}
+	if want, _ := json.Marshal(u); !bytes.Equal(v.Usage, want) {
+		t.Errorf("usage is not in the one shape:\n got %s\nwant %s", v.Usage, want)
+	}
+}
