@@ -12,6 +12,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/providers"
 	"modelgate/translate/responses"
 )
 
@@ -42,6 +43,7 @@ type exchange struct {
 	principal *authz.Principal
 	model     string // public model id
 	target    translate.Target
+	provider  providers.Provider   // the target's provider
 	tr        translate.Translator // nil until the request is routed
 	head      translate.Head
 	status    int // upstream status

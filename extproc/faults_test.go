@@ -110,8 +110,10 @@ func newFaultServer(t *testing.T) (*Server, *usageLog, *Metrics) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat := s.chat["openai"]
-	s.chat["openai"] = func(tg translate.Target, r *api.ChatRequest) translate.Translator { return panicky{chat(tg, r)} }
+	p := s.providers["openai"]
+	chat := p.Chat
+	p.Chat = func(tg translate.Target, r *api.ChatRequest) translate.Translator { return panicky{chat(tg, r)} }
+	s.providers["openai"] = p
 	return s, usage, m
 }
 

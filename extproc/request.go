@@ -249,7 +249,7 @@ func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
 		return err
 	}
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	ex.tr = ex.s.chat[ex.target.Provider](ex.target, req)
+	ex.tr = ex.provider.Chat(ex.target, req)
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 			return errProviderCredentials(err)
 		}
 	}
-	ex.model, ex.target = model, target
+	ex.model, ex.target, ex.provider = model, target, ex.s.providers[target.Provider]
 	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", model))
 	return nil
 }

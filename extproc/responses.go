@@ -13,8 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
-	"modelgate/translate"
-	"modelgate/translate/azure"
+	"modelgate/translate/providers"
 	"modelgate/translate/responses"
 )
 
@@ -31,9 +30,9 @@ type ResponseStore interface {
 }
 
 // translateResponses sets up a Responses exchange, continuing a stored
-// conversation when asked to. OpenAI and Azure OpenAI serve the Responses
-// API themselves and get the request passed through; every other provider
-// gets it bridged onto its chat translator.
+// conversation when asked to. Providers that serve the Responses API
+// themselves (OpenAI, Azure OpenAI) get the request passed through; every
+// other provider gets it bridged onto its chat translator.
 func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
@@ -52,21 +51,15 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	ex.respReq = req
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id := newID("resp_", 24)
-	var tr interface {
-		translate.Translator
-		conversationKeeper
-	}
-	switch ex.target.Provider {
-	case "openai":
-		tr = responses.NewPassthrough(ex.target, req, history, id)
-	case "azure":
-		tr = azure.NewResponses(ex.target, req, history, id)
-	default:
+	var tr providers.ResponsesTranslator
+	if native := ex.provider.Responses; native != nil {
+		tr = native(ex.target, req, history, id)
+	} else {
 		chatReq, err := responses.ToChat(req, history)
 		if err != nil {
 			return err
 		}
-		tr = responses.NewTranslator(ex.s.chat[ex.target.Provider](ex.target, chatReq), req, history, id, ex.s.now().Unix())
+		tr = responses.NewTranslator(ex.provider.Chat(ex.target, chatReq), req, history, id, ex.s.now().Unix())
 	}
 	ex.tr, ex.responses = tr, tr
 	return nil

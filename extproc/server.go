@@ -16,15 +16,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
-	"modelgate/translate"
-	"modelgate/translate/anthropic"
-	"modelgate/translate/api"
-	"modelgate/translate/azure"
-	"modelgate/translate/bedrock"
-	"modelgate/translate/cohere"
-	"modelgate/translate/gemini"
-	"modelgate/translate/openai"
-	"modelgate/translate/vertex"
+	"modelgate/translate/providers"
 )
 
 // Authenticator turns a presented API key into a principal. It returns an
@@ -108,9 +100,6 @@ type Config struct {
 	MaxResponseBytes int64
 }
 
-// chatFactory builds the chat translator for one provider.
-type chatFactory func(translate.Target, *api.ChatRequest) translate.Translator
-
 // Server is the ext_proc ExternalProcessor. It keeps no per-request state
 // between streams.
 type Server struct {
@@ -120,10 +109,10 @@ type Server struct {
 	auth   Authenticator
 	usage  UsageRecorder
 	router *router
-	chat   map[string]chatFactory
-	fx     factories
-	log    *zap.Logger
-	now    func() time.Time
+	// providers are the configured backends' providers, by name.
+	providers map[string]providers.Provider
+	log       *zap.Logger
+	now       func() time.Time
 }
 
 // New validates the config and returns a server.
@@ -137,23 +126,13 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		return nil, fmt.Errorf("building routes: %w", err)
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
-		chat: map[string]chatFactory{
-			"openai":    openai.NewChat,
-			"anthropic": anthropic.NewChat,
-			"azure":     azure.NewChat,
-			"gemini":    gemini.NewChat,
-			"cohere":    cohere.NewChat,
-			"bedrock":   bedrock.NewChat,
-			"vertex":    vertex.NewChat,
-		},
-		fx: newFactories()}
-	for name, quirks := range openai.CompatibleProviders() {
-		s.chat[name] = openai.NewCompatibleChat(quirks)
-	}
+		providers: map[string]providers.Provider{}}
 	for _, b := range cfg.Backends {
-		if _, ok := s.chat[b.Provider]; !ok {
+		p, ok := providers.Lookup(b.Provider)
+		if !ok {
 			return nil, fmt.Errorf("backend %q: unsupported provider %q", b.Name, b.Provider)
 		}
+		s.providers[p.Name] = p
 	}
 	return s, nil
 }

@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/cmd/modelgate/config"
-	"modelgate/extproc"
 )
 
 type syncBuffer struct {
@@ -126,24 +124,3 @@ func TestCredentialsWithLineBreaksRefused(t *testing.T) {
 		}
 	}
 }
-
-// Every provider the config accepts has a translator in the server.
-func TestEveryConfigProviderHasATranslator(t *testing.T) {
-	for _, p := range config.Providers {
-		_, err := extproc.New(extproc.Config{Backends: []extproc.Backend{{Name: "b", Provider: p}},
-			Models: []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "b", Model: "x"}}}}}, nopAuth{}, nopUsage{})
-		if err != nil {
-			t.Errorf("provider %s: %v", p, err)
-		}
-	}
-}
-
-type nopAuth struct{}
-
-func (nopAuth) Authenticate(context.Context, string) (*authz.Principal, error) {
-	return nil, authz.ErrUnauthenticated
-}
-
-type nopUsage struct{}
-
-func (nopUsage) AppendUsage(context.Context, authz.UsageRecord) error { return nil }

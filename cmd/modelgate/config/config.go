@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"modelgate/translate/providers"
 )
 
 // Config is the whole configuration file.
@@ -231,9 +233,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// Providers lists the provider kinds this build supports.
-var Providers = []string{"openai", "openai-compatible", "mistral", "groq", "deepseek", "xai", "together", "fireworks",
-	"openrouter", "vllm", "ollama", "anthropic", "azure", "gemini", "vertex", "cohere", "bedrock"}
+// Providers lists the provider kinds this build supports: the names of
+// the one provider table.
+var Providers = providers.Names()
 
 // Load reads, parses and validates a configuration file.
 func Load(path string) (*Config, error) {
