@@ -20,6 +20,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/cmd/modelgate/config"
+	"modelgate/authz/ledger"
 	"modelgate/extproc"
 )
 
@@ -65,7 +66,7 @@ type gateway struct {
 	auth  *authz.Authenticator
 	log   *zap.Logger
 	// ledger queues usage records off the request path; stop flushes it.
-	ledger *extproc.Ledger
+	ledger *ledger.Ledger
 
 	closeLimiter func() error
 }
@@ -93,7 +94,7 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 	ecfg.Limiter = lim
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	registerAuthStats(reg, auth)
-	ledger, err := extproc.NewLedger(store, reg, extproc.LedgerConfig{Logger: log.Named("ledger")})
+	ledger, err := ledger.New(store, reg, ledger.Config{Logger: log.Named("ledger")})
 	if err != nil {
 		return nil, err
 	}

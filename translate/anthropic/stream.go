@@ -109,6 +109,9 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 		text := ev.Delta.Text
 		return c.emit(out, api.Delta{Content: &text}, nil)
 	case "thinking_delta":
+		if ev.Delta.Thinking == "" { // an empty delta would be a chunk that says nothing
+			return out
+		}
 		return c.emit(out, api.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
 	case "input_json_delta":
 		if c.st.jsonBlock == ev.Index+1 && ev.Delta.PartialJSON != "" {

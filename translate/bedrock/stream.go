@@ -124,6 +124,9 @@ func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
 	case d.Text != nil:
 		return c.emit(out, api.Delta{Content: d.Text}, nil)
 	case d.ReasoningContent != nil:
+		if d.ReasoningContent.Text == "" { // a signature or redacted reasoning: nothing for OpenAI clients
+			return out
+		}
 		return c.emit(out, api.Delta{ReasoningContent: d.ReasoningContent.Text}, nil)
 	case d.ToolUse != nil && c.jsonBlock == ev.ContentBlockIndex+1:
 		return c.emit(out, api.Delta{Content: &d.ToolUse.Input}, nil)

@@ -1,7 +1,12 @@
-package extproc
+// Package ledger is the usage ledger's writer: it takes one usage record
+// per request without blocking the request, and writes them to the store
+// in batches, retrying failed writes whole.
+package ledger
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,24 +22,24 @@ import (
 	"modelgate/authz"
 )
 
-// UsageBatchWriter is where a Ledger writes; authz.Store implementations
+// BatchWriter is where a Ledger writes; authz.Store implementations
 // have it.
-type UsageBatchWriter interface {
+type BatchWriter interface {
 	// AppendUsageBatch appends records in one transaction: all or none,
 	// so that a failed batch can be retried whole without duplicates.
 	AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error
 }
 
-// ErrLedgerFull is returned by Ledger.AppendUsage for a record it dropped
-// because the queue stayed full for LedgerConfig.FullWait.
-var ErrLedgerFull = errors.New("usage ledger queue full")
+// ErrFull is returned by Ledger.AppendUsage for a record it dropped
+// because the queue stayed full for Config.FullWait.
+var ErrFull = errors.New("usage ledger queue full")
 
-// ErrLedgerClosed is returned by Ledger.Run when another Run, or Close,
+// ErrClosed is returned by Ledger.Run when another Run, or Close,
 // already runs the writer.
-var ErrLedgerClosed = errors.New("usage ledger already running or closed")
+var ErrClosed = errors.New("usage ledger already running or closed")
 
-// LedgerConfig holds the Ledger's knobs.
-type LedgerConfig struct {
+// Config holds the Ledger's knobs.
+type Config struct {
 	// QueueSize is how many records may wait for the writer; zero means
 	// 16384 (a few MiB), several seconds of heavy traffic while the store
 	// is slow or away.
@@ -68,10 +73,10 @@ type LedgerConfig struct {
 // way to store a record twice is a commit whose reply is lost: its batch
 // is retried.
 type Ledger struct {
-	store UsageBatchWriter
-	cfg   LedgerConfig
+	store BatchWriter
+	cfg   Config
 	log   *zap.Logger
-	m     ledgerMetrics
+	m     metrics
 	queue chan authz.UsageRecord
 
 	// mu is held shared while a record is enqueued and exclusively to
@@ -87,17 +92,17 @@ type Ledger struct {
 	lost      atomic.Int64 // records the writer gave up on
 }
 
-// NewLedger returns a ledger writing to store, with its metrics registered
+// New returns a ledger writing to store, with its metrics registered
 // on reg (nil registers none). Call Run to start writing and Close to
 // flush.
-func NewLedger(store UsageBatchWriter, reg prometheus.Registerer, cfg LedgerConfig) (*Ledger, error) {
+func New(store BatchWriter, reg prometheus.Registerer, cfg Config) (*Ledger, error) {
 	if store == nil {
 		return nil, errors.New("extproc: a ledger needs a store")
 	}
-	cfg = ledgerDefaults(cfg)
+	cfg = withDefaults(cfg)
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, queue: make(chan authz.UsageRecord, cfg.QueueSize),
 		closing: make(chan struct{}), done: make(chan struct{}), abort: make(chan struct{})}
-	l.m = newLedgerMetrics(func() float64 { return float64(len(l.queue)) })
+	l.m = newMetrics(func() float64 { return float64(len(l.queue)) })
 	if reg != nil {
 		if err := l.m.register(reg); err != nil {
 			return nil, err
@@ -106,7 +111,7 @@ func NewLedger(store UsageBatchWriter, reg prometheus.Registerer, cfg LedgerConf
 	return l, nil
 }
 
-func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
+func withDefaults(cfg Config) Config {
 	setDefault := func(v *time.Duration, def time.Duration) {
 		if *v <= 0 {
 			*v = def
@@ -132,14 +137,14 @@ func ledgerDefaults(cfg LedgerConfig) LedgerConfig {
 	return cfg
 }
 
-// AppendUsage implements UsageRecorder. It queues the record and returns;
+// AppendUsage implements extproc.UsageRecorder. It queues the record and returns;
 // when the queue is full it waits up to FullWait (or until ctx ends) for
-// room, then drops the record and returns ErrLedgerFull. Once the ledger
+// room, then drops the record and returns ErrFull. Once the ledger
 // is closed it writes the record to the store itself, for requests that
 // outlive a shutdown's grace period.
 func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
 	if rec.ID == "" { // retried batches then count once
-		rec.ID = newID("use_", 16)
+		rec.ID = newID()
 	}
 	l.mu.RLock()
 	if l.closed {
@@ -165,7 +170,7 @@ func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
 		}
 	}
 	l.m.droppedFull.Inc()
-	return ErrLedgerFull
+	return ErrFull
 }
 
 func (l *Ledger) appendClosed(ctx context.Context, rec authz.UsageRecord) error {
@@ -181,11 +186,11 @@ func (l *Ledger) appendClosed(ctx context.Context, rec authz.UsageRecord) error 
 // Run writes queued records until Close, then writes what is left and
 // returns nil. If ctx ends first, or Close's deadline passes, the records
 // still queued are dropped and counted. Call it once: it returns
-// ErrLedgerClosed at once if the writer runs already (Close runs it when
+// ErrClosed at once if the writer runs already (Close runs it when
 // Run has not started).
 func (l *Ledger) Run(ctx context.Context) error {
 	if !l.started.CompareAndSwap(false, true) {
-		return ErrLedgerClosed
+		return ErrClosed
 	}
 	l.run(ctx)
 	return ctx.Err()
@@ -364,9 +369,9 @@ func sanitize(batch []authz.UsageRecord) []authz.UsageRecord {
 	return batch
 }
 
-// ledgerMetrics are the ledger's Prometheus metrics; labels are bounded
+// metrics are the ledger's Prometheus metrics; labels are bounded
 // (the drop reason).
-type ledgerMetrics struct {
+type metrics struct {
 	queued, written, writeErrors               prometheus.Counter
 	droppedFull, droppedClosed, droppedAborted prometheus.Counter
 	dropped                                    *prometheus.CounterVec
@@ -374,8 +379,8 @@ type ledgerMetrics struct {
 	batchDuration, batchSize                   prometheus.Histogram
 }
 
-func newLedgerMetrics(queueLen func() float64) ledgerMetrics {
-	m := ledgerMetrics{
+func newMetrics(queueLen func() float64) metrics {
+	m := metrics{
 		queued: prometheus.NewCounter(prometheus.CounterOpts{Name: "modelgate_ledger_records_queued_total",
 			Help: "Usage records accepted into the ledger's queue."}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "modelgate_ledger_records_written_total",
@@ -399,7 +404,7 @@ func newLedgerMetrics(queueLen func() float64) ledgerMetrics {
 	return m
 }
 
-func (m ledgerMetrics) register(reg prometheus.Registerer) error {
+func (m metrics) register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.queued, m.written, m.writeErrors, m.dropped, m.queueLen, m.batchDuration, m.batchSize} {
 		if err := reg.Register(c); err != nil {
 			return err
@@ -408,4 +413,9 @@ func (m ledgerMetrics) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-var _ UsageRecorder = (*Ledger)(nil)
+// newID is a record id: "use_" and 32 random hex digits.
+func newID() string {
+	b := make([]byte, 16)
+	crand.Read(b) //nolint:errcheck // crypto/rand.Read never fails
+	return "use_" + hex.EncodeToString(b)
+}

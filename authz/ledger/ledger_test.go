@@ -1,4 +1,4 @@
-package extproc_test
+package ledger_test
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
-	"modelgate/extproc"
+	"modelgate/authz/ledger"
 )
 
-// batchStore is a UsageBatchWriter stub: write, when set, runs before a
+// batchStore is a BatchWriter stub: write, when set, runs before a
 // batch is kept and can fail it.
 type batchStore struct {
 	write func(n int) error
@@ -86,10 +86,10 @@ func requestIDs(from, to int) []string {
 
 // newLedger returns a ledger over store with its metrics on a registry of
 // its own.
-func newLedger(t testing.TB, store extproc.UsageBatchWriter, cfg extproc.LedgerConfig) (*extproc.Ledger, *prometheus.Registry) {
+func newLedger(t testing.TB, store ledger.BatchWriter, cfg ledger.Config) (*ledger.Ledger, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	l, err := extproc.NewLedger(store, reg, cfg)
+	l, err := ledger.New(store, reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +97,14 @@ func newLedger(t testing.TB, store extproc.UsageBatchWriter, cfg extproc.LedgerC
 }
 
 // run starts the writer and stops it at cleanup.
-func runLedger(t testing.TB, l *extproc.Ledger) {
+func runLedger(t testing.TB, l *ledger.Ledger) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	t.Cleanup(func() {
 		l.Close(context.Background()) //nolint:errcheck // tests check Close themselves
-		// ErrLedgerClosed: the test closed the ledger before Run started.
-		if err := <-done; err != nil && !errors.Is(err, extproc.ErrLedgerClosed) {
+		// ErrClosed: the test closed the ledger before Run started.
+		if err := <-done; err != nil && !errors.Is(err, ledger.ErrClosed) {
 			t.Errorf("Run: %v", err)
 		}
 	})
@@ -139,7 +139,7 @@ func ledgerMetric(t testing.TB, reg *prometheus.Registry, name string, labels ..
 	return sum
 }
 
-func appendRange(t testing.TB, l *extproc.Ledger, from, to int) {
+func appendRange(t testing.TB, l *ledger.Ledger, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		if err := l.AppendUsage(context.Background(), usageRec(i)); err != nil {
@@ -163,7 +163,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // or, here, Close.
 func TestLedgerBatchesAndFlushesOnClose(t *testing.T) {
 	store := &batchStore{}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{MaxBatch: 10, FlushInterval: time.Hour})
+	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 10, FlushInterval: time.Hour})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	appendRange(t, l, 0, 25)
@@ -191,7 +191,7 @@ func TestLedgerBatchesAndFlushesOnClose(t *testing.T) {
 
 func TestLedgerWritesAfterFlushInterval(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, extproc.LedgerConfig{MaxBatch: 100, FlushInterval: 20 * time.Millisecond})
+	l, _ := newLedger(t, store, ledger.Config{MaxBatch: 100, FlushInterval: 20 * time.Millisecond})
 	runLedger(t, l)
 	start := time.Now()
 	appendRange(t, l, 0, 3)
@@ -206,7 +206,7 @@ func TestLedgerWritesAfterFlushInterval(t *testing.T) {
 
 func TestLedgerCloseWithoutRunWritesTheQueue(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, extproc.LedgerConfig{MaxBatch: 4})
+	l, _ := newLedger(t, store, ledger.Config{MaxBatch: 4})
 	appendRange(t, l, 0, 10)
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -214,8 +214,8 @@ func TestLedgerCloseWithoutRunWritesTheQueue(t *testing.T) {
 	if diff := cmp.Diff(requestIDs(0, 10), store.requestIDs()); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if err := l.Run(context.Background()); !errors.Is(err, extproc.ErrLedgerClosed) {
-		t.Errorf("Run after Close = %v, want ErrLedgerClosed", err)
+	if err := l.Run(context.Background()); !errors.Is(err, ledger.ErrClosed) {
+		t.Errorf("Run after Close = %v, want ErrClosed", err)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestLedgerAppendAfterCloseWritesDirectly(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{})
+	l, reg := newLedger(t, store, ledger.Config{})
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestLedgerAppendAfterCloseWritesDirectly(t *testing.T) {
 // Run stops when its context ends; records then go straight to the store.
 func TestLedgerRunStopsWithItsContext(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, extproc.LedgerConfig{})
+	l, _ := newLedger(t, store, ledger.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
@@ -276,7 +276,7 @@ func TestLedgerRetriesUntilTheStoreRecovers(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{MaxBatch: 64, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	runLedger(t, l)
 	var wg sync.WaitGroup
@@ -316,12 +316,12 @@ func TestLedgerFullQueueCountsDrops(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := &batchStore{}
-			l, reg := newLedger(t, store, extproc.LedgerConfig{QueueSize: 4, FullWait: wait}) // no writer yet
+			l, reg := newLedger(t, store, ledger.Config{QueueSize: 4, FullWait: wait}) // no writer yet
 			appendRange(t, l, 0, 4)
 			start := time.Now()
 			for i := 4; i < 6; i++ {
-				if err := l.AppendUsage(context.Background(), usageRec(i)); !errors.Is(err, extproc.ErrLedgerFull) {
-					t.Errorf("AppendUsage to a full queue = %v, want ErrLedgerFull", err)
+				if err := l.AppendUsage(context.Background(), usageRec(i)); !errors.Is(err, ledger.ErrFull) {
+					t.Errorf("AppendUsage to a full queue = %v, want ErrFull", err)
 				}
 			}
 			if d := time.Since(start); d < 2*wait {
@@ -348,7 +348,7 @@ func TestLedgerFullQueueCountsDrops(t *testing.T) {
 func TestLedgerFullQueueWaitsForRoom(t *testing.T) {
 	gate := make(chan struct{})
 	store := &batchStore{write: func(int) error { <-gate; return nil }}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{QueueSize: 1, MaxBatch: 1, FullWait: 10 * time.Second})
+	l, reg := newLedger(t, store, ledger.Config{QueueSize: 1, MaxBatch: 1, FullWait: 10 * time.Second})
 	runLedger(t, l)
 	appendRange(t, l, 0, 1)
 	waitUntil(t, "the writer to take the first record", func() bool { return ledgerMetric(t, reg, "modelgate_ledger_queue_records") == 0 })
@@ -372,7 +372,7 @@ func TestLedgerFullQueueWaitsForRoom(t *testing.T) {
 // written are counted and reported.
 func TestLedgerCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	store := &batchStore{write: func(int) error { return errors.New("connection refused") }}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{MaxBatch: 4, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 4, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	appendRange(t, l, 0, 10)
@@ -400,7 +400,7 @@ func TestLedgerConcurrentAppendsAndClose(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, extproc.LedgerConfig{QueueSize: 64, MaxBatch: 16, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, ledger.Config{QueueSize: 64, MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, FullWait: 10 * time.Second})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
@@ -447,7 +447,7 @@ func TestLedgerConcurrentAppendsAndClose(t *testing.T) {
 // Strings PostgreSQL would refuse are made storable.
 func TestLedgerSanitizesStrings(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, extproc.LedgerConfig{})
+	l, _ := newLedger(t, store, ledger.Config{})
 	r := usageRec(0)
 	r.RequestID = "bad\xff\x00id"
 	if err := l.AppendUsage(context.Background(), r); err != nil {
@@ -469,7 +469,7 @@ func TestLedgerWithSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	l, _ := newLedger(t, store, extproc.LedgerConfig{})
+	l, _ := newLedger(t, store, ledger.Config{})
 	runLedger(t, l)
 	var want authz.UsageTotals
 	for i := range 1000 {
@@ -521,7 +521,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 	}
 	defer store.Close()
 	s := &lostReplyStore{Store: store}
-	l, _ := newLedger(t, s, extproc.LedgerConfig{})
+	l, _ := newLedger(t, s, ledger.Config{})
 	runLedger(t, l)
 	appendRange(t, l, 0, 100)
 	if err := l.Close(ctx); err != nil {
@@ -539,7 +539,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 // BenchmarkLedgerAppendUsage measures the request path's cost: one
 // enqueue, the writer draining to a store that does nothing.
 func BenchmarkLedgerAppendUsage(b *testing.B) {
-	l, reg := newLedger(b, &nopBatchStore{}, extproc.LedgerConfig{FullWait: time.Minute})
+	l, reg := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
 	runLedger(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
@@ -556,7 +556,7 @@ func BenchmarkLedgerAppendUsage(b *testing.B) {
 }
 
 func BenchmarkLedgerAppendUsageParallel(b *testing.B) {
-	l, _ := newLedger(b, &nopBatchStore{}, extproc.LedgerConfig{FullWait: time.Minute})
+	l, _ := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
 	runLedger(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
