@@ -5,29 +5,9 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-)
 
-// completion is a chat.completion, as far as the bridge reads it.
-type completion struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content          *string `json:"content"`
-			Refusal          *string `json:"refusal"`
-			ReasoningContent string  `json:"reasoning_content"`
-			ToolCalls        []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-}
+	"modelgate/translate/api"
+)
 
 var errNoChoice = errors.New("the chat completion has no choice")
 
@@ -35,7 +15,7 @@ var errNoChoice = errors.New("the chat completion has no choice")
 // provider's chat translator) into the Response object for r. id is the
 // response's id and created its creation time.
 func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, error) {
-	var c completion
+	var c api.ChatCompletion
 	if err := json.Unmarshal(chatJSON, &c); err != nil {
 		return nil, err
 	}
@@ -85,13 +65,12 @@ func skeleton(r *Request, id string, created int64) map[string]any {
 
 // outputItems are reasoning, the message and function calls, in that
 // order, with ids derived from the response id.
-func outputItems(id string, c completion) []any {
+func outputItems(id string, c api.ChatCompletion) []any {
 	base := strings.TrimPrefix(id, "resp_")
 	msg := c.Choices[0].Message
 	out := []any{}
 	if msg.ReasoningContent != "" {
-		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + base,
-			"summary": []any{map[string]any{"type": "summary_text", "text": msg.ReasoningContent}}})
+		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + base, "summary": []any{summaryPart(msg.ReasoningContent)}})
 	}
 	var parts []any
 	if msg.Content != nil && *msg.Content != "" {

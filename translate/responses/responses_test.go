@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,91 @@ func TestFromChatIncomplete(t *testing.T) {
 	spec.ValidateT(t, "Response", out)
 	if !strings.Contains(string(out), `"status":"incomplete"`) || !strings.Contains(string(out), `"reason":"max_output_tokens"`) || !strings.Contains(string(out), `"type":"reasoning"`) {
 		t.Errorf("output %s", out)
+	}
+}
+
+// Cached and reasoning tokens of the chat usage reach the Responses usage,
+// in a Response and at the end of a stream.
+func TestUsageDetails(t *testing.T) {
+	const usage = `{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30,` +
+		`"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0},` +
+		`"completion_tokens_details":{"reasoning_tokens":7,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`
+	const want = `"usage":{"input_tokens":10,"input_tokens_details":{"cache_write_tokens":0,"cached_tokens":4},` +
+		`"output_tokens":20,"output_tokens_details":{"reasoning_tokens":7},"total_tokens":30}`
+
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"hi"}`))
+	out, err := FromChat(r, []byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","logprobs":null,
+		"message":{"role":"assistant","content":"Hi","refusal":null}}],"usage":`+usage+`}`), "resp_u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "Response", out)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("Response %s\nwant %s", out, want)
+	}
+
+	r, _ = ParseRequest([]byte(`{"model":"m","input":"hi","stream":true}`))
+	s := NewStream(r, "resp_u", 1)
+	stream := s.Feed([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}`+"\n\n"+
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":`+usage+"}\n\ndata: [DONE]\n\n"), true)
+	events := checkEvents(t, stream)
+	if last, _ := json.Marshal(events[len(events)-1]); !strings.Contains(string(last), want) {
+		t.Errorf("last event %s\nwant %s", last, want)
+	}
+}
+
+// The error event of a failed chat stream keeps the chat error's code or,
+// when it has none, says its type: the Responses event has no type.
+func TestStreamErrorCode(t *testing.T) {
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"hi","stream":true}`))
+	for chatErr, want := range map[string]string{
+		`{"message":"Slow down.","type":"rate_limit_error","param":null,"code":null}`:              `"code":"rate_limit_error"`,
+		`{"message":"Too long.","type":"invalid_request_error","param":"input","code":"too_long"}`: `"code":"too_long","message":"Too long.","param":"input"`,
+		`{"message":"Odd."}`: `"code":null`,
+	} {
+		out := NewStream(r, "resp_e", 1).Feed([]byte("data: {\"error\":"+chatErr+"}\n\n"), true)
+		events := checkEvents(t, out)
+		if len(events) != 1 || !strings.Contains(string(out), want) {
+			t.Errorf("chat error %s: got %s, want %s", chatErr, out, want)
+		}
+	}
+}
+
+// A client error about the chat request the bridge built names the member
+// of the Responses request it came from.
+func TestResponsesError(t *testing.T) {
+	for chat, want := range map[string]string{
+		"reasoning_effort":            "reasoning.effort",
+		"max_completion_tokens":       "max_output_tokens",
+		"response_format.json_schema": "text.format",
+		"messages[3].content[0].type": "input",
+		"tools[1].function.name":      "tools[1].name",
+		"tools[1].function":           "tools[1]",
+		"tools[1].type":               "tools[1].type",
+		"tool_choice":                 "tool_choice",
+		"temperature":                 "temperature",
+	} {
+		err := responsesError(fmt.Errorf("wrapped: %w", api.Invalid(chat, "Invalid '%s': no.", chat)))
+		var re *api.RequestError
+		if !errors.As(err, &re) || re.Param != want || re.Message != "Invalid '"+want+"': no." {
+			t.Errorf("%s: got %v (param %v), want %s", chat, err, re, want)
+		}
+	}
+	if err := errors.New("other"); responsesError(err) != err {
+		t.Error("an error that is no client error changed")
+	}
+
+	// The bridge's own checks name the input item of the request, after
+	// any stored history.
+	history := []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":"Hi"}`)}
+	r, _ := ParseRequest([]byte(`{"model":"m","previous_response_id":"resp_1","input":[{"role":"user","content":"x"},{"type":"web_search_call"}]}`))
+	if _, err := ToChat(r, history); !errors.As(err, new(*api.RequestError)) || !strings.Contains(err.Error(), "web_search_call") {
+		t.Fatalf("ToChat: %v", err)
+	} else if re := err.(*api.RequestError); re.Param != "input[1].type" {
+		t.Errorf("param = %s, want input[1].type", re.Param)
+	}
+	r, _ = ParseRequest([]byte(`{"model":"m","input":"x","max_output_tokens":20.5}`))
+	if _, err := ToChat(r, nil); !errors.As(err, new(*api.RequestError)) || err.(*api.RequestError).Param != "max_output_tokens" {
+		t.Errorf("a fractional max_output_tokens: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -31,7 +32,7 @@ type Stream struct {
 	reasoning *outItem
 	calls     map[int]*outItem // by chat tool call index
 	finish    string
-	usage     json.RawMessage
+	usage     *api.Usage
 	done      bool
 	failed    bool
 }
@@ -51,25 +52,11 @@ func NewStream(r *Request, id string, created int64) *Stream {
 	return &Stream{req: r, id: id, created: created, calls: map[int]*outItem{}}
 }
 
-type chunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent string  `json:"reasoning_content"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-	Error json.RawMessage `json:"error"`
+// chatEvent is one event of a chat completion stream: a chunk, or the
+// error event a chat translator ends a failed stream with.
+type chatEvent struct {
+	api.ChatCompletionChunk
+	Error *api.ErrorObject `json:"error"`
 }
 
 // Feed takes the chat translator's client bytes and returns the Responses
@@ -95,7 +82,7 @@ func (s *Stream) chatEvent(data []byte) {
 		s.complete()
 		return
 	}
-	var c chunk
+	var c chatEvent
 	if json.Unmarshal(data, &c) != nil {
 		// The chat translators emit valid chunks; one that does not
 		// decode (a count beyond int) ends the response, as a broken
@@ -103,12 +90,18 @@ func (s *Stream) chatEvent(data []byte) {
 		s.failServer("The provider sent a stream chunk the gateway cannot read.")
 		return
 	}
-	if len(c.Error) > 0 {
-		s.fail(c.Error)
+	if e := c.Error; e != nil {
+		// The event has no type member: a code the chat error lacks is
+		// its type (server_error, rate_limit_error, ...).
+		code := e.Code
+		if code == nil && e.Type != "" {
+			code = &e.Type
+		}
+		s.fail(e.Message, code, e.Param)
 		return
 	}
 	s.start(c.Model)
-	if len(c.Usage) > 0 && string(c.Usage) != "null" {
+	if c.Usage != nil {
 		s.usage = c.Usage
 	}
 	for _, ch := range c.Choices {
@@ -120,7 +113,11 @@ func (s *Stream) chatEvent(data []byte) {
 			s.textDelta(*d.Content)
 		}
 		for _, tc := range d.ToolCalls {
-			s.callDelta(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+			index := 0 // the chat translators always number the pieces
+			if tc.Index != nil {
+				index = *tc.Index
+			}
+			s.callDelta(index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 		}
 		if ch.FinishReason != nil {
 			s.finish = *ch.FinishReason
@@ -174,8 +171,16 @@ func (s *Stream) reason(text string) {
 		s.reasoning = s.newItem("reasoning", "rs_"+strings.TrimPrefix(s.id, "resp_"))
 		s.emit("response.output_item.added", map[string]any{"output_index": s.reasoning.index,
 			"item": map[string]any{"type": "reasoning", "id": s.reasoning.id, "summary": []any{}}})
+		s.emit("response.reasoning_summary_part.added", map[string]any{"output_index": s.reasoning.index,
+			"item_id": s.reasoning.id, "summary_index": 0, "part": summaryPart("")})
 	}
 	s.reasoning.text.WriteString(text)
+	s.emit("response.reasoning_summary_text.delta", map[string]any{"output_index": s.reasoning.index,
+		"item_id": s.reasoning.id, "summary_index": 0, "delta": text})
+}
+
+func summaryPart(text string) map[string]any {
+	return map[string]any{"type": "summary_text", "text": text}
 }
 
 func (s *Stream) textDelta(delta string) {
@@ -216,8 +221,7 @@ func (it *outItem) item(status string) map[string]any {
 		return map[string]any{"type": "function_call", "id": it.id, "call_id": it.callID, "name": it.name,
 			"arguments": it.text.String(), "status": status}
 	case "reasoning":
-		return map[string]any{"type": "reasoning", "id": it.id,
-			"summary": []any{map[string]any{"type": "summary_text", "text": it.text.String()}}}
+		return map[string]any{"type": "reasoning", "id": it.id, "summary": []any{summaryPart(it.text.String())}}
 	}
 	return map[string]any{"type": "message", "id": it.id, "status": status, "role": "assistant",
 		"content": []any{textPart(it.text.String())}}
@@ -245,6 +249,11 @@ func (s *Stream) closeItem(it *outItem) {
 			"text": it.text.String(), "logprobs": []any{}})
 		s.emit("response.content_part.done", map[string]any{"output_index": it.index, "item_id": it.id, "content_index": 0,
 			"part": textPart(it.text.String())})
+	case "reasoning":
+		s.emit("response.reasoning_summary_text.done", map[string]any{"output_index": it.index, "item_id": it.id,
+			"summary_index": 0, "text": it.text.String()})
+		s.emit("response.reasoning_summary_part.done", map[string]any{"output_index": it.index, "item_id": it.id,
+			"summary_index": 0, "part": summaryPart(it.text.String())})
 	case "function_call":
 		s.emit("response.function_call_arguments.done", map[string]any{"output_index": it.index, "item_id": it.id,
 			"name": it.name, "arguments": it.text.String()})
@@ -253,36 +262,23 @@ func (s *Stream) closeItem(it *outItem) {
 }
 
 // fail ends the stream with an error event.
-func (s *Stream) fail(errJSON json.RawMessage) {
+func (s *Stream) fail(message string, code, param *string) {
 	s.done, s.failed = true, true
-	var e struct {
-		Message string  `json:"message"`
-		Code    *string `json:"code"`
-		Param   *string `json:"param"`
-	}
-	json.Unmarshal(errJSON, &e) //nolint:errcheck // the chat translator wrote it
-	s.emit("error", map[string]any{"message": e.Message, "code": e.Code, "param": e.Param})
+	s.emit("error", map[string]any{"message": message, "code": code, "param": param})
 }
 
 // failServer ends the stream with a server_error event.
 func (s *Stream) failServer(msg string) {
-	s.fail(mustJSON(map[string]string{"message": msg, "code": "server_error"}))
+	code := "server_error"
+	s.fail(msg, &code, nil)
 }
 
-// responsesUsage maps chat usage to Responses usage.
-func responsesUsage(raw json.RawMessage) map[string]any {
-	var u struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		TotalTokens         int64 `json:"total_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
+// responsesUsage maps chat usage to Responses usage, with the cached and
+// reasoning tokens; nil (no usage reported) counts zero.
+func responsesUsage(u *api.Usage) map[string]any {
+	if u == nil {
+		u = &api.Usage{}
 	}
-	json.Unmarshal(raw, &u) //nolint:errcheck // absent usage counts zero
 	return map[string]any{"input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens,
 		"input_tokens_details":  map[string]any{"cached_tokens": u.PromptTokensDetails.CachedTokens, "cache_write_tokens": 0},
 		"output_tokens_details": map[string]any{"reasoning_tokens": u.CompletionTokensDetails.ReasoningTokens}}

@@ -37,7 +37,7 @@ func bridgeStream(t testing.TB, body string, newChat func(translate.Target, *Req
 
 // checkEvents validates every event against ResponseStreamEvent, that the
 // event: line names its type, and that sequence numbers run from 0.
-func checkEvents(t *testing.T, stream []byte) []map[string]any {
+func checkEvents(t testing.TB, stream []byte) []map[string]any {
 	t.Helper()
 	var dec sse.Decoder
 	var events []map[string]any
@@ -76,8 +76,10 @@ func TestStreamTextThroughAnthropic(t *testing.T) {
 	}
 	up := translatetest.ReadFile(t, "../../testdata/fixtures/anthropic/test_anthropic_model_thinking_part_stream.bodies/00.response.sse")
 	events := checkEvents(t, bridgeStream(t, `{"model":"m","input":"How do I cross the street?","stream":true}`, newChat, "text/event-stream", up))
-	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
-		"response.output_text.delta response.output_item.done response.output_text.done response.content_part.done response.output_item.done response.completed"
+	want := "response.created response.in_progress response.output_item.added response.reasoning_summary_part.added " +
+		"response.reasoning_summary_text.delta response.output_item.added response.content_part.added response.output_text.delta " +
+		"response.reasoning_summary_text.done response.reasoning_summary_part.done response.output_item.done " +
+		"response.output_text.done response.content_part.done response.output_item.done response.completed"
 	if got := types(events); got != want {
 		t.Errorf("event order\n got %s\nwant %s", got, want)
 	}

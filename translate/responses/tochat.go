@@ -24,21 +24,18 @@ type contentPart struct {
 	ImageURL string `json:"image_url"`
 }
 
-// chat is the chat completions request under construction.
+// chat is the chat completions request under construction: its members
+// as api.ParseChatRequest reads them, and its messages.
 type chat struct {
-	Model            string            `json:"model"`
-	Messages         []json.RawMessage `json:"messages"`
-	Stream           bool              `json:"stream,omitempty"`
-	StreamOptions    *json.RawMessage  `json:"stream_options,omitempty"`
-	MaxTokens        json.RawMessage   `json:"max_completion_tokens,omitempty"`
-	Temperature      json.RawMessage   `json:"temperature,omitempty"`
-	TopP             json.RawMessage   `json:"top_p,omitempty"`
-	Tools            []json.RawMessage `json:"tools,omitempty"`
-	ToolChoice       json.RawMessage   `json:"tool_choice,omitempty"`
-	ParallelToolCall json.RawMessage   `json:"parallel_tool_calls,omitempty"`
-	ResponseFormat   json.RawMessage   `json:"response_format,omitempty"`
-	ReasoningEffort  string            `json:"reasoning_effort,omitempty"`
-	User             json.RawMessage   `json:"user,omitempty"`
+	members  map[string]any
+	messages []json.RawMessage
+}
+
+// chatMembers are the Responses members that pass to the chat request
+// as they are, under their chat names.
+var chatMembers = []struct{ responses, chat string }{
+	{"max_output_tokens", "max_completion_tokens"}, {"temperature", "temperature"}, {"top_p", "top_p"},
+	{"parallel_tool_calls", "parallel_tool_calls"}, {"user", "user"},
 }
 
 // Items returns the request's input as items: a string input is one user
@@ -63,49 +60,61 @@ func (r *Request) Items() ([]json.RawMessage, error) {
 // conversation store), then this request's input.
 func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 	m := r.Members
-	c := chat{Model: r.Model, Stream: r.Stream, MaxTokens: m["max_output_tokens"], Temperature: m["temperature"],
-		TopP: m["top_p"], ParallelToolCall: m["parallel_tool_calls"], User: m["user"]}
+	c := chat{members: map[string]any{"model": r.Model}}
 	if r.Stream {
-		opts := json.RawMessage(`{"include_usage":true}`)
-		c.StreamOptions = &opts
+		c.members["stream"] = true
+		c.members["stream_options"] = json.RawMessage(`{"include_usage":true}`)
+	}
+	for _, cm := range chatMembers {
+		if raw := m[cm.responses]; len(raw) > 0 {
+			c.members[cm.chat] = raw
+		}
 	}
 	var instructions string
 	if json.Unmarshal(m["instructions"], &instructions) == nil && instructions != "" {
 		b, _ := json.Marshal(map[string]string{"role": "system", "content": instructions})
-		c.Messages = append(c.Messages, b)
+		c.messages = append(c.messages, b)
 	}
 	input, err := r.Items()
 	if err != nil {
 		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
-	if err := c.addItems(append(append([]json.RawMessage(nil), history...), input...)); err != nil {
+	if err := c.addItems(append(append([]json.RawMessage(nil), history...), input...), len(history)); err != nil {
 		return nil, err
 	}
 	if err := c.setTools(m); err != nil {
 		return nil, err
 	}
 	c.setReasoningAndFormat(m)
-	body, err := json.Marshal(c)
+	c.members["messages"] = c.messages
+	body, err := json.Marshal(c.members)
 	if err != nil {
 		return nil, err
 	}
-	return api.ParseChatRequest(body)
+	req, err := api.ParseChatRequest(body)
+	return req, responsesError(err)
 }
 
 // addItems turns items into messages; consecutive function calls become
-// one assistant message with several tool calls.
-func (c *chat) addItems(items []json.RawMessage) error {
+// one assistant message with several tool calls. The first stored items
+// are the history, the stored conversation previous_response_id names;
+// the others are the request's input.
+func (c *chat) addItems(items []json.RawMessage, stored int) error {
 	var calls []map[string]any
 	flush := func() {
 		if len(calls) > 0 {
 			b, _ := json.Marshal(map[string]any{"role": "assistant", "content": nil, "tool_calls": calls})
-			c.Messages, calls = append(c.Messages, b), nil
+			c.messages, calls = append(c.messages, b), nil
 		}
 	}
 	for i, raw := range items {
+		param := fmt.Sprintf("input[%d]", i-stored)
+		if i < stored {
+			param = "previous_response_id"
+		}
 		var it item
 		if err := json.Unmarshal(raw, &it); err != nil {
-			return api.Invalid(fmt.Sprintf("input[%d]", i), "Invalid input item.")
+			return api.Invalid(param, "Invalid input item.")
 		}
 		switch {
 		case it.Type == "function_call":
@@ -116,17 +125,17 @@ func (c *chat) addItems(items []json.RawMessage) error {
 			continue // reasoning is the provider's; it is not replayed
 		}
 		flush()
-		msg, err := message(i, it)
+		msg, err := message(param, it)
 		if err != nil {
 			return err
 		}
-		c.Messages = append(c.Messages, msg)
+		c.messages = append(c.messages, msg)
 	}
 	flush()
 	return nil
 }
 
-func message(i int, it item) (json.RawMessage, error) {
+func message(param string, it item) (json.RawMessage, error) {
 	switch {
 	case it.Type == "function_call_output":
 		var output string
@@ -135,24 +144,24 @@ func message(i int, it item) (json.RawMessage, error) {
 		}
 		return json.Marshal(map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": output})
 	case it.Type == "message" || it.Type == "" && it.Role != "":
-		content, err := chatContent(i, it.Content)
+		content, err := chatContent(param, it.Content)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(map[string]any{"role": it.Role, "content": content})
 	}
-	return nil, api.Invalid(fmt.Sprintf("input[%d].type", i), "Unsupported input item type '%s'.", it.Type)
+	return nil, api.Invalid(param+".type", "Unsupported input item type '%s'.", it.Type)
 }
 
 // chatContent maps input_text/output_text/input_image parts to chat parts.
-func chatContent(i int, raw json.RawMessage) (any, error) {
+func chatContent(param string, raw json.RawMessage) (any, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
 	var parts []contentPart
 	if json.Unmarshal(raw, &parts) != nil {
-		return nil, api.Invalid(fmt.Sprintf("input[%d].content", i), "Expected a string or an array of content parts.")
+		return nil, api.Invalid(param+".content", "Expected a string or an array of content parts.")
 	}
 	var out []map[string]any
 	for j, p := range parts {
@@ -162,7 +171,7 @@ func chatContent(i int, raw json.RawMessage) (any, error) {
 		case "input_image":
 			out = append(out, map[string]any{"type": "image_url", "image_url": map[string]string{"url": p.ImageURL}})
 		default:
-			return nil, api.Invalid(fmt.Sprintf("input[%d].content[%d].type", i, j), "Unsupported content part '%s'.", p.Type)
+			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Unsupported content part '%s'.", p.Type)
 		}
 	}
 	return out, nil
@@ -171,17 +180,18 @@ func chatContent(i int, raw json.RawMessage) (any, error) {
 // setTools maps Responses function tools ({type, name, parameters}) to
 // chat tools ({type, function: {...}}).
 func (c *chat) setTools(m map[string]json.RawMessage) error {
-	var tools []struct {
+	var in []struct {
 		Type        string          `json:"type"`
 		Name        string          `json:"name"`
 		Description *string         `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 		Strict      *bool           `json:"strict"`
 	}
-	if !isNull(m["tools"]) && json.Unmarshal(m["tools"], &tools) != nil {
+	if !isNull(m["tools"]) && json.Unmarshal(m["tools"], &in) != nil {
 		return &api.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
 	}
-	for i, t := range tools {
+	var tools []json.RawMessage
+	for i, t := range in {
 		if t.Type != "function" {
 			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
@@ -193,7 +203,10 @@ func (c *chat) setTools(m map[string]json.RawMessage) error {
 			fn["strict"] = *t.Strict
 		}
 		b, _ := json.Marshal(map[string]any{"type": "function", "function": fn})
-		c.Tools = append(c.Tools, b)
+		tools = append(tools, b)
+	}
+	if len(tools) > 0 {
+		c.members["tools"] = tools
 	}
 	return c.setToolChoice(m["tool_choice"])
 }
@@ -204,22 +217,22 @@ func (c *chat) setToolChoice(raw json.RawMessage) error {
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		c.ToolChoice = raw
+		c.members["tool_choice"] = raw
 		return nil
 	}
 	var named struct{ Type, Name string }
 	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Name == "" {
 		return api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 	}
-	c.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
+	c.members["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": named.Name}}
 	return nil
 }
 
 // setReasoningAndFormat maps reasoning.effort and text.format.
 func (c *chat) setReasoningAndFormat(m map[string]json.RawMessage) {
 	var reasoning struct{ Effort string }
-	if json.Unmarshal(m["reasoning"], &reasoning) == nil {
-		c.ReasoningEffort = reasoning.Effort
+	if json.Unmarshal(m["reasoning"], &reasoning) == nil && reasoning.Effort != "" {
+		c.members["reasoning_effort"] = reasoning.Effort
 	}
 	var text struct {
 		Format struct {
@@ -234,9 +247,9 @@ func (c *chat) setReasoningAndFormat(m map[string]json.RawMessage) {
 	}
 	switch f := text.Format; f.Type {
 	case "json_object":
-		c.ResponseFormat = json.RawMessage(`{"type":"json_object"}`)
+		c.members["response_format"] = json.RawMessage(`{"type":"json_object"}`)
 	case "json_schema":
-		c.ResponseFormat, _ = json.Marshal(map[string]any{"type": "json_schema",
-			"json_schema": map[string]any{"name": f.Name, "schema": f.Schema, "strict": f.Strict}})
+		c.members["response_format"] = map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": f.Name, "schema": f.Schema, "strict": f.Strict}}
 	}
 }

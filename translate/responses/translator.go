@@ -2,6 +2,8 @@ package responses
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
@@ -28,8 +30,55 @@ func NewTranslator(chat translate.Translator, r *Request, history []json.RawMess
 	return &Translator{chat: chat, req: r, history: history, id: id, created: created}
 }
 
-// RequestBody implements translate.Translator.
-func (t *Translator) RequestBody() (translate.Upstream, error) { return t.chat.RequestBody() }
+// RequestBody implements translate.Translator. A chat translator's
+// refusal of the chat request names the Responses member it came from.
+func (t *Translator) RequestBody() (translate.Upstream, error) {
+	up, err := t.chat.RequestBody()
+	return up, responsesError(err)
+}
+
+// responsesError rewrites a client error about the chat request the
+// bridge built so that it names the member of the client's Responses
+// request: reasoning.effort rather than reasoning_effort. Other errors
+// pass as they are.
+func responsesError(err error) error {
+	var re *api.RequestError
+	if !errors.As(err, &re) || re.Param == "" {
+		return err
+	}
+	param := responsesParam(re.Param)
+	if param == re.Param {
+		return err
+	}
+	out := *re
+	out.Param = param
+	out.Message = strings.ReplaceAll(re.Message, "'"+re.Param+"'", "'"+param+"'")
+	return &out
+}
+
+// responsesParam is the Responses member a chat request's param comes
+// from. A message is some input item, or the instructions, which the
+// chat request does not tell apart.
+func responsesParam(chat string) string {
+	name, rest, _ := strings.Cut(chat, ".")
+	base, index, _ := strings.Cut(name, "[")
+	switch base {
+	case "reasoning_effort":
+		return "reasoning.effort"
+	case "max_completion_tokens", "max_tokens":
+		return "max_output_tokens"
+	case "response_format":
+		return "text.format"
+	case "messages":
+		return "input"
+	case "tools":
+		// Responses function tools are the chat tools' functions.
+		if f, ok := strings.CutPrefix(rest, "function"); ok && index != "" && (f == "" || f[0] == '.') {
+			return "tools[" + index + f
+		}
+	}
+	return chat
+}
 
 // ResponseHeaders implements translate.Translator.
 func (t *Translator) ResponseHeaders(status int, contentType string) translate.Head {
