@@ -142,10 +142,10 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 }
 
 // withRequiredChoiceMembers adds the members the schema requires that
-// providers leave out (logprobs; the message's content and refusal) and
-// drops message members that are null where the schema allows no null
-// (Mistral's "tool_calls": null). Choices must be objects, and a message
-// an object or null.
+// providers leave out (logprobs; the message's content and refusal; the
+// type of its tool calls, see withToolCallTypes) and drops message members
+// that are null where the schema allows no null (Mistral's "tool_calls":
+// null). Choices must be objects, and a message an object or null.
 func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 	var choices []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &choices); err != nil || choices == nil {
@@ -170,6 +170,13 @@ func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 		}
 		setIfAbsent(msg, "content")
 		setIfAbsent(msg, "refusal")
+		if calls, ok := msg["tool_calls"]; ok {
+			fixed, err := withToolCallTypes(calls)
+			if err != nil {
+				return nil, err
+			}
+			msg["tool_calls"] = fixed
+		}
 		b, err := json.Marshal(msg)
 		if err != nil {
 			return nil, api.AsUnusable(err)
@@ -177,6 +184,38 @@ func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
 		ch["message"] = b
 	}
 	out, err := json.Marshal(choices)
+	return out, api.AsUnusable(err)
+}
+
+// withToolCallTypes gives a message's tool calls the type OpenAI requires
+// where a provider leaves it out or null (Mistral): "function", or "custom"
+// for a custom tool's call (one with custom and no function member). Tool
+// calls must be an array; entries that are not objects are left as sent.
+func withToolCallTypes(raw json.RawMessage) (json.RawMessage, error) {
+	var calls []json.RawMessage
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		return nil, api.Unusable("the provider's message tool_calls are not an array")
+	}
+	changed := false
+	for i, c := range calls {
+		var call map[string]json.RawMessage
+		if jsonscan.Kind(jsonscan.TrimSpace(c)) != jsonscan.Object || json.Unmarshal(c, &call) != nil || !jsonscan.IsNull(call["type"]) {
+			continue
+		}
+		call["type"] = json.RawMessage(`"function"`)
+		if _, fn := call["function"]; !fn && call["custom"] != nil {
+			call["type"] = json.RawMessage(`"custom"`)
+		}
+		b, err := json.Marshal(call)
+		if err != nil {
+			return nil, api.AsUnusable(err)
+		}
+		calls[i], changed = b, true
+	}
+	if !changed {
+		return raw, nil
+	}
+	out, err := json.Marshal(calls)
 	return out, api.AsUnusable(err)
 }
 

@@ -232,6 +232,7 @@ func FuzzStreamSplit(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[],\"usage\":null}\r\n\r\ndata: [DONE]\r\n\r\n"), uint64(2), true)
 	f.Add([]byte("data: {\"choices\":[null,{\"index\":0,\"delta\":{\"role\":null,\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"tool_calls\":[null]},\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":1,\"prompt_tokens_details\":null}}\n\ndata: [DONE]\n\n"), uint64(3), true)
 	f.Add([]byte("data: {\"choices\":[{\"delta\":null},1]}\n\n"), uint64(4), false)
+	f.Add([]byte("data: {\"choices\":[{\"index\":1,\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"f\"}},{\"index\":null}]}}]}\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"b\"},{\"index\":3},{}]}}]}\n\n"), uint64(5), true)
 	names, quirks := streamQuirks()
 	f.Fuzz(func(t *testing.T, upstream []byte, seed uint64, includeUsage bool) {
 		for _, provider := range names {

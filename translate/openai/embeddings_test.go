@@ -286,6 +286,10 @@ func base64AsFloats(t *testing.T, body []byte) []byte {
 	return b
 }
 
+// ValidateEmbeddings is validateEmbeddings for the tests of package
+// openai_test.
+var ValidateEmbeddings = validateEmbeddings
+
 // validateEmbeddings validates a response against CreateEmbeddingResponse.
 // The OpenAPI document types embedding as a float array only, so base64
 // vectors are validated as the float arrays they encode.

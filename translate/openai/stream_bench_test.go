@@ -8,10 +8,14 @@ import (
 )
 
 // Chunks as servers send them: OpenAI's (recorded) and vLLM's shape, whose
-// "logprobs": null and "finish_reason": null need no repair.
+// "logprobs": null and "finish_reason": null need no repair; a tool call
+// delta of OpenAI's (recorded, needs no repair) and one of Mistral's,
+// whose missing index is added.
 var benchChunks = []struct{ name, chunk string }{
 	{"openai-recorded", `data: {"id":"chatcmpl-C4HqHBe4xca0k0EzsCnf1t6V3YFXp","object":"chat.completion.chunk","created":1755137933,"model":"gpt-5-nano-2025-08-07","service_tier":"default","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}],"usage":null,"obfuscation":"LcdzdJdMMgDHt6"}` + "\n\n"},
 	{"vllm-style", `data: {"id":"chatcmpl-4f0c9b2e8d7a4c1b9e6f3a2d5c8b7e1f","object":"chat.completion.chunk","created":1755137933,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" there"},"logprobs":null,"finish_reason":null,"stop_reason":null}]}` + "\n\n"},
+	{"openai-tool-call", `data: {"id":"chatcmpl-Dx0XpqH8w09uBXwq1zFGYdETjtnEl","object":"chat.completion.chunk","created":1782955817,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_d0469e1700","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_ZR5UUuTt3pf61kjwAJIYdVMj","type":"function","function":{"name":"get_capital","arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"C63r"}` + "\n\n"},
+	{"mistral-tool-call", `data: {"id":"9f9d90210f194076abeee223863eaaf0","object":"chat.completion.chunk","created":1764296393,"model":"mistral-large-latest","choices":[{"index":0,"delta":{"tool_calls":[{"id":"D681PevKs","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},"finish_reason":null}]}` + "\n\n"},
 }
 
 func benchmarkStreamChunk(b *testing.B, q Quirks) {

@@ -86,7 +86,7 @@ func TestStreamSchemaBreakingChunks(t *testing.T) {
 		{"tool_calls [1]", choiceWith(`{"tool_calls":[1]}`), failed, ""},
 		{"tool_calls string", choiceWith(`{"tool_calls":"x"}`), failed, ""},
 		{"tool_calls object", choiceWith(`{"tool_calls":{}}`), failed, ""},
-		{"tool call index null", choiceWith(`{"tool_calls":[{"index":null}]}`), failed, ""},
+		{"tool call index null", choiceWith(`{"tool_calls":[{"index":null}]}`), repaired, ""},
 		{"tool call index float", choiceWith(`{"tool_calls":[{"index":0.5}]}`), failed, ""},
 		{"tool call nulls", choiceWith(`{"tool_calls":[{"id":null,"index":0,"type":null,"function":null}]}`), repaired, ""},
 		{"tool call function nulls", choiceWith(`{"tool_calls":[{"index":0,"function":{"name":null,"arguments":null}}]}`), repaired, ""},

@@ -16,7 +16,8 @@ import (
 // it: a null the schema does not allow means absent, so the member or
 // array element is dropped (or, where the member is required, replaced by
 // an empty choices array or delta object); typed content parts are
-// flattened (Quirks.ContentParts). Any other wrong type is not repaired:
+// flattened (Quirks.ContentParts); tool call deltas without an index get
+// their call's (toolCallIndexes). Any other wrong type is not repaired:
 // bad names the first such member, and the stream ends with an error.
 //
 // It works on the chunk's bytes as the provider sent them: a valid chunk
@@ -27,6 +28,8 @@ type chunkFix struct {
 	parts bool // Quirks.ContentParts
 	edits []edit
 	bad   string // the path of the first member of a wrong type
+	// calls is the stream's tool call indexes; reset keeps it.
+	calls toolCallIndexes
 }
 
 // edit replaces doc[start:end] with repl.
@@ -209,50 +212,33 @@ func (f *chunkFix) choices(m jsonscan.Member) (empty bool) {
 }
 
 // choice checks one choice, and adds the members the schema requires
-// that a provider left out (index, delta, finish_reason).
+// that a provider left out (index, delta, finish_reason). pos is the
+// choice's position, its index when it has none.
 func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
 	it, _ := jsonscan.Entries(f.doc, ch.VS)
 	var hasIndex, hasDelta, hasFinish bool
-	n := 0
-	defer func() {
-		var add []byte
-		addMember := func(m string) {
-			if n > 0 || len(add) > 0 {
-				add = append(add, ',')
-			}
-			add = append(add, m...)
-		}
-		if !hasIndex {
-			addMember(`"index":` + strconv.Itoa(pos))
-		}
-		if !hasDelta {
-			addMember(`"delta":{}`)
-		}
-		if !hasFinish {
-			addMember(`"finish_reason":null`)
-		}
-		if len(add) > 0 { // before the closing brace
-			end := ch.VS + len(ch.Value) - 1
-			f.edits = append(f.edits, edit{Start: end, End: end, repl: add})
-		}
-	}()
+	var delta jsonscan.Member
+	index, n := pos, 0
 	for {
 		m, ok := it.Next()
 		if !ok {
-			return
+			break
 		}
 		n++
 		switch string(name(m.Key)) {
 		case "index":
 			hasIndex = true
 			f.wantInt(m.Value, "choices[].index")
+			if i, ok := smallInt(m.Value); ok {
+				index = i
+			}
 		case "delta":
 			hasDelta = true
 			switch jsonscan.Kind(m.Value) {
 			case jsonscan.Null:
 				f.replace(m, emptyObject) // required: an empty delta
 			case jsonscan.Object:
-				f.delta(m)
+				delta = m // once the choice's index is known
 			default:
 				f.fail("choices[].delta")
 			}
@@ -267,12 +253,51 @@ func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
 			}
 		}
 	}
+	if delta.Value != nil {
+		f.delta(delta, index)
+	}
+	var add []byte
+	addMember := func(m string) {
+		if n > 0 || len(add) > 0 {
+			add = append(add, ',')
+		}
+		add = append(add, m...)
+	}
+	if !hasIndex {
+		addMember(`"index":` + strconv.Itoa(pos))
+	}
+	if !hasDelta {
+		addMember(`"delta":{}`)
+	}
+	if !hasFinish {
+		addMember(`"finish_reason":null`)
+	}
+	if len(add) > 0 { // before the closing brace
+		end := ch.VS + len(ch.Value) - 1
+		f.edits = append(f.edits, edit{Start: end, End: end, repl: add})
+	}
+}
+
+// smallInt is v as an int when it is a JSON integer in [0, 2^31).
+func smallInt(v []byte) (int, bool) {
+	if len(v) == 0 || len(v) > 10 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n < 1<<31
 }
 
 // delta drops null members other than content and refusal (vLLM and
-// others send "role": null or "tool_calls": null) and flattens typed
-// content parts.
-func (f *chunkFix) delta(dm jsonscan.Member) {
+// others send "role": null or "tool_calls": null), flattens typed
+// content parts and gives tool calls their index; choice is the choice's
+// index.
+func (f *chunkFix) delta(dm jsonscan.Member, choice int) {
 	it, _ := jsonscan.Entries(f.doc, dm.VS)
 	d := newDropper()
 	var parts, reasoning jsonscan.Member
@@ -313,7 +338,7 @@ func (f *chunkFix) delta(dm jsonscan.Member) {
 				f.fail("choices[].delta.tool_calls")
 				continue
 			}
-			f.toolCalls(m)
+			f.toolCalls(m, choice)
 		case "function_call":
 			if k != jsonscan.Object {
 				f.fail("choices[].delta.function_call")
@@ -328,7 +353,10 @@ func (f *chunkFix) delta(dm jsonscan.Member) {
 	}
 }
 
-func (f *chunkFix) toolCalls(arr jsonscan.Member) {
+// toolCalls checks a delta's tool calls and gives those without an index
+// (Mistral's; a null index is none) the index of their call, from the
+// stream's toolCallIndexes.
+func (f *chunkFix) toolCalls(arr jsonscan.Member, choice int) {
 	it, _ := jsonscan.Entries(f.doc, arr.VS)
 	d := newDropper()
 	for {
@@ -348,23 +376,26 @@ func (f *chunkFix) toolCalls(arr jsonscan.Member) {
 		f.keep(&d, tc)
 		members, _ := jsonscan.Entries(f.doc, tc.VS)
 		md := newDropper()
+		var index, id []byte
 		for {
 			m, ok := members.Next()
 			if !ok {
 				break
 			}
-			key := string(name(m.Key))
-			if jsonscan.IsNull(m.Value) && key != "index" {
+			if jsonscan.IsNull(m.Value) {
 				f.drop(&md, m)
 				continue
 			}
 			f.keep(&md, m)
-			switch key {
+			switch key := name(m.Key); string(key) {
 			case "index":
+				index = m.Value
 				f.wantInt(m.Value, "choices[].delta.tool_calls[].index")
 			case "id", "type":
 				if jsonscan.Kind(m.Value) != jsonscan.String {
-					f.fail("choices[].delta.tool_calls[]." + key)
+					f.fail("choices[].delta.tool_calls[]." + string(key))
+				} else if string(key) == "id" {
+					id = m.Value
 				}
 			case "function":
 				if jsonscan.Kind(m.Value) != jsonscan.Object {
@@ -375,6 +406,18 @@ func (f *chunkFix) toolCalls(arr jsonscan.Member) {
 			}
 		}
 		f.close(&md)
+		if index != nil {
+			if i, ok := smallInt(index); ok {
+				f.calls.sent(choice, i)
+			}
+			continue
+		}
+		repl := []byte(`,"index":`)
+		if !md.kept {
+			repl = repl[1:]
+		}
+		end := tc.VS + len(tc.Value) - 1 // before the closing brace
+		f.edits = append(f.edits, edit{Start: end, End: end, repl: strconv.AppendInt(repl, int64(f.calls.assign(choice, id)), 10)})
 	}
 	f.close(&d)
 }
@@ -382,16 +425,7 @@ func (f *chunkFix) toolCalls(arr jsonscan.Member) {
 // function checks a function (call) object: name and arguments are
 // strings; nulls are dropped.
 func (f *chunkFix) function(fm jsonscan.Member, path string) {
-	f.nonNull(fm, func(m jsonscan.Member, key string) {
-		if (key == "name" || key == "arguments") && jsonscan.Kind(m.Value) != jsonscan.String {
-			f.fail(path + "." + key)
-		}
-	})
-}
-
-// nonNull drops an object's null members and visits the others.
-func (f *chunkFix) nonNull(obj jsonscan.Member, visit func(m jsonscan.Member, key string)) {
-	it, _ := jsonscan.Entries(f.doc, obj.VS)
+	it, _ := jsonscan.Entries(f.doc, fm.VS)
 	d := newDropper()
 	for {
 		m, ok := it.Next()
@@ -403,9 +437,99 @@ func (f *chunkFix) nonNull(obj jsonscan.Member, visit func(m jsonscan.Member, ke
 			continue
 		}
 		f.keep(&d, m)
-		visit(m, string(name(m.Key)))
+		if key := name(m.Key); (string(key) == "name" || string(key) == "arguments") && jsonscan.Kind(m.Value) != jsonscan.String {
+			f.fail(path + "." + string(key))
+		}
 	}
 	f.close(&d)
+}
+
+// toolCallIndexes is what a stream needs to give tool call deltas without
+// an index the one OpenAI's chunk schema requires, per choice: a call's id
+// keeps the index it got first, a new id gets the next index (first 0),
+// and a delta without id continues the last call. Indexes the provider
+// sent move the last call and the next index but are not remembered by
+// id: a provider sends them on every delta or on none, and so a stream
+// that needs no repair allocates nothing here.
+type toolCallIndexes struct {
+	first choiceCalls   // choice 0, the one choice of nearly every stream
+	more  []choiceCalls // other choices, made by their first repair
+}
+
+// choiceCalls are one choice's tool calls.
+type choiceCalls struct {
+	choice int
+	seen   bool // a call was seen; last is its index
+	last   int
+	next   int // one past the highest index seen
+	ids    []callID
+}
+
+type callID struct {
+	id    string // the JSON string as sent
+	index int
+}
+
+// Bounds on what a provider's stream can make a translator keep: choices
+// past maxChoices share the last one's state, and ids past maxCallIDs get
+// new indexes but are not remembered.
+const (
+	maxChoices = 64
+	maxCallIDs = 256
+)
+
+// of returns the calls of choice; choices other than 0 are made only when
+// create is set (a repair), otherwise nil if absent.
+func (t *toolCallIndexes) of(choice int, create bool) *choiceCalls {
+	if choice == 0 {
+		return &t.first
+	}
+	for i := range t.more {
+		if t.more[i].choice == choice {
+			return &t.more[i]
+		}
+	}
+	switch {
+	case !create:
+		return nil
+	case len(t.more) >= maxChoices:
+		return &t.more[len(t.more)-1]
+	}
+	t.more = append(t.more, choiceCalls{choice: choice})
+	return &t.more[len(t.more)-1]
+}
+
+// sent notes a delta of choice whose index was sent.
+func (t *toolCallIndexes) sent(choice, index int) {
+	if c := t.of(choice, false); c != nil {
+		c.at(index)
+	}
+}
+
+func (c *choiceCalls) at(index int) {
+	c.seen, c.last, c.next = true, index, max(c.next, index+1)
+}
+
+// assign returns the index of a delta of choice that has none; id is its
+// id as sent, nil if it has none.
+func (t *toolCallIndexes) assign(choice int, id []byte) int {
+	c := t.of(choice, true)
+	switch {
+	case id != nil:
+		for _, k := range c.ids {
+			if k.id == string(id) {
+				c.at(k.index)
+				return k.index
+			}
+		}
+		if len(c.ids) < maxCallIDs {
+			c.ids = append(c.ids, callID{id: string(id), index: c.next})
+		}
+	case c.seen:
+		return c.last
+	}
+	c.at(c.next)
+	return c.last
 }
 
 // flatten turns typed content parts (Mistral streams thinking this way)

@@ -13,7 +13,7 @@ import (
 // Chat completion shapes that break CreateChatCompletionResponse.
 var badCompletions = []string{`{}`, `{"id":"x"}`, `{"choices":null}`, `{"choices":"x"}`, `{"choices":{}}`,
 	`{"choices":[null]}`, `{"choices":[1]}`, `{"choices":[[]]}`, `{"choices":[{"message":"x"}]}`, `{"choices":[{"message":[]}]}`,
-	`{"choices":[{"index":0}],"usage":`}
+	`{"choices":[{"index":0}],"usage":`, `{"choices":[{"message":{"role":"assistant","tool_calls":{"id":"a"}}}]}`}
 
 // Every buffered translator of this package answers a success body it
 // cannot use with an error wrapping translate.ErrUpstream, never a panic.

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"modelgate/translate/bedrock"
 	"modelgate/translate/sse"
 )
 
 // Some provider/shape pairs were never recorded (an Anthropic stream with
-// tool calls, Gemini and Bedrock tool calls as JSON). The mock derives them
+// tool calls, Gemini and Bedrock tool calls as JSON, OpenAI's stream of a
+// tool call recorded as JSON). The mock derives them
 // mechanically from a recording of the other shape, in the provider's
 // documented format, so that every provider can be exercised both ways.
 
@@ -185,4 +189,397 @@ func cohereFromOpenAI(rec recording) (recording, error) {
 	b, err := json.Marshal(map[string]any{"id": c.ID, "finish_reason": finish, "message": msg,
 		"usage": map[string]any{"billed_units": tokens, "tokens": tokens}})
 	return recording{status: rec.status, contentType: "application/json", body: b}, err
+}
+
+// OpenAI chat streams. Two scenarios were recorded only as JSON: the tool
+// call of mock-tools (openai/chat/chat-tools) and Ollama's answer
+// (mock-ollama); a stream request for them gets chatStream's stream of the
+// recorded answer. And OpenAI's recorded text stream (chat-streaming) was
+// made without stream_options.include_usage, while the recorded stream
+// with it (chat-streaming-detailed-usage) holds no text, its tokens all
+// spent on reasoning: a stream request with include_usage (every one the
+// gateway sends) gets the text stream ended by withUsage with that
+// recording's usage chunk.
+
+// chatStream turns a recorded chat.completion into the chat.completion.chunk
+// stream OpenAI sends for it, shaped as OpenAI's recorded streams are
+// (chat-streaming, test_run_stream_sync_streams_real_model): for each
+// choice a chunk with the role, "content" ("" before text, null before a
+// tool call), the first tool call's index, id, type and name with empty
+// arguments when there is no text, and "refusal" when the answer has one;
+// then the reasoning, the text and each tool call's arguments in
+// token-sized pieces (a further tool call opening with its own id, type
+// and name); then a chunk with an empty delta and the finish_reason.
+// With includeUsage each chunk carries "usage":null and a last chunk with
+// no choices carries the usage; then data: [DONE].
+func chatStream(rec recording, includeUsage bool) (recording, error) {
+	c, err := parseObject(rec.body)
+	if err != nil {
+		return rec, fmt.Errorf("not a chat completion: %w", err)
+	}
+	head := object{}
+	for _, k := range []string{"id", "object", "created", "model", "service_tier", "system_fingerprint"} {
+		if v, ok := c.get(k); ok {
+			if k == "object" {
+				v = json.RawMessage(`"chat.completion.chunk"`)
+			}
+			head = append(head, member{k, v})
+		}
+	}
+	var out bytes.Buffer
+	write := func(chunk object) error {
+		b, err := encode(chunk)
+		if err != nil {
+			return err
+		}
+		out.WriteString("data: ")
+		out.Write(b)
+		out.WriteString("\n\n")
+		return nil
+	}
+	emit := func(choice object) error {
+		chunk := append(head[:len(head):len(head)], member{"choices", []object{choice}})
+		if includeUsage {
+			chunk = append(chunk, member{"usage", nil})
+		}
+		return write(chunk)
+	}
+	choicesRaw, _ := c.get("choices")
+	var choices []json.RawMessage
+	if err := json.Unmarshal(choicesRaw, &choices); err != nil || len(choices) == 0 {
+		return rec, fmt.Errorf("not a chat completion: no choices")
+	}
+	for _, raw := range choices {
+		ch, err := parseObject(raw)
+		if err != nil {
+			return rec, err
+		}
+		index, _ := ch.get("index")
+		_, logprobs := ch.get("logprobs")
+		choice := func(delta object, finish json.RawMessage) object {
+			o := object{{"index", index}, {"delta", delta}}
+			if logprobs {
+				o = append(o, member{"logprobs", nil})
+			}
+			return append(o, member{"finish_reason", finish})
+		}
+		msgRaw, _ := ch.get("message")
+		msg, err := parseObject(msgRaw)
+		if err != nil {
+			return rec, err
+		}
+		var calls []struct {
+			ID       json.RawMessage `json:"id"`
+			Type     json.RawMessage `json:"type"`
+			Function struct {
+				Name      json.RawMessage `json:"name"`
+				Arguments string          `json:"arguments"`
+			} `json:"function"`
+		}
+		if raw, ok := msg.get("tool_calls"); ok {
+			json.Unmarshal(raw, &calls) //nolint:errcheck // a recorded answer; null has none
+		}
+		text := func(key string) string {
+			var s string
+			raw, _ := msg.get(key)
+			json.Unmarshal(raw, &s) //nolint:errcheck // null or absent is no text
+			return s
+		}
+		opening := func(i int) []object {
+			c := calls[i]
+			return []object{{{"index", i}, {"id", c.ID}, {"type", c.Type},
+				{"function", object{{"name", c.Function.Name}, {"arguments", ""}}}}}
+		}
+		role, _ := msg.get("role")
+		first := object{{"role", role}}
+		content, _ := msg.get("content")
+		var isText *string
+		json.Unmarshal(content, &isText) //nolint:errcheck // null or absent is no text
+		if isText != nil {
+			first = append(first, member{"content", ""})
+		} else {
+			first = append(first, member{"content", nil})
+		}
+		opened := 0
+		if text("content") == "" && len(calls) > 0 {
+			first = append(first, member{"tool_calls", opening(0)})
+			opened = 1
+		}
+		if _, ok := msg.get("refusal"); ok {
+			first = append(first, member{"refusal", nil})
+		}
+		if err := emit(choice(first, nil)); err != nil {
+			return rec, err
+		}
+		for _, key := range []string{"reasoning_content", "reasoning", "content", "refusal"} {
+			for _, piece := range tokens(text(key)) {
+				if err := emit(choice(object{{key, piece}}, nil)); err != nil {
+					return rec, err
+				}
+			}
+		}
+		for i, call := range calls {
+			if i >= opened {
+				if err := emit(choice(object{{"tool_calls", opening(i)}}, nil)); err != nil {
+					return rec, err
+				}
+			}
+			for _, piece := range tokens(call.Function.Arguments) {
+				delta := object{{"tool_calls", []object{{{"index", i}, {"function", object{{"arguments", piece}}}}}}}
+				if err := emit(choice(delta, nil)); err != nil {
+					return rec, err
+				}
+			}
+		}
+		finish, _ := ch.get("finish_reason")
+		if err := emit(choice(object{}, finish)); err != nil {
+			return rec, err
+		}
+	}
+	if raw, ok := c.get("usage"); ok && includeUsage {
+		usage, err := streamUsage(raw)
+		if err != nil {
+			return rec, err
+		}
+		chunk := append(head[:len(head):len(head)], member{"choices", []object{}}, member{"usage", usage})
+		if err := write(chunk); err != nil {
+			return rec, err
+		}
+	}
+	out.WriteString("data: [DONE]\n\n")
+	return recording{status: rec.status, contentType: "text/event-stream; charset=utf-8", body: out.Bytes()}, nil
+}
+
+// streamUsage is a completion's usage in the order of the members of
+// OpenAI's streamed usage (a recorded completion may have them sorted).
+func streamUsage(raw json.RawMessage) (object, error) {
+	usage, err := parseObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	usage = usage.ordered("prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details")
+	for key, order := range map[string][]string{
+		"prompt_tokens_details":     {"cached_tokens", "audio_tokens"},
+		"completion_tokens_details": {"reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"},
+	} {
+		if raw, ok := usage.get(key); ok {
+			if details, err := parseObject(raw); err == nil {
+				usage = usage.set(key, details.ordered(order...))
+			}
+		}
+	}
+	return usage, nil
+}
+
+// withUsage ends a recorded chat stream that has no usage chunk with the
+// usage chunk of another recorded stream, given the stream's id and
+// created, and gives each of the stream's chunks "usage":null after its
+// choices: what OpenAI sends for stream_options.include_usage.
+func withUsage(rec, from recording) (recording, error) {
+	var usage object
+	var dec sse.Decoder
+	for _, ev := range dec.Feed(from.body) {
+		if o, err := parseObject(ev.Data); err == nil {
+			if u, ok := o.get("usage"); ok && string(u) != "null" {
+				usage = o
+			}
+		}
+	}
+	if usage == nil {
+		return rec, fmt.Errorf("no usage chunk to add")
+	}
+	var out bytes.Buffer
+	var first object
+	dec = sse.Decoder{}
+	for _, ev := range dec.Feed(rec.body) {
+		if string(ev.Data) == "[DONE]" {
+			break
+		}
+		chunk, err := parseObject(ev.Data)
+		if err != nil {
+			return rec, err
+		}
+		if first == nil {
+			first = chunk
+		}
+		chunk = chunk.insertAfter("choices", member{"usage", nil})
+		b, err := encode(chunk)
+		if err != nil {
+			return rec, err
+		}
+		fmt.Fprintf(&out, "data: %s\n\n", b)
+	}
+	if first == nil {
+		return rec, fmt.Errorf("an empty stream")
+	}
+	for _, k := range []string{"id", "created"} {
+		v, _ := first.get(k)
+		usage = usage.set(k, v)
+	}
+	b, err := encode(usage)
+	if err != nil {
+		return rec, err
+	}
+	fmt.Fprintf(&out, "data: %s\n\ndata: [DONE]\n\n", b)
+	return recording{status: rec.status, contentType: rec.contentType, body: out.Bytes()}, nil
+}
+
+// tokens cuts text into pieces the size of the tokens OpenAI streams: a
+// word or number with the spaces before it, or a run of other characters
+// with the spaces before it (`{"country":"UK"}` streams as `{"`, `country`,
+// `":"`, `UK`, `"}`). The pieces join to text.
+func tokens(text string) []string {
+	var out []string
+	word := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for text != "" {
+		i := strings.IndexFunc(text, func(r rune) bool { return !unicode.IsSpace(r) })
+		if i < 0 {
+			out = append(out, text)
+			break
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		kind := word(r)
+		j := i + size
+		for j < len(text) {
+			r, size := utf8.DecodeRuneInString(text[j:])
+			if unicode.IsSpace(r) || word(r) != kind {
+				break
+			}
+			j += size
+		}
+		out = append(out, text[:j])
+		text = text[j:]
+	}
+	return out
+}
+
+// member is one member of a JSON object; a recorded value stays a
+// json.RawMessage.
+type member struct {
+	key   string
+	value any
+}
+
+// object is a JSON object that keeps its members in order, as providers
+// send them.
+type object []member
+
+// parseObject reads a JSON object, each member's value as recorded.
+func parseObject(b []byte) (object, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	o := object{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		o = append(o, member{t.(string), v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// get returns the value of key, as recorded, and whether it is there.
+func (o object) get(key string) (json.RawMessage, bool) {
+	for _, m := range o {
+		if m.key == key {
+			raw, ok := m.value.(json.RawMessage)
+			if !ok {
+				raw, _ = encode(m.value)
+			}
+			return raw, true
+		}
+	}
+	return nil, false
+}
+
+// set replaces the value of key, or adds key last.
+func (o object) set(key string, v any) object {
+	o = append(object(nil), o...)
+	for i := range o {
+		if o[i].key == key {
+			o[i].value = v
+			return o
+		}
+	}
+	return append(o, member{key, v})
+}
+
+// insertAfter adds m after the member key (last without it), unless o has
+// m's key.
+func (o object) insertAfter(key string, m member) object {
+	if _, ok := o.get(m.key); ok {
+		return o
+	}
+	i := len(o)
+	for j := range o {
+		if o[j].key == key {
+			i = j + 1
+		}
+	}
+	return append(o[:i:i], append(object{m}, o[i:]...)...)
+}
+
+// ordered puts the members named first, in that order, and then the
+// others as they were.
+func (o object) ordered(first ...string) object {
+	out := make(object, 0, len(o))
+	for _, k := range first {
+		for _, m := range o {
+			if m.key == k {
+				out = append(out, m)
+			}
+		}
+	}
+	for _, m := range o {
+		if !slices.Contains(first, m.key) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// MarshalJSON writes the members in order.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := encode(m.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := encode(m.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// encode is json.Marshal without HTML escaping: recorded text keeps its
+// bytes.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

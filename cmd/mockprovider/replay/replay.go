@@ -2,19 +2,24 @@
 // real provider by replaying recorded traffic byte for byte.
 //
 // It serves OpenAI's POST /v1/chat/completions. The recording is chosen the
-// way OpenAI would answer: a stream with stream_options.include_usage gets
-// the recorded stream with a usage chunk, a stream without it the plain
-// recorded stream, anything else the recorded JSON completion. Tests pick
-// other scenarios with the request's model:
+// way OpenAI would answer: a stream without stream_options.include_usage
+// gets the recorded stream, a stream with it the same stream with each
+// chunk's "usage":null and a usage chunk (that of another recorded stream,
+// whose text was all reasoning: see withUsage), anything else the recorded
+// JSON completion. Tests pick other scenarios with the request's model:
 //
 //	model            replays
-//	mock-tools       openai/chat/chat-tools (a tool call)
+//	mock-tools       openai/chat/chat-tools (a tool call); streamed, as
+//	                 OpenAI streams it (derived: see chatStream)
 //	mock-roundtrip   a recorded tool call, then (after the tool result) the
 //	                 recorded answer: test_openai_tool_output, streamed
 //	                 test_run_stream_sync_streams_real_model
 //	mock-error-400   openai/errors/chat-bad-request (400 invalid_request_error)
 //	mock-error-404   openai/errors/chat-unknown-model (404 model_not_found)
-//	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema
+//	mock-ollama      openai-compatible/test_ollama_local_native_output_uses_json_schema;
+//	                 streamed, derived from it like mock-tools
+//	mock-slow        openai/chat/chat-streaming-detailed-usage, 100ms per
+//	                 event, even to a request for JSON
 //	mock-truncated   the recorded stream cut off mid-event, without [DONE]
 //	mistral-*        Mistral's recorded answer; streams: its thinking stream
 //
@@ -233,13 +238,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
 		return
 	}
-	dir, truncate := s.pick(req)
-	rec, err := s.loadTurn(dir, turn(body))
+	sc := s.pick(req)
+	rec, err := s.chatRecording(sc, req, body)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
 	}
-	if truncate {
+	if sc.truncate {
 		rec.body = rec.body[:bytes.LastIndex(rec.body[:len(rec.body)/2], []byte("\n\n"))+len("\n\ndata: {\"id\":")]
 	}
 	if req.Model == "mock-slow" {
@@ -321,11 +326,11 @@ func (s *Server) azure(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
 		return
 	}
-	dir := "azure/azure-chat-basic.bodies"
+	sc := scenario{dir: "azure/azure-chat-basic.bodies"}
 	if req.Stream || strings.HasPrefix(req.Model, "mock-") {
-		dir, _ = s.pick(req)
+		sc = s.pick(req)
 	}
-	rec, err := s.loadTurn(dir, turn(body))
+	rec, err := s.chatRecording(sc, req, body)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", "", err.Error())
 		return
@@ -570,35 +575,69 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	s.replay(w, rec)
 }
 
-func (s *Server) pick(req chatRequest) (dir string, truncate bool) {
+// scenario is the recording a chat request gets and what the mock does
+// with it.
+type scenario struct {
+	dir      string
+	truncate bool   // cut the stream off mid-event, without [DONE]
+	usage    string // a recorded stream whose usage chunk ends this one (withUsage)
+}
+
+func (s *Server) pick(req chatRequest) scenario {
 	switch {
 	case req.Model == "mock-tools":
-		return "openai/chat/chat-tools.bodies", false
+		return scenario{dir: "openai/chat/chat-tools.bodies"}
 	case req.Model == "mock-roundtrip" && req.Stream:
-		return "openai/chat/test_run_stream_sync_streams_real_model.bodies", false
+		return scenario{dir: "openai/chat/test_run_stream_sync_streams_real_model.bodies"}
 	case req.Model == "mock-roundtrip":
-		return "openai/chat/test_openai_tool_output.bodies", false
+		return scenario{dir: "openai/chat/test_openai_tool_output.bodies"}
 	case req.Model == "mock-error-400":
-		return "openai/errors/chat-bad-request.bodies", false
+		return scenario{dir: "openai/errors/chat-bad-request.bodies"}
 	case req.Model == "mock-error-404":
-		return "openai/errors/chat-unknown-model.bodies", false
+		return scenario{dir: "openai/errors/chat-unknown-model.bodies"}
 	case req.Model == "mock-ollama":
-		return "openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies", false
+		return scenario{dir: "openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies"}
 	case req.Model == "mock-slow": // a stream a client can leave midway
-		return "openai/chat/chat-streaming-detailed-usage.bodies", false
+		return scenario{dir: "openai/chat/chat-streaming-detailed-usage.bodies"}
 	case req.Model == "mock-truncated":
-		return "openai/chat/chat-streaming.bodies", true
+		return scenario{dir: "openai/chat/chat-streaming.bodies", truncate: true}
 	case strings.HasPrefix(req.Model, "mistral-") || strings.HasPrefix(req.Model, "magistral-"):
 		if req.Stream {
-			return "mistral/test_mistral_model_thinking_part_iter.bodies", false
+			return scenario{dir: "mistral/test_mistral_model_thinking_part_iter.bodies"}
 		}
-		return "mistral/test_mistral_forwards_penalties.bodies", false
-	case req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage:
-		return "openai/chat/chat-streaming-detailed-usage.bodies", false
+		return scenario{dir: "mistral/test_mistral_forwards_penalties.bodies"}
+	case req.Stream && req.includeUsage():
+		return scenario{dir: "openai/chat/chat-streaming.bodies", usage: "openai/chat/chat-streaming-detailed-usage.bodies"}
 	case req.Stream:
-		return "openai/chat/chat-streaming.bodies", false
+		return scenario{dir: "openai/chat/chat-streaming.bodies"}
 	}
-	return "openai/chat/chat-basic.bodies", false
+	return scenario{dir: "openai/chat/chat-basic.bodies"}
+}
+
+func (req chatRequest) includeUsage() bool {
+	return req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+}
+
+// chatRecording loads the recording of sc for the request's turn. A
+// stream request whose scenario was recorded only as a JSON completion
+// gets that completion as a stream (chatStream); errors stay JSON, as
+// OpenAI answers them to stream requests too.
+func (s *Server) chatRecording(sc scenario, req chatRequest, body []byte) (recording, error) {
+	rec, err := s.loadTurn(sc.dir, turn(body))
+	if err != nil {
+		return rec, err
+	}
+	if sc.usage != "" {
+		from, err := s.load(sc.usage)
+		if err != nil {
+			return rec, err
+		}
+		return withUsage(rec, from)
+	}
+	if req.Stream && rec.status/100 == 2 && strings.HasPrefix(rec.contentType, "application/json") {
+		return chatStream(rec, req.includeUsage())
+	}
+	return rec, nil
 }
 
 // recording is one recorded response.
