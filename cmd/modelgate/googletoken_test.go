@@ -10,12 +10,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 func testServiceAccount(t *testing.T, tokenURI string) ([]byte, *rsa.PrivateKey) {
@@ -31,11 +33,13 @@ func testServiceAccount(t *testing.T, tokenURI string) ([]byte, *rsa.PrivateKey)
 	return sa, key
 }
 
-// A local token endpoint checks the JWT bearer grant the way Google's does.
+// A local token endpoint checks the JWT bearer grant the way Google's
+// does; tokens are cached for their lifetime less five minutes.
 func TestGoogleTokensAgainstLocalEndpoint(t *testing.T) {
 	var key *rsa.PrivateKey
 	var calls atomic.Int32
 	var tokenURL string
+	lifetime := int64(3600)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		r.ParseForm()
@@ -57,34 +61,68 @@ func TestGoogleTokensAgainstLocalEndpoint(t *testing.T) {
 			http.Error(w, "bad claims", 400)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"access_token": "ya29.token-" + string(rune('0'+calls.Load())), "expires_in": 3600, "token_type": "Bearer"})
+		json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("ya29.token-%d", calls.Load()), "expires_in": lifetime, "token_type": "Bearer"})
 	}))
 	defer srv.Close()
 	tokenURL = srv.URL + "/token"
 	sa, k := testServiceAccount(t, tokenURL)
 	key = k
-	g, err := newGoogleTokens(sa, "")
+	ctx := context.Background()
+
+	token, err := googleTokens(sa, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1_800_000_000, 0)
-	g.now = func() time.Time { return now }
-	ctx := context.Background()
-	first, err := g.Token(ctx)
+	first, err := token(ctx)
 	if err != nil || first != "ya29.token-1" {
-		t.Fatalf("Token = %q, %v", first, err)
+		t.Fatalf("token = %q, %v", first, err)
 	}
-	now = now.Add(50 * time.Minute)
-	if again, _ := g.Token(ctx); again != first || calls.Load() != 1 {
+	if again, _ := token(ctx); again != first || calls.Load() != 1 {
 		t.Errorf("within the lifetime: %q after %d calls, want the cached token", again, calls.Load())
 	}
-	now = now.Add(6 * time.Minute) // inside the 5-minute refresh margin
-	if refreshed, _ := g.Token(ctx); refreshed != "ya29.token-2" || calls.Load() != 2 {
-		t.Errorf("near expiry: %q after %d calls, want a refreshed token", refreshed, calls.Load())
+
+	lifetime = 240 // inside the 5-minute refresh margin: never reused
+	short, err := googleTokens(sa, tokenURL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	bad, _ := newGoogleTokens(sa, srv.URL+"/other") // audience mismatch is refused
-	bad.now = g.now
-	if _, err := bad.Token(ctx); err == nil {
-		t.Error("a refused exchange gave no error")
+	a, _ := short(ctx)
+	b, _ := short(ctx)
+	if a == b || calls.Load() != 3 {
+		t.Errorf("near expiry: %q then %q after %d calls, want a fresh token each time", a, b, calls.Load())
+	}
+
+	bad, err := googleTokens(sa, srv.URL+"/other") // audience mismatch is refused
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad(ctx); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("a refused exchange gave %v, want the status named", err)
+	}
+}
+
+// Without a service account, Application Default Credentials are used:
+// here the key file GOOGLE_APPLICATION_CREDENTIALS names.
+func TestGoogleTokensApplicationDefault(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"access_token": "ya29.adc", "expires_in": 3600, "token_type": "Bearer"})
+	}))
+	defer srv.Close()
+	sa, _ := testServiceAccount(t, srv.URL+"/token")
+	path := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(path, sa, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+	token, err := googleTokens(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := token(context.Background()); got != "ya29.adc" || err != nil {
+		t.Errorf("token = %q, %v", got, err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "missing.json"))
+	if _, err := googleTokens(nil, ""); err == nil {
+		t.Error("a missing credentials file gave no error")
 	}
 }

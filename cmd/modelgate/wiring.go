@@ -122,23 +122,27 @@ func badCredential(backend, env, value string) error {
 	return nil
 }
 
-// vertexBackend mints access tokens from the backend's service account.
+// vertexBackend mints access tokens from the backend's service account,
+// or from Application Default Credentials when it names none.
 func vertexBackend(out extproc.Backend, b config.Backend, getenv func(string) string) (extproc.Backend, error) {
 	var key []byte
 	var err error
-	if b.ServiceAccountFile != "" {
+	switch {
+	case b.ServiceAccountFile != "":
 		key, err = os.ReadFile(b.ServiceAccountFile)
-	} else if key = []byte(getenv(b.ServiceAccountEnv)); len(key) == 0 {
-		err = fmt.Errorf("environment variable %s is not set", b.ServiceAccountEnv)
+	case b.ServiceAccountEnv != "":
+		if key = []byte(getenv(b.ServiceAccountEnv)); len(key) == 0 {
+			err = fmt.Errorf("environment variable %s is not set", b.ServiceAccountEnv)
+		}
 	}
 	if err != nil {
 		return out, fmt.Errorf("backend %q: %w", b.Name, err)
 	}
-	tokens, err := newGoogleTokens(key, b.TokenURL)
+	tokens, err := googleTokens(key, b.TokenURL)
 	if err != nil {
 		return out, fmt.Errorf("backend %q: %w", b.Name, err)
 	}
-	out.Project, out.Token = b.Project, tokens.Token
+	out.Project, out.Token = b.Project, tokens
 	return out, nil
 }
 
