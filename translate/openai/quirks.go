@@ -26,6 +26,10 @@ type Quirks struct {
 	Drop []string
 	// Embeddings are the server's /v1/embeddings quirks.
 	Embeddings EmbeddingsQuirks
+	// NoEmbeddings and NoTranscription mark a server without
+	// /v1/embeddings or /v1/audio/transcriptions: the gateway refuses
+	// those requests for its models instead of forwarding them.
+	NoEmbeddings, NoTranscription bool
 	// TranscriptionFormats are the response_format values the server's
 	// /v1/audio/transcriptions produces; nil means all of OpenAI's. For a
 	// format the server lacks, the gateway asks for verbose_json (srt,
@@ -48,14 +52,14 @@ func CompatibleProviders() map[string]Quirks {
 	return map[string]Quirks{
 		"openai-compatible": {},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly(), Embeddings: mistralEmbeddings},
-		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}},
-		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
-		"xai":               {Drop: openaiOnly()},
+		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}, NoEmbeddings: true},
+		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true},
+		"xai":               {Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true},
 		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 		"openrouter":        {},
 		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
-		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
+		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoTranscription: true},
 	}
 }
 

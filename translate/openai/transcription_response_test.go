@@ -334,7 +334,7 @@ func FuzzParseTranscriptionRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		up, err := NewTranscription(translate.Target{Provider: "groq", Model: "up"}, req).RequestBody()
+		up, err := NewCompatibleTranscription(CompatibleProviders()["groq"])(translate.Target{Provider: "groq", Model: "up"}, req).RequestBody()
 		if err != nil {
 			t.Fatal(err)
 		}

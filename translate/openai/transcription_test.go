@@ -314,15 +314,15 @@ func TestTranscriptionAsksUpstream(t *testing.T) {
 	}
 }
 
-// NewTranscription finds a compatible server's quirks by provider name.
-func TestNewTranscriptionUsesProviderQuirks(t *testing.T) {
+// A compatible server that lacks a format is asked for one it has.
+func TestTranscriptionAsksForProviderFormats(t *testing.T) {
 	ct, body := encodeForm(t, text("model", "m"), file("a.mp3", "", mp3), text("response_format", "vtt"))
 	req, err := api.ParseTranscriptionRequest(ct, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for provider, ask := range map[string]string{"openai": "vtt", "groq": "verbose_json", "vllm": "vtt"} {
-		if got := NewTranscription(translate.Target{Provider: provider}, req).(*transcription).ask; got != ask {
+		if got := NewCompatibleTranscription(CompatibleProviders()[provider])(translate.Target{Provider: provider}, req).(*transcription).ask; got != ask {
 			t.Errorf("%s: asks %q, want %q", provider, got, ask)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"mime"
 	"slices"
 	"strings"
-	"sync"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
@@ -31,9 +30,6 @@ type transcription struct {
 	usage   translate.Usage
 	seconds float64
 }
-
-// compatibleQuirks is CompatibleProviders, built once; it is only read.
-var compatibleQuirks = sync.OnceValue(CompatibleProviders)
 
 // NewCompatibleTranscription returns the transcription translator
 // constructor for a server with these quirks.
@@ -430,9 +426,7 @@ func (c *transcription) Usage() translate.Usage { return c.usage }
 // usage), zero when it reported none. translate.Usage has no field for it.
 func (c *transcription) AudioSeconds() float64 { return c.seconds }
 
-// NewTranscription returns the transcription translator for provider
-// openai and OpenAI-compatible servers. A compatible server's quirks are
-// looked up by t.Provider, so one constructor serves the whole family.
+// NewTranscription returns the transcription translator for OpenAI.
 func NewTranscription(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
-	return NewCompatibleTranscription(compatibleQuirks()[t.Provider])(t, req)
+	return NewCompatibleTranscription(Quirks{})(t, req)
 }

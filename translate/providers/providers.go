@@ -67,8 +67,14 @@ var all = func() map[string]Provider {
 		m[p.Name] = p
 	}
 	for name, q := range openai.CompatibleProviders() {
-		m[name] = Provider{Name: name, Chat: openai.NewCompatibleChat(q), Embeddings: openai.NewCompatibleEmbeddings(q),
-			Transcription: openai.NewCompatibleTranscription(q)}
+		p := Provider{Name: name, Chat: openai.NewCompatibleChat(q)}
+		if !q.NoEmbeddings {
+			p.Embeddings = openai.NewCompatibleEmbeddings(q)
+		}
+		if !q.NoTranscription {
+			p.Transcription = openai.NewCompatibleTranscription(q)
+		}
+		m[name] = p
 	}
 	return m
 }()
