@@ -59,6 +59,7 @@ func CompatibleProviders() map[string]Quirks {
 		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
 		"openrouter":        {},
 		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
+		"cerebras":          {DeveloperAsSystem: true, Drop: append([]string{"frequency_penalty", "presence_penalty", "logit_bias", "parallel_tool_calls"}, openaiOnly()...), NoEmbeddings: true, NoTranscription: true},
 		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoTranscription: true},
 	}
 }
