@@ -182,12 +182,29 @@ type devAddrs struct {
 }
 
 func runDev(ctx context.Context, args []string, e env) error {
-	fs := newFlags("dev", e)
-	path := fs.String("config", "", "configuration file (default: built-in mock models)")
-	listen := fs.String("listen", "127.0.0.1:8080", "client-facing address (the Envoy stand-in)")
-	adminListen := fs.String("admin-listen", "127.0.0.1:8081", "admin address (/metrics, /healthz, the dashboard at /admin/)")
-	dataDir := fs.String("data-dir", ".modelgate", "where the SQLite database lives")
-	if err := fs.Parse(args); err != nil {
+	c := newCommand("dev", e, cmdHelp{
+		synopsis: "modelgate dev [--config F] [--listen ADDR] [--admin-listen ADDR] [--data-dir DIR]",
+		about: `Runs everything in one process, without Docker or provider keys: the Envoy
+stand-in serving the OpenAI API on --listen, the ext_proc server, the admin
+endpoint (/metrics, /healthz, the dashboard at /admin/) on --admin-listen,
+SQLite in --data-dir, and a mock provider replaying recorded traffic of every
+supported provider. It prints the base URL, an API key and an admin token.
+
+The API key is kept in <data dir>/dev-key (mode 0600), so a restart prints
+the same key while it still works; otherwise dev creates a new one and
+rewrites the file. MODELGATE_DEV_API_KEY=<value> registers and uses that key
+instead; MODELGATE_ADMIN_TOKEN (or the config's admin.token_env) sets the
+admin token.`,
+		example: "modelgate dev\nmodelgate dev --config my-models.yaml --listen 127.0.0.1:9090 --data-dir /tmp/mg",
+	})
+	path := c.String("config", "", "`F` a configuration file (default: the built-in mock models)")
+	listen := c.String("listen", "127.0.0.1:8080", "`ADDR` the client-facing address, the Envoy stand-in's")
+	adminListen := c.String("admin-listen", "127.0.0.1:8081", "`ADDR` the admin address: /metrics, /healthz, the dashboard at /admin/")
+	dataDir := c.String("data-dir", ".modelgate", "`DIR` where the SQLite database and the dev key live")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if err := c.noArgs(); err != nil {
 		return err
 	}
 	log := newLogger(e.stderr)
@@ -237,7 +254,7 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if d.store, err = openStore(ctx, cfg, filepath.Join(dataDir, "modelgate.db"), d.e.getenv); err != nil {
 		return err
 	}
-	key, err := devKey(ctx, d.store, d.e.getenv("MODELGATE_DEV_API_KEY"))
+	key, keyNote, err := devKey(ctx, d.store, dataDir, d.e.getenv("MODELGATE_DEV_API_KEY"))
 	if err != nil {
 		return err
 	}
@@ -280,7 +297,7 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	}
 	addrs := devAddrs{Gateway: "http://" + proxyL + "/v1", Admin: "http://" + adminL.Addr().String(), APIKey: key, Mock: mock,
 		AdminToken: adminToken}
-	d.announce(addrs, key != d.e.getenv("MODELGATE_DEV_API_KEY"))
+	d.announce(addrs, keyNote)
 	return nil
 }
 
@@ -344,21 +361,82 @@ func devModelsWithBackend(mockURL string) string {
 	return b.String() + devModels
 }
 
-// devKey registers the key from MODELGATE_DEV_API_KEY, or creates one.
-func devKey(ctx context.Context, store authz.Store, fromEnv string) (string, error) {
+// devKeyFile is the file in the data dir where dev keeps its API key, so
+// that a restart prints the same key: the store has only its hash.
+const devKeyFile = "dev-key"
+
+// devKey returns dev's API key and the note announce prints after it. The
+// key is the one in MODELGATE_DEV_API_KEY, registered if need be; else the
+// one kept in dataDir's key file if it still authenticates against store;
+// else a new one, which it writes to that file.
+func devKey(ctx context.Context, store authz.Store, dataDir, fromEnv string) (key, note string, err error) {
 	a, err := ensureAccount(ctx, store, "dev")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if fromEnv != "" {
 		_, err := authz.RegisterKey(ctx, store, a.ID, "dev (MODELGATE_DEV_API_KEY)", fromEnv, nil)
 		if errors.Is(err, authz.ErrExists) {
 			err = nil
 		}
-		return fromEnv, err
+		return fromEnv, "", err
+	}
+	path := filepath.Join(dataDir, devKeyFile)
+	kept, err := keptDevKey(ctx, store, path)
+	if err != nil || kept != "" {
+		return kept, "(kept in " + path + ")", err
 	}
 	secret, _, err := authz.CreateKey(ctx, store, a.ID, "dev", nil)
-	return secret, err
+	if err != nil {
+		return "", "", err
+	}
+	if err := writeSecretFile(path, secret+"\n"); err != nil {
+		return "", "", fmt.Errorf("keeping the dev key: %w", err)
+	}
+	return secret, "(new; kept in " + path + ")", nil
+}
+
+// keptDevKey returns the key in the file at path if it authenticates
+// against store, and "" if there is no such file or its key does not
+// (unknown to this store, revoked, expired or disabled).
+func keptDevKey(ctx context.Context, store authz.Store, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the dev key: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	_, err = authz.NewAuthenticator(store, authz.AuthenticatorConfig{}).Authenticate(ctx, key)
+	switch {
+	case errors.Is(err, authz.ErrUnauthenticated), errors.Is(err, authz.ErrDisabled):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("checking the dev key in %s: %w", path, err)
+	}
+	os.Chmod(path, 0o600) //nolint:errcheck // best effort: it was written 0600
+	return key, nil
+}
+
+// writeSecretFile replaces the file at path with one holding data that
+// only its owner may read, without a moment when it is partly written.
+func writeSecretFile(path, data string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
@@ -413,10 +491,12 @@ func listenPair(a, b string) (net.Listener, net.Listener, error) {
 	return la, lb, nil
 }
 
-func (d *devStack) announce(a devAddrs, newKey bool) {
+// announce prints where dev listens and its key; keyNote is empty when the
+// key came from MODELGATE_DEV_API_KEY.
+func (d *devStack) announce(a devAddrs, keyNote string) {
 	fmt.Fprintf(d.e.stdout, "modelgate dev is running.\n\n  OPENAI_BASE_URL=%s\n", a.Gateway)
-	if newKey {
-		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=%s   (shown once)\n", a.APIKey)
+	if keyNote != "" {
+		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=%s   %s\n", a.APIKey, keyNote)
 	} else {
 		fmt.Fprintf(d.e.stdout, "  OPENAI_API_KEY=$MODELGATE_DEV_API_KEY\n")
 	}

@@ -8,7 +8,13 @@ import (
 )
 
 func runEnvoyConfig(args []string, e env) error {
-	cfg, _, err := configOnly("envoy-config", args, e)
+	cfg, _, err := configOnly("envoy-config", args, e, cmdHelp{
+		synopsis: "modelgate envoy-config --config F",
+		about: `Prints the Envoy bootstrap (YAML) generated from a config: the listener on
+envoy.listen, the ext_proc filter calling envoy.ext_proc_address, and one
+cluster per backend. Run Envoy with it in front of 'modelgate serve'.`,
+		example: "modelgate envoy-config --config modelgate.yaml > envoy.yaml",
+	})
 	if err != nil {
 		return err
 	}
@@ -29,7 +35,14 @@ func bootstrapYAML(cfg *config.Config) ([]byte, error) {
 }
 
 func runValidate(args []string, e env) error {
-	cfg, path, err := configOnly("validate", args, e)
+	cfg, path, err := configOnly("validate", args, e, cmdHelp{
+		synopsis: "modelgate validate --config F",
+		about: `Checks a config and the Envoy bootstrap generated from it. Every problem is
+reported at once, one a line, each with its location (such as
+models[0].deployments[1].backend); a misspelt key gets a "did you mean".
+Exits 0 and prints "ok" when there are none.`,
+		example: "modelgate validate --config modelgate.yaml",
+	})
 	if err != nil {
 		return err
 	}
@@ -46,10 +59,16 @@ func runValidate(args []string, e env) error {
 
 // configOnly parses the flags of a command whose only flag is --config
 // and loads that file.
-func configOnly(name string, args []string, e env) (*config.Config, string, error) {
-	fs := newFlags(name, e)
-	path := fs.String("config", "", "configuration file (required)")
-	if err := fs.Parse(args); err != nil {
+func configOnly(name string, args []string, e env, h cmdHelp) (*config.Config, string, error) {
+	c := newCommand(name, e, h)
+	path := c.String("config", "", "`F` the configuration file (required)")
+	if err := c.parse(args); err != nil {
+		return nil, "", err
+	}
+	if err := c.require("config", *path); err != nil {
+		return nil, "", err
+	}
+	if err := c.noArgs(); err != nil {
 		return nil, "", err
 	}
 	cfg, err := loadConfig(*path)

@@ -11,26 +11,107 @@ import (
 	"modelgate/authz"
 )
 
-const keysUsage = `usage:
-  modelgate keys create  --config F --account NAME [--name LABEL] [--models a,b]
-  modelgate keys list    --config F [--account NAME]
-  modelgate keys disable --config F KEY   (KEY is a key id or its visible prefix)
-  modelgate keys enable  --config F KEY
-  modelgate keys revoke  --config F KEY
+const keysUsage = `usage: modelgate keys <subcommand> --config F [flags]
+
+Manages the API keys clients send as "Authorization: Bearer <key>", in the
+store the config names (storage.sqlite_path, or PostgreSQL through
+storage.postgres_url_env). Only a key's hash is stored: its secret is
+printed once, when it is created.
+
+subcommands:
+  create   create a key for an account and print its secret once
+  list     list an account's keys: id, visible prefix, name, state, models
+  disable  refuse a key until it is enabled again
+  enable   accept a disabled key again
+  revoke   refuse a key for good
+
+Run 'modelgate keys <subcommand> --help' for its flags and an example.
+
+example:
+  modelgate keys create --config modelgate.yaml --account acme
+  modelgate keys list --config modelgate.yaml --account acme
+  modelgate keys revoke --config modelgate.yaml sk-mg-AbCdEf
 `
+
+// keysHelp is each keys subcommand's help.
+var keysHelp = map[string]cmdHelp{
+	"create": {
+		synopsis: "modelgate keys create --config F --account NAME [--name LABEL] [--models a,b]",
+		about: `Creates an API key for an account, creating the account if needed, and prints
+its secret on stdout. Only its hash is stored, so this is the only time the
+secret is shown; the key's id and visible prefix go to stderr.`,
+		example: "modelgate keys create --config modelgate.yaml --account acme --name ci --models gpt-4o,gpt-4o-mini",
+	},
+	"list": {
+		synopsis: "modelgate keys list --config F --account NAME",
+		about:    "Lists an account's keys: id, visible prefix, name, state, models and creation time.\nSecrets are never shown.",
+		example:  "modelgate keys list --config modelgate.yaml --account acme",
+	},
+	"disable": {
+		synopsis: "modelgate keys disable --config F KEY",
+		about:    "Disables a key: requests with it get 403 until it is enabled again.\nKEY is the key's id or its visible prefix (as keys list shows them).",
+		example:  "modelgate keys disable --config modelgate.yaml sk-mg-AbCdEf",
+	},
+	"enable": {
+		synopsis: "modelgate keys enable --config F KEY",
+		about:    "Enables a disabled key again. A revoked key cannot be enabled.\nKEY is the key's id or its visible prefix (as keys list shows them).",
+		example:  "modelgate keys enable --config modelgate.yaml sk-mg-AbCdEf",
+	},
+	"revoke": {
+		synopsis: "modelgate keys revoke --config F KEY",
+		about:    "Revokes a key for good: requests with it get 401 and it cannot be enabled again.\nKEY is the key's id or its visible prefix (as keys list shows them).",
+		example:  "modelgate keys revoke --config modelgate.yaml sk-mg-AbCdEf",
+	},
+}
 
 func runKeys(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, keysUsage)
 		return fmt.Errorf("keys: a subcommand is required")
 	}
-	fs := newFlags("keys "+args[0], e)
-	path := fs.String("config", "", "configuration file (required)")
-	account := fs.String("account", "", "account name")
-	name := fs.String("name", "", "a label for the key")
-	models := fs.String("models", "", "comma-separated model ids the key may use (default: all)")
-	if err := fs.Parse(args[1:]); err != nil {
+	sub := args[0]
+	switch sub {
+	case "-h", "--help", "-help":
+		fmt.Fprint(e.stdout, keysUsage)
+		return errHelpShown
+	case "help": // modelgate keys help [create]
+		if len(args) > 1 {
+			return runKeys(ctx, []string{args[1], "--help"}, e)
+		}
+		fmt.Fprint(e.stdout, keysUsage)
+		return errHelpShown
+	}
+	h, ok := keysHelp[sub]
+	if !ok {
+		fmt.Fprint(e.stderr, keysUsage)
+		return fmt.Errorf("keys: unknown subcommand %q", sub)
+	}
+	c := newCommand("keys "+sub, e, h)
+	path := c.String("config", "", "`F` the configuration file; its storage section names the store (required)")
+	var account, name, models *string
+	switch sub {
+	case "create":
+		account = c.String("account", "", "`NAME` the account the key belongs to, created if needed (required)")
+		name = c.String("name", "", "`LABEL` a label for the key, shown by keys list and the dashboard")
+		models = c.String("models", "", "`a,b` the model ids the key may use (default: all the account may use)")
+	case "list":
+		account = c.String("account", "", "`NAME` the account whose keys to list (required)")
+	}
+	if err := c.parse(args[1:]); err != nil {
 		return err
+	}
+	if err := c.require("config", *path); err != nil {
+		return err
+	}
+	if account != nil {
+		if err := c.require("account", *account); err != nil {
+			return err
+		}
+		if err := c.noArgs(); err != nil {
+			return err
+		}
+	} else if c.NArg() != 1 {
+		return c.usageError("name exactly one key id or prefix")
 	}
 	cfg, err := loadConfig(*path)
 	if err != nil {
@@ -41,19 +122,13 @@ func runKeys(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer store.Close()
-	switch args[0] {
+	switch sub {
 	case "create":
 		return createKey(ctx, store, e, *account, *name, splitList(*models))
 	case "list":
 		return listKeys(ctx, store, e, *account)
-	case "disable", "enable", "revoke":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("keys %s: name exactly one key id or prefix", args[0])
-		}
-		return changeKey(ctx, store, e, args[0], fs.Arg(0))
 	}
-	fmt.Fprint(e.stderr, keysUsage)
-	return fmt.Errorf("keys: unknown subcommand %q", args[0])
+	return changeKey(ctx, store, e, sub, c.Arg(0))
 }
 
 func splitList(s string) []string {

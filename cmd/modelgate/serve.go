@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,14 +20,40 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"modelgate/authz"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/authz/ledger"
+	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
 )
 
 func runServe(ctx context.Context, args []string, e env) error {
-	cfg, _, err := configOnly("serve", args, e)
+	c := newCommand("serve", e, cmdHelp{
+		synopsis: "modelgate serve --config F [--grpc-listen ADDR] [--admin-listen ADDR] [--sqlite-path PATH]",
+		about: `Runs the production gateway: the ext_proc gRPC server Envoy calls (see
+'modelgate envoy-config') and the admin endpoint with /metrics, /healthz and,
+when the admin token's variable is set, the admin API and dashboard under
+/admin/. It stops gracefully on SIGINT or SIGTERM. The flags override the
+config's values; --grpc-listen does not change envoy.ext_proc_address, where
+Envoy looks for this server.`,
+		example: "modelgate serve --config modelgate.yaml --grpc-listen 0.0.0.0:50051 --admin-listen 0.0.0.0:8081",
+	})
+	path := c.String("config", "", "`F` the configuration file (required)")
+	grpcListen := c.String("grpc-listen", "", "`ADDR` the ext_proc gRPC address (default: server.grpc_listen, else 127.0.0.1:50051)")
+	adminListen := c.String("admin-listen", "", "`ADDR` the admin address (default: server.admin_listen, else 127.0.0.1:8081)")
+	sqlitePath := c.String("sqlite-path", "", "`PATH` the SQLite database (default: storage.sqlite_path, else modelgate.db)")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if err := c.require("config", *path); err != nil {
+		return err
+	}
+	if err := c.noArgs(); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*path)
 	if err != nil {
+		return err
+	}
+	if err := overrideServe(cfg, *grpcListen, *adminListen, *sqlitePath); err != nil {
 		return err
 	}
 	log := newLogger(e.stderr)
@@ -51,6 +78,24 @@ func runServe(ctx context.Context, args []string, e env) error {
 	}
 	log.Info("serving", zap.String("grpc", grpcL.Addr().String()), zap.String("admin", adminL.Addr().String()))
 	return g.run(ctx, grpcL, adminL)
+}
+
+// overrideServe applies serve's flags over the config; empty means unset.
+func overrideServe(cfg *config.Config, grpcListen, adminListen, sqlitePath string) error {
+	if sqlitePath != "" && cfg.Storage.PostgresURLEnv != "" {
+		return fmt.Errorf("--sqlite-path: the config stores in PostgreSQL (storage.postgres_url_env), not SQLite")
+	}
+	for _, o := range []struct {
+		to *string
+		v  string
+	}{
+		{&cfg.Server.GRPCListen, grpcListen}, {&cfg.Server.AdminListen, adminListen}, {&cfg.Storage.SQLitePath, sqlitePath},
+	} {
+		if o.v != "" {
+			*o.to = o.v
+		}
+	}
+	return nil
 }
 
 // newLogger logs JSON lines at Info and above to w.

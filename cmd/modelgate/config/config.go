@@ -2,10 +2,13 @@
 //
 // The keys are a public interface: documentation and tools rely on them.
 // Problems are reported all at once, each with its location as a path such
-// as models[0].deployments[1].backend.
+// as models[0].deployments[1].backend: unknown keys (with the known key a
+// misspelling is closest to), values of the wrong type, and values that
+// are not valid.
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,7 +188,9 @@ type Backend struct {
 	Project string `json:"project"`
 	// ServiceAccountFile or ServiceAccountEnv (a variable holding the key
 	// JSON) give a vertex backend the service account its access tokens
-	// are minted for; TokenURL overrides the key file's token_uri.
+	// are minted for; TokenURL overrides the key file's token_uri. With
+	// neither, tokens come from Application Default Credentials
+	// (GOOGLE_APPLICATION_CREDENTIALS, gcloud, Workload Identity).
 	ServiceAccountFile string `json:"service_account_file"`
 	ServiceAccountEnv  string `json:"service_account_env"`
 	TokenURL           string `json:"token_url"`
@@ -218,6 +223,9 @@ type Duration struct{ time.Duration }
 
 // UnmarshalJSON parses a Go duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" { // a key without a value: unset
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return errors.New(`want a duration string such as "10s"`)
@@ -256,14 +264,20 @@ func Parse(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing YAML: %w", err)
 	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
 	var raw any
-	if err := json.Unmarshal(js, &raw); err != nil {
+	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("parsing YAML: %w", err)
 	}
 	var p problems
-	checkKeys(&p, "", raw, typeOf[Config]())
+	// check drops the values it reports, so that decoding the rest
+	// succeeds and validation finds every other problem too.
+	if js, err = json.Marshal(check(&p, "", raw, typeOf[Config]())); err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
 	cfg := &Config{}
-	if err := json.Unmarshal(js, cfg); err != nil {
+	if err := json.Unmarshal(js, cfg); err != nil { // not expected after check
 		p.add(typeErrorPath(err), "%s", typeErrorText(err))
 		return nil, p.err()
 	}
@@ -421,8 +435,8 @@ func (b Backend) validate(p *problems, at string) {
 	if b.Provider == "vertex" && b.Project == "" {
 		p.add(at+".project", "is required for provider vertex")
 	}
-	if b.Provider == "vertex" && (b.ServiceAccountFile == "") == (b.ServiceAccountEnv == "") {
-		p.add(at, "provider vertex needs exactly one of service_account_file and service_account_env")
+	if b.Provider == "vertex" && b.ServiceAccountFile != "" && b.ServiceAccountEnv != "" {
+		p.add(at, "provider vertex takes one of service_account_file and service_account_env (neither uses Application Default Credentials)")
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,8 +71,8 @@ models:
 		t.Fatalf("Parse error = %v, want *Error", err)
 	}
 	want := []string{
-		"backends[1].bas_url: unknown key",
-		"server.admin_lisen: unknown key",
+		`backends[1].bas_url: unknown key; did you mean "base_url"?`,
+		`server.admin_lisen: unknown key; did you mean "admin_listen"?`,
 		"envoy.message_timeout: must be between 0 and 1h",
 		"storage.postgres_url_env: is not an environment variable name: name the variable that holds the URL",
 		"storage.response_retention: must be between 1m and 8784h (a year)",
@@ -104,7 +105,7 @@ func TestParseWrongType(t *testing.T) {
 	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 {
 		t.Fatalf("Parse error = %v, want one problem", err)
 	}
-	if got, want := cerr.Problems[0], "limits.max_request_body_bytes: want int64, got string"; got != want {
+	if got, want := cerr.Problems[0], `limits.max_request_body_bytes: want an integer, got "lots"`; got != want {
 		t.Errorf("problem = %q, want %q", got, want)
 	}
 }
@@ -185,5 +186,100 @@ models:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
+	}
+}
+
+// Values of the wrong type keep their location and stop nothing: every
+// problem of the file is reported at once, with the known key a misspelt
+// one is closest to, and without repeating a wrong value's problem as
+// problems of what it holds.
+func TestParseReportsWrongTypesWithTheRest(t *testing.T) {
+	bad := `
+server: {grpc_listen: 50051, Admin_Listen: ":2", gprc_listen: x, listen: y}
+envoy: {message_timeout: 10, request_timeout: soon, buffer_limit_bytes: 1.5}
+admin: {secure_cookies: "yes"}
+limits: {max_audio_bytes: 9223372036854775808}
+rate_limit: {}
+backends:
+  - {name: a, provider: openai, base_url: "https://x", timeouts: {stream_idle: 120s}}
+  - {name: b, provider: openai, base_url: "https://y", timeouts: {stream_idle: "10", response_headers: [1]}}
+  - {name: c, provider: openai, base_url: "https://z", timeouts: 5, api_version: 2024}
+  - 7
+models:
+  - {id: m, context_window: big, deployments: [{backend: a, model: x, weight: "1"}], deploymnets: []}
+  - {id: n, created: yesterday, deployments: {backend: a}}
+  - {id: o, deployments: [{backend: ghost, model: ""}], ID: p}
+`
+	_, err := Parse([]byte(bad))
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("Parse error = %v, want *Error", err)
+	}
+	want := []string{
+		`admin.secure_cookies: want true or false, got "yes"`,
+		`backends[1].timeouts.response_headers: want a duration such as "10s", got a list`,
+		`backends[1].timeouts.stream_idle: "10" is not a duration such as "10s"`,
+		`backends[2].api_version: want a string, got 2024: quote it`,
+		`backends[2].timeouts: want an object, got 5`,
+		`backends[3]: want an object, got 7`,
+		`envoy.buffer_limit_bytes: want an integer, got 1.5`,
+		`envoy.message_timeout: "10" is not a duration such as "10s"`,
+		`envoy.request_timeout: "soon" is not a duration such as "10s"`,
+		`limits.max_audio_bytes: 9223372036854775808 is out of range`,
+		`models[0].context_window: want an integer, got "big"`,
+		`models[0].deployments[0].weight: want an integer, got "1"`,
+		`models[0].deploymnets: unknown key; did you mean "deployments"?`,
+		`models[1].created: want an integer, got "yesterday"`,
+		`models[1].deployments: want a list, got an object`,
+		// YAML reads a bare n as false.
+		`models[1].id: want a string, got false: quote it`,
+		`models[2].ID: unknown key; did you mean "id"?`,
+		`rate_limit: unknown key; did you mean "rate_limits"?`,
+		`server.Admin_Listen: unknown key; did you mean "admin_listen"?`,
+		`server.gprc_listen: unknown key; did you mean "grpc_listen"?`,
+		`server.grpc_listen: want a string, got 50051: quote it`,
+		`server.listen: unknown key`,
+		// Problems found after decoding are reported with those above.
+		`models[2].deployments[0].backend: unknown backend "ghost"`,
+		`models[2].deployments[0].model: is required`,
+	}
+	if diff := cmp.Diff(want, cerr.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	for _, tc := range []struct {
+		fields    map[string]reflect.Type
+		key, want string
+	}{
+		{jsonFields(typeOf[Backend]()), "bas_url", "base_url"},
+		{jsonFields(typeOf[Backend]()), "baseurl", "base_url"},
+		{jsonFields(typeOf[Backend]()), "BASE_URL", "base_url"}, // equal but for case
+		{jsonFields(typeOf[Backend]()), "base_ulr", "base_url"}, // a transposition is one edit
+		{jsonFields(typeOf[Backend]()), "providre", "provider"},
+		{jsonFields(typeOf[Backend]()), "nmae", "name"},
+		{jsonFields(typeOf[Backend]()), "apikey", ""}, // api_key_env is 5 edits away
+		{jsonFields(typeOf[Backend]()), "service_account", ""},
+		{jsonFields(typeOf[Model]()), "ID", "id"},
+		{jsonFields(typeOf[Model]()), "ix", "id"},
+		{jsonFields(typeOf[Model]()), "xy", ""}, // as many edits as characters
+		{jsonFields(typeOf[Model]()), "model", ""},
+	} {
+		want := ""
+		if tc.want != "" {
+			want = `; did you mean "` + tc.want + `"?`
+		}
+		if got := didYouMean(tc.key, tc.fields); got != want {
+			t.Errorf("didYouMean(%q) = %q, want %q", tc.key, got, want)
+		}
+	}
+}
+
+// A key without a value is absent, durations included.
+func TestNullIsAbsent(t *testing.T) {
+	cfg, err := Parse([]byte("server:\nenvoy: {message_timeout: }\nbackends:\n"))
+	if err != nil || cfg.Envoy.MessageTimeout.Duration != 10*time.Second {
+		t.Errorf("Parse = %+v, %v", cfg, err)
 	}
 }
