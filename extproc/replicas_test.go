@@ -15,13 +15,13 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"modelgate"
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	redislimit "modelgate/ratelimit/redis"
+	"modelgate/testdata"
 )
 
 // Two replicas (each its own server, Redis client and Envoy) share a
@@ -40,7 +40,7 @@ func TestReplicasShareLimitsThroughRedis(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	acct, _ := store.CreateAccount(ctx, "acme")
 	key, _, _ := authz.CreateKey(ctx, store, acct.ID, "", nil)
-	mock, err := replay.New(replay.Config{Recordings: modelgate.Recordings, APIKey: providerKey})
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
 	if err != nil {
 		t.Fatal(err)
 	}

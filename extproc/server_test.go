@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"modelgate"
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/testdata"
 	"modelgate/translate/api/spec"
 )
 
@@ -69,7 +69,7 @@ func newFixture(t *testing.T, cfg extproctest.Config, opts ...func(*extproc.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	mock, err := replay.New(replay.Config{Recordings: modelgate.Recordings, APIKey: providerKey})
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
 	if err != nil {
 		t.Fatal(err)
 	}

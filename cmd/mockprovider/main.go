@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"modelgate"
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/testdata"
 )
 
 func main() {
@@ -25,7 +25,7 @@ func main() {
 	delay := flag.Duration("delay", 0, "pause between stream writes")
 	flag.Parse()
 	log, _ := zap.NewProduction()
-	mock, err := replay.New(replay.Config{Recordings: modelgate.Recordings, APIKey: *apiKey, ChunkSize: *chunk, Delay: *delay})
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: *apiKey, ChunkSize: *chunk, Delay: *delay})
 	if err != nil {
 		log.Fatal("starting", zap.Error(err))
 	}

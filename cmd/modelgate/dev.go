@@ -18,12 +18,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"modelgate"
 	"modelgate/authz"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
+	"modelgate/testdata"
 )
 
 // devModels are the models `modelgate dev` serves when no --config is
@@ -440,7 +440,7 @@ func writeSecretFile(path, data string) error {
 }
 
 func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
-	mock, err := replay.New(replay.Config{Recordings: modelgate.Recordings, APIKey: apiKey})
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: apiKey})
 	if err != nil {
 		return nil, "", err
 	}

@@ -52,7 +52,7 @@ import (
 
 // Config configures the mock.
 type Config struct {
-	// Recordings holds testdata/fixtures (required).
+	// Recordings holds the fixtures folder of testdata.Recordings (required).
 	Recordings fs.FS
 	// APIKey, when set, must be presented as "Authorization: Bearer <key>".
 	APIKey string
@@ -652,7 +652,7 @@ func (s *Server) load(dir string) (recording, error) { return s.loadTurn(dir, 0)
 
 // loadTurn loads interaction n of a recording, or its last one.
 func (s *Server) loadTurn(dir string, n int) (recording, error) {
-	dir = path.Join("testdata/fixtures", dir)
+	dir = path.Join("fixtures", dir)
 	metaPath := fmt.Sprintf("%s/%02d.meta.json", dir, n)
 	for n > 0 {
 		if _, err := fs.Stat(s.cfg.Recordings, metaPath); err == nil {

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"modelgate"
+	"modelgate/testdata"
 )
 
 func start(t *testing.T, cfg Config) (*Server, *httptest.Server) {
 	t.Helper()
-	cfg.Recordings = modelgate.Recordings
+	cfg.Recordings = testdata.Recordings
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestAuthAndRecording(t *testing.T) {
 }
 
 func FuzzChatRequest(f *testing.F) {
-	s, err := New(Config{Recordings: modelgate.Recordings})
+	s, err := New(Config{Recordings: testdata.Recordings})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate"
+	"modelgate/testdata"
 )
 
 // The mock keeps a bounded record of what it received, however many and
@@ -15,7 +15,7 @@ import (
 // with at most KeptBodyBytes of its body (a copy, not a window on the
 // whole body), while large bodies are still read and answered in full.
 func TestRetainedRequestsAreBounded(t *testing.T) {
-	s, err := New(Config{Recordings: modelgate.Recordings, APIKey: "k"})
+	s, err := New(Config{Recordings: testdata.Recordings, APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRetainedRequestsAreBounded(t *testing.T) {
 
 // A body over MaxBodyBytes is refused without being read.
 func TestBodyOverLimitIsRefused(t *testing.T) {
-	s, err := New(Config{Recordings: modelgate.Recordings})
+	s, err := New(Config{Recordings: testdata.Recordings})
 	if err != nil {
 		t.Fatal(err)
 	}
