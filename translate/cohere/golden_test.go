@@ -1,11 +1,7 @@
 package cohere
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +9,6 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/api/spec"
 	"modelgate/translate/translatetest"
 )
 
@@ -38,6 +33,7 @@ var chatGoldens = []translatetest.Case{
 var embeddingsGoldens = []translatetest.Case{
 	{Name: "float", Recording: "testdata/embeddings/float/provider.json", ContentType: "application/json"},
 	{Name: "dimensions", Recording: "testdata/embeddings/dimensions/provider.json", ContentType: "application/json"},
+	{Name: "base64", Recording: "testdata/embeddings/float/provider.json", ContentType: "application/json"},
 	{Name: "embed-error", Recording: recorded + "TestCohere.test_embed_error.bodies/00.response.json", Status: 404, ContentType: "application/json"},
 }
 
@@ -71,66 +67,21 @@ func newGoldenEmbeddings(t testing.TB, request []byte) translate.Translator {
 	return NewEmbeddings(goldenTarget(req.Model), req)
 }
 
-// TestEmbeddingsBase64Golden is the golden case RunGoldens cannot take:
-// the OpenAPI document types an embedding as an array of numbers only, so
-// the base64 answer is validated with its vectors decoded, and they must
-// be the float case's vectors as float32.
-func TestEmbeddingsBase64Golden(t *testing.T) {
-	dir := filepath.Join("testdata", "embeddings", "base64")
-	tr := newGoldenEmbeddings(t, translatetest.ReadFile(t, filepath.Join(dir, "request.json")))
-	up, err := tr.RequestBody()
-	translatetest.Golden(t, filepath.Join(dir, "upstream.json"), translatetest.UpstreamJSON(t, up, err))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.ResponseHeaders(200, "application/json")
-	out, err := tr.ResponseBody(translatetest.ReadFile(t, "testdata/embeddings/float/provider.json"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	translatetest.Golden(t, filepath.Join(dir, "client.json"), out)
-	decoded := decodeBase64Embeddings(t, out)
-	spec.ValidateT(t, "CreateEmbeddingResponse", decoded)
+// The base64 case encodes the float case's vectors as float32.
+func TestEmbeddingsBase64IsFloat(t *testing.T) {
 	var got, want struct {
 		Data []struct {
 			Embedding []float32 `json:"embedding"`
 		} `json:"data"`
 	}
-	json.Unmarshal(decoded, &got)                                                             //nolint:errcheck // validated above
-	json.Unmarshal(translatetest.ReadFile(t, "testdata/embeddings/float/client.json"), &want) //nolint:errcheck // compared below
+	decoded := translatetest.FloatEmbeddings(t, translatetest.ReadFile(t, "testdata/embeddings/base64/client.json"))
+	if err := json.Unmarshal(decoded, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(translatetest.ReadFile(t, "testdata/embeddings/float/client.json"), &want); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(want, got); diff != "" || len(got.Data) != 2 {
 		t.Errorf("base64 vectors differ from the float case's (-float +base64):\n%s", diff)
 	}
-}
-
-// decodeBase64Embeddings replaces each base64 embedding of a
-// CreateEmbeddingResponse with the array of its little-endian float32s.
-func decodeBase64Embeddings(t testing.TB, body []byte) []byte {
-	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := r["data"].([]any)
-	for _, d := range data {
-		item, _ := d.(map[string]any)
-		s, ok := item["embedding"].(string)
-		if !ok {
-			t.Fatalf("embedding is not base64: %v", item["embedding"])
-		}
-		raw, err := base64.StdEncoding.DecodeString(s)
-		if err != nil || len(raw)%4 != 0 {
-			t.Fatalf("embedding %q: %v", s, err)
-		}
-		v := make([]float64, len(raw)/4)
-		for i := range v {
-			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
-		}
-		item["embedding"] = v
-	}
-	out, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

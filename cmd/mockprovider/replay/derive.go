@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"modelgate/translate/api"
 	"modelgate/translate/bedrock"
 	"modelgate/translate/sse"
 )
@@ -228,7 +229,7 @@ func chatStream(rec recording, includeUsage bool) (recording, error) {
 	}
 	var out bytes.Buffer
 	write := func(chunk object) error {
-		b, err := encode(chunk)
+		b, err := api.Marshal(chunk)
 		if err != nil {
 			return err
 		}
@@ -403,7 +404,7 @@ func withUsage(rec, from recording) (recording, error) {
 			first = chunk
 		}
 		chunk = chunk.insertAfter("choices", member{"usage", nil})
-		b, err := encode(chunk)
+		b, err := api.Marshal(chunk)
 		if err != nil {
 			return rec, err
 		}
@@ -416,7 +417,7 @@ func withUsage(rec, from recording) (recording, error) {
 		v, _ := first.get(k)
 		usage = usage.set(k, v)
 	}
-	b, err := encode(usage)
+	b, err := api.Marshal(usage)
 	if err != nil {
 		return rec, err
 	}
@@ -494,7 +495,7 @@ func (o object) get(key string) (json.RawMessage, bool) {
 		if m.key == key {
 			raw, ok := m.value.(json.RawMessage)
 			if !ok {
-				raw, _ = encode(m.value)
+				raw, _ = api.Marshal(m.value)
 			}
 			return raw, true
 		}
@@ -556,11 +557,11 @@ func (o object) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := encode(m.key)
+		k, err := api.Marshal(m.key)
 		if err != nil {
 			return nil, err
 		}
-		v, err := encode(m.value)
+		v, err := api.Marshal(m.value)
 		if err != nil {
 			return nil, err
 		}
@@ -570,16 +571,4 @@ func (o object) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-// encode is json.Marshal without HTML escaping: recorded text keeps its
-// bytes.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

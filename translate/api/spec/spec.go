@@ -15,8 +15,10 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"modelgate/translate/sse"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -177,30 +179,34 @@ func ValidateT(t testing.TB, schema string, body []byte) {
 	}
 }
 
-// ValidateSSE validates every data event of an SSE body against schema, or
-// ErrorResponse for events with a top-level "error"; "[DONE]" may only come
-// last.
+// ValidateSSE validates every data event of an SSE body against schema:
+// an event with a top-level "error" against ErrorResponse (a Responses
+// stream's own error events are typed "error" and validate against
+// schema); "[DONE]" may only come last.
 func ValidateSSE(t testing.TB, schema string, stream []byte) {
 	t.Helper()
-	events := bytes.Split(bytes.TrimSpace(stream), []byte("\n\n"))
+	var d sse.Decoder
+	events := d.Feed(stream)
+	if d.Pending() {
+		t.Errorf("the stream ends inside an event: %q", stream)
+	}
 	for i, ev := range events {
-		data, ok := bytes.CutPrefix(ev, []byte("data: "))
-		if !ok {
-			t.Errorf("event %d is not a data event: %q", i, ev)
-			continue
-		}
-		if string(data) == "[DONE]" {
+		if string(ev.Data) == "[DONE]" {
 			if i != len(events)-1 {
 				t.Errorf("[DONE] is event %d of %d, want it last", i, len(events))
 			}
 			continue
 		}
 		name := schema
-		if bytes.HasPrefix(data, []byte(`{"error"`)) {
+		var probe struct {
+			Error json.RawMessage `json:"error"`
+			Type  string          `json:"type"`
+		}
+		if json.Unmarshal(ev.Data, &probe) == nil && probe.Error != nil && probe.Type != "error" {
 			name = "ErrorResponse"
 		}
-		if err := Validate(name, data); err != nil {
-			t.Errorf("event %d does not validate: %v\nevent: %s", i, err, data)
+		if err := Validate(name, ev.Data); err != nil {
+			t.Errorf("event %d does not validate: %v\nevent: %s", i, err, ev.Data)
 		}
 	}
 }
