@@ -24,6 +24,20 @@ var (
 	ErrUnavailable = errors.New("the key store is unavailable")
 )
 
+// StoredResponse is a response of the Responses API the gateway keeps, for
+// previous_response_id and for retrieving it.
+type StoredResponse struct {
+	// Response is the Response object as the client got it. It is nil for
+	// responses stored before the gateway kept it.
+	Response json.RawMessage
+	// Items is the conversation a continuation replays: every item up to
+	// and including the response's output, in order.
+	Items []json.RawMessage
+	// Inputs is how many of Items came before the response's output: its
+	// input, with the conversation it continued. Zero when Response is nil.
+	Inputs int
+}
+
 // Group holds accounts that share allowed models and default limits.
 type Group struct {
 	ID   string
@@ -291,12 +305,19 @@ type Store interface {
 	// day, account, key and model; groups without records are absent.
 	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
 
-	// SaveResponse stores a response's conversation for the account until
-	// expires, and drops expired ones. ErrExists if the id is taken.
-	SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error
-	// Conversation returns a stored conversation of the account; unknown,
-	// expired and other accounts' ids are ErrNotFound alike.
+	// SaveResponse stores a response of the account until expires, and
+	// drops expired ones. ErrExists if the id is taken.
+	SaveResponse(ctx context.Context, accountID, id string, r StoredResponse, expires time.Time) error
+	// Conversation returns the conversation of a stored response of the
+	// account; unknown, expired and other accounts' ids are ErrNotFound
+	// alike.
 	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+	// Response returns a stored response of the account, as Conversation
+	// finds it.
+	Response(ctx context.Context, accountID, id string, now time.Time) (StoredResponse, error)
+	// DeleteResponse deletes a stored response of the account; unknown,
+	// expired and other accounts' ids are ErrNotFound.
+	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
 	// SaveImage keeps a generated image until expires, for the signed URL
 	// handed out in its place, and drops expired ones. ErrExists if the id
 	// is taken.

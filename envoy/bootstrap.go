@@ -105,7 +105,10 @@ func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager 
 		StreamIdleTimeout: durationpb.New(cfg.StreamIdleTimeout),
 		RequestTimeout:    durationpb.New(cfg.RequestTimeout),
 		LocalReplyConfig:  localReplyConfig(),
-		RouteSpecifier:    &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
+		// Every answer carries the request's id, Envoy's own replies too
+		// (the ext_proc server sets it on the answers it sees).
+		AlwaysSetRequestIdInResponse: true,
+		RouteSpecifier:               &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
 		HttpFilters: []*hcmv3.HttpFilter{
 			{Name: extProcFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extProcFilter(cfg))}},
 			{Name: routerFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{

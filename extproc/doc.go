@@ -5,12 +5,16 @@
 //
 // The request headers phase strips client-sent x-modelgate-* headers,
 // dispatches on method and path, authenticates the API key and answers
-// GET /v1/models at once. The request body phase validates the OpenAI
+// at once what the gateway serves itself: GET /v1/models and
+// /v1/models/{model}, and GET and DELETE /v1/responses/{id} and GET
+// /v1/responses/{id}/input_items from the account's stored responses.
+// The request body phase validates the OpenAI
 // request, picks a deployment, translates the body for the provider and
 // points Envoy's router at the backend with a routing header and
 // clear_route_cache. The response phases let the provider's translator
 // rewrite the body, chunk by chunk for streams, and record usage at the end.
 //
 // Every error the client sees is an APIError rendered in one place as the
-// OpenAI error object.
+// OpenAI error object. Every answer, the gateway's own and the provider's,
+// carries the request's x-request-id.
 package extproc

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
 	"modelgate/translate/responses"
+	"modelgate/translate/sse"
 )
 
 // phase is what the exchange expects from Envoy next.
@@ -75,9 +77,12 @@ type exchange struct {
 	gather     bool      // a large buffered answer arrives as a stream
 	gathered   []byte    // what arrived of it
 
-	respReq   *responses.Request // a Responses exchange's request
-	responses conversationKeeper // its translator, also in tr
-	saved     bool               // the response is stored
+	respReq    *responses.Request // a Responses exchange's request
+	responses  conversationKeeper // its translator, also in tr
+	respInputs int                // items of its conversation before its output
+	respObject json.RawMessage    // the Response object the client got, once known
+	respEvents *sse.Decoder       // reads a stream's events until response.completed
+	saved      bool               // the response is stored
 }
 
 func (s *Server) newExchange() *exchange {

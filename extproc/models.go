@@ -171,12 +171,30 @@ type modelList struct {
 	Data   []modelObject `json:"data"`
 }
 
+// get renders the Model object of a model the principal may use, the
+// entry GET /v1/models lists for it; false if there is none.
+func (r *router) get(p *authz.Principal, id string) ([]byte, bool) {
+	m, ok := r.models[id]
+	if !ok || !p.Allows(id) {
+		return nil, false
+	}
+	b, err := json.Marshal(m.object())
+	if err != nil { // cannot happen: plain strings and numbers
+		panic(err)
+	}
+	return b, true
+}
+
+func (m *Model) object() modelObject {
+	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
+}
+
 // list renders ListModelsResponse with the models the principal may use.
 func (r *router) list(p *authz.Principal) []byte {
 	out := modelList{Object: "list", Data: []modelObject{}}
 	for _, m := range r.order {
 		if p.Allows(m.ID) {
-			out.Data = append(out.Data, modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy})
+			out.Data = append(out.Data, m.object())
 		}
 	}
 	b, err := json.Marshal(out)

@@ -38,6 +38,40 @@ func (h *headers) mutation() *extprocv3.HeaderMutation {
 	return &extprocv3.HeaderMutation{SetHeaders: h.set, RemoveHeaders: h.remove}
 }
 
+// requestIDHeader names the request the way Envoy does, in logs and
+// usage records; the client gets it back on every answer.
+const requestIDHeader = "x-request-id"
+
+// withRequestID sets x-request-id on whatever of resp reaches the client
+// as response headers: an immediate response (an answer of the gateway's
+// own, or an error, also one replacing a provider's answer) or the reply
+// to the response headers (a provider's answer, or one of Envoy's own).
+// Envoy does not add it to responses by itself; a provider's own request
+// id is replaced.
+func withRequestID(resp *extprocv3.ProcessingResponse, id string) {
+	if id == "" {
+		return
+	}
+	var mut **extprocv3.HeaderMutation
+	switch r := resp.GetResponse().(type) {
+	case *extprocv3.ProcessingResponse_ImmediateResponse:
+		mut = &r.ImmediateResponse.Headers
+	case *extprocv3.ProcessingResponse_ResponseHeaders:
+		if r.ResponseHeaders.Response == nil {
+			r.ResponseHeaders.Response = &extprocv3.CommonResponse{}
+		}
+		mut = &r.ResponseHeaders.Response.HeaderMutation
+	default:
+		return
+	}
+	if *mut == nil {
+		*mut = &extprocv3.HeaderMutation{}
+	}
+	(*mut).SetHeaders = append((*mut).SetHeaders, &corev3.HeaderValueOption{
+		Header: &corev3.HeaderValue{Key: requestIDHeader, RawValue: []byte(id)},
+	})
+}
+
 // headerMap is a read view of the headers Envoy sent. Keys are lower-case;
 // a repeated header keeps its first value.
 type headerMap map[string]string

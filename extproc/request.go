@@ -25,9 +25,23 @@ const (
 	endpointImages
 	endpointTranscriptions
 	endpointImageFile // a signed URL of an image the gateway keeps
+	// The gateway answers these itself, from its routing table and its
+	// store of responses.
+	endpointModel          // GET /v1/models/{model}
+	endpointResponseGet    // GET /v1/responses/{id}
+	endpointResponseDelete // DELETE /v1/responses/{id}
+	endpointInputItems     // GET /v1/responses/{id}/input_items
 )
 
-var endpointNames = [...]string{"none", "models", "chat.completions", "responses", "embeddings", "images.generations", "audio.transcriptions", "image_file"}
+var endpointNames = [...]string{"none", "models", "chat.completions", "responses", "embeddings", "images.generations", "audio.transcriptions", "image_file",
+	"models.retrieve", "responses.retrieve", "responses.delete", "responses.input_items"}
+
+// Path prefixes of the resources the gateway answers itself.
+const (
+	modelPrefix      = "/v1/models/"
+	responsePrefix   = "/v1/responses/"
+	inputItemsSuffix = "/input_items"
+)
 
 func (e endpoint) String() string { return endpointNames[e] }
 
@@ -51,8 +65,34 @@ func dispatch(method, path string) (endpoint, error) {
 		return endpointTranscriptions, nil
 	case (method == http.MethodGet || method == http.MethodHead) && strings.HasPrefix(path, imageFilePrefix):
 		return endpointImageFile, nil
+	case method == http.MethodGet && len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix):
+		return endpointModel, nil
+	case strings.HasPrefix(path, responsePrefix):
+		rest := path[len(responsePrefix):]
+		if id, ok := strings.CutSuffix(rest, inputItemsSuffix); ok && method == http.MethodGet && pathID(id) {
+			return endpointInputItems, nil
+		}
+		if pathID(rest) && method == http.MethodGet {
+			return endpointResponseGet, nil
+		}
+		if pathID(rest) && method == http.MethodDelete {
+			return endpointResponseDelete, nil
+		}
 	}
 	return endpointNone, errUnknownURL(method, path)
+}
+
+// pathID reports whether s can be one path segment naming a resource.
+func pathID(s string) bool { return s != "" && !strings.Contains(s, "/") }
+
+// served reports whether the gateway answers the endpoint itself, with
+// no body and no provider.
+func (e endpoint) served() bool {
+	switch e {
+	case endpointModels, endpointModel, endpointResponseGet, endpointResponseDelete, endpointInputItems:
+		return true
+	}
+	return false
 }
 
 // clientHeaders never reach a provider: the client's credentials (the
@@ -65,7 +105,7 @@ var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key"
 // answers what it can without the body.
 func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
-	ex.requestID = hm["x-request-id"]
+	ex.requestID = hm[requestIDHeader]
 	ex.log = ex.log.With(zap.String("request_id", ex.requestID))
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
@@ -86,9 +126,13 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err := ex.authenticate(ctx, hm["authorization"]); err != nil {
 		return nil, err
 	}
-	if ep == endpointModels {
+	if ep.served() {
+		body, err := ex.serve(ctx, hm[":path"])
+		if err != nil {
+			return nil, err
+		}
 		ex.phase, ex.status = phaseDone, http.StatusOK
-		return immediate(http.StatusOK, ex.s.router.list(ex.principal)), nil
+		return immediate(http.StatusOK, body), nil
 	}
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err

@@ -131,7 +131,7 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 		out, err = ex.imageURLs(ctx, out)
 	}
 	if err == nil && ex.responses != nil && !ex.saved {
-		ex.saveResponse(ctx)
+		ex.saveResponse(ctx, out, eos)
 	}
 	return out, err
 }

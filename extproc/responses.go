@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,20 +14,28 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/translate/api"
 	"modelgate/translate/providers"
 	"modelgate/translate/responses"
+	"modelgate/translate/sse"
 )
 
 // ResponseStore keeps the responses the gateway produced, so that
-// previous_response_id works for every provider. It must be safe for
-// concurrent use.
+// previous_response_id works for every provider and clients can retrieve,
+// list the input items of and delete them. It must be safe for concurrent
+// use. authz.Store implements it.
 type ResponseStore interface {
-	// SaveResponse stores a response's conversation (every item up to and
-	// including its output) for the account until expires.
-	SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error
+	// SaveResponse stores a response (its Response object and its
+	// conversation, every item up to and including its output) for the
+	// account until expires.
+	SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error
 	// Conversation returns a stored conversation. Unknown and expired ids
 	// and ids of another account give authz.ErrNotFound.
 	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+	// Response returns a stored response, found as by Conversation.
+	Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error)
+	// DeleteResponse deletes a stored response, found as by Conversation.
+	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
 }
 
 // translateResponses sets up a Responses exchange, continuing a stored
@@ -48,7 +57,11 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	if window := ex.s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
-	ex.respReq = req
+	input, err := req.Items()
+	if err != nil {
+		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
+	}
+	ex.respReq, ex.respInputs = req, len(history)+len(input)
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id := newID("resp_", 24)
 	var tr providers.ResponsesTranslator
@@ -100,21 +113,55 @@ func errPreviousResponseNotFound(id string) *APIError {
 
 // saveResponse stores the response as soon as it completed, before the
 // reply that tells the client so: a client may continue it right away. It
-// stores nothing when the client said store: false.
-func (ex *exchange) saveResponse(ctx context.Context) {
+// stores nothing when the client said store: false. out is the
+// translation of the latest body or chunk, which holds the Response object
+// the client gets: the whole body, or in a stream the response.completed
+// event's response.
+func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
 	if ex.s.cfg.Responses == nil || !ex.respReq.Store {
 		ex.saved = true
 		return
 	}
+	if ex.head.Stream {
+		ex.watchCompleted(out)
+	} else {
+		ex.respObject = out
+	}
 	items := ex.responses.Conversation()
-	if items == nil {
+	if items == nil || ex.respObject == nil && !eos { // a stream's response.completed is still to come
 		return
 	}
 	ex.saved = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
 	id := ex.responses.ID()
-	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, items, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
+	r := authz.StoredResponse{Response: ex.respObject, Items: withItemIDs(items, ex.respInputs), Inputs: ex.respInputs}
+	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
 		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
+	}
+}
+
+// watchCompleted reads the client's stream for the response.completed
+// event and keeps its response.
+func (ex *exchange) watchCompleted(out []byte) {
+	if ex.respObject != nil || len(out) == 0 {
+		return
+	}
+	if ex.respEvents == nil {
+		ex.respEvents = &sse.Decoder{}
+	}
+	// The decoder may keep the chunk; the translator may reuse it.
+	for _, ev := range ex.respEvents.Feed(bytes.Clone(out)) {
+		if ev.Type != "" && ev.Type != "response.completed" {
+			continue
+		}
+		var done struct {
+			Type     string          `json:"type"`
+			Response json.RawMessage `json:"response"`
+		}
+		if json.Unmarshal(ev.Data, &done) == nil && done.Type == "response.completed" && len(done.Response) > 0 {
+			ex.respObject, ex.respEvents = done.Response, nil
+			return
+		}
 	}
 }

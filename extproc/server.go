@@ -193,6 +193,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 			ex.log.Warn("protocol violation", zap.Error(err))
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
+		withRequestID(resp, ex.requestID)
 		ex.beforeSend(ctx)
 		if err := stream.Send(resp); err != nil {
 			return quietClose(err)

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"modelgate/authz"
-	"modelgate/authz/sqlite"
 	"modelgate/authz/ledger"
+	"modelgate/authz/sqlite"
 )
 
 // batchStore is a BatchWriter stub: write, when set, runs before a

@@ -11,14 +11,20 @@ import (
 )
 
 // SaveResponse implements authz.Store.
-func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error {
-	b, err := json.Marshal(items)
+func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
+	b, err := json.Marshal(r.Items)
 	if err != nil {
 		return err
 	}
+	var resp []byte // NULL without a Response object
+	var inputs *int
+	if r.Response != nil {
+		resp, inputs = r.Response, &r.Inputs
+	}
 	now := ms(s.now())
-	if _, err := s.pool.Exec(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		id, accountID, b, now, ms(expires)); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO responses (id, account_id, items, response, inputs, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		id, accountID, b, resp, inputs, now, ms(expires)); err != nil {
 		return exists(err, "response", id)
 	}
 	_, err = s.pool.Exec(ctx, `DELETE FROM responses WHERE expires_at <= $1`, now)
@@ -38,6 +44,40 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 		return nil, err
 	}
 	return items, nil
+}
+
+// Response implements authz.Store.
+func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
+	var items, resp []byte
+	var inputs *int32
+	err := s.row(ctx, func(row pgx.Row) error { return row.Scan(&items, &resp, &inputs) },
+		`SELECT items, response, inputs FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
+	if err != nil {
+		return authz.StoredResponse{}, err
+	}
+	var r authz.StoredResponse
+	if resp != nil {
+		r.Response = resp
+	}
+	if inputs != nil {
+		r.Inputs = int(*inputs)
+	}
+	if err := json.Unmarshal(items, &r.Items); err != nil {
+		return authz.StoredResponse{}, err
+	}
+	return r, nil
+}
+
+// DeleteResponse implements authz.Store.
+func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return authz.ErrNotFound
+	}
+	return nil
 }
 
 // SaveImage implements authz.Store.

@@ -2,19 +2,27 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"time"
+
+	"modelgate/authz"
 )
 
 // SaveResponse implements authz.Store.
-func (s *Store) SaveResponse(ctx context.Context, accountID, id string, items []json.RawMessage, expires time.Time) error {
-	b, err := json.Marshal(items)
+func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
+	b, err := json.Marshal(r.Items)
 	if err != nil {
 		return err
 	}
+	var resp, inputs any // NULL without a Response object
+	if r.Response != nil {
+		resp, inputs = []byte(r.Response), r.Inputs
+	}
 	now := s.now()
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO responses (id, account_id, items, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-		id, accountID, b, now.UnixMilli(), expires.UnixMilli()); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO responses (id, account_id, items, response, inputs, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, accountID, b, resp, inputs, now.UnixMilli(), expires.UnixMilli()); err != nil {
 		return exists(err, "response", id)
 	}
 	_, err = s.db.ExecContext(ctx, `DELETE FROM responses WHERE expires_at <= ?`, now.UnixMilli())
@@ -34,4 +42,39 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 		return nil, err
 	}
 	return items, nil
+}
+
+// Response implements authz.Store.
+func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
+	var items, resp []byte
+	var inputs sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT items, response, inputs FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
+		id, accountID, now.UnixMilli()).Scan(&items, &resp, &inputs)
+	if err != nil {
+		return authz.StoredResponse{}, notFound(err)
+	}
+	r := authz.StoredResponse{Inputs: int(inputs.Int64)}
+	if resp != nil {
+		r.Response = resp
+	}
+	if err := json.Unmarshal(items, &r.Items); err != nil {
+		return authz.StoredResponse{}, err
+	}
+	return r, nil
+}
+
+// DeleteResponse implements authz.Store.
+func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
+		id, accountID, now.UnixMilli())
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = authz.ErrNotFound
+		}
+		return err
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"UsageConcurrent", testUsageConcurrent},
 		{"UsageIdempotent", testUsageIdempotent},
 		{"Responses", testResponses},
+		{"ResponseObjects", testResponseObjects},
 		{"Images", testImages},
 	}
 	for _, tt := range tests {

@@ -53,11 +53,14 @@ type plan struct {
 	bufferLimit    int64
 	idleTimeout    time.Duration // stream_idle_timeout; 0 disables it
 	requestTimeout time.Duration // request_timeout; 0 disables it
-	routes         *routev3.RouteConfiguration
-	extproc        *filterConfig // nil when there is no ext_proc filter
-	suppressHdrs   bool
-	clusters       map[string]*cluster
-	localReply     *localReplyConfig
+	// alwaysSetRequestID is always_set_request_id_in_response: every
+	// answer, a local reply too, carries the request's x-request-id.
+	alwaysSetRequestID bool
+	routes             *routev3.RouteConfiguration
+	extproc            *filterConfig // nil when there is no ext_proc filter
+	suppressHdrs       bool
+	clusters           map[string]*cluster
+	localReply         *localReplyConfig
 }
 
 func unsupported(format string, args ...any) error {
@@ -120,6 +123,7 @@ func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 		p.idleTimeout = d.AsDuration()
 	}
 	p.requestTimeout = hcm.GetRequestTimeout().AsDuration()
+	p.alwaysSetRequestID = hcm.GetAlwaysSetRequestIdInResponse()
 	filters := hcm.GetHttpFilters()
 	for i, f := range filters {
 		last := i == len(filters)-1

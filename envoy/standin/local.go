@@ -160,6 +160,9 @@ func (x *exchange) writeHeaders(status int, h headerMap) {
 		}
 		out.Add(e.key, e.value)
 	}
+	if x.p.plan.alwaysSetRequestID && x.requestID != "" {
+		out.Set("X-Request-Id", x.requestID)
+	}
 	if !x.bodyComplete() {
 		// An answer before the whole request arrived ends the connection,
 		// as Envoy's HTTP/1 codec does: the rest of the body is never read,

@@ -2,6 +2,7 @@ package standin
 
 import (
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +239,22 @@ func TestLocalReplyConfigRefusals(t *testing.T) {
 				t.Errorf("New error = %v, want a local_reply_config refusal", err)
 			}
 		})
+	}
+}
+
+// With always_set_request_id_in_response, as the generated bootstrap sets
+// it, Envoy's own replies carry the request's x-request-id too; without
+// it they carry none.
+func TestAlwaysSetRequestID(t *testing.T) {
+	for _, always := range []bool{true, false} {
+		e := startWith(t, &stubProc{reply: requestHeadersReply(&extprocv3.CommonResponse{})}, &upstreamRecorder{}, setup{
+			hcm: func(h *hcmv3.HttpConnectionManager) { h.AlwaysSetRequestIdInResponse = always }})
+		r := e.do(t, "GET", "/", "", map[string]string{"X-Request-Id": "req-1"}) // no routing header: no route, a 404
+		if r.err != nil || r.status != http.StatusNotFound {
+			t.Fatalf("always=%v: %d %v", always, r.status, r.err)
+		}
+		if got := r.header.Get("X-Request-Id"); always && got != "req-1" || !always && got != "" {
+			t.Errorf("always=%v: x-request-id %q", always, got)
+		}
 	}
 }
