@@ -69,59 +69,17 @@ type metadata struct {
 	UserID string `json:"user_id"`
 }
 
-// openAI request members the translator reads.
-type chatIn struct {
-	Messages            []messageIn     `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	N                   *int64          `json:"n"`
-	Tools               []toolIn        `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
-	ReasoningEffort     string          `json:"reasoning_effort"`
-	User                string          `json:"user"`
-	ResponseFormat      *struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-}
 
 // jsonTool is the tool a JSON response_format is forced through: Anthropic
 // answers by calling it, and its input is the client's JSON content.
 const jsonTool = "json_response"
 
-type messageIn struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []toolCallIn    `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-}
 
-type toolCallIn struct {
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
 
-type toolIn struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
 
 // buildRequest maps the OpenAI request onto the Messages API.
 func buildRequest(model string, req *api.ChatRequest) (*request, error) {
-	var in chatIn
+	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
@@ -153,7 +111,7 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
 // is the requested one (Anthropic has no JSON mode).
-func (r *request) setResponseFormat(in chatIn) error {
+func (r *request) setResponseFormat(in api.ChatParams) error {
 	rf := in.ResponseFormat
 	if rf == nil || rf.Type == "" || rf.Type == "text" {
 		return nil
@@ -193,7 +151,7 @@ func firstSet(vs ...*int64) *int64 {
 // setMessages moves system and developer messages to the system prompt,
 // turns tool results into user tool_result blocks and merges consecutive
 // messages of one role, as the Messages API wants alternating turns.
-func (r *request) setMessages(msgs []messageIn) error {
+func (r *request) setMessages(msgs []api.ChatMessage) error {
 	var system []string
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
@@ -283,7 +241,7 @@ func image(param, url string) (*imageSource, error) {
 	return nil, api.Invalid(param, "Unsupported image URL; use an https URL or a base64 data URI.")
 }
 
-func assistantBlocks(param string, m messageIn) ([]block, error) {
+func assistantBlocks(param string, m api.ChatMessage) ([]block, error) {
 	var out []block
 	if len(m.Content) > 0 && string(m.Content) != "null" {
 		text, err := api.TextContent(param, m.Content)
@@ -304,7 +262,7 @@ func assistantBlocks(param string, m messageIn) ([]block, error) {
 	return out, nil
 }
 
-func (r *request) setTools(in chatIn) error {
+func (r *request) setTools(in api.ChatParams) error {
 	for i, t := range in.Tools {
 		if t.Type != "function" {
 			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)

@@ -71,48 +71,12 @@ type converseRequest struct {
 	AdditionalModelRequestFields map[string]any  `json:"additionalModelRequestFields,omitempty"`
 }
 
-type chatIn struct {
-	Messages []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	N                   *int64          `json:"n"`
-	Tools               []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ToolChoice      json.RawMessage `json:"tool_choice"`
-	ReasoningEffort string          `json:"reasoning_effort"`
-	ResponseFormat  *struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-}
 
 // jsonTool is the tool a JSON response_format is forced through.
 const jsonTool = "json_response"
 
 func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) {
-	var in chatIn
+	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
@@ -164,7 +128,7 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
 // is the requested one.
-func (r *converseRequest) setResponseFormat(in chatIn) error {
+func (r *converseRequest) setResponseFormat(in api.ChatParams) error {
 	rf := in.ResponseFormat
 	if rf == nil || rf.Type == "" || rf.Type == "text" {
 		return nil
@@ -189,7 +153,7 @@ func (r *converseRequest) jsonMode() bool {
 	return r.ToolConfig != nil && len(r.ToolConfig.Tools) == 1 && r.ToolConfig.Tools[0].ToolSpec.Name == jsonTool && r.ToolConfig.ToolChoice["tool"] != nil
 }
 
-func (r *converseRequest) setMessages(in chatIn) error {
+func (r *converseRequest) setMessages(in api.ChatParams) error {
 	for i, m := range in.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		var blocks []cblock
@@ -296,7 +260,7 @@ func image(param, url string) (*imageBlock, error) {
 	return img, nil
 }
 
-func (r *converseRequest) setTools(in chatIn) error {
+func (r *converseRequest) setTools(in api.ChatParams) error {
 	if len(in.Tools) == 0 {
 		return nil
 	}

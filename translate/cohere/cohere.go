@@ -72,12 +72,7 @@ type chatIn struct {
 	Tools               json.RawMessage              `json:"tools"`
 	ToolChoice          json.RawMessage              `json:"tool_choice"`
 	ReasoningEffort     string                       `json:"reasoning_effort"`
-	ResponseFormat      *struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
+	ResponseFormat      *api.ResponseFormat          `json:"response_format"`
 }
 
 // RequestBody builds the v2 chat request.

@@ -71,48 +71,10 @@ type request struct {
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
 }
 
-// chatIn is what the translator reads of the OpenAI request.
-type chatIn struct {
-	Messages            []messageIn     `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	N                   *int64          `json:"n"`
-	Tools               []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	ReasoningEffort string `json:"reasoning_effort"`
-}
 
-type messageIn struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
 
 func buildRequest(req *api.ChatRequest) (*request, error) {
-	var in chatIn
+	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
 	}
@@ -128,7 +90,7 @@ func buildRequest(req *api.ChatRequest) (*request, error) {
 	return out, err
 }
 
-func (r *request) setContents(msgs []messageIn) error {
+func (r *request) setContents(msgs []api.ChatMessage) error {
 	names := map[string]string{} // tool call id → function name, for functionResponse
 	var system []part
 	for i, m := range msgs {
@@ -219,7 +181,7 @@ func dataURI(param, url string) (*inlineData, error) {
 	return &inlineData{MimeType: mime, Data: data}, nil
 }
 
-func modelParts(param string, m messageIn, names map[string]string) ([]part, error) {
+func modelParts(param string, m api.ChatMessage, names map[string]string) ([]part, error) {
 	var out []part
 	if len(m.Content) > 0 && string(m.Content) != "null" {
 		text, err := api.TextContent(param, m.Content)
@@ -241,7 +203,7 @@ func modelParts(param string, m messageIn, names map[string]string) ([]part, err
 	return out, nil
 }
 
-func (r *request) setTools(in chatIn) error {
+func (r *request) setTools(in api.ChatParams) error {
 	var decls []functionDecl
 	for i, t := range in.Tools {
 		if t.Type != "function" {
@@ -282,7 +244,7 @@ func (r *request) setToolConfig(raw json.RawMessage) error {
 	return err
 }
 
-func generation(in chatIn) (*generationConfig, error) {
+func generation(in api.ChatParams) (*generationConfig, error) {
 	gc := &generationConfig{Temperature: in.Temperature, TopP: in.TopP, CandidateCount: in.N}
 	gc.MaxOutputTokens = in.MaxCompletionTokens
 	if gc.MaxOutputTokens == nil {

@@ -1,0 +1,51 @@
+package api
+
+import "encoding/json"
+
+// ChatParams are the members of a chat completion request that the
+// translators of providers with APIs of their own read; decode them with
+// ChatRequest.Decode, which names the member of a wrong type. The request
+// was validated by ParseChatRequest before.
+type ChatParams struct {
+	Messages            []ChatMessage   `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int64          `json:"n"`
+	Tools               []Tool          `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+	User                string          `json:"user"`
+	ResponseFormat      *ResponseFormat `json:"response_format"`
+}
+
+// ChatMessage is one message of the conversation. Content stays raw: a
+// string or an array of parts (TextContent and Parts read it).
+type ChatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCall      `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// ResponseFormat is the requested output format: text, json_object, or
+// json_schema with its schema.
+type ResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema struct {
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
