@@ -135,7 +135,7 @@ func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
 	id := ex.responses.ID()
-	r := authz.StoredResponse{Response: ex.respObject, Items: withItemIDs(items, ex.respInputs), Inputs: ex.respInputs}
+	r := authz.StoredResponse{Response: ex.respObject, Items: responses.WithItemIDs(items, ex.respInputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: ex.respInputs}
 	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
 		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
 	}

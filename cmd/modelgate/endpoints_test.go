@@ -167,15 +167,7 @@ func sameFloat32(a []float32, b []float64) bool {
 // The Node SDK asks for base64 unless told otherwise and decodes the
 // vectors itself; they must be the float vectors openai-go gets.
 func TestNodeSDKBase64Embeddings(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("testdata", "nodesdk"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json"))
-	node, pathErr := exec.LookPath("node")
-	if statErr != nil || pathErr != nil {
-		if os.Getenv("MODELGATE_TEST_NODE") != "" {
-			t.Fatalf("MODELGATE_TEST_NODE is set but node or the SDK is missing (npm ci in %s): %v %v", dir, statErr, pathErr)
-		}
-		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
-	}
+	node, dir := nodeSDK(t)
 	a := startDev(t, func(string) string { return "" })
 	c := client(a, a.APIKey, &recorder{})
 	const input = "The food was delicious and the waiter was friendly."
@@ -415,4 +407,21 @@ func TestDevEndpointErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeSDK finds node and the official Node SDK installed in
+// testdata/nodesdk; without them the test skips, unless
+// MODELGATE_TEST_NODE is set (CI), where it fails.
+func nodeSDK(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, _ = filepath.Abs(filepath.Join("testdata", "nodesdk"))
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json"))
+	node, pathErr := exec.LookPath("node")
+	if statErr != nil || pathErr != nil {
+		if os.Getenv("MODELGATE_TEST_NODE") != "" {
+			t.Fatalf("MODELGATE_TEST_NODE is set but node or the SDK is missing (npm ci in %s): %v %v", dir, statErr, pathErr)
+		}
+		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
+	}
+	return node, dir
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -221,15 +220,7 @@ func TestSDKRetrieve(t *testing.T) {
 // The same calls with the official Node SDK (testdata/nodesdk/retrieve.mjs):
 // a retrieve after delete must throw its NotFoundError.
 func TestNodeSDKRetrieve(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("testdata", "nodesdk"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json"))
-	node, pathErr := exec.LookPath("node")
-	if statErr != nil || pathErr != nil {
-		if os.Getenv("MODELGATE_TEST_NODE") != "" {
-			t.Fatalf("MODELGATE_TEST_NODE is set but node or the SDK is missing (npm ci in %s): %v %v", dir, statErr, pathErr)
-		}
-		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
-	}
+	node, dir := nodeSDK(t)
 	a := startDev(t, func(string) string { return "" })
 	for _, model := range []string{"claude-sonnet", "gpt-4o-mini"} {
 		t.Run(model, func(t *testing.T) {

@@ -378,11 +378,7 @@ func textPartWithLists(raw json.RawMessage) json.RawMessage {
 }
 
 // memberType is the "type" of an already decoded object.
-func memberType(m map[string]json.RawMessage) string {
-	var t string
-	json.Unmarshal(m["type"], &t) //nolint:errcheck // no type matches no case
-	return t
-}
+func memberType(m map[string]json.RawMessage) string { return stringOf(m["type"]) }
 
 func setAbsent(m map[string]json.RawMessage, key, value string) {
 	if _, ok := m[key]; !ok {

@@ -1,0 +1,113 @@
+package responses
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// ItemPrefix is the id prefix of an item type, as OpenAI's ids have.
+func ItemPrefix(typ string) string {
+	switch typ {
+	case "message":
+		return "msg_"
+	case "function_call":
+		return "fc_"
+	case "function_call_output":
+		return "fco_"
+	case "reasoning":
+		return "rs_"
+	}
+	return "item_"
+}
+
+// WithItemIDs gives the first n items (the input of a response about to be
+// stored) the ids input_items lists them by, where they have none: messages,
+// function calls and their outputs, the items a provider serving Responses
+// gets replayed without ids. A message given as just a role and content
+// becomes one of type message. newID makes an id with a prefix.
+func WithItemIDs(items []json.RawMessage, n int, newID func(prefix string) string) []json.RawMessage {
+	out := slices.Clone(items)
+	for i := range min(n, len(out)) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(out[i], &m) != nil || m == nil || stringOf(m["id"]) != "" {
+			continue
+		}
+		typ := stringOf(m["type"])
+		if typ == "" && m["role"] != nil {
+			typ, m["type"] = "message", json.RawMessage(`"message"`)
+		}
+		if typ != "message" && typ != "function_call" && typ != "function_call_output" {
+			continue
+		}
+		m["id"] = mustJSON(newID(ItemPrefix(typ)))
+		out[i] = mustJSON(m)
+	}
+	return out
+}
+
+// ItemResource renders a stored input item as the specification's
+// ItemResource: with an id (fallback makes one for an item stored without),
+// a message's content as a list of parts, and a status. It returns the
+// item and its id.
+func ItemResource(raw json.RawMessage, fallback func(prefix string) string) (json.RawMessage, string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw, ""
+	}
+	typ := stringOf(m["type"])
+	if typ == "" && m["role"] != nil {
+		typ, m["type"] = "message", json.RawMessage(`"message"`)
+	}
+	switch typ {
+	case "message":
+		m["content"] = contentParts(stringOf(m["role"]), m["content"])
+		setAbsent(m, "status", `"completed"`)
+	case "function_call", "function_call_output":
+		setAbsent(m, "status", `"completed"`)
+	case "reasoning":
+		setAbsent(m, "summary", `[]`)
+	}
+	id := stringOf(m["id"])
+	if id == "" {
+		id = fallback(ItemPrefix(typ))
+		m["id"] = mustJSON(id)
+	}
+	return mustJSON(m), id
+}
+
+// contentParts is a message's content as parts: a string becomes one text
+// part, input_text for the user, system and developer, output_text for the
+// assistant, whose text parts get the annotations and logprobs an output
+// message has.
+func contentParts(role string, content json.RawMessage) json.RawMessage {
+	assistant := role == "assistant"
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		if assistant {
+			return mustJSON([]map[string]any{{"type": "output_text", "text": s, "annotations": []any{}, "logprobs": []any{}}})
+		}
+		return mustJSON([]map[string]any{{"type": "input_text", "text": s}})
+	}
+	var parts []map[string]json.RawMessage
+	if !assistant || json.Unmarshal(content, &parts) != nil {
+		return content
+	}
+	for _, p := range parts {
+		switch stringOf(p["type"]) {
+		case "input_text":
+			p["type"] = json.RawMessage(`"output_text"`)
+			fallthrough
+		case "output_text":
+			setAbsent(p, "annotations", `[]`)
+			setAbsent(p, "logprobs", `[]`)
+		}
+	}
+	return mustJSON(parts)
+}
+
+// stringOf is a JSON string's value, "" for anything else.
+func stringOf(raw json.RawMessage) string {
+	var s string
+	json.Unmarshal(raw, &s) //nolint:errcheck // not a string is ""
+	return s
+}
