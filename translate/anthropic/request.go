@@ -69,13 +69,9 @@ type metadata struct {
 	UserID string `json:"user_id"`
 }
 
-
 // jsonTool is the tool a JSON response_format is forced through: Anthropic
 // answers by calling it, and its input is the client's JSON content.
 const jsonTool = "json_response"
-
-
-
 
 // buildRequest maps the OpenAI request onto the Messages API.
 func buildRequest(model string, req *api.ChatRequest) (*request, error) {

@@ -71,7 +71,6 @@ type converseRequest struct {
 	AdditionalModelRequestFields map[string]any  `json:"additionalModelRequestFields,omitempty"`
 }
 
-
 // jsonTool is the tool a JSON response_format is forced through.
 const jsonTool = "json_response"
 

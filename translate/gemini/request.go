@@ -71,8 +71,6 @@ type request struct {
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
 }
 
-
-
 func buildRequest(req *api.ChatRequest) (*request, error) {
 	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
