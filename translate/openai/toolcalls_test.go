@@ -165,6 +165,9 @@ func TestStreamToolCallIndexBytes(t *testing.T) {
 // no more allocations than a content chunk: the index state is touched
 // only by the repair.
 func TestStreamNoRepairAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own; run without -race (BenchmarkStreamChunk* report the same)")
+	}
 	req, _ := api.ParseChatRequest([]byte(streamReq + `}`))
 	allocs := func(chunk string) float64 {
 		tr := NewChat(translate.Target{Model: "m"}, req)
