@@ -62,6 +62,7 @@ var kinds = map[string]func() any{
 	"gateway.envoyproxy.io/v1alpha1/ClientTrafficPolicy":  func() any { return &egv1a1.ClientTrafficPolicy{} },
 	"gateway.envoyproxy.io/v1alpha1/Backend":              func() any { return &egv1a1.Backend{} },
 	"gateway.envoyproxy.io/v1alpha1/EnvoyProxy":           func() any { return &egv1a1.EnvoyProxy{} },
+	"gateway.envoyproxy.io/v1alpha1/HTTPRouteFilter":      func() any { return &egv1a1.HTTPRouteFilter{} },
 }
 
 // istioKinds maps the Istio kinds to their spec's proto message: the
@@ -81,7 +82,7 @@ var istioKinds = map[string]func() proto.Message{
 func Decode(data []byte) ([]Object, error) {
 	var objs []Object
 	var errs []error
-	for i, doc := range splitDocuments(data) {
+	for i, doc := range SplitDocuments(data) {
 		obj, err := decodeDocument(doc)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("document %d: %w", i, err))
@@ -92,9 +93,9 @@ func Decode(data []byte) ([]Object, error) {
 	return objs, errors.Join(errs...)
 }
 
-// splitDocuments splits a YAML stream at its "---" lines, leaving out
+// SplitDocuments splits a YAML stream at its "---" lines, leaving out
 // documents that hold only comments and blank lines.
-func splitDocuments(data []byte) [][]byte {
+func SplitDocuments(data []byte) [][]byte {
 	var docs [][]byte
 	var cur bytes.Buffer
 	flush := func() {

@@ -52,13 +52,22 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	adminHost, adminPort, err := cfg.checkAdmin()
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &bootstrapv3.Bootstrap{StaticResources: &bootstrapv3.Bootstrap_StaticResources{
-		Listeners: []*listenerv3.Listener{listener},
-		Clusters:  append([]*clusterv3.Cluster{extProc}, backendClusters(cfg, ups)...),
-	}}, nil
+	return &bootstrapv3.Bootstrap{
+		// The admin interface answers /ready (200 once Envoy is live) for
+		// health checks; it can also stop Envoy, hence loopback by default.
+		Admin: &bootstrapv3.Admin{Address: socketAddress(adminHost, adminPort)},
+		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
+			Listeners: []*listenerv3.Listener{listener},
+			Clusters:  append([]*clusterv3.Cluster{extProc}, backendClusters(cfg, ups)...),
+		},
+	}, nil
 }
 
 // mustAny packs a generated message, which cannot fail.
@@ -98,12 +107,18 @@ func buildListener(cfg Config, ups []upstream) (*listenerv3.Listener, error) {
 // connectionManager leaves generate_request_id at its default (on). Its
 // request_timeout bounds receiving the request only: it is disarmed once
 // the request went upstream, so the routes' timeouts bound the answer.
+// use_remote_address is set either way, so the file says which it is;
+// internal_address_config stays unset: since Envoy 1.33 no client is then
+// internal (an empty one would trust RFC 1918 addresses).
 func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager {
 	return &hcmv3.HttpConnectionManager{
 		StatPrefix:        statPrefix,
 		CodecType:         hcmv3.HttpConnectionManager_AUTO,
 		StreamIdleTimeout: durationpb.New(cfg.StreamIdleTimeout),
 		RequestTimeout:    durationpb.New(cfg.RequestTimeout),
+		UseRemoteAddress:  wrapperspb.Bool(cfg.UseRemoteAddress),
+		XffNumTrustedHops: cfg.XffNumTrustedHops,
+		AccessLog:         accessLogs(cfg),
 		LocalReplyConfig:  localReplyConfig(),
 		// Every answer carries the request's id, Envoy's own replies too
 		// (the ext_proc server sets it on the answers it sees).

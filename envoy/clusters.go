@@ -29,6 +29,18 @@ const (
 	backendConnectTimeout = 5 * time.Second
 )
 
+// The ext_proc server's health check (gRPC health service, service ""):
+// a draining or unready server is out within two failed checks, a ready
+// one back after one. no_traffic_interval is Envoy's interval for a
+// cluster that never had traffic, 60s by default: as long as the first
+// check's verdict would stand at startup.
+const (
+	healthInterval       = 5 * time.Second
+	healthTimeout        = time.Second
+	healthUnhealthyAfter = 2
+	healthHealthyAfter   = 1
+)
+
 // extProcCluster speaks HTTP/2, as gRPC requires, and buffers as much as
 // the listener: BUFFERED bodies travel to the server in one message.
 func extProcCluster(cfg Config) (*clusterv3.Cluster, error) {
@@ -41,6 +53,8 @@ func extProcCluster(cfg Config) (*clusterv3.Cluster, error) {
 		ConnectTimeout:                durationpb.New(extProcConnectTimeout),
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(cfg.BufferLimitBytes),
 		LoadAssignment:                loadAssignment(ExtProcCluster, host, port),
+		CircuitBreakers:               circuitBreakers(cfg),
+		HealthChecks:                  []*corev3.HealthCheck{extProcHealthCheck()},
 		TypedExtensionProtocolOptions: map[string]*anypb.Any{
 			httpProtocolOptionsKey: mustAny(&upstreamsv3.HttpProtocolOptions{
 				UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{
@@ -57,6 +71,39 @@ func extProcCluster(cfg Config) (*clusterv3.Cluster, error) {
 	return c, nil
 }
 
+// circuitBreakers lift Envoy's default of 1,024 requests, pending
+// requests and connections per cluster to cfg.MaxRequests: every request
+// in flight holds a stream to the ext_proc server, so the default would
+// cap the whole gateway, and each backend too. track_remaining publishes
+// the room left as stats (circuit_breakers.default.remaining_rq).
+func circuitBreakers(cfg Config) *clusterv3.CircuitBreakers {
+	n := wrapperspb.UInt32(cfg.MaxRequests)
+	return &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
+		Priority:       corev3.RoutingPriority_DEFAULT,
+		MaxConnections: n, MaxPendingRequests: n, MaxRequests: n,
+		TrackRemaining: true,
+	}}}
+}
+
+// extProcHealthCheck asks the server's gRPC health service, which answers
+// NOT_SERVING while the server is not ready or drains. Envoy then sends
+// new requests to the other addresses of the ext_proc cluster; when fewer
+// than half are healthy (a single address, as in compose), its panic
+// threshold sends them to all, so a lone server is never shut out by its
+// health check alone.
+func extProcHealthCheck() *corev3.HealthCheck {
+	return &corev3.HealthCheck{
+		Timeout:            durationpb.New(healthTimeout),
+		Interval:           durationpb.New(healthInterval),
+		NoTrafficInterval:  durationpb.New(healthInterval),
+		UnhealthyThreshold: wrapperspb.UInt32(healthUnhealthyAfter),
+		HealthyThreshold:   wrapperspb.UInt32(healthHealthyAfter),
+		HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{
+			ServiceName: "",
+		}},
+	}
+}
+
 // backendClusters makes one cluster per backend, named after it.
 // LOGICAL_DNS connects to the first address of each DNS answer and keeps
 // connections when the answer changes, as Envoy recommends for large web
@@ -69,6 +116,7 @@ func backendClusters(cfg Config, ups []upstream) []*clusterv3.Cluster {
 			ConnectTimeout:                durationpb.New(backendConnectTimeout),
 			PerConnectionBufferLimitBytes: wrapperspb.UInt32(cfg.BufferLimitBytes),
 			LoadAssignment:                loadAssignment(up.name, up.host, up.port),
+			CircuitBreakers:               circuitBreakers(cfg),
 		}
 		setDiscovery(c, up.isIP(), clusterv3.Cluster_LOGICAL_DNS)
 		if up.tls {

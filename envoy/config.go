@@ -33,6 +33,12 @@ const (
 	defaultRoutingHeader     = "x-modelgate-backend"
 	defaultMetadataNamespace = "io.modelgate"
 	defaultCAFile            = "/etc/ssl/certs/ca-certificates.crt"
+	defaultAdminListen       = "127.0.0.1:9901"
+	// defaultMaxRequests lifts Envoy's circuit breakers (1,024 requests,
+	// pending requests and connections per cluster by default), which
+	// would cap the whole gateway at 1,024 requests in flight: each holds
+	// a stream to the ext_proc server.
+	defaultMaxRequests = 100000
 )
 
 // maxMessageTimeout is the upper bound of ext_proc's message_timeout.
@@ -72,9 +78,39 @@ type Config struct {
 	// CAFile is the CA bundle that verifies https backends. Zero means
 	// /etc/ssl/certs/ca-certificates.crt.
 	CAFile string
+	// AdminListen is the IP:port of Envoy's admin interface (/ready,
+	// /stats). It can stop Envoy and change its logging: keep it on
+	// loopback. Zero means 127.0.0.1:9901.
+	AdminListen string
+	// MaxRequests is every cluster's circuit-breaker threshold: the most
+	// requests in flight (and pending requests and connections) to the
+	// ext_proc server and to each backend. Zero means 100,000.
+	MaxRequests uint32
+	// AccessLog is where Envoy writes one JSON line per request, with the
+	// token usage the ext_proc server reports. Zero means stdout.
+	AccessLog AccessLog
+	// UseRemoteAddress makes Envoy take the client's address from the
+	// connection, append it to x-forwarded-for and replace the client's
+	// x-request-id and x-envoy-* headers: for an Envoy at the edge. Off,
+	// the client address comes from x-forwarded-for, which clients can
+	// forge.
+	UseRemoteAddress bool
+	// XffNumTrustedHops is how many proxies in front of Envoy append to
+	// x-forwarded-for; the client address is the entry before theirs.
+	XffNumTrustedHops uint32
 	// Backends become one cluster and one route each, in this order.
 	Backends []Backend
 }
+
+// AccessLog selects the access log's output.
+type AccessLog string
+
+// The access log outputs.
+const (
+	AccessLogStdout AccessLog = "stdout"
+	AccessLogStderr AccessLog = "stderr"
+	AccessLogNone   AccessLog = "none"
+)
 
 // Backend is an upstream the gateway routes to.
 type Backend struct {
@@ -118,6 +154,13 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RoutingHeader, defaultRoutingHeader)
 	setDefault(&c.MetadataNamespace, defaultMetadataNamespace)
 	setDefault(&c.CAFile, defaultCAFile)
+	setDefault(&c.AdminListen, defaultAdminListen)
+	if c.AccessLog == "" {
+		c.AccessLog = AccessLogStdout
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = defaultMaxRequests
+	}
 	if c.MessageTimeout == 0 {
 		c.MessageTimeout = defaultMessageTimeout
 	}
@@ -181,7 +224,35 @@ func (c Config) checkSettings() []error {
 	if !namespaceName.MatchString(c.MetadataNamespace) {
 		errs = append(errs, fmt.Errorf("metadata namespace %q: must be letters, digits, '.', '_' or '-'", c.MetadataNamespace))
 	}
+	switch c.AccessLog {
+	case AccessLogStdout, AccessLogStderr, AccessLogNone:
+	default:
+		errs = append(errs, fmt.Errorf("access log %q: must be %s, %s or %s", c.AccessLog, AccessLogStdout, AccessLogStderr, AccessLogNone))
+	}
 	return errs
+}
+
+// checkAdmin checks the admin address, which needs an IP address like a
+// listener and may not share the listener's port.
+func (c Config) checkAdmin() (string, uint32, error) {
+	host, port, err := splitAddress(c.AdminListen, true)
+	if err != nil {
+		return "", 0, fmt.Errorf("admin address: %w", err)
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("admin address %q: Envoy's admin interface needs an IP address, not a hostname", c.AdminListen)
+	}
+	if lhost, lport, err := splitAddress(c.Listen, true); err == nil && port != 0 && port == lport && overlap(host, lhost) {
+		return "", 0, fmt.Errorf("admin address %q: takes the port of the listener %q", c.AdminListen, c.Listen)
+	}
+	return host, port, nil
+}
+
+// overlap reports whether two listening IP addresses can collide on one
+// port: the same address, or either one a wildcard.
+func overlap(a, b string) bool {
+	ia, ib := net.ParseIP(a), net.ParseIP(b)
+	return ia == nil || ib == nil || ia.Equal(ib) || ia.IsUnspecified() || ib.IsUnspecified()
 }
 
 // upstream is a parsed backend.

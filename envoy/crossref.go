@@ -28,6 +28,12 @@ func crossCheck(b *bootstrapv3.Bootstrap) []*Problem {
 		}
 		clusters[c.GetName()] = c
 		ps = append(ps, checkEndpoints(at, c)...)
+		for j, hc := range c.GetHealthChecks() {
+			if hc.GetGrpcHealthCheck() != nil && !speaksHTTP2(c) {
+				ps = append(ps, &Problem{Path: fmt.Sprintf("%s.health_checks[%d].grpc_health_check", at, j),
+					Message: fmt.Sprintf("gRPC health checks need cluster %q to speak HTTP/2", c.GetName())})
+			}
+		}
 	}
 	for i, l := range sr.GetListeners() {
 		at := fmt.Sprintf("static_resources.listeners[%d]", i)
@@ -37,7 +43,27 @@ func crossCheck(b *bootstrapv3.Bootstrap) []*Problem {
 		}
 		ps = append(ps, checkFilterChains(at, l.GetFilterChains(), clusters)...)
 	}
-	return ps
+	return append(ps, checkAdmin(b)...)
+}
+
+// checkAdmin: the admin interface binds an IP address, and not a port a
+// listener binds too.
+func checkAdmin(b *bootstrapv3.Bootstrap) []*Problem {
+	sa := b.GetAdmin().GetAddress().GetSocketAddress()
+	if sa == nil {
+		return nil
+	}
+	const at = "admin.address.socket_address"
+	if net.ParseIP(sa.GetAddress()) == nil {
+		return []*Problem{{Path: at + ".address", Message: fmt.Sprintf("the admin interface needs an IP address, not %q", sa.GetAddress())}}
+	}
+	for i, l := range b.GetStaticResources().GetListeners() {
+		la := l.GetAddress().GetSocketAddress()
+		if la != nil && sa.GetPortValue() != 0 && la.GetPortValue() == sa.GetPortValue() && overlap(sa.GetAddress(), la.GetAddress()) {
+			return []*Problem{{Path: at + ".port_value", Message: fmt.Sprintf("port %d is taken by static_resources.listeners[%d]", sa.GetPortValue(), i)}}
+		}
+	}
+	return nil
 }
 
 // checkEndpoints: STATIC clusters take IP addresses only, LOGICAL_DNS

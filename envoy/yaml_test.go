@@ -34,6 +34,8 @@ func TestRoundTrip(t *testing.T) {
 			Listen: "[::]:443", ExtProcAddress: "extproc.svc.cluster.local:9000", MessageTimeout: 1500 * time.Millisecond,
 			BufferLimitBytes: 4294967295, StreamIdleTimeout: time.Hour, RoutingHeader: "x-route",
 			MetadataNamespace: "com.example", CAFile: "/ca.pem", Backends: []Backend{{Name: "up", BaseURL: "https://up"}},
+			AdminListen: "[::1]:9902", MaxRequests: 4294967295, AccessLog: AccessLogStderr, UseRemoteAddress: true,
+			XffNumTrustedHops: 4294967295,
 		}},
 	}
 	for _, tt := range tests {
@@ -69,7 +71,7 @@ func TestMarshalYAMLLayout(t *testing.T) {
 		t.Errorf("YAML starts with %q, want the generated-file header", y[:80])
 	}
 	// Sorted keys with two-space indentation, as JSONToYAML writes them.
-	for _, want := range []string{"\nstatic_resources:\n  clusters:\n  - connect_timeout: 1s\n", "\n  listeners:\n  - address:\n"} {
+	for _, want := range []string{"\nadmin:\n  address:\n", "\nstatic_resources:\n  clusters:\n  - circuit_breakers:\n", "\n  listeners:\n  - address:\n"} {
 		if !bytes.Contains(y, []byte(want)) {
 			t.Errorf("YAML lacks %q:\n%s", want, y)
 		}

@@ -44,6 +44,41 @@ func TestEnvoyYAMLIsGenerated(t *testing.T) {
 	}
 }
 
+// The envoy keys of the production bootstrap reach it, and validate
+// reports a bootstrap Envoy would refuse.
+func TestEnvoyProductionKeys(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(`envoy:
+  admin_listen: 10.0.0.2:19000
+  max_requests_in_flight: 2500
+  access_log: stderr
+  use_remote_address: true
+  xff_num_trusted_hops: 1
+backends:
+  - {name: up, provider: openai, base_url: "https://api.openai.com"}
+`), 0o644)
+	out, _, err := runCmd(t, "envoy-config", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"admin:\n  address:\n    socket_address:\n      address: 10.0.0.2\n      port_value: 19000\n",
+		"      - max_connections: 2500\n        max_pending_requests: 2500\n        max_requests: 2500\n",
+		"name: envoy.access_loggers.stderr", "use_remote_address: true\n", "xff_num_trusted_hops: 1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("envoy-config output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "max_requests: 2500"); n != 2 {
+		t.Errorf("%d clusters with max_requests 2500, want the ext_proc cluster and the backend", n)
+	}
+	os.WriteFile(cfg, []byte("envoy: {listen: '0.0.0.0:9901'}\n"), 0o644)
+	if _, _, err := runCmd(t, "validate", "--config", cfg); err == nil || !strings.Contains(err.Error(), `admin address "127.0.0.1:9901": takes the port of the listener`) {
+		t.Errorf("validate with the admin on the listener's port: %v", err)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	out, _, err := runCmd(t, "validate", "--config", "../../deploy/compose/modelgate.yaml")
 	if err != nil || !strings.Contains(out, "ok (4 backends, 4 models)") {

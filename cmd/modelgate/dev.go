@@ -186,9 +186,10 @@ func runDev(ctx context.Context, args []string, e env) error {
 		synopsis: "modelgate dev [--config F] [--listen ADDR] [--admin-listen ADDR] [--data-dir DIR]",
 		about: `Runs everything in one process, without Docker or provider keys: the Envoy
 stand-in serving the OpenAI API on --listen, the ext_proc server, the admin
-endpoint (/metrics, /healthz, the dashboard at /admin/) on --admin-listen,
-SQLite in --data-dir, and a mock provider replaying recorded traffic of every
-supported provider. It prints the base URL, an API key and an admin token.
+endpoint (/metrics, /healthz, /readyz, the dashboard at /admin/) on
+--admin-listen, SQLite in --data-dir, and a mock provider replaying recorded
+traffic of every supported provider. It prints the base URL, an API key and
+an admin token. Stopped, it lets open requests finish for up to 5s.
 
 The API key is kept in <data dir>/dev-key (mode 0600), so a restart prints
 the same key while it still works; otherwise dev creates a new one and
@@ -280,6 +281,7 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	if d.gateway, err = newGateway(cfg, d.store, getenv, d.log); err != nil {
 		return err
 	}
+	d.gateway.grace = devShutdownGrace
 	grpcL, adminL, err := listenPair("127.0.0.1:0", adminListen)
 	if err != nil {
 		return err
@@ -300,6 +302,10 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 	d.announce(addrs, keyNote)
 	return nil
 }
+
+// devShutdownGrace is how long dev, stopped, lets open requests finish;
+// it ignores server.shutdown_grace, as it does the config's listeners.
+const devShutdownGrace = 5 * time.Second
 
 // devMockKeyEnv and devVertexSAEnv are the pseudo environment variables
 // holding the mock provider's credential and the throwaway service account
@@ -454,7 +460,7 @@ func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
 }
 
 func (d *devStack) startProxy(cfg *config.Config, listen, extprocAddr string) (string, error) {
-	ec := envoyConfig(cfg)
+	ec := cfg.EnvoyConfig()
 	ec.Listen, ec.ExtProcAddress = listen, extprocAddr
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

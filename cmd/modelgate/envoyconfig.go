@@ -27,7 +27,7 @@ cluster per backend. Run Envoy with it in front of 'modelgate serve'.`,
 }
 
 func bootstrapYAML(cfg *config.Config) ([]byte, error) {
-	b, err := envoy.Bootstrap(envoyConfig(cfg))
+	b, err := envoy.Bootstrap(cfg.EnvoyConfig())
 	if err != nil {
 		return nil, fmt.Errorf("generating the Envoy bootstrap: %w", err)
 	}

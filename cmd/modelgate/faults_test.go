@@ -127,7 +127,7 @@ func serveFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec := envoyConfig(cfg)
+	ec := cfg.EnvoyConfig()
 	ec.Listen, ec.ExtProcAddress = "127.0.0.1:0", grpcAddr
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -14,29 +19,17 @@ import (
 	"modelgate/authz/postgres"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/modelgate/config"
-	"modelgate/envoy"
 	"modelgate/extproc"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
 )
 
-// envoyBufferLimit is Envoy's per-connection buffer limit for a config. It
-// is larger than the request body limit so that the gateway, not Envoy,
-// answers oversized requests (with an OpenAI-shaped 413), and large enough
-// for buffered responses such as base64 images.
-func envoyBufferLimit(cfg *config.Config) int64 {
-	if cfg.Envoy.BufferLimitBytes > 0 {
-		return cfg.Envoy.BufferLimitBytes
-	}
-	return max(max(cfg.Limits.MaxRequestBodyBytes, cfg.Limits.MaxAudioBytes)+1<<20, 32<<20)
-}
-
 // grpcMaxMessage is the ext_proc server's receive limit: a buffered body of
 // Envoy's buffer limit plus the headers around it (gRPC's default 4 MiB
 // would fail larger bodies, which Envoy sends whole in BUFFERED mode).
 func grpcMaxMessage(cfg *config.Config) int {
-	return int(max(envoyBufferLimit(cfg), maxResponseBytes) + 1<<20)
+	return int(max(cfg.EnvoyBufferLimit(), maxResponseBytes) + 1<<20)
 }
 
 // maxResponseBytes bounds an answer the gateway gathers itself (too
@@ -51,7 +44,7 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		KeyLimits: limitsOf(cfg.RateLimits.Key), AccountLimits: limitsOf(cfg.RateLimits.Account),
 		RateLimitFailClosed: cfg.RateLimits.FailClosed,
 		// Half the buffer: headers and the translation's growth fit beside.
-		MaxBufferedResponseBytes: envoyBufferLimit(cfg) / 2, MaxResponseBytes: maxResponseBytes}
+		MaxBufferedResponseBytes: cfg.EnvoyBufferLimit() / 2, MaxResponseBytes: maxResponseBytes}
 	if env := cfg.Images.URLKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {
@@ -153,41 +146,6 @@ func or(s, def string) string {
 	return s
 }
 
-// envoyConfig is what the Envoy bootstrap is generated from.
-func envoyConfig(cfg *config.Config) envoy.Config {
-	out := envoy.Config{
-		Listen:           cfg.Envoy.Listen,
-		ExtProcAddress:   cfg.Envoy.ExtProcAddress,
-		MessageTimeout:   cfg.Envoy.MessageTimeout.Duration,
-		RequestTimeout:   cfg.Envoy.RequestTimeout.Duration,
-		BufferLimitBytes: uint32(envoyBufferLimit(cfg)),
-	}
-	for _, b := range cfg.Backends {
-		eb := envoy.Backend{Name: b.Name, BaseURL: b.BaseURL, Timeouts: envoyTimeouts(b.Timeouts)}
-		for _, m := range cfg.Models {
-			if m.Timeouts == (config.Timeouts{}) || !servedBy(m, b.Name) {
-				continue
-			}
-			eb.Models = append(eb.Models, envoy.ModelTimeouts{Model: m.ID, Timeouts: envoyTimeouts(m.Timeouts.Or(b.Timeouts))})
-		}
-		out.Backends = append(out.Backends, eb)
-	}
-	return out
-}
-
-func envoyTimeouts(t config.Timeouts) envoy.Timeouts {
-	return envoy.Timeouts{ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration}
-}
-
-func servedBy(m config.Model, backend string) bool {
-	for _, d := range m.Deployments {
-		if d.Backend == backend {
-			return true
-		}
-	}
-	return false
-}
-
 // limitsOf turns configured limits into authz.Limits (zero: unlimited).
 func limitsOf(l config.RateLimit) authz.Limits {
 	set := func(v int64) *int64 {
@@ -200,18 +158,19 @@ func limitsOf(l config.RateLimit) authz.Limits {
 		TokensPerDay: set(l.TokensPerDay), ConcurrentRequests: set(l.ConcurrentRequests)}
 }
 
-// newLimiter builds the configured rate limiter and what closes it.
-func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limiter, func() error, error) {
+// newLimiter builds the configured rate limiter, what closes it, and what
+// pings its Redis (nil for the in-memory limiter).
+func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limiter, func() error, func(context.Context) error, error) {
 	if cfg.RateLimits.Store != "redis" {
-		return memory.New(memory.Config{}), func() error { return nil }, nil
+		return memory.New(memory.Config{}), func() error { return nil }, nil, nil
 	}
 	url := getenv(cfg.RateLimits.RedisURLEnv)
 	if url == "" {
-		return nil, nil, fmt.Errorf("rate_limits.redis_url_env: environment variable %s is not set", cfg.RateLimits.RedisURLEnv)
+		return nil, nil, nil, fmt.Errorf("rate_limits.redis_url_env: environment variable %s is not set", cfg.RateLimits.RedisURLEnv)
 	}
 	opts, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rate_limits: parsing the Redis URL: %w", err)
+		return nil, nil, nil, fmt.Errorf("rate_limits: parsing the Redis URL: %w", err)
 	}
 	// Calls are bounded by the limiter's timeout; a retry after a lost
 	// reply would count a request twice.
@@ -220,9 +179,10 @@ func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limit
 	lim, err := redislimit.New(client, redislimit.Config{})
 	if err != nil {
 		client.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return lim, client.Close, nil
+	ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
+	return lim, client.Close, ping, nil
 }
 
 // openStore opens the store serve, keys and dev share: the PostgreSQL
@@ -234,7 +194,7 @@ func openStore(ctx context.Context, cfg *config.Config, sqlitePath string, geten
 	if env == "" {
 		s, err := sqlite.Open(ctx, sqlitePath)
 		if err != nil {
-			return nil, fmt.Errorf("opening %s: %w", sqlitePath, err)
+			return nil, fmt.Errorf("opening %s: %w%s", sqlitePath, err, unwritableDir(sqlitePath))
 		}
 		return s, nil
 	}
@@ -247,4 +207,71 @@ func openStore(ctx context.Context, cfg *config.Config, sqlitePath string, geten
 		return nil, fmt.Errorf("opening the PostgreSQL store in %s: %w", env, err)
 	}
 	return s, nil
+}
+
+// unwritableDir explains a SQLite database that could not be opened
+// because this process may not write its directory (a volume owned by
+// another user, the usual cause in a container); "" otherwise.
+func unwritableDir(path string) string {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".modelgate-write-check-*")
+	if err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		return ""
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	return fmt.Sprintf(" (directory %s is not writable by uid %d: give it to that user, or set storage.sqlite_path elsewhere)", dir, os.Getuid())
+}
+
+// storeRetryMax bounds the wait between two attempts to open an
+// unreachable PostgreSQL store.
+const storeRetryMax = 30 * time.Second
+
+// waitForStore opens the store as openStore does, but keeps trying while a
+// PostgreSQL store cannot be opened (the database not up yet, a network
+// failure), telling ready why it waits, until ctx ends. SQLite, an unset
+// variable or a URL that does not parse fail at once.
+func waitForStore(ctx context.Context, cfg *config.Config, getenv func(string) string, ready *readiness, log *zap.Logger) (authz.Store, error) {
+	env := cfg.Storage.PostgresURLEnv
+	if env == "" {
+		return openStore(ctx, cfg, cfg.Storage.SQLitePath, getenv)
+	}
+	if url := getenv(env); url == "" {
+		return openStore(ctx, cfg, "", getenv) // its error, naming the variable
+	} else if _, err := pgxpool.ParseConfig(url); err != nil {
+		return openStore(ctx, cfg, "", getenv) // its error, without the URL
+	}
+	for delay := time.Second; ; delay = min(2*delay, storeRetryMax) {
+		s, err := openStore(ctx, cfg, "", getenv)
+		if err == nil || ctx.Err() != nil {
+			return s, err
+		}
+		ready.waitFor(reasonStore)
+		log.Warn("the store is unavailable; retrying", zap.Error(err), zap.Duration("retry_in", delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// pingStore returns what tells whether store answers: its Ping method if
+// it has one, else a key lookup that finds nothing, the query every
+// request depends on.
+func pingStore(store authz.Store) func(context.Context) error {
+	if p, ok := store.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping
+	}
+	return func(ctx context.Context) error {
+		if _, err := store.KeyByHash(ctx, [32]byte{}); err != nil && !errors.Is(err, authz.ErrNotFound) {
+			return err
+		}
+		return nil
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // filterConfig is the ext_proc filter as the stand-in runs it.
@@ -45,7 +47,29 @@ type cluster struct {
 	addr  string // host:port
 	tls   *tls.Config
 	http2 bool
+	// maxInFlight is what the circuit breakers let through at once:
+	// max_requests, and for HTTP/1 also no more than max_connections plus
+	// max_pending_requests (each request needs a connection, the rest
+	// wait). Envoy's defaults are 1024 each.
+	maxInFlight int64
+	inFlight    atomic.Int64
 }
+
+// acquire takes one of the cluster's circuit-breaker slots; false means
+// overflow. release gives it back.
+func (c *cluster) acquire() bool {
+	for {
+		n := c.inFlight.Load()
+		if n >= c.maxInFlight {
+			return false
+		}
+		if c.inFlight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *cluster) release() { c.inFlight.Add(-1) }
 
 // plan is the part of the bootstrap the stand-in runs.
 type plan struct {
@@ -61,6 +85,11 @@ type plan struct {
 	suppressHdrs       bool
 	clusters           map[string]*cluster
 	localReply         *localReplyConfig
+	accessLog          *accessLogConfig // nil without one
+	// useRemoteAddress and xffTrustedHops decide the client address and
+	// the x-forwarded-for header (see requestHeaders).
+	useRemoteAddress bool
+	xffTrustedHops   uint32
 }
 
 func unsupported(format string, args ...any) error {
@@ -71,6 +100,16 @@ func compile(b *bootstrapv3.Bootstrap) (*plan, error) {
 	sr := b.GetStaticResources()
 	if len(sr.GetListeners()) != 1 || b.GetDynamicResources() != nil {
 		return nil, unsupported("want exactly one static listener, got %d", len(sr.GetListeners()))
+	}
+	if extra := extraFields(b, "static_resources", "admin"); len(extra) > 0 {
+		return nil, unsupported("bootstrap %v", extra)
+	}
+	if extra := extraFields(sr, "listeners", "clusters"); len(extra) > 0 {
+		return nil, unsupported("static_resources %v", extra)
+	}
+	// The admin interface is not served: its address is only checked.
+	if a := b.GetAdmin(); a != nil && (len(extraFields(a, "address")) > 0 || a.GetAddress().GetSocketAddress() == nil) {
+		return nil, unsupported("admin: only a socket address (the stand-in serves no admin interface)")
 	}
 	p := &plan{clusters: map[string]*cluster{}, bufferLimit: 1 << 20}
 	if err := p.listener(sr.GetListeners()[0]); err != nil {
@@ -108,15 +147,32 @@ func (p *plan) listener(l *listenerv3.Listener) error {
 	return p.hcm(hcm)
 }
 
+// hcmFields are the connection manager fields the stand-in implements,
+// or that do not change what it does (stat_prefix, codec_type).
+var hcmFields = []string{"stat_prefix", "codec_type", "route_config", "http_filters", "stream_idle_timeout",
+	"request_timeout", "local_reply_config", "always_set_request_id_in_response", "access_log",
+	"use_remote_address", "xff_num_trusted_hops"}
+
 func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	if hcm.GetRouteConfig() == nil {
 		return unsupported("only an inline route_config is supported (no RDS, no scoped routes)")
+	}
+	if extra := extraFields(hcm, hcmFields...); len(extra) > 0 {
+		return unsupported("HTTP connection manager %v", extra)
+	}
+	if hcm.GetCodecType() == hcmv3.HttpConnectionManager_HTTP3 {
+		return unsupported("HTTP connection manager codec_type HTTP3")
 	}
 	lr, err := compileLocalReply(hcm.GetLocalReplyConfig())
 	if err != nil {
 		return err
 	}
 	p.localReply = lr
+	if p.accessLog, err = compileAccessLog(hcm.GetAccessLog()); err != nil {
+		return err
+	}
+	p.useRemoteAddress = hcm.GetUseRemoteAddress().GetValue()
+	p.xffTrustedHops = hcm.GetXffNumTrustedHops()
 	p.routes = hcm.GetRouteConfig()
 	p.idleTimeout = 5 * time.Minute
 	if d := hcm.GetStreamIdleTimeout(); d != nil {
@@ -221,7 +277,18 @@ func checkModes(m *extprocv3.ProcessingMode) error {
 	return nil
 }
 
+// clusterFields are the cluster fields the stand-in implements, or
+// accepts without doing what Envoy does: connect_timeout (its dialer waits
+// 5s), the buffer limit, dns_lookup_family (Go's resolver picks), and
+// health checks (see checkHealthChecks).
+var clusterFields = []string{"name", "type", "connect_timeout", "per_connection_buffer_limit_bytes", "load_assignment",
+	"typed_extension_protocol_options", "transport_socket", "dns_lookup_family", "http2_protocol_options",
+	"circuit_breakers", "health_checks"}
+
 func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
+	if extra := extraFields(c, clusterFields...); len(extra) > 0 {
+		return nil, unsupported("cluster %q: %v", c.GetName(), extra)
+	}
 	switch c.GetType() {
 	case clusterv3.Cluster_STATIC, clusterv3.Cluster_STRICT_DNS, clusterv3.Cluster_LOGICAL_DNS:
 	default:
@@ -238,6 +305,13 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 	cl := &cluster{name: c.GetName(), addr: net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue())))}
 	//lint:ignore SA1019 Envoy still honours the deprecated field
 	cl.http2 = c.GetHttp2ProtocolOptions() != nil || http2Options(c)
+	var err error
+	if cl.maxInFlight, err = circuitBreakers(c, cl.http2); err != nil {
+		return nil, err
+	}
+	if err := checkHealthChecks(c, cl.http2); err != nil {
+		return nil, err
+	}
 	if ts := c.GetTransportSocket(); ts != nil {
 		cfg, err := tlsConfig(c.GetName(), ts.GetTypedConfig())
 		if err != nil {
@@ -246,6 +320,55 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 		cl.tls = cfg
 	}
 	return cl, nil
+}
+
+// circuitBreakers is how many requests the cluster lets through at once
+// (cluster.maxInFlight), from the DEFAULT priority's thresholds; routes
+// never ask for HIGH. Retry limits are accepted: the stand-in never
+// retries.
+func circuitBreakers(c *clusterv3.Cluster, http2 bool) (int64, error) {
+	limit := func(v *wrapperspb.UInt32Value) int64 {
+		if v == nil {
+			return 1024
+		}
+		return int64(v.GetValue())
+	}
+	var def *clusterv3.CircuitBreakers_Thresholds
+	if extra := extraFields(c.GetCircuitBreakers(), "thresholds"); len(extra) > 0 {
+		return 0, unsupported("cluster %q: circuit_breakers %v", c.GetName(), extra)
+	}
+	for _, t := range c.GetCircuitBreakers().GetThresholds() {
+		if extra := extraFields(t, "priority", "max_connections", "max_pending_requests", "max_requests", "max_retries",
+			"track_remaining"); len(extra) > 0 {
+			return 0, unsupported("cluster %q: circuit breaker thresholds %v", c.GetName(), extra)
+		}
+		if t.GetPriority() == corev3.RoutingPriority_DEFAULT {
+			def = t
+		}
+	}
+	n := limit(def.GetMaxRequests())
+	if !http2 {
+		n = min(n, limit(def.GetMaxConnections())+limit(def.GetMaxPendingRequests()))
+	}
+	return n, nil
+}
+
+// checkHealthChecks accepts the gRPC health check of an HTTP/2 cluster
+// and does not run it. The stand-in's clusters have one endpoint, and
+// Envoy's default panic threshold (50%) routes to a cluster's hosts
+// whatever their health when fewer than half are healthy: one unhealthy
+// host still gets every request, so routing is the same either way.
+func checkHealthChecks(c *clusterv3.Cluster, http2 bool) error {
+	for _, hc := range c.GetHealthChecks() {
+		if extra := extraFields(hc, "timeout", "interval", "no_traffic_interval", "unhealthy_threshold", "healthy_threshold",
+			"grpc_health_check"); len(extra) > 0 || hc.GetGrpcHealthCheck() == nil {
+			return unsupported("cluster %q: health check %v (only grpc_health_check with its intervals and thresholds)", c.GetName(), extra)
+		}
+		if !http2 {
+			return fmt.Errorf("standin: cluster %q: gRPC health checks need HTTP/2", c.GetName())
+		}
+	}
+	return nil
 }
 
 func http2Options(c *clusterv3.Cluster) bool {

@@ -108,4 +108,43 @@
 //     content-length, and the format's content type for a changed body
 //     unless the rewrite set one; an empty body has neither.
 //   - Response flags go to the access-log Entry (%RESPONSE_FLAGS%).
+//
+// Connection manager headers (http/conn_manager_utility.cc,
+// mutateRequestHeaders; HTTP header manipulation docs, x-forwarded-for):
+//   - No client is internal, as in Envoy 1.33 and later without
+//     internal_address_config (which is refused): x-envoy-internal is
+//     always removed. x-forwarded-proto is the client's, or http when it
+//     sent none.
+//   - Without use_remote_address, x-forwarded-for is left alone and the
+//     client address is its entry xff_num_trusted_hops left of the last
+//     one, else the peer. With it, every request is an edge request: the
+//     client address is the peer, or the entry xff_num_trusted_hops-1 left
+//     of the last; the peer (the listener's address for a loopback peer)
+//     is appended to x-forwarded-for; x-request-id is replaced, the
+//     client's x-envoy-* headers are dropped (Envoy drops a fixed list of
+//     them), x-envoy-external-address is set, and x-forwarded-proto is
+//     http unless a trusted hop set it.
+//
+// Access log (access_loggers/stream; access log docs, format
+// dictionaries): one stdout or stderr logger with a json_format whose
+// values are plain text or a single operator of START_TIME, REQ(a?b),
+// RESPONSE_CODE, RESPONSE_CODE_DETAILS, RESPONSE_FLAGS, DURATION,
+// BYTES_RECEIVED, BYTES_SENT, ROUTE_NAME, UPSTREAM_CLUSTER,
+// DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT and DYNAMIC_METADATA(ns:key):
+// typed values, null for what is not there. It is written when the
+// request ends, to the process's stdout or stderr, unless WithAccessLog
+// takes the entries (Entry.Line holds the line).
+//
+// Clusters (upstream/resource_manager_impl.h, conn_pool_base.cc):
+//   - Circuit breakers of the DEFAULT priority: past max_requests (and, for
+//     HTTP/1 clusters, past max_connections plus max_pending_requests;
+//     1024 each by default) a backend request gets 503 "upstream connect
+//     error or disconnect/reset before headers. reset reason: overflow",
+//     upstream_reset_before_response_started{overflow}, UO; an ext_proc
+//     stream is not opened, a gRPC UNAVAILABLE that fails closed. The
+//     stand-in counts requests, not connections.
+//   - gRPC health checks are accepted and not run: with one endpoint,
+//     Envoy's default panic threshold routes to it whatever its health
+//     (common_lb_config is refused). The admin interface's address is
+//     accepted; no admin interface is served.
 package standin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ func (x *exchange) onFinish(f func()) { x.cleanups = append(x.cleanups, f) }
 
 func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	x := &exchange{p: p, w: w, r: r, intr: newInterrupts(), declared: -1,
-		entry: Entry{Method: r.Method, Path: r.URL.RequestURI()}}
+		entry: Entry{Method: r.Method, Path: r.URL.RequestURI(), StartTime: time.Now()}}
 	x.timers = &timers{x: x}
 	// The read of the client's body is ended with a read deadline, which
 	// makes net/http cancel the request's context: only a client that
@@ -76,7 +77,7 @@ func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	x.ctx = ctx
 	x.onFinish(func() { stop(); cancel() })
 	if fc := p.plan.extproc; fc != nil {
-		x.ps = &procStream{conn: p.conn, fc: fc, mode: fc.mode, unsolicited: x.unsolicited}
+		x.ps = &procStream{conn: p.conn, cluster: p.plan.clusters[fc.cluster], fc: fc, mode: fc.mode, unsolicited: x.unsolicited}
 		x.active.Store(true)
 		x.mode = proto.Clone(fc.mode).(*filterv3.ProcessingMode)
 	}
@@ -92,38 +93,118 @@ func (x *exchange) finish() {
 	if x.ps != nil {
 		x.ps.close()
 	}
-	if x.p.accessLog != nil {
-		x.mdMu.Lock()
-		e := x.entry
-		x.mdMu.Unlock()
+	x.mdMu.Lock()
+	e := x.entry
+	x.mdMu.Unlock()
+	e.Duration = time.Since(e.StartTime)
+	e.BytesReceived, e.BytesSent = x.bytesReceived(), x.written
+	al := x.p.plan.accessLog
+	if al != nil {
+		e.Line = string(al.logLine(x, e))
+	}
+	switch {
+	case x.p.accessLog != nil:
 		x.p.accessLog(e)
+	case al != nil:
+		al.write(e.Line)
 	}
 }
 
+// bytesReceived counts the client's body bytes read.
+func (x *exchange) bytesReceived() int64 {
+	cb := x.cbody
+	if cb == nil {
+		return 0
+	}
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	return int64(len(cb.data))
+}
+
 // requestHeaders builds the headers as Envoy's connection manager hands
-// them to filters.
+// them to filters (conn_manager_utility.cc, mutateRequestHeaders), and
+// notes the client address it trusts. No client is internal, as in Envoy
+// 1.33 and later without internal_address_config: with use_remote_address
+// every request is an edge request, whose x-request-id is replaced and
+// whose x-envoy-* headers are dropped.
 func (x *exchange) requestHeaders() headerMap {
-	r := x.r
+	r, pl := x.r, x.p.plan
+	edge := pl.useRemoteAddress
+	// x-forwarded-proto is the client's unless an edge request's prior hop
+	// is not trusted; set when missing.
+	proto := r.Header.Get("X-Forwarded-Proto")
+	if proto == "" || edge && pl.xffTrustedHops == 0 {
+		proto = "http"
+	}
 	h := headerMap{{":authority", r.Host}, {":path", r.URL.RequestURI()}, {":method", r.Method}, {":scheme", "http"},
-		{"x-forwarded-proto", "http"}}
-	if id := r.Header.Get("X-Request-Id"); id != "" {
+		{"x-forwarded-proto", proto}}
+	if id := r.Header.Get("X-Request-Id"); id != "" && !edge {
 		h = append(h, header{"x-request-id", id})
 	} else {
 		h = append(h, header{"x-request-id", x.p.ids.next()})
 	}
 	for name, values := range r.Header {
 		key := strings.ToLower(name)
-		if hopByHop[key] || key == "x-request-id" || key == "host" {
+		if hopByHop[key] || key == "x-request-id" || key == "host" || key == "x-forwarded-for" || key == "x-forwarded-proto" ||
+			key == "x-envoy-internal" || edge && strings.HasPrefix(key, "x-envoy-") {
 			continue
 		}
 		for _, v := range values {
 			h = append(h, header{key, v})
 		}
 	}
+	xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
+	peer, _, _ := net.SplitHostPort(r.RemoteAddr)
+	var client string
+	if edge {
+		if pl.xffTrustedHops > 0 {
+			client = fromXFF(xff, pl.xffTrustedHops-1)
+		}
+		appended := peer
+		if ip := net.ParseIP(peer); ip != nil && ip.IsLoopback() {
+			if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+				appended, _, _ = net.SplitHostPort(la.String())
+			}
+		}
+		if xff == "" {
+			xff = appended
+		} else {
+			xff += "," + appended
+		}
+	} else {
+		client = fromXFF(xff, pl.xffTrustedHops)
+	}
+	if client == "" {
+		client = peer
+	}
+	if xff != "" {
+		h = append(h, header{"x-forwarded-for", xff})
+	}
+	if edge {
+		h = append(h, header{"x-envoy-external-address", client})
+	}
+	x.entry.ClientAddress = client
 	if r.ContentLength > 0 { // net/http keeps it out of r.Header
 		h = h.set("content-length", strconv.FormatInt(r.ContentLength, 10))
 	}
 	return h
+}
+
+// fromXFF is the IP address hops entries left of the last one in an
+// x-forwarded-for value, or "" (utility.cc, getLastAddressFromXFF).
+func fromXFF(xff string, hops uint32) string {
+	if xff == "" {
+		return ""
+	}
+	entries := strings.Split(xff, ",")
+	if uint64(hops) >= uint64(len(entries)) {
+		return ""
+	}
+	e := strings.TrimSpace(entries[len(entries)-1-int(hops)])
+	if net.ParseIP(e) == nil {
+		return ""
+	}
+	return e
 }
 
 func (x *exchange) run() {

@@ -155,6 +155,8 @@ type setup struct {
 	extproc     func(*filterv3.ExternalProcessor)
 	hcm         func(*hcmv3.HttpConnectionManager)
 	bufferLimit uint32 // 0: 1 MiB
+	// clusters edits the clusters: the ext_proc cluster, then "up".
+	clusters func(extProc, up *clusterv3.Cluster)
 }
 
 // start runs p behind a stand-in built from the test bootstrap, with edit
@@ -256,7 +258,7 @@ func testBootstrap(t *testing.T, extProcAddr, upAddr string, s setup) *bootstrap
 		s.hcm(hcm)
 	}
 	epHost, epPort := splitHostPort(t, extProcAddr)
-	return &bootstrapv3.Bootstrap{StaticResources: &bootstrapv3.Bootstrap_StaticResources{
+	b := &bootstrapv3.Bootstrap{StaticResources: &bootstrapv3.Bootstrap_StaticResources{
 		Listeners: []*listenerv3.Listener{{
 			Name:                          "modelgate",
 			Address:                       socketAddress("127.0.0.1", 0),
@@ -275,6 +277,10 @@ func testBootstrap(t *testing.T, extProcAddr, upAddr string, s setup) *bootstrap
 			{Name: "up", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}, LoadAssignment: loadAssignment("up", upHost, upPort)},
 		},
 	}}
+	if s.clusters != nil {
+		s.clusters(b.StaticResources.Clusters[0], b.StaticResources.Clusters[1])
+	}
+	return b
 }
 
 const notFoundBody = `{"error":{"message":"Unknown request URL.","type":"invalid_request_error","param":null,"code":"unknown_url"}}`

@@ -30,6 +30,19 @@ type Entry struct {
 	// Metadata is the dynamic metadata written by the ext_proc server into
 	// receiving namespaces, as %DYNAMIC_METADATA(ns:key)% would see it.
 	Metadata map[string]map[string]any
+	// StartTime and Duration are %START_TIME% and %DURATION%: from the
+	// request's arrival to its end.
+	StartTime time.Time
+	Duration  time.Duration
+	// BytesReceived and BytesSent count body bytes from and to the client.
+	BytesReceived, BytesSent int64
+	// ClientAddress is %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%: the
+	// client's IP address as the connection manager trusts it
+	// (use_remote_address, xff_num_trusted_hops).
+	ClientAddress string
+	// Line is what the bootstrap's access log writes for the request, a
+	// JSON object without its newline; empty without an access log.
+	Line string
 }
 
 // Option adjusts the stand-in for tests.
@@ -46,7 +59,9 @@ func WithResponseSplitter(split func([]byte) [][]byte) Option {
 // HTTP/2, instead of Envoy's separate empty end_of_stream chunk (HTTP/1).
 func WithDataOnFinalChunk() Option { return func(p *Proxy) { p.dataOnFinal = true } }
 
-// WithAccessLog receives an Entry when each request ends.
+// WithAccessLog receives an Entry when each request ends, instead of the
+// bootstrap's access log output: the line it would write is Entry.Line.
+// Without it, the line goes to the process's stdout or stderr, as Envoy's.
 func WithAccessLog(log func(Entry)) Option { return func(p *Proxy) { p.accessLog = log } }
 
 // WithClusterTLS replaces a cluster's TLS settings (for test CAs).

@@ -46,6 +46,8 @@ type reply struct {
 // procStream is one ext_proc stream, opened lazily at the first message.
 type procStream struct {
 	conn     *grpc.ClientConn
+	cluster  *cluster // the ext_proc cluster, for its circuit breakers
+	slot     bool     // the stream holds one of them
 	fc       *filterConfig
 	mode     *filterv3.ProcessingMode // the configured modes, for protocol_config
 	stream   extprocv3.ExternalProcessor_ProcessClient
@@ -67,7 +69,16 @@ type procStream struct {
 // Envoy's gRPC client has no message size limit by default; Go's is 4 MiB.
 var callOptions = []grpc.CallOption{grpc.MaxCallRecvMsgSize(1 << 30), grpc.MaxCallSendMsgSize(1 << 30)}
 
+// errOverflow is the ext_proc cluster's circuit breaker refusing a
+// stream: Envoy's gRPC client gets the router's 503 "reset reason:
+// overflow", which becomes UNAVAILABLE with that message.
+var errOverflow = &grpcError{status.Error(codes.Unavailable, "upstream connect error or disconnect/reset before headers. reset reason: overflow")}
+
 func (s *procStream) open(ctx context.Context) error {
+	if !s.cluster.acquire() {
+		return errOverflow
+	}
+	s.slot = true
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.cancelFn.Store(&s.cancel)
 	st, err := extprocv3.NewExternalProcessorClient(s.conn).Process(ctx, callOptions...)
@@ -222,6 +233,10 @@ func (s *procStream) close() {
 	}
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.slot {
+		s.slot = false
+		s.cluster.release()
+	}
 	if s.stream == nil {
 		return
 	}

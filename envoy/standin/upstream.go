@@ -114,6 +114,10 @@ func (x *exchange) cancelUpstream() {
 
 func (x *exchange) callUpstream(ra *routev3.RouteAction) (*http.Response, error) {
 	c := x.p.plan.clusters[ra.GetCluster()]
+	if !c.acquire() { // the circuit breakers (conn_pool_base.cc, newStreamImpl)
+		return nil, resetBeforeHeaders(http.StatusServiceUnavailable, "overflow", "", "UO")
+	}
+	x.onFinish(c.release)
 	method, _ := x.headers.get(":method")
 	path, _ := x.headers.get(":path")
 	host, _ := x.headers.get(":authority")

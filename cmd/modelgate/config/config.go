@@ -12,9 +12,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,12 +41,20 @@ type Config struct {
 	Models     []Model    `json:"models"`
 }
 
-// Server holds the listen addresses of `modelgate serve`.
+// Server holds the listen addresses of `modelgate serve` and how it stops.
 type Server struct {
 	// GRPCListen is the ext_proc gRPC address; default 127.0.0.1:50051.
+	// It also serves the gRPC health service (grpc.health.v1).
 	GRPCListen string `json:"grpc_listen"`
-	// AdminListen serves /metrics and /healthz; default 127.0.0.1:8081.
+	// AdminListen serves /metrics, /healthz (liveness) and /readyz
+	// (readiness); default 127.0.0.1:8081.
 	AdminListen string `json:"admin_listen"`
+	// ShutdownGrace is how long, after SIGTERM or SIGINT, the ext_proc
+	// streams open then may run on (new ones are refused) before they are
+	// cut; default 10m, longer than a typical generation. A platform's
+	// termination grace period (Kubernetes' terminationGracePeriodSeconds)
+	// must be longer still.
+	ShutdownGrace Duration `json:"shutdown_grace"`
 }
 
 // Admin configures the admin API (/admin/v1/) and web dashboard (/admin/)
@@ -78,6 +89,28 @@ type Envoy struct {
 	// request_timeout): a client still sending its body then gets a 408;
 	// default 120s.
 	RequestTimeout Duration `json:"request_timeout"`
+	// AdminListen is Envoy's admin interface, IP:port: /ready for health
+	// checks, /stats. It can also stop Envoy, so keep it on loopback;
+	// default 127.0.0.1:9901.
+	AdminListen string `json:"admin_listen"`
+	// MaxRequestsInFlight is the circuit-breaker threshold of every Envoy
+	// cluster: the most requests in flight (and pending requests and
+	// connections) to the ext_proc server and to each backend. Envoy's own
+	// default, 1024, would cap the whole gateway, as each request holds
+	// a stream to the ext_proc server; default 100000.
+	MaxRequestsInFlight int64 `json:"max_requests_in_flight"`
+	// AccessLog is where Envoy writes a JSON line per request, with the
+	// token usage: stdout (the default), stderr or none.
+	AccessLog string `json:"access_log"`
+	// UseRemoteAddress is for an Envoy at the edge: it takes the client's
+	// address from the connection, appends it to x-forwarded-for and
+	// replaces the client's x-request-id and x-envoy-* headers. Off (the
+	// default), the client address in the access log comes from
+	// x-forwarded-for, which a client can forge.
+	UseRemoteAddress bool `json:"use_remote_address"`
+	// XffNumTrustedHops is how many proxies in front of Envoy append to
+	// x-forwarded-for: the client address is the entry before theirs.
+	XffNumTrustedHops int64 `json:"xff_num_trusted_hops"`
 }
 
 // Timeouts bound an exchange with a provider. A model's timeouts override
@@ -241,6 +274,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
+// ShutdownOverhead bounds what serve does after server.shutdown_grace has
+// run out: waiting for cut streams' bookkeeping, flushing the usage
+// ledger, closing the admin listener. A deployment's stop timeout
+// (Docker's stop_grace_period, Kubernetes' terminationGracePeriodSeconds
+// after preStop) must exceed shutdown_grace by at least this much.
+const ShutdownOverhead = 25 * time.Second
+
 // Providers lists the provider kinds this build supports: the names of
 // the one provider table.
 var Providers = providers.Names()
@@ -292,9 +332,17 @@ func Parse(data []byte) (*Config, error) {
 func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
+	if c.Server.ShutdownGrace.Duration == 0 {
+		c.Server.ShutdownGrace.Duration = 10 * time.Minute
+	}
 	setDefault(&c.Admin.TokenEnv, "MODELGATE_ADMIN_TOKEN")
 	setDefault(&c.Envoy.Listen, "0.0.0.0:8080")
 	setDefault(&c.Envoy.ExtProcAddress, "127.0.0.1:50051")
+	setDefault(&c.Envoy.AdminListen, "127.0.0.1:9901")
+	setDefault(&c.Envoy.AccessLog, "stdout")
+	if c.Envoy.MaxRequestsInFlight == 0 {
+		c.Envoy.MaxRequestsInFlight = 100000
+	}
 	setDefault(&c.Storage.SQLitePath, "modelgate.db")
 	if c.Envoy.MessageTimeout.Duration == 0 {
 		c.Envoy.MessageTimeout.Duration = 10 * time.Second
@@ -339,6 +387,9 @@ var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate(p *problems) {
+	if g := c.Server.ShutdownGrace.Duration; g < time.Second || g > 24*time.Hour {
+		p.add("server.shutdown_grace", "must be between 1s and 24h")
+	}
 	if c.Limits.MaxRequestBodyBytes < 0 {
 		p.add("limits.max_request_body_bytes", "must be positive")
 	}
@@ -351,6 +402,7 @@ func (c *Config) validate(p *problems) {
 	if c.Envoy.RequestTimeout.Duration < 0 {
 		p.add("envoy.request_timeout", "must not be negative")
 	}
+	c.Envoy.validate(p)
 	switch c.RateLimits.Store {
 	case "", "memory":
 	case "redis":
@@ -404,6 +456,31 @@ func (c *Config) validate(p *problems) {
 		}
 		ids[m.ID] = true
 	}
+}
+
+// validate checks the envoy keys that envoy.Bootstrap would otherwise
+// refuse without a location.
+func (e Envoy) validate(p *problems) {
+	if host, port, err := net.SplitHostPort(e.AdminListen); err != nil || net.ParseIP(host) == nil || !isPort(port) {
+		p.add("envoy.admin_listen", "%q must be an IP address and a port, such as 127.0.0.1:9901", e.AdminListen)
+	}
+	if n := e.MaxRequestsInFlight; n < 1 || n > math.MaxUint32 {
+		p.add("envoy.max_requests_in_flight", "must be between 1 and %d", uint32(math.MaxUint32))
+	}
+	switch e.AccessLog {
+	case "stdout", "stderr", "none":
+	default:
+		p.add("envoy.access_log", "%q is not stdout, stderr or none", e.AccessLog)
+	}
+	if n := e.XffNumTrustedHops; n < 0 || n > math.MaxUint32 {
+		p.add("envoy.xff_num_trusted_hops", "must be between 0 and %d", uint32(math.MaxUint32))
+	}
+}
+
+// isPort reports whether s is a port number, 0 (any free port) included.
+func isPort(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 16)
+	return err == nil
 }
 
 func (b Backend) validate(p *problems, at string) {

@@ -1,0 +1,223 @@
+// Package envoygateway_test checks the Envoy Gateway manifests of this
+// folder: every document decodes strictly (deploy.Decode) and passes its
+// CRD's schema, and what Envoy Gateway would generate from them agrees
+// with the bootstrap modelgate generates for its own config (ext_proc
+// modes, routes on the routing header, timeouts, buffers, TLS).
+package envoygateway_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"modelgate/deploy"
+	"modelgate/deploy/deploytest"
+)
+
+func TestManifests(t *testing.T) {
+	gw := deploytest.LoadGateway(t)
+	objs, errs := run(readManifests(t), gw, crdSchemas(t))
+	for _, err := range errs {
+		t.Error(err)
+	}
+	t.Logf("checked %s", deploy.KindNames(objs))
+}
+
+// Each check can fail: one drift at a time, each must be reported.
+func TestChecksFail(t *testing.T) {
+	gw := deploytest.LoadGateway(t)
+	crds := crdSchemas(t)
+	files := readManifests(t)
+	tests := []struct {
+		name, file, old, new, want string
+	}{
+		{"misspelt field", "extproc.yaml", "messageTimeout:", "messagetimeout:", `unknown field "spec.extProc[0].messagetimeout"`},
+		{"enum in the wrong case", "extproc.yaml", "body: Buffered", "body: buffered", "is not one of"},
+		{"request body streamed", "extproc.yaml", "body: Buffered", "body: Streamed", "request_body_mode"},
+		{"no mode override", "extproc.yaml", "allowModeOverride: true", "allowModeOverride: false", "allow_mode_override"},
+		{"fail open", "extproc.yaml", "failOpen: false", "failOpen: true", "failure_mode_allow"},
+		{"message timeout", "extproc.yaml", "messageTimeout: 10s", "messageTimeout: 200ms", "message_timeout"},
+		{"ext_proc port", "extproc.yaml", "port: 50051", "port: 50052", "port 50052"},
+		{"headless Service", "extproc.yaml", "name: modelgate-grpc\n", "name: modelgate-grpc-headless\n", "headless"},
+		{"health check", "extproc.yaml", "unhealthyThreshold: 2", "unhealthyThreshold: 3", "unhealthy"},
+		{"routing header", "routes.yaml", "name: x-modelgate-backend, value: openai}", "name: x-modelgate-route, value: openai}", "x-modelgate-route"},
+		{"backend name", "routes.yaml", "value: openai}", "value: open-ai}", `no rule matches route "openai"`},
+		{"route timeout", "routes.yaml", "timeouts: {request: 0s}", "timeouts: {request: 15s}", "timeouts.request"},
+		{"duration without unit", "routes.yaml", "timeouts: {request: 0s}", `timeouts: {request: "0"}`, "does not match"},
+		{"header left upstream", "routes.yaml", "remove: [x-modelgate-backend, x-modelgate-model, x-modelgate-stream]", "remove: [x-modelgate-backend]", "removes"},
+		{"host rewrite", "routes.yaml", "hostname: api.openai.com}", "hostname: openai.com}", "hostname"},
+		{"per-try timeout", "routes.yaml", "timeout: 300s", "timeout: 30s", "perRetry.timeout"},
+		{"stream idle timeout", "routes.yaml", "streamIdleTimeout: 60s", "streamIdleTimeout: 90s", "streamIdleTimeout"},
+		{"not-found body", "routes.yaml", "unknown_url", "not_found", "catch-all"},
+		{"TLS hostname", "providers.yaml", "    hostname: api.openai.com", "    hostname: api.openai.org", "BackendTLSPolicy"},
+		{"provider port", "providers.yaml", "hostname: api.openai.com, port: 443}", "hostname: api.openai.com, port: 80}", "api.openai.com:80"},
+		{"listener buffer", "gateway.yaml", "bufferLimit: 32Mi", "bufferLimit: 32Ki", "bufferLimit"},
+		{"request timeout", "gateway.yaml", "requestReceivedTimeout: 120s", "requestReceivedTimeout: 60s", "request_timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := map[string][]byte{}
+			for k, v := range files {
+				changed[k] = v
+			}
+			if !bytes.Contains(files[tt.file], []byte(tt.old)) {
+				t.Fatalf("%s has no %q", tt.file, tt.old)
+			}
+			changed[tt.file] = bytes.Replace(files[tt.file], []byte(tt.old), []byte(tt.new), 1)
+			_, errs := run(changed, gw, crds)
+			err := errors.Join(errs...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("after %q → %q in %s: got %v, want an error with %q", tt.old, tt.new, tt.file, err, tt.want)
+				return
+			}
+			t.Logf("reported: %v", err)
+		})
+	}
+}
+
+// The enum values the manifests use, against the API packages' own
+// constants: kubebuilder enums are not checked by decoding. Where the
+// checks above understand only some of an enum's values (filter types,
+// listener protocols), the allowed set is those.
+func TestEnumValues(t *testing.T) {
+	objs, errs := run(readManifests(t), nil, nil)
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	bodyModes := []string{string(egv1a1.StreamedExtProcBodyProcessingMode), string(egv1a1.BufferedExtProcBodyProcessingMode),
+		string(egv1a1.BufferedPartialExtBodyHeaderProcessingMode), string(egv1a1.FullDuplexStreamedExtBodyProcessingMode)}
+	type row struct{ where, got string }
+	tests := []struct {
+		field   string
+		allowed []string
+		rows    []row
+	}{
+		{field: "EnvoyExtensionPolicy processingMode body", allowed: bodyModes},
+		{field: "HTTPRoute path match type", allowed: []string{string(gwapiv1.PathMatchExact), string(gwapiv1.PathMatchPathPrefix), string(gwapiv1.PathMatchRegularExpression)}},
+		{field: "HTTPRoute header match type", allowed: []string{string(gwapiv1.HeaderMatchExact), string(gwapiv1.HeaderMatchRegularExpression)}},
+		{field: "HTTPRoute filter type", allowed: []string{string(gwapiv1.HTTPRouteFilterRequestHeaderModifier), string(gwapiv1.HTTPRouteFilterURLRewrite), string(gwapiv1.HTTPRouteFilterExtensionRef)}},
+		{field: "Gateway listener protocol", allowed: []string{string(gwapiv1.HTTPProtocolType), string(gwapiv1.HTTPSProtocolType)}},
+		{field: "BackendTLSPolicy wellKnownCACertificates", allowed: []string{string(gwapiv1.WellKnownCACertificatesSystem)}},
+		{field: "HTTPRouteFilter body type", allowed: []string{string(egv1a1.ResponseValueTypeInline), string(egv1a1.ResponseValueTypeValueRef)}},
+		{field: "active health check type", allowed: []string{string(egv1a1.ActiveHealthCheckerTypeHTTP), string(egv1a1.ActiveHealthCheckerTypeTCP), string(egv1a1.ActiveHealthCheckerTypeGRPC)}},
+	}
+	add := func(field, where string, got *string) {
+		for i := range tests {
+			if tests[i].field == field && got != nil {
+				tests[i].rows = append(tests[i].rows, row{where, *got})
+			}
+		}
+	}
+	for _, p := range deploy.Find[*egv1a1.EnvoyExtensionPolicy](objs) {
+		for i, ep := range p.Spec.ExtProc {
+			if pm := ep.ProcessingMode; pm != nil {
+				for dir, o := range map[string]*egv1a1.ProcessingModeOptions{"request": pm.Request, "response": pm.Response} {
+					if o != nil && o.Body != nil {
+						add("EnvoyExtensionPolicy processingMode body", fmt.Sprintf("%s extProc[%d] %s", p.Name, i, dir), (*string)(o.Body))
+					}
+				}
+			}
+			if hc := ep.BackendSettings.HealthCheck; hc != nil && hc.Active != nil {
+				add("active health check type", p.Name, (*string)(&hc.Active.Type))
+			}
+		}
+	}
+	for _, r := range deploy.Find[*gwapiv1.HTTPRoute](objs) {
+		for i, rule := range r.Spec.Rules {
+			at := fmt.Sprintf("%s rules[%d]", r.Name, i)
+			for _, m := range rule.Matches {
+				if m.Path != nil {
+					add("HTTPRoute path match type", at, (*string)(m.Path.Type))
+				}
+				for _, h := range m.Headers {
+					add("HTTPRoute header match type", at, (*string)(h.Type))
+				}
+			}
+			for _, f := range rule.Filters {
+				add("HTTPRoute filter type", at, (*string)(&f.Type))
+			}
+		}
+	}
+	for _, g := range deploy.Find[*gwapiv1.Gateway](objs) {
+		for _, l := range g.Spec.Listeners {
+			add("Gateway listener protocol", g.Name+" "+string(l.Name), (*string)(&l.Protocol))
+		}
+	}
+	for _, p := range deploy.Find[*gwapiv1.BackendTLSPolicy](objs) {
+		add("BackendTLSPolicy wellKnownCACertificates", p.Name, (*string)(p.Spec.Validation.WellKnownCACertificates))
+	}
+	for _, f := range deploy.Find[*egv1a1.HTTPRouteFilter](objs) {
+		if dr := f.Spec.DirectResponse; dr != nil && dr.Body != nil {
+			add("HTTPRouteFilter body type", f.Name, (*string)(dr.Body.Type))
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			if len(tt.rows) == 0 {
+				t.Fatalf("no manifest sets %s", tt.field)
+			}
+			for _, r := range tt.rows {
+				if !slices.Contains(tt.allowed, r.got) {
+					t.Errorf("%s: %q is not one of %q", r.where, r.got, tt.allowed)
+				}
+			}
+		})
+	}
+}
+
+// readManifests reads the YAML files of this folder by name.
+func readManifests(t *testing.T) map[string][]byte {
+	t.Helper()
+	paths, err := filepath.Glob("*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no manifests here (%v)", err)
+	}
+	files := map[string][]byte{}
+	for _, p := range paths {
+		if files[p], err = os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// run decodes the manifests and, with gw, checks them; without crds the
+// schemas are not checked.
+func run(files map[string][]byte, gw *deploytest.Gateway, crds map[string]*schema) ([]deploy.Object, []error) {
+	var objs []deploy.Object
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		for i, doc := range deploy.SplitDocuments(files[name]) {
+			decoded, err := deploy.Decode(doc)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s document %d: %s", name, i, strings.TrimPrefix(err.Error(), "document 0: ")))
+				continue
+			}
+			o := decoded[0]
+			objs = append(objs, o)
+			if crds == nil {
+				continue
+			}
+			found, cerrs := validateCRD(crds, doc)
+			if !found && strings.Contains(o.APIVersion, ".") {
+				errs = append(errs, fmt.Errorf("%s: %s/%s has no CRD in Envoy Gateway's or Gateway API's standard channel", name, o.APIVersion, o.Kind))
+			}
+			for _, e := range cerrs {
+				errs = append(errs, fmt.Errorf("%s: CRD schema: %w", name, e))
+			}
+		}
+	}
+	if gw != nil && len(errs) == 0 {
+		errs = check(objs, gw)
+	}
+	return objs, errs
+}
