@@ -7,14 +7,17 @@
 package deploytest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -314,4 +317,31 @@ func (s *stream) Recv() (*extprocsvc.ProcessingRequest, error) {
 	r := s.in[0]
 	s.in = s.in[1:]
 	return r, nil
+}
+
+// Drift is one deliberate mistake in a manifest and what the checks must
+// say of it: Old, in File, becomes New, and the errors contain Want.
+type Drift struct {
+	Name, File, Old, New, Want string
+}
+
+// CheckDrifts applies each drift to a copy of files and requires check to
+// report it, so that every check is seen to fail.
+func CheckDrifts(t *testing.T, files map[string][]byte, check func(files map[string][]byte) []error, drifts []Drift) {
+	t.Helper()
+	for _, d := range drifts {
+		t.Run(d.Name, func(t *testing.T) {
+			if !bytes.Contains(files[d.File], []byte(d.Old)) {
+				t.Fatalf("%s has no %q", d.File, d.Old)
+			}
+			changed := maps.Clone(files)
+			changed[d.File] = bytes.Replace(files[d.File], []byte(d.Old), []byte(d.New), 1)
+			err := errors.Join(check(changed)...)
+			if err == nil || !strings.Contains(err.Error(), d.Want) {
+				t.Errorf("after %q → %q in %s: got %v, want an error with %q", d.Old, d.New, d.File, err, d.Want)
+				return
+			}
+			t.Logf("reported: %v", err)
+		})
+	}
 }

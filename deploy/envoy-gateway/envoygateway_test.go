@@ -6,7 +6,6 @@
 package envoygateway_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,51 +36,33 @@ func TestChecksFail(t *testing.T) {
 	gw := deploytest.LoadGateway(t)
 	crds := crdSchemas(t)
 	files := readManifests(t)
-	tests := []struct {
-		name, file, old, new, want string
-	}{
-		{"misspelt field", "extproc.yaml", "messageTimeout:", "messagetimeout:", `unknown field "spec.extProc[0].messagetimeout"`},
-		{"enum in the wrong case", "extproc.yaml", "body: Buffered", "body: buffered", "is not one of"},
-		{"request body streamed", "extproc.yaml", "body: Buffered", "body: Streamed", "request_body_mode"},
-		{"no mode override", "extproc.yaml", "allowModeOverride: true", "allowModeOverride: false", "allow_mode_override"},
-		{"fail open", "extproc.yaml", "failOpen: false", "failOpen: true", "failure_mode_allow"},
-		{"message timeout", "extproc.yaml", "messageTimeout: 10s", "messageTimeout: 200ms", "message_timeout"},
-		{"ext_proc port", "extproc.yaml", "port: 50051", "port: 50052", "port 50052"},
-		{"headless Service", "extproc.yaml", "name: modelgate-grpc\n", "name: modelgate-grpc-headless\n", "headless"},
-		{"health check", "extproc.yaml", "unhealthyThreshold: 2", "unhealthyThreshold: 3", "unhealthy"},
-		{"routing header", "routes.yaml", "name: x-modelgate-backend, value: openai}", "name: x-modelgate-route, value: openai}", "x-modelgate-route"},
-		{"backend name", "routes.yaml", "value: openai}", "value: open-ai}", `no rule matches route "openai"`},
-		{"route timeout", "routes.yaml", "timeouts: {request: 0s}", "timeouts: {request: 15s}", "timeouts.request"},
-		{"duration without unit", "routes.yaml", "timeouts: {request: 0s}", `timeouts: {request: "0"}`, "does not match"},
-		{"header left upstream", "routes.yaml", "remove: [x-modelgate-backend, x-modelgate-model, x-modelgate-stream]", "remove: [x-modelgate-backend]", "removes"},
-		{"host rewrite", "routes.yaml", "hostname: api.openai.com}", "hostname: openai.com}", "hostname"},
-		{"per-try timeout", "routes.yaml", "timeout: 300s", "timeout: 30s", "perRetry.timeout"},
-		{"stream idle timeout", "routes.yaml", "streamIdleTimeout: 60s", "streamIdleTimeout: 90s", "streamIdleTimeout"},
-		{"not-found body", "routes.yaml", "unknown_url", "not_found", "catch-all"},
-		{"TLS hostname", "providers.yaml", "    hostname: api.openai.com", "    hostname: api.openai.org", "BackendTLSPolicy"},
-		{"provider port", "providers.yaml", "hostname: api.openai.com, port: 443}", "hostname: api.openai.com, port: 80}", "api.openai.com:80"},
-		{"listener buffer", "gateway.yaml", "bufferLimit: 32Mi", "bufferLimit: 32Ki", "bufferLimit"},
-		{"request timeout", "gateway.yaml", "requestReceivedTimeout: 120s", "requestReceivedTimeout: 60s", "request_timeout"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			changed := map[string][]byte{}
-			for k, v := range files {
-				changed[k] = v
-			}
-			if !bytes.Contains(files[tt.file], []byte(tt.old)) {
-				t.Fatalf("%s has no %q", tt.file, tt.old)
-			}
-			changed[tt.file] = bytes.Replace(files[tt.file], []byte(tt.old), []byte(tt.new), 1)
-			_, errs := run(changed, gw, crds)
-			err := errors.Join(errs...)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("after %q → %q in %s: got %v, want an error with %q", tt.old, tt.new, tt.file, err, tt.want)
-				return
-			}
-			t.Logf("reported: %v", err)
-		})
-	}
+	deploytest.CheckDrifts(t, files, func(files map[string][]byte) []error {
+		_, errs := run(files, gw, crds)
+		return errs
+	}, []deploytest.Drift{
+		{Name: "misspelt field", File: "extproc.yaml", Old: "messageTimeout:", New: "messagetimeout:", Want: `unknown field "spec.extProc[0].messagetimeout"`},
+		{Name: "enum in the wrong case", File: "extproc.yaml", Old: "body: Buffered", New: "body: buffered", Want: "is not one of"},
+		{Name: "request body streamed", File: "extproc.yaml", Old: "body: Buffered", New: "body: Streamed", Want: "request_body_mode"},
+		{Name: "no mode override", File: "extproc.yaml", Old: "allowModeOverride: true", New: "allowModeOverride: false", Want: "allow_mode_override"},
+		{Name: "fail open", File: "extproc.yaml", Old: "failOpen: false", New: "failOpen: true", Want: "failure_mode_allow"},
+		{Name: "message timeout", File: "extproc.yaml", Old: "messageTimeout: 10s", New: "messageTimeout: 200ms", Want: "message_timeout"},
+		{Name: "ext_proc port", File: "extproc.yaml", Old: "port: 50051", New: "port: 50052", Want: "port 50052"},
+		{Name: "headless Service", File: "extproc.yaml", Old: "name: modelgate-grpc\n", New: "name: modelgate-grpc-headless\n", Want: "headless"},
+		{Name: "health check", File: "extproc.yaml", Old: "unhealthyThreshold: 2", New: "unhealthyThreshold: 3", Want: "unhealthy"},
+		{Name: "routing header", File: "routes.yaml", Old: "name: x-modelgate-backend, value: openai}", New: "name: x-modelgate-route, value: openai}", Want: "x-modelgate-route"},
+		{Name: "backend name", File: "routes.yaml", Old: "value: openai}", New: "value: open-ai}", Want: `no rule matches route "openai"`},
+		{Name: "route timeout", File: "routes.yaml", Old: "timeouts: {request: 0s}", New: "timeouts: {request: 15s}", Want: "timeouts.request"},
+		{Name: "duration without unit", File: "routes.yaml", Old: "timeouts: {request: 0s}", New: `timeouts: {request: "0"}`, Want: "does not match"},
+		{Name: "header left upstream", File: "routes.yaml", Old: "remove: [x-modelgate-backend, x-modelgate-model, x-modelgate-stream]", New: "remove: [x-modelgate-backend]", Want: "removes"},
+		{Name: "host rewrite", File: "routes.yaml", Old: "hostname: api.openai.com}", New: "hostname: openai.com}", Want: "hostname"},
+		{Name: "per-try timeout", File: "routes.yaml", Old: "timeout: 300s", New: "timeout: 30s", Want: "perRetry.timeout"},
+		{Name: "stream idle timeout", File: "routes.yaml", Old: "streamIdleTimeout: 60s", New: "streamIdleTimeout: 90s", Want: "streamIdleTimeout"},
+		{Name: "not-found body", File: "routes.yaml", Old: "unknown_url", New: "not_found", Want: "catch-all"},
+		{Name: "TLS hostname", File: "providers.yaml", Old: "    hostname: api.openai.com", New: "    hostname: api.openai.org", Want: "BackendTLSPolicy"},
+		{Name: "provider port", File: "providers.yaml", Old: "hostname: api.openai.com, port: 443}", New: "hostname: api.openai.com, port: 80}", Want: "api.openai.com:80"},
+		{Name: "listener buffer", File: "gateway.yaml", Old: "bufferLimit: 32Mi", New: "bufferLimit: 32Ki", Want: "bufferLimit"},
+		{Name: "request timeout", File: "gateway.yaml", Old: "requestReceivedTimeout: 120s", New: "requestReceivedTimeout: 60s", Want: "request_timeout"},
+	})
 }
 
 // The enum values the manifests use, against the API packages' own

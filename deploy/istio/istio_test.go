@@ -7,7 +7,6 @@
 package istio_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,54 +41,36 @@ func TestChecksFail(t *testing.T) {
 	gw := deploytest.LoadGateway(t)
 	files := readManifests(t)
 	const gwFile, sideFile = "gateway.yaml", "sidecar/sidecar.yaml"
-	tests := []struct {
-		name, file, old, new, want string
-	}{
-		{"misspelt Istio field", gwFile, "workloadSelector:", "workloadSelectr:", `unknown field "workloadSelectr"`},
-		{"misspelt Envoy field", gwFile, "allow_mode_override: true", "allow_mode_overide: true", `unknown field "allow_mode_overide"`},
-		{"Envoy field out of range", gwFile, "message_timeout: 10s", "message_timeout: 7200s", "MessageTimeout"},
-		{"response body streamed", gwFile, "response_body_mode: BUFFERED", "response_body_mode: STREAMED", "response_body_mode"},
-		{"fail open", sideFile, "failure_mode_allow: false", "failure_mode_allow: true", "failure_mode_allow"},
-		{"ext_proc port", gwFile, "outbound|50051||", "outbound|50052||", "port 50052"},
-		{"headless Service", gwFile, "||modelgate-grpc.modelgate", "||modelgate-grpc-headless.modelgate", "headless"},
-		{"filter enabled everywhere", gwFile, "disabled: true", "disabled: false", "disabled"},
-		{"filter enabled on another host", gwFile, "domainName: llm.example.com", "domainName: api.example.com", "api.example.com"},
-		{"sidecar virtual host", sideFile, `name: "llm.modelgate.svc.cluster.local:80"`, `name: "llm.modelgate.svc.cluster.local:8080"`, "llm.modelgate.svc.cluster.local:8080"},
-		{"listener buffer", gwFile, "per_connection_buffer_limit_bytes: 33554432", "per_connection_buffer_limit_bytes: 1048576", "per_connection_buffer_limit_bytes"},
-		{"ext_proc cluster match", sideFile, "portNumber: 50051", "portNumber: 50052", "CLUSTER"},
-		{"routing header", gwFile, "x-modelgate-backend: {exact: openai}", "x-modelgate-route: {exact: openai}", "x-modelgate-route"},
-		{"backend name", sideFile, "x-modelgate-backend: {exact: openai}", "x-modelgate-backend: {exact: open-ai}", `no route matches "openai"`},
-		{"host rewrite", gwFile, "rewrite: {authority: api.openai.com}", "rewrite: {authority: openai.com}", "authority"},
-		{"header left upstream", gwFile, "remove: [x-modelgate-backend, x-modelgate-model, x-modelgate-stream]", "remove: [x-modelgate-backend]", "removes"},
-		{"route timeout", gwFile, "timeout: 0s", "timeout: 15s", "timeout"},
-		{"per-try timeout", sideFile, "perTryTimeout: 300s", "perTryTimeout: 30s", "perTryTimeout"},
-		{"retry after sending", gwFile, `retryOn: "connect-failure,refused-stream"`, `retryOn: "5xx,connect-failure"`, "5xx"},
-		{"no retries", gwFile, "attempts: 1,", "attempts: 0,", "attempts"},
-		{"not-found body", gwFile, "unknown_url", "not_found", "catch-all"},
-		{"TLS SNI", "providers.yaml", "sni: api.openai.com", "sni: api.openai.org", "sni"},
-		{"provider port", "providers.yaml", "targetPort: 443", "targetPort: 8443", "8443"},
-		{"protocol", "providers.yaml", "protocol: HTTP,", "protocol: HTPT,", "HTPT"},
-		{"network policy", "networkpolicy.yaml", "istio: ingressgateway", "istio: ingress", "NetworkPolicy"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			changed := map[string][]byte{}
-			for k, v := range files {
-				changed[k] = v
-			}
-			if !bytes.Contains(files[tt.file], []byte(tt.old)) {
-				t.Fatalf("%s has no %q", tt.file, tt.old)
-			}
-			changed[tt.file] = bytes.Replace(files[tt.file], []byte(tt.old), []byte(tt.new), 1)
-			_, errs := run(changed, gw)
-			err := errors.Join(errs...)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("after %q → %q in %s: got %v, want an error with %q", tt.old, tt.new, tt.file, err, tt.want)
-				return
-			}
-			t.Logf("reported: %v", err)
-		})
-	}
+	deploytest.CheckDrifts(t, files, func(files map[string][]byte) []error {
+		_, errs := run(files, gw)
+		return errs
+	}, []deploytest.Drift{
+		{Name: "misspelt Istio field", File: gwFile, Old: "workloadSelector:", New: "workloadSelectr:", Want: `unknown field "workloadSelectr"`},
+		{Name: "misspelt Envoy field", File: gwFile, Old: "allow_mode_override: true", New: "allow_mode_overide: true", Want: `unknown field "allow_mode_overide"`},
+		{Name: "Envoy field out of range", File: gwFile, Old: "message_timeout: 10s", New: "message_timeout: 7200s", Want: "MessageTimeout"},
+		{Name: "response body streamed", File: gwFile, Old: "response_body_mode: BUFFERED", New: "response_body_mode: STREAMED", Want: "response_body_mode"},
+		{Name: "fail open", File: sideFile, Old: "failure_mode_allow: false", New: "failure_mode_allow: true", Want: "failure_mode_allow"},
+		{Name: "ext_proc port", File: gwFile, Old: "outbound|50051||", New: "outbound|50052||", Want: "port 50052"},
+		{Name: "headless Service", File: gwFile, Old: "||modelgate-grpc.modelgate", New: "||modelgate-grpc-headless.modelgate", Want: "headless"},
+		{Name: "filter enabled everywhere", File: gwFile, Old: "disabled: true", New: "disabled: false", Want: "disabled"},
+		{Name: "filter enabled on another host", File: gwFile, Old: "domainName: llm.example.com", New: "domainName: api.example.com", Want: "api.example.com"},
+		{Name: "sidecar virtual host", File: sideFile, Old: `name: "llm.modelgate.svc.cluster.local:80"`, New: `name: "llm.modelgate.svc.cluster.local:8080"`, Want: "llm.modelgate.svc.cluster.local:8080"},
+		{Name: "listener buffer", File: gwFile, Old: "per_connection_buffer_limit_bytes: 33554432", New: "per_connection_buffer_limit_bytes: 1048576", Want: "per_connection_buffer_limit_bytes"},
+		{Name: "ext_proc cluster match", File: sideFile, Old: "portNumber: 50051", New: "portNumber: 50052", Want: "CLUSTER"},
+		{Name: "routing header", File: gwFile, Old: "x-modelgate-backend: {exact: openai}", New: "x-modelgate-route: {exact: openai}", Want: "x-modelgate-route"},
+		{Name: "backend name", File: sideFile, Old: "x-modelgate-backend: {exact: openai}", New: "x-modelgate-backend: {exact: open-ai}", Want: `no route matches "openai"`},
+		{Name: "host rewrite", File: gwFile, Old: "rewrite: {authority: api.openai.com}", New: "rewrite: {authority: openai.com}", Want: "authority"},
+		{Name: "header left upstream", File: gwFile, Old: "remove: [x-modelgate-backend, x-modelgate-model, x-modelgate-stream]", New: "remove: [x-modelgate-backend]", Want: "removes"},
+		{Name: "route timeout", File: gwFile, Old: "timeout: 0s", New: "timeout: 15s", Want: "timeout"},
+		{Name: "per-try timeout", File: sideFile, Old: "perTryTimeout: 300s", New: "perTryTimeout: 30s", Want: "perTryTimeout"},
+		{Name: "retry after sending", File: gwFile, Old: `retryOn: "connect-failure,refused-stream"`, New: `retryOn: "5xx,connect-failure"`, Want: "5xx"},
+		{Name: "no retries", File: gwFile, Old: "attempts: 1,", New: "attempts: 0,", Want: "attempts"},
+		{Name: "not-found body", File: gwFile, Old: "unknown_url", New: "not_found", Want: "catch-all"},
+		{Name: "TLS SNI", File: "providers.yaml", Old: "sni: api.openai.com", New: "sni: api.openai.org", Want: "sni"},
+		{Name: "provider port", File: "providers.yaml", Old: "targetPort: 443", New: "targetPort: 8443", Want: "8443"},
+		{Name: "protocol", File: "providers.yaml", Old: "protocol: HTTP,", New: "protocol: HTPT,", Want: "HTPT"},
+		{Name: "network policy", File: "networkpolicy.yaml", Old: "istio: ingressgateway", New: "istio: ingress", Want: "NetworkPolicy"},
+	})
 }
 
 // The values of string fields Istio validates in istiod, not in the
