@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,4 +345,32 @@ func CheckDrifts(t *testing.T, files map[string][]byte, check func(files map[str
 			t.Logf("reported: %v", err)
 		})
 	}
+}
+
+// WithBackends returns a copy of the cluster config with a backend for
+// each name of extra: an openai-kind backend at that upstream, with the
+// config's default timeouts (a provider a manifest shows as an example
+// beside the config's own). Names the config has already are left as
+// they are.
+func (gw *Gateway) WithBackends(extra map[string]Upstream) (*config.Config, error) {
+	cfg := *gw.Cfg
+	cfg.Backends = slices.Clone(cfg.Backends)
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		if slices.ContainsFunc(cfg.Backends, func(b config.Backend) bool { return b.Name == name }) {
+			continue
+		}
+		u := extra[name]
+		scheme := "http"
+		if u.SNI != "" {
+			scheme = "https"
+		}
+		def, err := config.Parse([]byte(fmt.Sprintf("backends: [{name: %q, provider: openai, base_url: %q}]\n", name, scheme+"://"+u.Host)))
+		if err != nil {
+			return nil, fmt.Errorf("backend %q: %w", name, err)
+		}
+		b := def.Backends[0]
+		b.BaseURL = scheme + "://" + net.JoinHostPort(u.Host, strconv.Itoa(int(u.Port)))
+		cfg.Backends = append(cfg.Backends, b)
+	}
+	return &cfg, nil
 }

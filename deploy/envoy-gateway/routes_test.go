@@ -171,35 +171,19 @@ func checkRoutes(objs []deploy.Object, gw *deploytest.Gateway, g *gwapiv1.Gatewa
 // BackendTLSPolicy, the config's default timeouts. Their rules are then
 // checked like the others, for consistency.
 func withExtraBackends(objs []deploy.Object, gw *deploytest.Gateway, rules []*ruleRef) (*config.Config, error) {
-	known := map[string]bool{}
-	for _, b := range gw.Cfg.Backends {
-		known[b.Name] = true
-	}
-	cfg := *gw.Cfg
-	cfg.Backends = slices.Clone(cfg.Backends)
+	extra := map[string]deploytest.Upstream{}
 	for _, r := range rules {
 		name, ok := r.headers[gw.RoutingHeader]
-		if !ok || known[name] {
+		if !ok {
 			continue
 		}
-		known[name] = true
 		u, _, err := ruleUpstream(objs, r)
 		if err != nil {
 			return nil, err
 		}
-		scheme := "http"
-		if u.SNI != "" {
-			scheme = "https"
-		}
-		def, err := config.Parse([]byte(fmt.Sprintf("backends: [{name: %q, provider: openai, base_url: %q}]\n", name, scheme+"://"+u.Host)))
-		if err != nil {
-			return nil, fmt.Errorf("%s: backend %q: %w", r, name, err)
-		}
-		b := def.Backends[0]
-		b.BaseURL = scheme + "://" + net.JoinHostPort(u.Host, strconv.Itoa(int(u.Port)))
-		cfg.Backends = append(cfg.Backends, b)
+		extra[name] = u
 	}
-	return &cfg, nil
+	return gw.WithBackends(extra)
 }
 
 // ruleUpstream resolves a rule's one backendRef to the Backend's endpoint,

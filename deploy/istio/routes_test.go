@@ -219,35 +219,19 @@ func checkVirtualService(objs []deploy.Object, gw *deploytest.Gateway, vs named[
 // example): its URL from the route's ServiceEntry and DestinationRule, the
 // config's default timeouts.
 func withExtraBackends(objs []deploy.Object, gw *deploytest.Gateway, routes []*vsRoute) (*config.Config, error) {
-	known := map[string]bool{}
-	for _, b := range gw.Cfg.Backends {
-		known[b.Name] = true
-	}
-	cfg := *gw.Cfg
-	cfg.Backends = slices.Clone(cfg.Backends)
+	extra := map[string]deploytest.Upstream{}
 	for _, r := range routes {
 		name, ok := r.headers[gw.RoutingHeader]
-		if !ok || known[name] {
+		if !ok {
 			continue
 		}
-		known[name] = true
 		u, err := routeUpstream(objs, r)
 		if err != nil {
 			return nil, err
 		}
-		scheme := "http"
-		if u.SNI != "" {
-			scheme = "https"
-		}
-		def, err := config.Parse([]byte(fmt.Sprintf("backends: [{name: %q, provider: openai, base_url: %q}]\n", name, scheme+"://"+u.Host)))
-		if err != nil {
-			return nil, fmt.Errorf("%s: backend %q: %w", r.at, name, err)
-		}
-		b := def.Backends[0]
-		b.BaseURL = scheme + "://" + net.JoinHostPort(u.Host, strconv.Itoa(int(u.Port)))
-		cfg.Backends = append(cfg.Backends, b)
+		extra[name] = u
 	}
-	return &cfg, nil
+	return gw.WithBackends(extra)
 }
 
 // routeUpstream resolves a route's one destination through its
