@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -44,6 +45,7 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	errs := cfg.checkSettings()
 	ups, backendErrs := parseBackends(cfg.Backends)
 	errs = append(errs, backendErrs...)
+	errs = append(errs, checkFallbacks(cfg.Fallbacks, ups)...)
 	listener, err := buildListener(cfg, ups)
 	if err != nil {
 		errs = append(errs, err)
@@ -56,6 +58,10 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	models, err := modelClusters(cfg, ups)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -65,7 +71,7 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 		Admin: &bootstrapv3.Admin{Address: socketAddress(adminHost, adminPort)},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
 			Listeners: []*listenerv3.Listener{listener},
-			Clusters:  append([]*clusterv3.Cluster{extProc}, backendClusters(cfg, ups)...),
+			Clusters:  slices.Concat([]*clusterv3.Cluster{extProc}, backendClusters(cfg, ups), models),
 		},
 	}, nil
 }
@@ -162,7 +168,7 @@ func extProcFilter(cfg Config) *extprocv3.ExternalProcessor {
 // runs is normally the catch-all; the ext_proc server's clear_route_cache
 // makes the router match again on the header it set.
 func routes(cfg Config, ups []upstream) *routev3.RouteConfiguration {
-	var rs []*routev3.Route
+	rs := fallbackRoutes(cfg)
 	for _, up := range ups {
 		for _, m := range up.models {
 			rs = append(rs, backendRoutes(cfg, up, "/"+m.Model, m.Timeouts, exactHeader(ModelHeader, m.Model))...)

@@ -100,6 +100,9 @@ type Config struct {
 	XffNumTrustedHops uint32
 	// Backends become one cluster and one route each, in this order.
 	Backends []Backend
+	// Fallbacks are models served across backends by Envoy's retries and
+	// priorities: one cluster and route each, before the backends' routes.
+	Fallbacks []Fallback
 }
 
 // AccessLog selects the access log's output.

@@ -1,0 +1,432 @@
+package envoy
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	codecv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/upstream_codec/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	previoushosts "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
+	previouspriorities "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Fallback is a model whose deployments span backends. Envoy picks the
+// deployment for each attempt (priorities, weights, outlier ejection) and
+// retries on another when one fails; an ext_proc filter in the model
+// cluster's upstream filter chain translates each attempt for the provider
+// of the deployment Envoy chose, which it reads from the endpoint's
+// metadata. ENVOY_EXTPROC.md §11 has Envoy's rules, doc.go the choice of
+// one cluster with priorities over an aggregate cluster.
+type Fallback struct {
+	// Model is the public model id, matched on ModelHeader.
+	Model string
+	// Deployments are the model's backends, each at most once.
+	Deployments []Deployment
+	// Retry says when Envoy tries another attempt.
+	Retry Retry
+	// Outlier ejects a failing deployment for a while.
+	Outlier Outlier
+	// Timeouts bound each attempt, as a backend's do.
+	Timeouts Timeouts
+}
+
+// Deployment is one backend of a Fallback.
+type Deployment struct {
+	// Backend names a Config.Backends entry.
+	Backend string
+	// Model is the model name the provider knows, when it is not the
+	// public one.
+	Model string
+	// Priority orders deployments: 0 first; a higher one takes traffic
+	// when the lower ones are down or ejected, and retries move to it.
+	Priority uint32
+	// Weight splits traffic within a priority; zero means 1.
+	Weight uint32
+}
+
+// Retry is a model's retry policy. Envoy never retries once the answer
+// has started reaching the client.
+type Retry struct {
+	// Retries after the first attempt; zero means one per deployment
+	// beyond the first.
+	Retries uint32
+	// On are the failures that retry: RetryConnect, RetryReset,
+	// Retry5xx, Retry429. A per-try timeout before the answer starts
+	// retries under Retry5xx or RetryReset. Empty means all of them.
+	On []RetryCondition
+	// MaxRetryAfter caps the wait a 429's Retry-After asks for before the
+	// retry; zero means 10s. Without Retry-After, Envoy's back-off (25ms
+	// doubling to 250ms, jittered) applies.
+	MaxRetryAfter time.Duration
+	// BudgetPercent caps retries in flight at this share of the model's
+	// requests in flight (at least 3), so an outage does not multiply the
+	// load; zero means 20.
+	BudgetPercent float64
+}
+
+// RetryCondition is a failure that retries.
+type RetryCondition string
+
+// The retry conditions, named as Envoy's retry_on tokens where one
+// exists.
+const (
+	RetryConnect RetryCondition = "connect-failure"
+	RetryReset   RetryCondition = "reset"
+	Retry5xx     RetryCondition = "5xx"
+	Retry429     RetryCondition = "429"
+)
+
+// Outlier ejects a deployment after consecutive failures, for
+// BaseEjection times the number of its ejections (at most 300s).
+type Outlier struct {
+	// Consecutive is how many 5xx, 429-free gateway failures or local
+	// errors in a row eject; zero means 3.
+	Consecutive uint32
+	// Interval is how often ejected deployments are reconsidered; zero
+	// means 5s.
+	Interval time.Duration
+	// BaseEjection is the first ejection's length; zero means 30s.
+	BaseEjection time.Duration
+}
+
+// Defaults of Fallback's zero values.
+const (
+	defaultMaxRetryAfter  = 10 * time.Second
+	defaultBudgetPercent  = 20
+	defaultConsecutive    = 3
+	defaultOutlierSweep   = 5 * time.Second
+	defaultBaseEjection   = 30 * time.Second
+	minRetryConcurrency   = 3
+	maxEjection           = 300 * time.Second
+	upstreamExtProcFilter = "envoy.filters.http.ext_proc"
+	upstreamCodecFilter   = "envoy.filters.http.upstream_codec"
+)
+
+// The keys of filter_metadata[MetadataNamespace] on a model cluster's
+// endpoints: the deployment's backend and the model name its provider
+// knows. The upstream ext_proc reads them from attribute
+// xds.upstream_host_metadata.
+const (
+	BackendMetadataKey = "backend"
+	ModelMetadataKey   = "model"
+)
+
+// UpstreamAttributes are what the upstream ext_proc filter asks of each
+// attempt.
+var UpstreamAttributes = []string{"xds.upstream_host_metadata", "upstream.request_attempt_count"}
+
+// ModelCluster is the cluster name of a Fallback's model.
+func ModelCluster(model string) string {
+	return "model_" + strings.Trim(unsafeClusterChars.ReplaceAllString(strings.ToLower(model), "_"), "_")
+}
+
+var unsafeClusterChars = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+func (f Fallback) withDefaults() Fallback {
+	if f.Retry.Retries == 0 && len(f.Deployments) > 1 {
+		f.Retry.Retries = uint32(len(f.Deployments) - 1)
+	}
+	if len(f.Retry.On) == 0 {
+		f.Retry.On = []RetryCondition{RetryConnect, RetryReset, Retry5xx, Retry429}
+	}
+	if f.Retry.MaxRetryAfter == 0 {
+		f.Retry.MaxRetryAfter = defaultMaxRetryAfter
+	}
+	if f.Retry.BudgetPercent == 0 {
+		f.Retry.BudgetPercent = defaultBudgetPercent
+	}
+	if f.Outlier.Consecutive == 0 {
+		f.Outlier.Consecutive = defaultConsecutive
+	}
+	if f.Outlier.Interval == 0 {
+		f.Outlier.Interval = defaultOutlierSweep
+	}
+	if f.Outlier.BaseEjection == 0 {
+		f.Outlier.BaseEjection = defaultBaseEjection
+	}
+	for i := range f.Deployments {
+		if f.Deployments[i].Weight == 0 {
+			f.Deployments[i].Weight = 1
+		}
+	}
+	return f
+}
+
+// checkFallbacks reports every problem of the fallbacks: an unknown or
+// repeated backend, a model given twice, an unknown retry condition.
+func checkFallbacks(fs []Fallback, ups []upstream) []error {
+	var errs []error
+	backends := map[string]bool{}
+	for _, up := range ups {
+		backends[up.name] = true
+	}
+	clusters := map[string]string{}
+	for i, f := range fs {
+		at := fmt.Sprintf("fallback %d (%q)", i, f.Model)
+		if f.Model == "" {
+			errs = append(errs, fmt.Errorf("%s: no model", at))
+		}
+		name := ModelCluster(f.Model)
+		if other, dup := clusters[name]; dup {
+			errs = append(errs, fmt.Errorf("%s: cluster %s is also model %q's", at, name, other))
+		}
+		clusters[name] = f.Model
+		if len(f.Deployments) == 0 {
+			errs = append(errs, fmt.Errorf("%s: no deployments", at))
+		}
+		seen := map[string]bool{}
+		for _, d := range f.Deployments {
+			if !backends[d.Backend] {
+				errs = append(errs, fmt.Errorf("%s: unknown backend %q", at, d.Backend))
+			}
+			if seen[d.Backend] {
+				errs = append(errs, fmt.Errorf("%s: backend %q twice", at, d.Backend))
+			}
+			seen[d.Backend] = true
+		}
+		for _, c := range f.Retry.On {
+			switch c {
+			case RetryConnect, RetryReset, Retry5xx, Retry429:
+			default:
+				errs = append(errs, fmt.Errorf("%s: unknown retry condition %q", at, c))
+			}
+		}
+		if f.Retry.BudgetPercent < 0 || f.Retry.BudgetPercent > 100 {
+			errs = append(errs, fmt.Errorf("%s: retry budget %v%% is not 0 to 100", at, f.Retry.BudgetPercent))
+		}
+	}
+	return errs
+}
+
+// modelClusters makes one cluster per Fallback: an endpoint per
+// deployment, at its priority and weight, named by its backend in the
+// endpoint metadata and with its authority as hostname (auto_host_rewrite
+// sends it as Host); least-request balancing, outlier ejection without
+// panic (with every deployment ejected the client gets 503 rather than a
+// deployment known to fail), a retry budget, and the upstream ext_proc
+// filter that translates each attempt.
+func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
+	byName := map[string]upstream{}
+	for _, up := range ups {
+		byName[up.name] = up
+	}
+	var out []*clusterv3.Cluster
+	for _, f := range cfg.Fallbacks {
+		f = f.withDefaults()
+		name := ModelCluster(f.Model)
+		la := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+		allIP, anyTLS := true, false
+		for _, d := range f.Deployments {
+			up := byName[d.Backend]
+			allIP = allIP && up.isIP()
+			anyTLS = anyTLS || up.tls
+			md, err := structpb.NewStruct(map[string]any{BackendMetadataKey: d.Backend, ModelMetadataKey: cmp.Or(d.Model, f.Model)})
+			if err != nil {
+				return nil, err
+			}
+			filterMD := map[string]*structpb.Struct{cfg.MetadataNamespace: md}
+			if up.tls {
+				filterMD[transportSocketMatchKey] = tlsMatch()
+			}
+			la.Endpoints = append(la.Endpoints, &endpointv3.LocalityLbEndpoints{
+				Priority:            d.Priority,
+				LoadBalancingWeight: wrapperspb.UInt32(d.Weight),
+				LbEndpoints: []*endpointv3.LbEndpoint{{
+					HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+						Address: socketAddress(up.host, up.port), Hostname: up.authority(),
+					}},
+					Metadata: &corev3.Metadata{FilterMetadata: filterMD},
+				}},
+			})
+		}
+		cb := circuitBreakers(cfg)
+		cb.Thresholds[0].RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+			BudgetPercent:       &typev3.Percent{Value: f.Retry.BudgetPercent},
+			MinRetryConcurrency: wrapperspb.UInt32(minRetryConcurrency),
+		}
+		c := &clusterv3.Cluster{
+			Name:                          name,
+			ConnectTimeout:                durationpb.New(backendConnectTimeout),
+			PerConnectionBufferLimitBytes: wrapperspb.UInt32(cfg.BufferLimitBytes),
+			LbPolicy:                      clusterv3.Cluster_LEAST_REQUEST,
+			LoadAssignment:                la,
+			CircuitBreakers:               cb,
+			CommonLbConfig:                &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: 0}},
+			OutlierDetection: &clusterv3.OutlierDetection{
+				Consecutive_5Xx:                    wrapperspb.UInt32(f.Outlier.Consecutive),
+				ConsecutiveGatewayFailure:          wrapperspb.UInt32(f.Outlier.Consecutive),
+				EnforcingConsecutiveGatewayFailure: wrapperspb.UInt32(100),
+				Interval:                           durationpb.New(f.Outlier.Interval),
+				BaseEjectionTime:                   durationpb.New(f.Outlier.BaseEjection),
+				MaxEjectionTime:                    durationpb.New(max(maxEjection, f.Outlier.BaseEjection)),
+				MaxEjectionPercent:                 wrapperspb.UInt32(100),
+			},
+			TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(upstreamProtocolOptions(cfg))},
+		}
+		// STRICT_DNS resolves every endpoint's host, IP literals included;
+		// STATIC takes only literals.
+		setDiscovery(c, allIP, clusterv3.Cluster_STRICT_DNS)
+		if anyTLS {
+			c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{{
+				Name:            "tls",
+				Match:           tlsMatch(),
+				TransportSocket: autoSNISocket(cfg.CAFile),
+			}}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// transportSocketMatchKey is the endpoint metadata namespace Envoy matches
+// transport_socket_matches against.
+const transportSocketMatchKey = "envoy.transport_socket_match"
+
+func tlsMatch() *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{"tls": structpb.NewBoolValue(true)}}
+}
+
+// autoSNISocket verifies each https endpoint against its own hostname:
+// the SNI and the verified name come from the endpoint the attempt goes
+// to, not from the request (ENVOY_EXTPROC.md §11.2).
+func autoSNISocket(caFile string) *corev3.TransportSocket {
+	return &corev3.TransportSocket{Name: tlsSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
+		TypedConfig: mustAny(&tlsv3.UpstreamTlsContext{
+			AutoHostSni:          true,
+			AutoSniSanValidation: true,
+			CommonTlsContext: &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{
+				ValidationContext: &tlsv3.CertificateValidationContext{
+					TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: caFile}},
+				},
+			}},
+		}),
+	}}
+}
+
+// upstreamProtocolOptions carry the model cluster's upstream filters:
+// ext_proc, which translates each attempt for the provider of the
+// endpoint Envoy chose, then the codec. The request body is sent again on
+// every attempt (BUFFERED), so no state is kept between the two ext_proc
+// streams of a request; the response is translated by the router-level
+// filter, which learns the answering deployment from the header the
+// upstream filter adds.
+func upstreamProtocolOptions(cfg Config) *upstreamsv3.HttpProtocolOptions {
+	ep := &extprocv3.ExternalProcessor{
+		GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+			EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: ExtProcCluster},
+		}},
+		ProcessingMode: &extprocv3.ProcessingMode{
+			RequestHeaderMode:   extprocv3.ProcessingMode_SEND,
+			RequestBodyMode:     extprocv3.ProcessingMode_BUFFERED,
+			RequestTrailerMode:  extprocv3.ProcessingMode_SKIP,
+			ResponseHeaderMode:  extprocv3.ProcessingMode_SEND,
+			ResponseBodyMode:    extprocv3.ProcessingMode_NONE,
+			ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
+		},
+		MessageTimeout:    durationpb.New(cfg.MessageTimeout),
+		RequestAttributes: UpstreamAttributes,
+	}
+	return &upstreamsv3.HttpProtocolOptions{
+		UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{
+			ExplicitHttpConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{
+					HttpProtocolOptions: &corev3.Http1ProtocolOptions{},
+				},
+			},
+		},
+		HttpFilters: []*hcmv3.HttpFilter{
+			{Name: upstreamExtProcFilter, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(ep)}},
+			{Name: upstreamCodecFilter, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&codecv3.UpstreamCodec{})}},
+		},
+	}
+}
+
+// fallbackRoutes route a Fallback's model to its cluster, before the
+// backends' routes: one for streaming requests (with the idle timeout)
+// and one for the rest.
+func fallbackRoutes(cfg Config) []*routev3.Route {
+	var rs []*routev3.Route
+	for _, f := range cfg.Fallbacks {
+		f = f.withDefaults()
+		if f.Timeouts.StreamIdle > 0 {
+			r := fallbackRoute(cfg, f, f.Timeouts, exactHeader(StreamHeader, "1"))
+			r.Name = ModelCluster(f.Model) + "/stream"
+			rs = append(rs, r)
+		}
+		t := f.Timeouts
+		t.StreamIdle = 0
+		rs = append(rs, fallbackRoute(cfg, f, t))
+	}
+	return rs
+}
+
+func fallbackRoute(cfg Config, f Fallback, t Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
+	rp := &routev3.RetryPolicy{
+		RetryOn:                       retryOn(f.Retry.On),
+		NumRetries:                    wrapperspb.UInt32(f.Retry.Retries),
+		HostSelectionRetryMaxAttempts: 3,
+		RetryPriority: &routev3.RetryPolicy_RetryPriority{Name: "envoy.retry_priorities.previous_priorities",
+			ConfigType: &routev3.RetryPolicy_RetryPriority_TypedConfig{TypedConfig: mustAny(
+				&previouspriorities.PreviousPrioritiesConfig{UpdateFrequency: 1})}},
+		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts",
+			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: mustAny(&previoushosts.PreviousHostsPredicate{})}}},
+	}
+	for _, c := range f.Retry.On {
+		if c == Retry429 {
+			rp.RetriableStatusCodes = []uint32{429}
+			rp.RateLimitedRetryBackOff = &routev3.RetryPolicy_RateLimitedRetryBackOff{
+				ResetHeaders: []*routev3.RetryPolicy_ResetHeader{{Name: "retry-after", Format: routev3.RetryPolicy_SECONDS}},
+				MaxInterval:  durationpb.New(f.Retry.MaxRetryAfter),
+			}
+		}
+	}
+	if t.ResponseHeaders > 0 {
+		rp.PerTryTimeout = durationpb.New(t.ResponseHeaders)
+	}
+	if t.StreamIdle > 0 {
+		rp.PerTryIdleTimeout = durationpb.New(t.StreamIdle)
+	}
+	return &routev3.Route{
+		Name: ModelCluster(f.Model),
+		Match: &routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+			Headers:       append([]*routev3.HeaderMatcher{exactHeader(ModelHeader, f.Model)}, extra...),
+		},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: ModelCluster(f.Model)},
+			Timeout:              durationpb.New(0),
+			HostRewriteSpecifier: &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)},
+			RetryPolicy:          rp,
+		}},
+		RequestHeadersToRemove: []string{cfg.RoutingHeader, ModelHeader, StreamHeader},
+	}
+}
+
+// retryOn maps the conditions onto Envoy's retry_on tokens: 429 is a
+// retriable status code.
+func retryOn(on []RetryCondition) string {
+	var tokens []string
+	for _, c := range on {
+		if c == Retry429 {
+			tokens = append(tokens, "retriable-status-codes")
+		} else {
+			tokens = append(tokens, string(c))
+		}
+	}
+	return strings.Join(tokens, ",")
+}
