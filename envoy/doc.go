@@ -13,6 +13,25 @@
 // server, and use_remote_address for an Envoy at the edge.
 // COMPATIBILITY.md says which Envoy releases run it and what differs.
 //
+// A model with fallback (Fallback) is served by Envoy's own retries: one
+// cluster per model whose endpoints are its deployments, each at its
+// priority and weight, with its backend and upstream model name in the
+// endpoint's metadata. A route on the model header sends the model there
+// with a retry policy that moves to the next priority
+// (previous_priorities) and honours a 429's Retry-After; outlier detection
+// ejects a failing deployment for a while. An ext_proc filter in the
+// cluster's upstream filter chain runs once per attempt, after Envoy chose
+// the endpoint, and translates the request for that deployment's provider.
+// One cluster with priorities rather than an aggregate cluster of the
+// backends' clusters: Envoy builds the upstream filter chain from the
+// route's cluster, so an aggregate's children would not get the
+// translating filter (envoyproxy/envoy#29318), and one cluster keeps
+// priorities, ejection and previous_priorities in one load balancer, as
+// Envoy AI Gateway does. The price: every endpoint of the cluster shares
+// its connect timeout and protocol options, and TLS is chosen per
+// endpoint by transport_socket_matches with the SNI taken from the
+// endpoint's hostname.
+//
 // Validation reports each Problem at a path of proto field names, such as
 // static_resources.clusters[2].name, so that a hand-edited file can be fixed
 // without reading Go code.
