@@ -340,6 +340,13 @@ func upstreamProtocolOptions(cfg Config) *upstreamsv3.HttpProtocolOptions {
 		},
 		MessageTimeout:    durationpb.New(cfg.MessageTimeout),
 		RequestAttributes: UpstreamAttributes,
+		// The router-level stream writes what a retry needs to know of
+		// the client's request (its path and content type: Envoy shares
+		// one header map across attempts, and the first attempt rewrote
+		// both) as dynamic metadata; each attempt's stream reads it.
+		MetadataOptions: &extprocv3.MetadataOptions{ForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{
+			Untyped: []string{cfg.MetadataNamespace},
+		}},
 	}
 	return &upstreamsv3.HttpProtocolOptions{
 		UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{

@@ -14,6 +14,14 @@
 // clear_route_cache. The response phases let the provider's translator
 // rewrite the body, chunk by chunk for streams, and record usage at the end.
 //
+// A model with Fallback is routed by Envoy instead: the request body
+// phase passes the client's body on untranslated, Envoy picks a
+// deployment per attempt (priorities, retries, outlier ejection), an
+// ext_proc stream per attempt from the model cluster's upstream filter
+// chain translates the request for that deployment, and the response
+// phases translate the answer of the deployment it names
+// (x-modelgate-deployment). fallback.go has the details.
+//
 // Every error the client sees is an APIError rendered in one place as the
 // OpenAI error object. Every answer, the gateway's own and the provider's,
 // carries the request's x-request-id.

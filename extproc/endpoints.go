@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/providers"
 )
 
 // errEndpointNotSupported is a model whose provider does not serve the
@@ -23,12 +25,12 @@ func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error 
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	newTr := ex.provider.Embeddings
-	if newTr == nil {
-		return errEndpointNotSupported(req.Model, ex.endpoint)
-	}
-	ex.tr = newTr(ex.target, req)
-	return nil
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if p.Embeddings == nil {
+			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+		}
+		return p.Embeddings(t, req), nil
+	})
 }
 
 func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
@@ -39,13 +41,13 @@ func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	newTr := ex.provider.Images
-	if newTr == nil {
-		return errEndpointNotSupported(req.Model, ex.endpoint)
-	}
 	ex.imgReq = req
-	ex.tr = newTr(ex.target, req)
-	return nil
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if p.Images == nil {
+			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+		}
+		return p.Images(t, req), nil
+	})
 }
 
 func (ex *exchange) translateTranscription(ctx context.Context, body []byte) error {
@@ -56,10 +58,24 @@ func (ex *exchange) translateTranscription(ctx context.Context, body []byte) err
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	newTr := ex.provider.Transcription
-	if newTr == nil {
-		return errEndpointNotSupported(req.Model, ex.endpoint)
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if p.Transcription == nil {
+			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+		}
+		return p.Transcription(t, req), nil
+	})
+}
+
+// serves reports whether a provider serves the endpoint, natively or (the
+// Responses API) through its chat translator.
+func serves(p providers.Provider, ep endpoint) bool {
+	switch ep {
+	case endpointEmbeddings:
+		return p.Embeddings != nil
+	case endpointImages:
+		return p.Images != nil
+	case endpointTranscriptions:
+		return p.Transcription != nil
 	}
-	ex.tr = newTr(ex.target, req)
-	return nil
+	return p.Chat != nil
 }

@@ -83,6 +83,11 @@ type exchange struct {
 	respObject json.RawMessage    // the Response object the client got, once known
 	respEvents *sse.Decoder       // reads a stream's events until response.completed
 	saved      bool               // the response is stored
+
+	path     string   // the client's :path
+	build    builder  // makes tr for a deployment (kept for a Fallback model's answer)
+	fallback *Model   // a Fallback model, routed by Envoy: the router-level stream
+	attempt  *attempt // set on an upstream stream: one attempt of a Fallback model
 }
 
 func (s *Server) newExchange() *exchange {
@@ -95,6 +100,12 @@ func (s *Server) newExchange() *exchange {
 // timeout, a connect failure), and its body after the exchange is
 // settled.
 func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
+	if ex.attempt == nil && ex.phase == phaseRequestHeaders {
+		ex.attempt = ex.s.upstreamAttempt(req)
+	}
+	if ex.attempt != nil {
+		return ex.handleAttempt(ctx, req)
+	}
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		if err := ex.expect(phaseRequestHeaders); err != nil {

@@ -21,6 +21,11 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	limiter  prometheus.Counter
 	panics   prometheus.Counter
+	// attempts and retries count a Fallback model's upstream attempts by
+	// model and backend: every attempt, and those after the first
+	// (Envoy's retries, on the same deployment or a fallback).
+	attempts *prometheus.CounterVec
+	retries  *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -52,8 +57,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "modelgate_extproc_panics_total",
 			Help: "Panics recovered while processing a request; each failed that request alone with a 500.",
 		}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_upstream_attempts_total",
+			Help: "Upstream attempts of models with Envoy fallback, by model and the backend Envoy chose.",
+		}, []string{"model", "backend"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_upstream_retries_total",
+			Help: "Upstream attempts after a request's first (retries and fallbacks), by model and the backend Envoy chose.",
+		}, []string{"model", "backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics, m.attempts, m.retries} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -91,5 +104,17 @@ func (m *Metrics) panicked() {
 func (m *Metrics) limiterError() {
 	if m != nil {
 		m.limiter.Inc()
+	}
+}
+
+// attempted counts one upstream attempt of a Fallback model; n is
+// Envoy's attempt count (1 for the first, 0 when Envoy did not say).
+func (m *Metrics) attempted(model, backend string, n int) {
+	if m == nil {
+		return
+	}
+	m.attempts.WithLabelValues(model, backend).Inc()
+	if n > 1 {
+		m.retries.WithLabelValues(model, backend).Inc()
 	}
 }

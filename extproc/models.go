@@ -72,6 +72,20 @@ type Model struct {
 	ContextWindow int
 	// Timeouts override its backends' member by member.
 	Timeouts Timeouts
+	// Fallback says Envoy picks the deployment of each attempt and
+	// retries on another (priorities, weights, outlier ejection, its
+	// retry policy): cmd/modelgate sets it for a model whose deployments
+	// have priorities or retries configured, and generates the model's
+	// cluster and route (envoy.Fallback). The server then does not pick
+	// a deployment: the router-level stream authenticates, admits and
+	// passes the client's OpenAI body on; an upstream stream per attempt
+	// translates it for the backend Envoy chose; the router-level stream
+	// translates the answer of the backend that answered, as it names
+	// itself in x-modelgate-deployment (fallback.go). A backend may serve
+	// a fallback model only once, and every deployment must serve each
+	// endpoint the model is used with. Without Fallback the server picks
+	// by Weight and Envoy routes by the routing header, as before.
+	Fallback bool
 }
 
 // Deployment is one backend serving a model under its upstream name.
@@ -80,6 +94,11 @@ type Deployment struct {
 	Model   string
 	// Weight is the relative share of requests; zero counts as one.
 	Weight int
+	// Priority orders a Fallback model's deployments for Envoy: 0 first;
+	// a higher one takes traffic when the lower ones fail or are ejected.
+	// The generated cluster carries it; the server's own pick (models
+	// without Fallback) ignores it.
+	Priority int
 }
 
 // router resolves public model ids to deployments. It is immutable after
@@ -108,10 +127,20 @@ func newRouter(backends []Backend, models []Model, created int64) (*router, erro
 		if len(m.Deployments) == 0 {
 			return nil, fmt.Errorf("model %q has no deployments", m.ID)
 		}
+		seen := map[string]bool{}
 		for _, d := range m.Deployments {
 			if _, ok := r.backends[d.Backend]; !ok {
 				return nil, fmt.Errorf("model %q: unknown backend %q", m.ID, d.Backend)
 			}
+			if d.Priority < 0 {
+				return nil, fmt.Errorf("model %q: backend %q has a negative priority", m.ID, d.Backend)
+			}
+			// An attempt names its deployment by backend alone (the
+			// endpoint metadata of the model's cluster).
+			if m.Fallback && seen[d.Backend] {
+				return nil, fmt.Errorf("model %q: backend %q serves it twice, which a fallback model cannot tell apart", m.ID, d.Backend)
+			}
+			seen[d.Backend] = true
 		}
 		if m.Created == 0 {
 			m.Created = created
@@ -122,21 +151,47 @@ func newRouter(backends []Backend, models []Model, created int64) (*router, erro
 	return r, nil
 }
 
-// route picks a deployment for the model the principal asked for, and
-// the timeouts that bound it.
-func (r *router) route(p *authz.Principal, model string) (translate.Target, Timeouts, error) {
+// lookup finds a model the principal may use.
+func (r *router) lookup(p *authz.Principal, model string) (*Model, error) {
 	m, ok := r.models[model]
 	if !ok {
-		return translate.Target{}, Timeouts{}, errModelNotFound(model)
+		return nil, errModelNotFound(model)
 	}
 	if !p.Allows(model) {
-		return translate.Target{}, Timeouts{}, errModelNotAllowed(model)
+		return nil, errModelNotAllowed(model)
 	}
-	d := pick(m.Deployments)
+	return m, nil
+}
+
+// target is the deployment's target and the timeouts that bound it.
+func (r *router) target(m *Model, d Deployment) (translate.Target, Timeouts) {
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
 		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS,
-		Project: b.Project}, m.Timeouts.or(b.Timeouts), nil
+		Project: b.Project}, m.Timeouts.or(b.Timeouts)
+}
+
+// deployment is the model's deployment on a backend, as Envoy names the
+// one it chose for an attempt of a Fallback model.
+func (m *Model) deployment(backend string) (Deployment, bool) {
+	for _, d := range m.Deployments {
+		if d.Backend == backend {
+			return d, true
+		}
+	}
+	return Deployment{}, false
+}
+
+// first is the deployment Envoy tries first: the lowest priority (the
+// first listed among equals).
+func (m *Model) first() Deployment {
+	best := m.Deployments[0]
+	for _, d := range m.Deployments[1:] {
+		if d.Priority < best.Priority {
+			best = d
+		}
+	}
+	return best
 }
 
 // pick makes a weighted random choice.

@@ -10,7 +10,9 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/providers"
 )
 
 // endpoint is a client-facing API the gateway serves.
@@ -119,7 +121,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err != nil {
 		return nil, err
 	}
-	ex.endpoint = ep
+	ex.endpoint, ex.path = ep, hm[":path"]
 	if ep == endpointImageFile { // the signature is the credential
 		return ex.serveImage(ctx, hm)
 	}
@@ -228,24 +230,11 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 }
 
 func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if int64(len(body)) > ex.bodyLimit() {
-		return nil, errTooLarge()
-	}
-	var err error
-	switch ex.endpoint {
-	case endpointResponses:
-		err = ex.translateResponses(ctx, body)
-	case endpointEmbeddings:
-		err = ex.translateEmbeddings(ctx, body)
-	case endpointImages:
-		err = ex.translateImages(ctx, body)
-	case endpointTranscriptions:
-		err = ex.translateTranscription(ctx, body)
-	default:
-		err = ex.translateChat(ctx, body)
-	}
-	if err != nil {
+	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
+	}
+	if ex.fallback != nil {
+		return ex.passOn(ctx, body)
 	}
 	up, err := ex.tr.RequestBody()
 	if err != nil {
@@ -283,6 +272,25 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	}}, nil
 }
 
+// parse validates the client's request for the endpoint, routes its
+// model and sets up the exchange's translator.
+func (ex *exchange) parse(ctx context.Context, body []byte) error {
+	if int64(len(body)) > ex.bodyLimit() {
+		return errTooLarge()
+	}
+	switch ex.endpoint {
+	case endpointResponses:
+		return ex.translateResponses(ctx, body)
+	case endpointEmbeddings:
+		return ex.translateEmbeddings(ctx, body)
+	case endpointImages:
+		return ex.translateImages(ctx, body)
+	case endpointTranscriptions:
+		return ex.translateTranscription(ctx, body)
+	}
+	return ex.translateChat(ctx, body)
+}
+
 // translateChat sets up a chat completions exchange.
 func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
 	req, err := api.ParseChatRequest(body)
@@ -293,24 +301,59 @@ func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
 		return err
 	}
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	ex.tr = ex.provider.Chat(ex.target, req)
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		return p.Chat(t, req), nil
+	})
+}
+
+// builder makes the exchange's translator for a deployment.
+type builder func(providers.Provider, translate.Target) (translate.Translator, error)
+
+// translator keeps build and makes the translator for the deployment
+// the request goes to. The router-level stream of a Fallback model makes
+// it only once the answer names the deployment that gave it.
+func (ex *exchange) translator(build builder) error {
+	ex.build = build
+	if ex.fallback != nil {
+		return nil
+	}
+	tr, err := build(ex.provider, ex.target)
+	if err != nil {
+		return err
+	}
+	ex.tr = tr
 	return nil
 }
 
 // pick routes the model and resolves the backend's per-request credential.
+// For a Fallback model Envoy picks the deployment; an upstream stream
+// takes the one Envoy picked for its attempt.
 func (ex *exchange) pick(ctx context.Context, model string) error {
-	target, timeouts, err := ex.s.router.route(ex.principal, model)
+	if ex.attempt != nil {
+		return ex.pickAttempt(ctx, model)
+	}
+	m, err := ex.s.router.lookup(ex.principal, model)
 	if err != nil {
 		return err
 	}
+	if m.Fallback {
+		return ex.pickFallback(m)
+	}
+	return ex.use(ctx, m, pick(m.Deployments))
+}
+
+// use routes the exchange to a deployment of the model.
+func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
+	target, timeouts := ex.s.router.target(m, d)
 	ex.timeouts = timeouts
 	if token := ex.s.router.backends[target.Backend].Token; token != nil {
+		var err error
 		if target.APIKey, err = token(ctx); err != nil {
 			return errProviderCredentials(err)
 		}
 	}
-	ex.model, ex.target, ex.provider = model, target, ex.s.providers[target.Provider]
-	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", model))
+	ex.model, ex.target, ex.provider = m.ID, target, ex.s.providers[target.Provider]
+	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", m.ID))
 	return nil
 }
 
@@ -324,5 +367,8 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	}
 	ex.phase = phaseDone
 	ex.status = apiErr.Status
+	if ex.attempt != nil {
+		return attemptError(apiErr)
+	}
 	return errorResponse(apiErr)
 }

@@ -20,6 +20,11 @@ import (
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
 	status, _ := strconv.Atoi(hm[":status"])
+	if ex.fallback != nil && ex.tr == nil {
+		if resp := ex.answered(status, hm, h.GetEndOfStream()); resp != nil {
+			return resp
+		}
+	}
 	if details, ok := hm[localReplyHeader]; ok {
 		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
 	"modelgate/translate/responses"
@@ -63,19 +64,21 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	}
 	ex.respReq, ex.respInputs = req, len(history)+len(input)
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	id := newID("resp_", 24)
-	var tr providers.ResponsesTranslator
-	if native := ex.provider.Responses; native != nil {
-		tr = native(ex.target, req, history, id)
-	} else {
-		chatReq, err := responses.ToChat(req, history)
-		if err != nil {
-			return err
+	id, created := newID("resp_", 24), ex.s.now().Unix()
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		var tr providers.ResponsesTranslator
+		if native := p.Responses; native != nil {
+			tr = native(t, req, history, id)
+		} else {
+			chatReq, err := responses.ToChat(req, history)
+			if err != nil {
+				return nil, err
+			}
+			tr = responses.NewTranslator(p.Chat(t, chatReq), req, history, id, created)
 		}
-		tr = responses.NewTranslator(ex.provider.Chat(ex.target, chatReq), req, history, id, ex.s.now().Unix())
-	}
-	ex.tr, ex.responses = tr, tr
-	return nil
+		ex.responses = tr
+		return tr, nil
+	})
 }
 
 // conversationKeeper is a Responses translator: it knows the response's id
@@ -91,6 +94,9 @@ func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMes
 	}
 	if ex.s.cfg.Responses == nil {
 		return nil, errPreviousResponseNotFound(previous)
+	}
+	if ex.principal == nil { // an upstream stream without its request's context
+		return nil, errInternal(errNoAccount)
 	}
 	items, err := ex.s.cfg.Responses.Conversation(ctx, ex.principal.AccountID, previous, ex.s.now())
 	if errors.Is(err, authz.ErrNotFound) {

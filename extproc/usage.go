@@ -38,7 +38,9 @@ func (ex *exchange) record(ctx context.Context) {
 	u, estimated := ex.usageToCharge()
 	ex.s.cfg.Metrics.observe(ex, u, end)
 	ex.settleRate(ctx, u.TotalTokens)
-	if ex.tr == nil || ex.principal == nil {
+	// A Fallback model's request is recorded also when no deployment
+	// answered (Envoy's 503 after every attempt failed).
+	if ex.tr == nil && ex.fallback == nil || ex.principal == nil {
 		return
 	}
 	rec := authz.UsageRecord{

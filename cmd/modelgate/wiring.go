@@ -61,9 +61,9 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 	}
 	for _, m := range cfg.Models {
 		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
-			Timeouts: extprocTimeouts(m.Timeouts)}
+			Timeouts: extprocTimeouts(m.Timeouts), Fallback: m.Fallback != nil}
 		for _, d := range m.Deployments {
-			em.Deployments = append(em.Deployments, extproc.Deployment{Backend: d.Backend, Model: d.Model, Weight: d.Weight})
+			em.Deployments = append(em.Deployments, extproc.Deployment{Backend: d.Backend, Model: d.Model, Weight: d.Weight, Priority: d.Priority})
 		}
 		out.Models = append(out.Models, em)
 	}

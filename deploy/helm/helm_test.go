@@ -330,13 +330,16 @@ func TestSchemaMatchesConfig(t *testing.T) {
 
 func compareSchema(t *testing.T, schema, node map[string]any, typ reflect.Type, at string) {
 	t.Helper()
+	if typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
 	if ref, ok := node["$ref"].(string); ok {
 		name := strings.TrimPrefix(ref, "#/definitions/")
 		node = schema["definitions"].(map[string]any)[name].(map[string]any)
 	}
 	want := map[reflect.Type]string{reflect.TypeFor[config.Duration](): "string"}[typ]
 	if want == "" {
-		want = map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer",
+		want = map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer", reflect.Float64: "number",
 			reflect.Struct: "object", reflect.Slice: "array"}[typ.Kind()]
 	}
 	if node["type"] != want {

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,8 @@ type Config struct {
 	RateLimits RateLimits `json:"rate_limits"`
 	Backends   []Backend  `json:"backends"`
 	Models     []Model    `json:"models"`
+	// Fallback holds the defaults of every model's fallback settings.
+	Fallback Fallback `json:"fallback"`
 }
 
 // Server holds the listen addresses of `modelgate serve` and how it stops.
@@ -242,6 +245,98 @@ type Model struct {
 	ContextWindow int `json:"context_window"`
 	// Timeouts override its backends' timeouts for this model.
 	Timeouts Timeouts `json:"timeouts"`
+	// Fallback, when present, serves the model by Envoy's retries across
+	// its deployments in priority order, rather than by the gateway's
+	// weighted pick of one; members it leaves unset take the top-level
+	// fallback's, then the built-in defaults.
+	Fallback *Fallback `json:"fallback"`
+}
+
+// Fallback says when Envoy tries a model's next deployment and when it
+// sets a failing one aside.
+type Fallback struct {
+	// Retries after the first attempt; zero means one per deployment
+	// beyond the first.
+	Retries int `json:"retries"`
+	// RetryOn are the failures that retry: connect-failure, reset, 5xx,
+	// 429; empty means all. A deployment that does not start answering
+	// within its response_headers timeout fails as 5xx.
+	RetryOn []RetryCondition `json:"retry_on"`
+	// MaxRetryAfter caps the wait a 429's Retry-After asks for; zero
+	// means 10s.
+	MaxRetryAfter Duration `json:"max_retry_after"`
+	// RetryBudgetPercent caps retries in flight at this share of the
+	// model's requests in flight; zero means 20.
+	RetryBudgetPercent float64 `json:"retry_budget_percent"`
+	// Outlier sets a failing deployment aside.
+	Outlier Outlier `json:"outlier"`
+}
+
+// Outlier ejects a deployment after Consecutive failures in a row, for
+// BaseEjection times the number of its ejections.
+type Outlier struct {
+	Consecutive  int      `json:"consecutive"`
+	Interval     Duration `json:"interval"`
+	BaseEjection Duration `json:"base_ejection"`
+}
+
+// RetryCondition is a failure that retries, one of RetryConditions; 429
+// may be written as a number.
+type RetryCondition string
+
+// RetryConditions are the values of retry_on.
+var RetryConditions = []RetryCondition{"connect-failure", "reset", "5xx", "429"}
+
+// Or returns f with its unset members taken from def.
+func (f Fallback) Or(def Fallback) Fallback {
+	if f.Retries == 0 {
+		f.Retries = def.Retries
+	}
+	if len(f.RetryOn) == 0 {
+		f.RetryOn = def.RetryOn
+	}
+	if f.MaxRetryAfter.Duration == 0 {
+		f.MaxRetryAfter = def.MaxRetryAfter
+	}
+	if f.RetryBudgetPercent == 0 {
+		f.RetryBudgetPercent = def.RetryBudgetPercent
+	}
+	if f.Outlier.Consecutive == 0 {
+		f.Outlier.Consecutive = def.Outlier.Consecutive
+	}
+	if f.Outlier.Interval.Duration == 0 {
+		f.Outlier.Interval = def.Outlier.Interval
+	}
+	if f.Outlier.BaseEjection.Duration == 0 {
+		f.Outlier.BaseEjection = def.Outlier.BaseEjection
+	}
+	return f
+}
+
+func (f Fallback) validate(p *problems, at string) {
+	if f.Retries < 0 || f.Retries > 10 {
+		p.add(at+".retries", "must be 0 to 10")
+	}
+	for i, c := range f.RetryOn {
+		if !slices.Contains(RetryConditions, c) {
+			p.add(fmt.Sprintf("%s.retry_on[%d]", at, i), "%q is not one of connect-failure, reset, 5xx, 429", c)
+		}
+	}
+	if f.MaxRetryAfter.Duration < 0 {
+		p.add(at+".max_retry_after", "must not be negative")
+	}
+	if f.RetryBudgetPercent < 0 || f.RetryBudgetPercent > 100 {
+		p.add(at+".retry_budget_percent", "must be 0 to 100")
+	}
+	if f.Outlier.Consecutive < 0 || f.Outlier.Consecutive > 100 {
+		p.add(at+".outlier.consecutive", "must be 0 to 100")
+	}
+	if f.Outlier.Interval.Duration < 0 {
+		p.add(at+".outlier.interval", "must not be negative")
+	}
+	if f.Outlier.BaseEjection.Duration < 0 {
+		p.add(at+".outlier.base_ejection", "must not be negative")
+	}
 }
 
 // Deployment serves a model on a backend under the upstream model name.
@@ -249,6 +344,9 @@ type Deployment struct {
 	Backend string `json:"backend"`
 	Model   string `json:"model"`
 	Weight  int    `json:"weight"`
+	// Priority orders the deployments of a model with fallback: 0 first,
+	// the next when those are down or set aside.
+	Priority int `json:"priority"`
 }
 
 // Duration is a time.Duration written as "10s" in YAML.
@@ -448,6 +546,7 @@ func (c *Config) validate(p *problems) {
 		names[b.Name] = true
 	}
 	ids := map[string]bool{}
+	c.Fallback.validate(p, "fallback")
 	for i, m := range c.Models {
 		at := fmt.Sprintf("models[%d]", i)
 		m.validate(p, at, names)
@@ -539,6 +638,20 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 		if d.Weight < 0 {
 			p.add(dat+".weight", "must not be negative")
 		}
+		if d.Priority < 0 || d.Priority > 10 {
+			p.add(dat+".priority", "must be 0 to 10")
+		}
+		if d.Priority != 0 && m.Fallback == nil {
+			p.add(dat+".priority", "applies to a model with fallback; add fallback: {} to the model")
+		}
+		for _, other := range m.Deployments[:j] {
+			if m.Fallback != nil && other.Backend == d.Backend {
+				p.add(dat+".backend", "backend %q serves the model twice; a model with fallback has one deployment per backend", d.Backend)
+			}
+		}
+	}
+	if m.Fallback != nil {
+		m.Fallback.validate(p, at+".fallback")
 	}
 }
 

@@ -38,6 +38,40 @@ func (cfg *Config) EnvoyConfig() envoy.Config {
 		}
 		out.Backends = append(out.Backends, eb)
 	}
+	for _, m := range cfg.Models {
+		if m.Fallback != nil {
+			out.Fallbacks = append(out.Fallbacks, cfg.envoyFallback(m))
+		}
+	}
+	return out
+}
+
+// envoyFallback is a model with fallback as Envoy serves it. Its attempts
+// are bounded by the model's timeouts, else those of its first deployment's
+// backend.
+func (cfg *Config) envoyFallback(m Model) envoy.Fallback {
+	f := m.Fallback.Or(cfg.Fallback)
+	out := envoy.Fallback{Model: m.ID,
+		Retry: envoy.Retry{Retries: uint32(f.Retries), MaxRetryAfter: f.MaxRetryAfter.Duration, BudgetPercent: f.RetryBudgetPercent},
+		Outlier: envoy.Outlier{Consecutive: uint32(f.Outlier.Consecutive), Interval: f.Outlier.Interval.Duration,
+			BaseEjection: f.Outlier.BaseEjection.Duration},
+	}
+	for _, c := range f.RetryOn {
+		out.Retry.On = append(out.Retry.On, envoy.RetryCondition(c))
+	}
+	t := m.Timeouts
+	for i, d := range m.Deployments {
+		w := uint32(max(d.Weight, 0))
+		out.Deployments = append(out.Deployments, envoy.Deployment{Backend: d.Backend, Model: d.Model, Priority: uint32(d.Priority), Weight: w})
+		if i == 0 {
+			for _, b := range cfg.Backends {
+				if b.Name == d.Backend {
+					t = t.Or(b.Timeouts)
+				}
+			}
+		}
+	}
+	out.Timeouts = envoyTimeouts(t)
 	return out
 }
 

@@ -82,7 +82,14 @@ func check(p *problems, at string, v any, t reflect.Type) any {
 		}
 		return v
 	}
+	if t == typeOf[RetryCondition]() {
+		if n, ok := v.(json.Number); ok { // retry_on: [5xx, 429]: YAML reads 429 as a number
+			return n.String()
+		}
+	}
 	switch t.Kind() {
+	case reflect.Pointer:
+		return check(p, at, v, t.Elem())
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {

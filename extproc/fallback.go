@@ -1,0 +1,524 @@
+package extproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"modelgate/authz"
+	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/providers"
+)
+
+// Cross-provider fallback by Envoy's own machinery (Model.Fallback;
+// ENVOY_EXTPROC.md §11). A request for a Fallback model opens several
+// ext_proc streams on this server:
+//
+//   - The router-level stream authenticates, admits rate limits and routes
+//     the model without picking a deployment. It sets x-modelgate-model
+//     (and x-modelgate-stream), which select the model's route and cluster,
+//     sets no routing header, removes the client's credentials and passes
+//     the client's OpenAI body on unchanged, keeping the parsed request. It
+//     also writes the request's context as dynamic metadata (namespace
+//     Config.MetadataNamespace: request_path, request_content_type,
+//     account_id), because Envoy keeps ONE request header map for all
+//     attempts and the first attempt overwrites :path and content-type.
+//   - One upstream stream per attempt, from the ext_proc filter in the
+//     model cluster's upstream filter chain. It is recognised by request
+//     attribute xds.upstream_host_metadata in its first message, which
+//     names the deployment Envoy chose (filter_metadata[namespace].backend).
+//     It translates the client's body for that backend's provider as the
+//     router-level stream does for other models (credential included),
+//     sets :path, and removes every header an earlier attempt for another
+//     provider may have set. On the attempt's response headers it adds
+//     x-modelgate-deployment: <backend>, which reaches the client too.
+//   - The router-level stream then sees one answer (the final attempt's, or
+//     one of Envoy's own replies) and translates it with the translator of
+//     the backend x-modelgate-deployment names.
+//
+// An error in an upstream stream (a request the chosen provider refuses to
+// translate, a credential that cannot be minted) is an immediate response
+// in the OpenAI error shape, marked with x-modelgate-upstream-reply. Envoy
+// does not retry such a reply on another deployment: local replies of
+// upstream filters are final (§11.3). The router-level stream passes it on.
+
+// Headers of the fallback machinery.
+const (
+	// deploymentHeader names the backend that answered, on the response.
+	deploymentHeader = "x-modelgate-deployment"
+	// attemptReplyHeader marks an upstream stream's own error reply; its
+	// value is the reply's details.
+	attemptReplyHeader = "x-modelgate-upstream-reply"
+)
+
+// What Envoy sends an upstream stream (§6.1, §11.2): request attributes
+// under the ext_proc filter's fixed key, as a Struct from the expression
+// text to its value.
+const (
+	extProcAttributes     = "envoy.filters.http.ext_proc"
+	hostMetadataAttribute = "xds.upstream_host_metadata"
+	attemptCountAttribute = "upstream.request_attempt_count"
+	// backendMetadataKey names the backend in the endpoint metadata of a
+	// model cluster (envoy.BackendMetadataKey).
+	backendMetadataKey = "backend"
+)
+
+// Keys of the request context the router-level stream writes as dynamic
+// metadata for the upstream streams.
+const (
+	contextPath        = "request_path"
+	contextContentType = "request_content_type"
+	contextAccount     = "account_id"
+)
+
+// attempt is an upstream stream: one attempt of a Fallback model.
+type attempt struct {
+	backend string    // the backend Envoy chose
+	count   int       // Envoy's attempt count: 1, 2, …; 0 when not sent
+	err     error     // the attribute did not name a backend
+	headers headerMap // the request headers of the attempt (shared by all)
+	ctx     requestContext
+}
+
+// requestContext is what an attempt needs of the client's request that
+// the shared header map may no longer show.
+type requestContext struct {
+	path, contentType, account string
+}
+
+// upstreamAttempt recognises the first message of an upstream stream by
+// its host metadata attribute; nil for a router-level stream. Envoy puts
+// attributes under the filter's fixed key; every key is looked at.
+func (s *Server) upstreamAttempt(req *extprocv3.ProcessingRequest) *attempt {
+	for _, m := range []map[string]*structpb.Struct{req.GetAttributes()} {
+		if a := s.attemptFrom(m[extProcAttributes].GetFields()); a != nil {
+			return a
+		}
+		for k, attrs := range m {
+			if a := s.attemptFrom(attrs.GetFields()); k != extProcAttributes && a != nil {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) attemptFrom(attrs map[string]*structpb.Value) *attempt {
+	ns := s.cfg.MetadataNamespace
+	// The backend alone, for a filter that asks for it by path.
+	path := hostMetadataAttribute + ".filter_metadata['" + ns + "']['" + backendMetadataKey + "']"
+	if v, ok := attrs[path]; ok {
+		a := &attempt{count: attemptCount(attrs[attemptCountAttribute]), backend: v.GetStringValue()}
+		if a.backend == "" {
+			a.err = fmt.Errorf("attribute %s is %v, not a backend name", path, v)
+		}
+		return a
+	}
+	v, ok := attrs[hostMetadataAttribute]
+	if !ok {
+		return nil
+	}
+	a := &attempt{count: attemptCount(attrs[attemptCountAttribute])}
+	a.backend, a.err = hostBackend(v, ns)
+	return a
+}
+
+// hostBackend reads the backend from the value of xds.upstream_host_metadata.
+// Envoy renders a message attribute as a string, its ShortDebugString
+// (protobuf text format of envoy.config.core.v3.Metadata: matching_utils.cc,
+// Expr::print); a structured value (a Struct with filter_metadata) is
+// read too.
+func hostBackend(v *structpb.Value, ns string) (string, error) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		b := k.StructValue.GetFields()["filter_metadata"].GetStructValue().GetFields()[ns].GetStructValue().
+			GetFields()[backendMetadataKey].GetStringValue()
+		if b != "" {
+			return b, nil
+		}
+	case *structpb.Value_StringValue:
+		var md corev3.Metadata
+		if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(k.StringValue), &md); err == nil {
+			if b := md.GetFilterMetadata()[ns].GetFields()[backendMetadataKey].GetStringValue(); b != "" {
+				return b, nil
+			}
+		} else if b := scanBackend(k.StringValue, ns); b != "" {
+			return b, nil // text prototext cannot resolve, such as an unknown Any
+		}
+	}
+	return "", fmt.Errorf("host metadata %v names no %s.%s", v, ns, backendMetadataKey)
+}
+
+var backendText = regexp.MustCompile(`key:\s*"` + backendMetadataKey + `"\s*value\s*\{\s*string_value:\s*("(?:[^"\\]|\\.)*")`)
+
+// scanBackend finds the backend in text format that does not parse.
+func scanBackend(text, ns string) string {
+	i := strings.Index(text, strconv.Quote(ns))
+	if i < 0 {
+		return ""
+	}
+	m := backendText.FindStringSubmatch(text[i:])
+	if m == nil {
+		return ""
+	}
+	b, err := strconv.Unquote(m[1])
+	if err != nil {
+		return ""
+	}
+	return b
+}
+
+func attemptCount(v *structpb.Value) int {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		return int(k.NumberValue)
+	case *structpb.Value_StringValue:
+		n, _ := strconv.Atoi(k.StringValue)
+		return n
+	}
+	return 0
+}
+
+// readContext reads the request context from the metadata Envoy forwards;
+// what is missing stays as it was.
+func (a *attempt) readContext(md *corev3.Metadata, ns string) {
+	f := md.GetFilterMetadata()[ns].GetFields()
+	for key, dst := range map[string]*string{contextPath: &a.ctx.path, contextContentType: &a.ctx.contentType, contextAccount: &a.ctx.account} {
+		if v := f[key].GetStringValue(); v != "" {
+			*dst = v
+		}
+	}
+}
+
+// handleAttempt answers the messages of an upstream stream.
+func (ex *exchange) handleAttempt(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
+	ex.recorded, ex.settled = true, true // the router-level stream records and charges the request
+	ex.attempt.readContext(req.GetMetadataContext(), ex.s.cfg.MetadataNamespace)
+	switch r := req.GetRequest().(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		if err := ex.expect(phaseRequestHeaders); err != nil {
+			return nil, err
+		}
+		return ex.attemptHeaders(r.RequestHeaders), nil
+	case *extprocv3.ProcessingRequest_RequestBody:
+		if err := ex.expect(phaseRequestBody); err != nil {
+			return nil, err
+		}
+		return ex.attemptBody(ctx, r.RequestBody), nil
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		if err := ex.expect(phaseResponseHeaders); err != nil {
+			return nil, err
+		}
+		return ex.attemptResponse(), nil
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		// The upstream filter's response body mode is NONE; a body sent
+		// anyway passes unchanged (the router-level stream translates it).
+		return bodyReply(nil, false, nil), nil
+	}
+	return nil, fmt.Errorf("unexpected %T in an upstream stream's phase %s", req.GetRequest(), ex.phase)
+}
+
+// attemptHeaders keeps the attempt's request headers for its body.
+func (ex *exchange) attemptHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	a := ex.attempt
+	a.headers = readHeaders(h.GetHeaders())
+	ex.log = ex.log.With(zap.String("request_id", a.headers[requestIDHeader]), zap.String("backend", a.backend),
+		zap.Int("attempt", a.count))
+	if a.err != nil {
+		return ex.fail(errInternal(a.err))
+	}
+	if h.GetEndOfStream() {
+		return ex.fail(errMissingBody())
+	}
+	ex.phase = phaseRequestBody
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{},
+	}}
+}
+
+// attemptBody translates the client's body for the attempt's backend.
+func (ex *exchange) attemptBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	resp, err := ex.translateAttempt(ctx, b.GetBody())
+	ex.s.cfg.Metrics.attempted(ex.model, ex.attempt.backend, ex.attempt.count)
+	if err != nil {
+		return ex.fail(err)
+	}
+	ex.phase = phaseResponseHeaders
+	return resp
+}
+
+func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+	a := ex.attempt
+	rc := a.ctx
+	if a.count <= 1 { // the first attempt sees the client's own headers
+		rc.path = cmpOr(rc.path, a.headers[":path"])
+		rc.contentType = cmpOr(rc.contentType, a.headers["content-type"])
+	}
+	if rc.path == "" {
+		return nil, errInternal(fmt.Errorf("attempt %d carries no %s in dynamic metadata %q: the upstream ext_proc filter must forward that namespace (metadata_options.forwarding_namespaces)",
+			a.count, contextPath, ex.s.cfg.MetadataNamespace))
+	}
+	ep, err := dispatch(a.headers[":method"], rc.path)
+	if err != nil || ep.served() || ep == endpointImageFile {
+		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers[":method"], rc.path))
+	}
+	ex.endpoint, ex.contentType = ep, rc.contentType
+	if rc.account != "" {
+		ex.principal = &authz.Principal{AccountID: rc.account}
+	}
+	if err := ex.parse(ctx, body); err != nil {
+		return nil, err
+	}
+	up, err := ex.tr.RequestBody()
+	if err != nil {
+		return nil, err
+	}
+	var h headers
+	set := map[string]bool{}
+	for _, uh := range up.Headers {
+		set[strings.ToLower(uh.Name)] = true
+	}
+	// Envoy shares one header map across attempts: what an earlier
+	// attempt set for another provider is still there.
+	for _, name := range attemptHeaderNames() {
+		if !set[name] {
+			h.Remove(name)
+		}
+	}
+	var internal []string
+	for k := range a.headers {
+		if strings.HasPrefix(k, "x-modelgate-") {
+			internal = append(internal, k)
+		}
+	}
+	slices.Sort(internal)
+	for _, k := range internal {
+		h.Remove(k)
+	}
+	h.Set(":path", up.Path)
+	h.Set("content-length", strconv.Itoa(len(up.Body)))
+	h.Set("accept-encoding", "identity")
+	for _, uh := range up.Headers {
+		h.Set(uh.Name, uh.Value)
+	}
+	ex.log.Debug("attempt translated", zap.String("provider", ex.target.Provider), zap.String("path", up.Path))
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation: h.mutation(),
+			BodyMutation:   bodyMutation(up.Body),
+		}},
+	}}, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// pickAttempt routes an attempt to the deployment Envoy chose. The
+// router-level stream checked the key and its models; the model is
+// looked up again only to find the deployment.
+func (ex *exchange) pickAttempt(ctx context.Context, model string) error {
+	m, ok := ex.s.router.models[model]
+	if !ok {
+		return errModelNotFound(model)
+	}
+	d, ok := m.deployment(ex.attempt.backend)
+	if !ok {
+		return errInternal(fmt.Errorf("envoy chose backend %q, which does not serve model %q", ex.attempt.backend, model))
+	}
+	return ex.use(ctx, m, d)
+}
+
+// attemptResponse names the attempt's backend on its response, for the
+// router-level stream. The marks of replies that are not a provider's are
+// removed: a provider cannot pass for Envoy or for the gateway.
+func (ex *exchange) attemptResponse() *extprocv3.ProcessingResponse {
+	var mut headers
+	mut.Remove(localReplyHeader)
+	mut.Remove(attemptReplyHeader)
+	mut.Set(deploymentHeader, ex.attempt.backend)
+	ex.phase = phaseDone
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
+	}}
+}
+
+// attemptError is an upstream stream's error reply: the OpenAI error,
+// marked so that the router-level stream passes it on as it is.
+func attemptError(e *APIError) *extprocv3.ProcessingResponse {
+	resp := errorResponse(e)
+	ir := resp.GetImmediateResponse()
+	ir.Headers.SetHeaders = append(ir.Headers.SetHeaders, &corev3.HeaderValueOption{
+		Header: &corev3.HeaderValue{Key: attemptReplyHeader, RawValue: []byte(ir.GetDetails())},
+	})
+	return resp
+}
+
+// attemptHeaderNames are the request headers an attempt removes unless it
+// sets them itself: the client's credentials and every header any
+// provider's translator sets (credentials, API versions, signatures) but
+// content-type, which every translator sets. They are read from the
+// translators themselves, so a new provider's headers are included.
+var attemptHeaderNames = sync.OnceValue(func() []string {
+	names := map[string]bool{}
+	for _, n := range clientHeaders {
+		names[n] = true
+	}
+	for _, n := range []string{"anthropic-version", "anthropic-beta", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"} {
+		names[n] = true
+	}
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+	if err != nil { // cannot happen: a valid request
+		panic(err)
+	}
+	base := translate.Target{Backend: "probe", Model: "m", Host: "example.com", Region: "us-east-1", Project: "p"}
+	withKey, withAWS := base, base
+	withKey.APIKey = "probe"
+	withAWS.AWS = translate.AWSCredentials{AccessKeyID: "probe", SecretAccessKey: "probe", SessionToken: "probe"}
+	for _, p := range providers.All() {
+		for _, t := range []translate.Target{withKey, withAWS} {
+			t.Provider = p.Name
+			up, err := p.Chat(t, req).RequestBody()
+			if err != nil {
+				continue
+			}
+			for _, h := range up.Headers {
+				names[strings.ToLower(h.Name)] = true
+			}
+		}
+	}
+	delete(names, "content-type")
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+})
+
+// pickFallback routes a Fallback model at the router level: Envoy picks
+// the deployment. Every deployment must serve the endpoint, since an
+// attempt that cannot is a final error, never a fallback.
+func (ex *exchange) pickFallback(m *Model) error {
+	for _, d := range m.Deployments {
+		if !serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider], ex.endpoint) {
+			return errEndpointNotSupported(m.ID, ex.endpoint)
+		}
+	}
+	_, ex.timeouts = ex.s.router.target(m, m.first())
+	ex.model, ex.fallback = m.ID, m
+	ex.log = ex.log.With(zap.String("model", m.ID), zap.Bool("fallback", true))
+	return nil
+}
+
+// passOn admits a Fallback model's request and hands the client's body to
+// Envoy unchanged, with the model's route headers and the request's
+// context for the upstream streams.
+func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+	if ex.endpoint != endpointTranscriptions {
+		ex.prompt = promptEstimate(body)
+	}
+	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
+		return nil, err
+	}
+	var h headers
+	for _, name := range clientHeaders {
+		h.Remove(name)
+	}
+	h.Set("accept-encoding", "identity")
+	h.Set(modelHeader, ex.model)
+	if ex.stream {
+		h.Set(streamHeader, "1")
+	}
+	rc, err := structpb.NewStruct(map[string]any{
+		contextPath:        ex.path,
+		contextContentType: ex.contentType,
+		contextAccount:     ex.principal.AccountID,
+	})
+	if err != nil { // cannot happen: strings only
+		return nil, err
+	}
+	ex.sent, ex.sentAt = true, ex.s.now()
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
+			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: true},
+		}},
+		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
+			ex.s.cfg.MetadataNamespace: structpb.NewStructValue(rc),
+		}},
+	}, nil
+}
+
+// answered prepares the router-level stream of a Fallback model for its
+// answer: it builds the translator of the deployment that answered. It
+// returns a reply when the answer is not a provider's translated one: an
+// upstream stream's error (passed on), or a reply of Envoy's without the
+// local-reply mark (answered as Envoy's own replies are); nil lets
+// responseHeaders go on, to the fault path for Envoy's marked replies.
+func (ex *exchange) answered(status int, hm headerMap, eos bool) *extprocv3.ProcessingResponse {
+	if _, ok := hm[attemptReplyHeader]; ok {
+		return ex.attemptReplyHeaders(status)
+	}
+	if _, ok := hm[localReplyHeader]; ok {
+		return nil
+	}
+	backend, ok := hm[deploymentHeader]
+	if !ok {
+		return ex.envoyReplyHeaders(status, "", eos)
+	}
+	d, ok := ex.fallback.deployment(backend)
+	if !ok {
+		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.model)))
+	}
+	target, timeouts := ex.s.router.target(ex.fallback, d)
+	p := ex.s.providers[target.Provider]
+	tr, err := ex.build(p, target)
+	if err != nil {
+		return ex.fail(err)
+	}
+	// Translators keep what the request asked for the answer (a JSON
+	// response format answered by a tool): the request is translated
+	// again, as the attempt did, and its body thrown away.
+	up, err := tr.RequestBody()
+	if err != nil {
+		return ex.fail(err)
+	}
+	if ex.endpoint != endpointTranscriptions {
+		ex.prompt = promptEstimate(up.Body)
+	}
+	ex.target, ex.provider, ex.timeouts, ex.tr = target, p, timeouts, tr
+	ex.log = ex.log.With(zap.String("backend", backend), zap.String("provider", target.Provider))
+	return nil
+}
+
+// attemptReplyHeaders passes on an upstream stream's error, already the
+// OpenAI error (local_reply_config may have rewritten a 500's body, also
+// to one), without the marks. Its body, if any, passes unchanged (settledBody).
+func (ex *exchange) attemptReplyHeaders(status int) *extprocv3.ProcessingResponse {
+	ex.status, ex.completed, ex.phase = status, true, phaseDone
+	ex.log.Warn("an attempt failed in the gateway; Envoy does not retry it", zap.Int("status", status))
+	var mut headers
+	mut.Remove(attemptReplyHeader)
+	mut.Remove(localReplyHeader)
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
+	}}
+}
+
+// errNoAccount: a continuation in an attempt whose context did not arrive.
+var errNoAccount = errors.New("the attempt has no account for previous_response_id: the upstream ext_proc filter must forward the metadata namespace")
