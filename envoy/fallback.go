@@ -127,8 +127,14 @@ const (
 )
 
 // UpstreamAttributes are what the upstream ext_proc filter asks of each
-// attempt.
-var UpstreamAttributes = []string{"xds.upstream_host_metadata", "upstream.request_attempt_count"}
+// attempt: the chosen endpoint's backend and model, as paths into its
+// metadata (the metadata message itself would arrive as a debug string,
+// which is not for parsing), and the attempt's number.
+var UpstreamAttributes = []string{
+	"xds.upstream_host_metadata.filter_metadata['" + defaultMetadataNamespace + "']['" + BackendMetadataKey + "']",
+	"xds.upstream_host_metadata.filter_metadata['" + defaultMetadataNamespace + "']['" + ModelMetadataKey + "']",
+	"upstream.request_attempt_count",
+}
 
 // ModelCluster is the cluster name of a Fallback's model.
 func ModelCluster(model string) string {
@@ -243,10 +249,12 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 			if up.tls {
 				filterMD[transportSocketMatchKey] = tlsMatch()
 			}
+			// The weight is the endpoint's: Envoy ignores a locality's
+			// without locality-weighted balancing.
 			la.Endpoints = append(la.Endpoints, &endpointv3.LocalityLbEndpoints{
-				Priority:            d.Priority,
-				LoadBalancingWeight: wrapperspb.UInt32(d.Weight),
+				Priority: d.Priority,
 				LbEndpoints: []*endpointv3.LbEndpoint{{
+					LoadBalancingWeight: wrapperspb.UInt32(d.Weight),
 					HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 						Address: socketAddress(up.host, up.port), Hostname: up.authority(),
 					}},
@@ -275,6 +283,9 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 				BaseEjectionTime:                   durationpb.New(f.Outlier.BaseEjection),
 				MaxEjectionTime:                    durationpb.New(max(maxEjection, f.Outlier.BaseEjection)),
 				MaxEjectionPercent:                 wrapperspb.UInt32(100),
+				// Success-rate ejection is on by default from five hosts;
+				// consecutive failures are the rule here.
+				EnforcingSuccessRate: wrapperspb.UInt32(0),
 			},
 			TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(upstreamProtocolOptions(cfg))},
 		}

@@ -438,7 +438,9 @@ func TestUpstreamAttemptAttributes(t *testing.T) {
 	if a := s.upstreamAttempt(bad); a == nil || a.err == nil {
 		t.Errorf("metadata without a backend: %+v", a)
 	}
-	if envoy.BackendMetadataKey != backendMetadataKey || !slices.Equal(envoy.UpstreamAttributes, []string{hostMetadataAttribute, attemptCountAttribute}) {
+	backendPath := hostMetadataAttribute + ".filter_metadata['io.modelgate']['" + backendMetadataKey + "']"
+	if envoy.BackendMetadataKey != backendMetadataKey || !slices.Contains(envoy.UpstreamAttributes, backendPath) ||
+		!slices.Contains(envoy.UpstreamAttributes, attemptCountAttribute) {
 		t.Error("the attributes the bootstrap asks for and the server reads differ")
 	}
 }

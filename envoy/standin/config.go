@@ -2,11 +2,8 @@ package standin
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,24 +11,21 @@ import (
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // filterConfig is the ext_proc filter as the stand-in runs it.
 type filterConfig struct {
 	cluster           string
+	attrs             []attribute // request_attributes (upstream filters only)
+	forward           []string    // metadata_options.forwarding_namespaces.untyped
 	mode              *extprocv3.ProcessingMode
 	allowModeOverride bool
 	failureModeAllow  bool
@@ -44,9 +38,27 @@ type filterConfig struct {
 // cluster is an upstream as the stand-in reaches it.
 type cluster struct {
 	name  string
-	addr  string // host:port
+	addr  string // the first host's host:port (the gRPC target of an ext_proc cluster)
 	tls   *tls.Config
 	http2 bool
+	// autoHostSNI is UpstreamTlsContext.auto_host_sni: each host's
+	// hostname is its SNI (and, as Go verifies, the name its certificate
+	// must match).
+	autoHostSNI bool
+	lb          *balancer
+	// upstream is the ext_proc filter of the cluster's upstream HTTP
+	// filter chain (HttpProtocolOptions.http_filters), nil when the chain
+	// is the codec alone.
+	upstream *filterConfig
+	// maxRetries is the DEFAULT priority's max_retries circuit breaker
+	// (default 3): retries in progress at once; retries counts them. A
+	// retry_budget replaces it (resource_manager_impl.h, RetryBudgetImpl):
+	// budgetPercent of the requests in flight, at least minRetries.
+	maxRetries    int64
+	budget        bool
+	budgetPercent float64
+	minRetries    int64
+	retries       atomic.Int64
 	// maxInFlight is what the circuit breakers let through at once:
 	// max_requests, and for HTTP/1 also no more than max_connections plus
 	// max_pending_requests (each request needs a connection, the rest
@@ -71,6 +83,25 @@ func (c *cluster) acquire() bool {
 
 func (c *cluster) release() { c.inFlight.Add(-1) }
 
+// acquireRetry takes a max_retries slot; false means overflow.
+func (c *cluster) acquireRetry() bool {
+	for {
+		n := c.retries.Load()
+		limit := c.maxRetries
+		if c.budget {
+			limit = max(int64(c.budgetPercent/100*float64(c.inFlight.Load())), c.minRetries)
+		}
+		if n >= limit {
+			return false
+		}
+		if c.retries.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *cluster) releaseRetry() { c.retries.Add(-1) }
+
 // plan is the part of the bootstrap the stand-in runs.
 type plan struct {
 	listen         string
@@ -81,6 +112,7 @@ type plan struct {
 	// answer, a local reply too, carries the request's x-request-id.
 	alwaysSetRequestID bool
 	routes             *routev3.RouteConfiguration
+	retryPolicies      map[*routev3.Route]*retryPolicy
 	extproc            *filterConfig // nil when there is no ext_proc filter
 	suppressHdrs       bool
 	clusters           map[string]*cluster
@@ -111,7 +143,7 @@ func compile(b *bootstrapv3.Bootstrap) (*plan, error) {
 	if a := b.GetAdmin(); a != nil && (len(extraFields(a, "address")) > 0 || a.GetAddress().GetSocketAddress() == nil) {
 		return nil, unsupported("admin: only a socket address (the stand-in serves no admin interface)")
 	}
-	p := &plan{clusters: map[string]*cluster{}, bufferLimit: 1 << 20}
+	p := &plan{clusters: map[string]*cluster{}, bufferLimit: 1 << 20, retryPolicies: map[*routev3.Route]*retryPolicy{}}
 	if err := p.listener(sr.GetListeners()[0]); err != nil {
 		return nil, err
 	}
@@ -122,10 +154,20 @@ func compile(b *bootstrapv3.Bootstrap) (*plan, error) {
 		}
 		p.clusters[cl.name] = cl
 	}
-	if p.extproc != nil {
-		c := p.clusters[p.extproc.cluster]
+	fcs := []*filterConfig{p.extproc}
+	for _, c := range p.clusters {
+		fcs = append(fcs, c.upstream)
+	}
+	for _, fc := range fcs {
+		if fc == nil {
+			continue
+		}
+		c := p.clusters[fc.cluster]
 		if c == nil || !c.http2 {
-			return nil, fmt.Errorf("standin: ext_proc cluster %q is missing or does not speak HTTP/2", p.extproc.cluster)
+			return nil, fmt.Errorf("standin: ext_proc cluster %q is missing or does not speak HTTP/2", fc.cluster)
+		}
+		if len(c.lb.hosts) != 1 {
+			return nil, unsupported("ext_proc cluster %q: want exactly one endpoint", fc.cluster)
 		}
 	}
 	return p, p.checkRoutes()
@@ -213,19 +255,32 @@ func (p *plan) httpFilter(f *hcmv3.HttpFilter, last bool) error {
 		if err := f.GetTypedConfig().UnmarshalTo(ep); err != nil {
 			return unsupported("HTTP filter %q (only ext_proc and the router are implemented)", f.GetName())
 		}
-		fc, err := compileExtProc(ep)
+		fc, err := compileExtProc(ep, false)
 		p.extproc = fc
 		return err
 	}
 	return unsupported("more than one ext_proc filter")
 }
 
-func compileExtProc(ep *extprocv3.ExternalProcessor) (*filterConfig, error) {
+// compileExtProc compiles a router-level ext_proc filter, or one in a
+// cluster's upstream chain (upstream), which may ask for request
+// attributes but implements fewer modes.
+func compileExtProc(ep *extprocv3.ExternalProcessor, upstream bool) (*filterConfig, error) {
 	switch {
 	case ep.GetGrpcService().GetEnvoyGrpc() == nil:
 		return nil, unsupported("ext_proc: only grpc_service.envoy_grpc is supported")
+	case !upstream && len(ep.GetRequestAttributes()) > 0:
+		return nil, unsupported("ext_proc: request_attributes are implemented in upstream filter chains only")
+	case upstream && ep.GetAllowModeOverride():
+		return nil, unsupported("upstream ext_proc: allow_mode_override is not implemented in the upstream filter chain")
+	case upstream && ep.GetProcessingMode().GetResponseBodyMode() != extprocv3.ProcessingMode_NONE:
+		return nil, unsupported("upstream ext_proc: response body mode %v (NONE is implemented in the upstream filter chain)",
+			ep.GetProcessingMode().GetResponseBodyMode())
+	case len(ep.GetMetadataOptions().GetForwardingNamespaces().GetTyped()) > 0,
+		ep.GetMetadataOptions().GetClusterMetadataForwardingNamespaces() != nil:
+		return nil, unsupported("ext_proc: typed and cluster metadata forwarding namespaces are not implemented")
 	case ep.GetObservabilityMode(), ep.GetHttpService() != nil, ep.GetMutationRules() != nil,
-		ep.GetForwardRules() != nil, len(ep.GetRequestAttributes()) > 0, len(ep.GetResponseAttributes()) > 0,
+		ep.GetForwardRules() != nil, len(ep.GetResponseAttributes()) > 0,
 		ep.GetDisableImmediateResponse(), ep.GetSendBodyWithoutWaitingForHeaderResponse(),
 		ep.GetRouteCacheAction() != extprocv3.ExternalProcessor_DEFAULT, ep.GetDisableClearRouteCache(),
 		len(ep.GetAllowedOverrideModes()) > 0, ep.GetAllowContentLengthHeader(), ep.GetProcessingRequestModifier() != nil,
@@ -257,6 +312,14 @@ func compileExtProc(ep *extprocv3.ExternalProcessor) (*filterConfig, error) {
 	for _, ns := range ep.GetMetadataOptions().GetReceivingNamespaces().GetUntyped() {
 		fc.namespaces[ns] = true
 	}
+	fc.forward = ep.GetMetadataOptions().GetForwardingNamespaces().GetUntyped()
+	for _, expr := range ep.GetRequestAttributes() {
+		a, err := compileAttribute(expr)
+		if err != nil {
+			return nil, err
+		}
+		fc.attrs = append(fc.attrs, a)
+	}
 	return fc, nil
 }
 
@@ -277,129 +340,6 @@ func checkModes(m *extprocv3.ProcessingMode) error {
 	return nil
 }
 
-// clusterFields are the cluster fields the stand-in implements, or
-// accepts without doing what Envoy does: connect_timeout (its dialer waits
-// 5s), the buffer limit, dns_lookup_family (Go's resolver picks), and
-// health checks (see checkHealthChecks).
-var clusterFields = []string{"name", "type", "connect_timeout", "per_connection_buffer_limit_bytes", "load_assignment",
-	"typed_extension_protocol_options", "transport_socket", "dns_lookup_family", "http2_protocol_options",
-	"circuit_breakers", "health_checks"}
-
-func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
-	if extra := extraFields(c, clusterFields...); len(extra) > 0 {
-		return nil, unsupported("cluster %q: %v", c.GetName(), extra)
-	}
-	switch c.GetType() {
-	case clusterv3.Cluster_STATIC, clusterv3.Cluster_STRICT_DNS, clusterv3.Cluster_LOGICAL_DNS:
-	default:
-		return nil, unsupported("cluster %q: type %v", c.GetName(), c.GetType())
-	}
-	eps := c.GetLoadAssignment().GetEndpoints()
-	if len(eps) != 1 || len(eps[0].GetLbEndpoints()) != 1 {
-		return nil, unsupported("cluster %q: want exactly one endpoint", c.GetName())
-	}
-	sa := eps[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
-	if sa == nil {
-		return nil, unsupported("cluster %q: endpoint without a socket address", c.GetName())
-	}
-	cl := &cluster{name: c.GetName(), addr: net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue())))}
-	//lint:ignore SA1019 Envoy still honours the deprecated field
-	cl.http2 = c.GetHttp2ProtocolOptions() != nil || http2Options(c)
-	var err error
-	if cl.maxInFlight, err = circuitBreakers(c, cl.http2); err != nil {
-		return nil, err
-	}
-	if err := checkHealthChecks(c, cl.http2); err != nil {
-		return nil, err
-	}
-	if ts := c.GetTransportSocket(); ts != nil {
-		cfg, err := tlsConfig(c.GetName(), ts.GetTypedConfig())
-		if err != nil {
-			return nil, err
-		}
-		cl.tls = cfg
-	}
-	return cl, nil
-}
-
-// circuitBreakers is how many requests the cluster lets through at once
-// (cluster.maxInFlight), from the DEFAULT priority's thresholds; routes
-// never ask for HIGH. Retry limits are accepted: the stand-in never
-// retries.
-func circuitBreakers(c *clusterv3.Cluster, http2 bool) (int64, error) {
-	limit := func(v *wrapperspb.UInt32Value) int64 {
-		if v == nil {
-			return 1024
-		}
-		return int64(v.GetValue())
-	}
-	var def *clusterv3.CircuitBreakers_Thresholds
-	if extra := extraFields(c.GetCircuitBreakers(), "thresholds"); len(extra) > 0 {
-		return 0, unsupported("cluster %q: circuit_breakers %v", c.GetName(), extra)
-	}
-	for _, t := range c.GetCircuitBreakers().GetThresholds() {
-		if extra := extraFields(t, "priority", "max_connections", "max_pending_requests", "max_requests", "max_retries",
-			"track_remaining"); len(extra) > 0 {
-			return 0, unsupported("cluster %q: circuit breaker thresholds %v", c.GetName(), extra)
-		}
-		if t.GetPriority() == corev3.RoutingPriority_DEFAULT {
-			def = t
-		}
-	}
-	n := limit(def.GetMaxRequests())
-	if !http2 {
-		n = min(n, limit(def.GetMaxConnections())+limit(def.GetMaxPendingRequests()))
-	}
-	return n, nil
-}
-
-// checkHealthChecks accepts the gRPC health check of an HTTP/2 cluster
-// and does not run it. The stand-in's clusters have one endpoint, and
-// Envoy's default panic threshold (50%) routes to a cluster's hosts
-// whatever their health when fewer than half are healthy: one unhealthy
-// host still gets every request, so routing is the same either way.
-func checkHealthChecks(c *clusterv3.Cluster, http2 bool) error {
-	for _, hc := range c.GetHealthChecks() {
-		if extra := extraFields(hc, "timeout", "interval", "no_traffic_interval", "unhealthy_threshold", "healthy_threshold",
-			"grpc_health_check"); len(extra) > 0 || hc.GetGrpcHealthCheck() == nil {
-			return unsupported("cluster %q: health check %v (only grpc_health_check with its intervals and thresholds)", c.GetName(), extra)
-		}
-		if !http2 {
-			return fmt.Errorf("standin: cluster %q: gRPC health checks need HTTP/2", c.GetName())
-		}
-	}
-	return nil
-}
-
-func http2Options(c *clusterv3.Cluster) bool {
-	a := c.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
-	o := &upstreamsv3.HttpProtocolOptions{}
-	return a != nil && a.UnmarshalTo(o) == nil && o.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
-}
-
-func tlsConfig(name string, typed *anypb.Any) (*tls.Config, error) {
-	ctx := &tlsv3.UpstreamTlsContext{}
-	if typed == nil || typed.UnmarshalTo(ctx) != nil {
-		return nil, unsupported("cluster %q: only the UpstreamTlsContext transport socket is implemented", name)
-	}
-	cfg := &tls.Config{ServerName: ctx.GetSni(), MinVersion: tls.VersionTLS12}
-	vc := ctx.GetCommonTlsContext().GetValidationContext()
-	if vc == nil {
-		return nil, unsupported("cluster %q: TLS without validation_context (Envoy would not verify the upstream)", name)
-	}
-	if file := vc.GetTrustedCa().GetFilename(); file != "" {
-		pem, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("standin: cluster %q: reading trusted CA: %w", name, err)
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, errors.New("standin: cluster " + name + ": no certificates in " + file)
-		}
-	}
-	return cfg, nil
-}
-
 func (p *plan) checkRoutes() error {
 	if extra := extraFields(p.routes, "name", "virtual_hosts", "validate_clusters"); len(extra) > 0 {
 		return unsupported("route_config: %v", extra)
@@ -409,7 +349,7 @@ func (p *plan) checkRoutes() error {
 			return unsupported("virtual host %q: %v (retries, header edits and the like are implemented per route only)", vh.GetName(), extra)
 		}
 		for _, r := range vh.GetRoutes() {
-			if err := checkRoute(r, p.clusters); err != nil {
+			if err := p.checkRoute(r); err != nil {
 				return err
 			}
 		}
@@ -429,7 +369,7 @@ func extraFields(m proto.Message, allowed ...string) []string {
 	return out
 }
 
-func checkRoute(r *routev3.Route, clusters map[string]*cluster) error {
+func (p *plan) checkRoute(r *routev3.Route) error {
 	m := r.GetMatch()
 	if m.GetPrefix() == "" && m.GetPath() == "" || len(m.GetQueryParameters()) > 0 || m.GetRuntimeFraction() != nil {
 		return unsupported("route %q: only prefix or path matches with header matchers", r.GetName())
@@ -453,33 +393,21 @@ func checkRoute(r *routev3.Route, clusters map[string]*cluster) error {
 		return checkDirectResponse(r)
 	case r.GetRoute() != nil:
 		ra := r.GetRoute()
-		if clusters[ra.GetCluster()] == nil {
+		if p.clusters[ra.GetCluster()] == nil {
 			return fmt.Errorf("standin: route %q: unknown cluster %q", r.GetName(), ra.GetCluster())
 		}
 		if len(r.GetResponseHeadersToAdd()) > 0 {
 			return unsupported("route %q: response_headers_to_add (implemented for direct_response routes only)", r.GetName())
 		}
-		if extra := extraFields(ra, "cluster", "timeout", "host_rewrite_literal", "prefix_rewrite", "retry_policy"); len(extra) > 0 {
+		if extra := extraFields(ra, "cluster", "timeout", "host_rewrite_literal", "auto_host_rewrite", "prefix_rewrite",
+			"retry_policy"); len(extra) > 0 {
 			return unsupported("route %q: route action %v", r.GetName(), extra)
 		}
-		return checkRetryPolicy(r.GetName(), ra.GetRetryPolicy())
+		rp, err := compileRetryPolicy(r.GetName(), ra.GetRetryPolicy())
+		p.retryPolicies[r] = rp
+		return err
 	}
 	return unsupported("route %q: only route and direct_response actions", r.GetName())
-}
-
-// checkRetryPolicy accepts a policy that never retries: num_retries 0
-// with per-try timeouts. Retries themselves are not implemented.
-func checkRetryPolicy(route string, rp *routev3.RetryPolicy) error {
-	if rp == nil {
-		return nil
-	}
-	if extra := extraFields(rp, "num_retries", "per_try_timeout", "per_try_idle_timeout"); len(extra) > 0 {
-		return unsupported("route %q: retry_policy %v (only num_retries: 0, per_try_timeout and per_try_idle_timeout)", route, extra)
-	}
-	if rp.GetNumRetries() == nil || rp.GetNumRetries().GetValue() != 0 {
-		return unsupported("route %q: retry_policy without num_retries: 0 (Envoy's default is 1 retry; retries are not implemented)", route)
-	}
-	return nil
 }
 
 func checkDirectResponse(r *routev3.Route) error {

@@ -3,8 +3,9 @@
 //
 // It loads the same bootstrap a real Envoy would (one listener with an HTTP
 // connection manager running the ext_proc filter and the router, static
-// clusters) and behaves like current Envoy (1.37 and later), never more
-// forgivingly. Configuration it does not implement is refused by New with
+// clusters, possibly with priorities, outlier detection and an upstream
+// ext_proc filter) and behaves like current Envoy (1.37 and later), never
+// more forgivingly. Configuration it does not implement is refused by New with
 // an error; a request that asks for something it does not implement (a
 // mode_override to BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED or trailer
 // processing, a streamed immediate response) fails with a 500 whose
@@ -68,22 +69,145 @@
 //     (route_not_found, NR). host_rewrite_literal, prefix_rewrite,
 //     direct_response, request_headers_to_remove (applied after route
 //     selection, finalizeRequestHeaders).
+//   - Before any attempt the router edits the request's one header map
+//     (finalizeRequestHeaders, FilterUtility::finalTimeout,
+//     RetryStateImpl::create): request_headers_to_remove, host and prefix
+//     rewrites (x-envoy-original-path), x-envoy-expected-rq-timeout-ms;
+//     it consumes x-envoy-retry-on, x-envoy-max-retries,
+//     x-envoy-retriable-status-codes and the x-envoy-upstream-rq-*-timeout-ms
+//     headers (honoured) and the other retry headers (ignored). The access
+//     log's %REQ% shows this map, upstream filters' edits included.
 //   - Timeouts: the route timeout (default 15s, 0 disables) from the whole
-//     request to the end of the response, 504 "upstream request timeout",
-//     response_timeout, UT. retry_policy with num_retries 0 only:
-//     per_try_timeout from the moment the request went upstream until the
-//     response headers (ignored if not below the route timeout), and
-//     per_try_idle_timeout re-armed by every response byte; 504
-//     upstream_per_try_timeout / upstream_per_try_idle_timeout, UT.
+//     request to the end of the response, over all attempts and back-offs:
+//     504 "upstream request timeout", response_timeout, UT, no retry.
+//     per_try_timeout (ignored if not below the route timeout) and
+//     per_try_idle_timeout start when an attempt starts: Envoy starts them
+//     when the request is complete and the attempt's pool is ready
+//     (onPoolReady), at once with a pooled connection, before the upstream
+//     filters run. Before the response is handed downstream either resets
+//     the attempt, which may be retried (LocalReset: reset, 5xx,
+//     gateway-error); the last one is a 504 upstream_per_try_timeout /
+//     upstream_per_try_idle_timeout, UT. After that per_try_timeout is
+//     ignored and per_try_idle_timeout, re-armed by every response byte,
+//     cuts the response.
 //   - Upstream failures before headers (onUpstreamReset, with the reset
 //     reasons of http/codec_client.cc): connect failure 503 "upstream
 //     connect error or disconnect/reset before headers. reset reason:
 //     remote connection failure, transport failure reason: delayed connect
 //     error: ..." (UF); a connection closed before any response byte 503
 //     "... connection termination" (UC); after part of the headers 502
-//     "... protocol error" (UPE). A reset after the headers is a protocol
+//     "... protocol error" (UPE); after a retry the body says "retried and
+//     the latest reset reason". A reset after the headers is a protocol
 //     error of the HTTP/1 codec: 502, upstream_reset_after_response_started
-//     {protocol_error}, UPE.
+//     {protocol_error}, UPE. A DNS name without addresses is 503 "no
+//     healthy upstream" (UH), never retried (Envoy would have no host).
+//
+// Retries (router.cc, retry_state_impl.cc, retry_policy_impl.cc,
+// backoff_strategy.cc, extensions/retry/{priority/previous_priorities,
+// host/previous_hosts}; route_components.proto RetryPolicy):
+//   - A route's retry_policy: retry_on tokens 5xx, gateway-error, reset,
+//     reset-before-request, connect-failure, retriable-4xx (409),
+//     retriable-status-codes with retriable_status_codes, envoy-ratelimited
+//     (then only x-envoy-ratelimited: true decides); refused-stream,
+//     retriable-headers and http3-post-connect-failure never apply here;
+//     unknown tokens are ignored, gRPC tokens refused. No retry_on, no
+//     retries. num_retries defaults to 1.
+//   - Retries are decided on the status and headers the upstream filters
+//     left, and never once the response was handed to the downstream
+//     filters (downstream_response_started_), even if the router-level
+//     ext_proc holds it (BUFFERED). Each retry needs a slot of the
+//     cluster's max_retries (default 3) or, with a retry_budget, of
+//     budget_percent (20%) of its requests in flight, at least
+//     min_retry_concurrency (3); else UO. Retries used up: URX.
+//   - Back-off: random below an interval doubling from base_interval
+//     (25ms) up to max_interval (10 × base); rate_limited_retry_back_off:
+//     the first reset_headers entry (SECONDS or UNIX_TIMESTAMP) that
+//     parses to at most its max_interval (default 300s) and is over 1ms,
+//     jittered in [interval, 1.5 × interval), only for a response already
+//     retriable; a larger value falls back to the exponential back-off.
+//   - previous_priorities (update_frequency) recomputes the priority load
+//     without the priorities tried, forgetting them when nothing is left;
+//     previous_hosts rejects tried hosts, re-picking up to
+//     host_selection_retry_max_attempts times, then takes the last pick.
+//   - With a retry policy the body after the router-level filter is kept
+//     and each attempt gets it whole; over the buffer limit
+//     (per_connection_buffer_limit_bytes) there are no retries
+//     (retry_or_shadow_abandoned).
+//
+// Upstream HTTP filters (upstream_request.{h,cc}, upstream_impl.cc
+// ClusterInfoImpl, http_protocol_options.proto http_filters; ext_proc.cc
+// as an upstream filter; docs upstream_filters.md):
+//   - A cluster's HttpProtocolOptions.http_filters: ext_proc, then
+//     upstream_codec, which must be last ("The codec filter is the only
+//     valid terminal upstream HTTP filter"); other upstream filters
+//     (header_mutation, buffer, lua, ...) are refused. Without filters the
+//     chain is the codec.
+//   - Every attempt gets a new filter, hence a new ext_proc stream,
+//     cancelled when the attempt is abandoned. It works on the request's
+//     one header map: what attempt N set or removed is still so at attempt
+//     N+1, content-length included (BUFFERED with headers SEND keeps it).
+//     The body is the attempt's own copy. auto_host_rewrite then sets
+//     :authority to the host's hostname in that map (onPoolReady); the
+//     upstream filter sees the previous value.
+//   - Modes: request headers SEND or SKIP, request body NONE or BUFFERED,
+//     response headers SEND or SKIP, response body NONE; no mode_override.
+//     The response headers pass the filter before the router decides on
+//     retries and outlier detection, and the status it leaves counts.
+//   - request_attributes on the first message of each stream (under
+//     envoy.filters.http.ext_proc, as evaluateAttributes makes them:
+//     numbers, bools, and strings for the rest): upstream.request_attempt_count
+//     (1, 2, ...), upstream.address, xds.cluster_name, xds.route_name,
+//     xds.upstream_host_metadata.filter_metadata['ns']['key'] (the value),
+//     and xds.upstream_host_metadata, a Metadata message, which Envoy
+//     prints with ShortDebugString (filters/common/expr/evaluator.cc,
+//     print): text format behind a goo.gle/debug* marker that protobuf adds
+//     so that nobody parses it. Other attributes are refused.
+//   - immediate_response, gRPC errors, message timeouts (504), spurious
+//     replies and rejected mutations become a local reply of the
+//     downstream stream, never retried, which goes through the router-level
+//     ext_proc's response path and local_reply_config. clear_route_cache
+//     is ignored; dynamic_metadata lands in the request's, shared with the
+//     router-level filter, and forwarding_namespaces (untyped, either
+//     filter) put that metadata, as it is at each message, in
+//     metadata_context.
+//
+// Load balancing and outlier detection (load_balancer_impl.cc,
+// outlier_detection_impl.cc; docs load_balancing/{priority,overprovisioning,
+// panic_threshold}, outlier):
+//   - Hosts come from every LocalityLbEndpoints: priority, the endpoint's
+//     hostname (for a DNS cluster its DNS name when empty), metadata and
+//     load_balancing_weight. Locality weights are ignored, as Envoy does
+//     without locality_weighted_lb_config (refused). A DNS endpoint is one
+//     host (Envoy makes one per resolved address).
+//   - Priority load: a priority's availability is healthy hosts / hosts ×
+//     the overprovisioning factor (1.4), capped at 100; the load goes to
+//     priorities in order. Panic when the total is below 100 and a
+//     priority's healthy share is below healthy_panic_threshold (default
+//     50%): its hosts are used whatever their health; 0 disables it, and
+//     with nothing available the request gets 503 "no healthy upstream",
+//     no_healthy_upstream, UH (also on a retry).
+//   - Each host's transport socket is the first transport_socket_matches
+//     entry whose labels its envoy.transport_socket_match metadata has,
+//     else the cluster's; UpstreamTlsContext with sni or auto_host_sni
+//     (the host's hostname, which Go also verifies, as
+//     auto_sni_san_validation does) and a trusted CA.
+//   - ROUND_ROBIN and LEAST_REQUEST (two random choices, a full scan with
+//     no more hosts than that); unequal host weights use Envoy's EDF
+//     schedule (weight / (active + 1) for LEAST_REQUEST). Host state,
+//     ejections and active counts are shared by every request of a Proxy.
+//   - Outlier detection: consecutive_5xx and consecutive_gateway_failure
+//     (and consecutive_local_origin_failure with
+//     split_external_local_origin_errors) eject at the Nth error, with the
+//     enforcing percentages as a chance, inline (Envoy posts to its main
+//     thread); without split, connect failures count as 503 and timeouts as
+//     the router's 504. max_ejection_percent counts the cluster's hosts;
+//     always_eject_one_host lets the first ejection through anyway. A host
+//     returns at an interval sweep once base_ejection_time × its backoff
+//     (+1 per ejection, -1 per sweep it stayed in for an interval) capped
+//     at max_ejection_time has passed. Success-rate and failure-percentage
+//     detection are refused where they could act (enough hosts, enforced).
+//   - Test hooks: WithClock (outlier times and sweeps, back-off waits),
+//     WithRandom (load balancing, enforcing, jitter) and WithBackOff.
 //
 // Local replies (http/filter_manager.cc sendLocalReply, http/utility.cc
 // prepareLocalReply, http/conn_manager_impl.cc; HTTP connection manager
@@ -136,15 +260,16 @@
 // takes the entries (Entry.Line holds the line).
 //
 // Clusters (upstream/resource_manager_impl.h, conn_pool_base.cc):
-//   - Circuit breakers of the DEFAULT priority: past max_requests (and, for
-//     HTTP/1 clusters, past max_connections plus max_pending_requests;
-//     1024 each by default) a backend request gets 503 "upstream connect
-//     error or disconnect/reset before headers. reset reason: overflow",
+//   - Circuit breakers of the DEFAULT priority (max_retries: see
+//     Retries): past max_requests (and, for HTTP/1 clusters, past
+//     max_connections plus max_pending_requests; 1024 each by default) a
+//     backend request gets 503 "upstream connect error or
+//     disconnect/reset before headers. reset reason: overflow",
 //     upstream_reset_before_response_started{overflow}, UO; an ext_proc
 //     stream is not opened, a gRPC UNAVAILABLE that fails closed. The
 //     stand-in counts requests, not connections.
-//   - gRPC health checks are accepted and not run: with one endpoint,
-//     Envoy's default panic threshold routes to it whatever its health
-//     (common_lb_config is refused). The admin interface's address is
-//     accepted; no admin interface is served.
+//   - gRPC health checks are accepted and not run, on a cluster with one
+//     endpoint and the default panic threshold: Envoy then routes to it
+//     whatever its health. The admin interface's address is accepted; no
+//     admin interface is served.
 package standin

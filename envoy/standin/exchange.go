@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // exchange is one HTTP request going through the filter chain. Its fields
@@ -77,7 +79,8 @@ func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	x.ctx = ctx
 	x.onFinish(func() { stop(); cancel() })
 	if fc := p.plan.extproc; fc != nil {
-		x.ps = &procStream{conn: p.conn, cluster: p.plan.clusters[fc.cluster], fc: fc, mode: fc.mode, unsolicited: x.unsolicited}
+		x.ps = &procStream{conn: p.conn, cluster: p.plan.clusters[fc.cluster], fc: fc, mode: fc.mode, unsolicited: x.unsolicited,
+			metadata: func() *corev3.Metadata { return x.metadataContext(fc.forward) }}
 		x.active.Store(true)
 		x.mode = proto.Clone(fc.mode).(*filterv3.ProcessingMode)
 	}
@@ -662,10 +665,37 @@ func (x *exchange) unsolicited(resp *extprocv3.ProcessingResponse, err error) {
 }
 
 func (x *exchange) mergeMetadata(resp *extprocv3.ProcessingResponse) {
+	x.mergeMetadataFrom(resp, x.p.plan.extproc.namespaces)
+}
+
+// metadataContext is a message's metadata_context: the forwarding
+// namespaces of the request's dynamic metadata as it is now (ext_proc.cc,
+// setDynamicMetadata on every message; shared with the upstream filters).
+func (x *exchange) metadataContext(forward []string) *corev3.Metadata {
+	md := &corev3.Metadata{}
+	x.mdMu.Lock()
+	defer x.mdMu.Unlock()
+	for _, ns := range forward {
+		if m, ok := x.entry.Metadata[ns]; ok {
+			if s, err := structpb.NewStruct(m); err == nil {
+				if md.FilterMetadata == nil {
+					md.FilterMetadata = map[string]*structpb.Struct{}
+				}
+				md.FilterMetadata[ns] = s
+			}
+		}
+	}
+	return md
+}
+
+// mergeMetadataFrom writes a reply's dynamic_metadata into the request's,
+// shared by the router-level and the upstream filters: the namespaces the
+// filter receives, later writes winning.
+func (x *exchange) mergeMetadataFrom(resp *extprocv3.ProcessingResponse, namespaces map[string]bool) {
 	x.mdMu.Lock()
 	defer x.mdMu.Unlock()
 	for ns, v := range resp.GetDynamicMetadata().GetFields() {
-		if !x.p.plan.extproc.namespaces[ns] || v.GetStructValue() == nil {
+		if !namespaces[ns] || v.GetStructValue() == nil {
 			continue
 		}
 		if x.entry.Metadata == nil {

@@ -57,7 +57,7 @@ func TestMust11Errors(t *testing.T) {
 		e.entry(t)
 	})
 	t.Run("the default message timeout is Envoy's 200ms", func(t *testing.T) {
-		pl, err := compileExtProc(&filterv3.ExternalProcessor{GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "x"}}}})
+		pl, err := compileExtProc(&filterv3.ExternalProcessor{GrpcService: &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "x"}}}}, false)
 		if err != nil || pl.messageTimeout != 200*time.Millisecond {
 			t.Errorf("default timeout = %v, %v", pl.messageTimeout, err)
 		}

@@ -20,6 +20,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -138,9 +139,17 @@ func TestProductionConfigRefused(t *testing.T) {
 		"nested object": withHCM(logWith(func(l *streamv3.StdoutAccessLog) {
 			l.GetLogFormat().GetJsonFormat().Fields["x"] = structpb.NewStructValue(&structpb.Struct{})
 		})),
-		"outlier detection": {clusters: func(_, up *clusterv3.Cluster) { up.OutlierDetection = &clusterv3.OutlierDetection{} }},
-		"panic threshold": {clusters: func(ep, _ *clusterv3.Cluster) {
-			ep.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+		// Success-rate detection can act with as few hosts as its minimum.
+		"success-rate outlier detection": {clusters: func(_, up *clusterv3.Cluster) {
+			up.OutlierDetection = &clusterv3.OutlierDetection{SuccessRateMinimumHosts: wrapperspb.UInt32(1)}
+		}},
+		"locality weighted load balancing": {clusters: func(ep, _ *clusterv3.Cluster) {
+			ep.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{LocalityConfigSpecifier: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
+				LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}}}
+		}},
+		"health checks with a panic threshold": {clusters: func(ep, _ *clusterv3.Cluster) {
+			ep.HealthChecks = []*corev3.HealthCheck{{HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{}}}}
+			ep.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: 0}}
 		}},
 		"HTTP health check": {clusters: func(ep, _ *clusterv3.Cluster) {
 			ep.HealthChecks = []*corev3.HealthCheck{{HealthChecker: &corev3.HealthCheck_HttpHealthCheck_{HttpHealthCheck: &corev3.HealthCheck_HttpHealthCheck{Path: "/"}}}}
@@ -148,10 +157,6 @@ func TestProductionConfigRefused(t *testing.T) {
 		"health check event log": {clusters: func(ep, _ *clusterv3.Cluster) {
 			ep.HealthChecks = []*corev3.HealthCheck{{AlwaysLogHealthCheckFailures: true,
 				HealthChecker: &corev3.HealthCheck_GrpcHealthCheck_{GrpcHealthCheck: &corev3.HealthCheck_GrpcHealthCheck{}}}}
-		}},
-		"retry budget": {clusters: func(_, up *clusterv3.Cluster) {
-			up.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{
-				RetryBudget: &clusterv3.CircuitBreakers_Thresholds_RetryBudget{}}}}
 		}},
 		"per-host thresholds": {clusters: func(_, up *clusterv3.Cluster) {
 			up.CircuitBreakers = &clusterv3.CircuitBreakers{PerHostThresholds: []*clusterv3.CircuitBreakers_Thresholds{{}}}

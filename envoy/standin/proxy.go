@@ -23,10 +23,14 @@ type Entry struct {
 	Details string
 	// Flags is %RESPONSE_FLAGS% without its "-" placeholder: the short
 	// names of the response flags set, comma-separated in Envoy's order,
-	// or empty. The stand-in sets UT, UF, UC, UH, UPE, NR and SI.
+	// or empty. The stand-in sets UT, UF, UC, UH, UO, UPE, URX, NR and SI.
 	Flags string
 	// Route and Cluster are the final route and cluster, if any.
 	Route, Cluster string
+	// UpstreamHost is %UPSTREAM_HOST%: the address of the last attempt's
+	// host; Attempts is %UPSTREAM_REQUEST_ATTEMPT_COUNT%.
+	UpstreamHost string
+	Attempts     int
 	// Metadata is the dynamic metadata written by the ext_proc server into
 	// receiving namespaces, as %DYNAMIC_METADATA(ns:key)% would see it.
 	Metadata map[string]map[string]any
@@ -64,7 +68,8 @@ func WithDataOnFinalChunk() Option { return func(p *Proxy) { p.dataOnFinal = tru
 // Without it, the line goes to the process's stdout or stderr, as Envoy's.
 func WithAccessLog(log func(Entry)) Option { return func(p *Proxy) { p.accessLog = log } }
 
-// WithClusterTLS replaces a cluster's TLS settings (for test CAs).
+// WithClusterTLS replaces a cluster's TLS settings, for every host (for
+// test CAs); hosts with auto_host_sni keep their hostname as SNI.
 func WithClusterTLS(cluster string, cfg *tls.Config) Option {
 	return func(p *Proxy) { p.tlsOverride[cluster] = cfg }
 }
@@ -73,8 +78,12 @@ func WithClusterTLS(cluster string, cfg *tls.Config) Option {
 // Envoy with the bootstrap would.
 type Proxy struct {
 	plan        *plan
-	conn        *grpc.ClientConn // to the ext_proc cluster
-	transports  map[string]*http.Transport
+	conn        *grpc.ClientConn            // to the router-level ext_proc filter's cluster
+	conns       map[string]*grpc.ClientConn // to every ext_proc cluster, by name
+	clock       Clock
+	random      func() uint64
+	backOff     func(time.Duration) time.Duration
+	marker      string // the debug-string marker of message-valued attributes
 	split       func([]byte) [][]byte
 	dataOnFinal bool
 	accessLog   func(Entry)
@@ -89,33 +98,63 @@ func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{plan: pl, transports: map[string]*http.Transport{}, tlsOverride: map[string]*tls.Config{}}
+	p := &Proxy{plan: pl, conns: map[string]*grpc.ClientConn{}, tlsOverride: map[string]*tls.Config{},
+		clock: realClock{}, random: defaultRandom}
 	for _, o := range opts {
 		o(p)
 	}
+	p.marker = debugMarkers[p.random()%uint64(len(debugMarkers))]
+	now := p.clock.Now()
 	for name, c := range pl.clusters {
 		if cfg, ok := p.tlsOverride[name]; ok {
 			c.tls = cfg
+			for _, h := range c.lb.hosts {
+				h.tls = cfg
+			}
 		}
-		p.transports[name] = transport(c)
+		c.lb.clock, c.lb.random = p.clock, p.random
+		if c.lb.od != nil {
+			c.lb.od.random, c.lb.od.nextSweep = p.random, now.Add(c.lb.od.cfg.interval)
+		}
+		for _, h := range c.lb.hosts {
+			h.transport = transport(h)
+		}
 	}
-	if pl.extproc != nil {
-		addr := pl.clusters[pl.extproc.cluster].addr
-		if p.conn, err = grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+	fcs := []*filterConfig{pl.extproc}
+	for _, c := range pl.clusters {
+		fcs = append(fcs, c.upstream)
+	}
+	for _, fc := range fcs {
+		if fc == nil || p.conns[fc.cluster] != nil {
+			continue
+		}
+		addr := pl.clusters[fc.cluster].addr
+		conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			p.Close()
 			return nil, fmt.Errorf("standin: ext_proc cluster: %w", err)
 		}
+		p.conns[fc.cluster] = conn
+	}
+	if pl.extproc != nil {
+		p.conn = p.conns[pl.extproc.cluster]
 	}
 	return p, nil
 }
 
-// transport reaches one cluster over HTTP/1.1, whatever the request URL.
-func transport(c *cluster) *http.Transport {
+// transport reaches one host over HTTP/1.1, whatever the request URL.
+func transport(h *host) *http.Transport {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	cfg := h.tls
+	if cfg != nil && h.autoSNI {
+		cfg = cfg.Clone()
+		cfg.ServerName = h.hostname
+	}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, c.addr)
+			return dialer.DialContext(ctx, network, h.addr)
 		},
-		TLSClientConfig:     c.tls,
+		TLSClientConfig:     cfg,
 		DisableCompression:  true, // Envoy forwards accept-encoding as it is
 		ForceAttemptHTTP2:   false,
 		MaxIdleConnsPerHost: 64,
@@ -125,15 +164,20 @@ func transport(c *cluster) *http.Transport {
 // ListenAddress is the bootstrap listener's address.
 func (p *Proxy) ListenAddress() string { return p.plan.listen }
 
-// Close closes the gRPC connection and idle upstream connections.
+// Close closes the gRPC connections and idle upstream connections.
 func (p *Proxy) Close() error {
-	for _, t := range p.transports {
-		t.CloseIdleConnections()
+	for _, c := range p.plan.clusters {
+		for _, h := range c.lb.hosts {
+			if h.transport != nil {
+				h.transport.CloseIdleConnections()
+			}
+		}
 	}
-	if p.conn != nil {
-		return p.conn.Close()
+	var err error
+	for _, conn := range p.conns {
+		err = errors.Join(err, conn.Close())
 	}
-	return nil
+	return err
 }
 
 // ServeHTTP processes one request.

@@ -64,6 +64,8 @@ type procStream struct {
 	// unsolicited gets what arrives while nothing is pending, after the
 	// replies before it were taken.
 	unsolicited func(*extprocv3.ProcessingResponse, error)
+	// metadata is the metadata_context of each message (nil: empty).
+	metadata func() *corev3.Metadata
 }
 
 // Envoy's gRPC client has no message size limit by default; Go's is 4 MiB.
@@ -171,6 +173,9 @@ func (s *procStream) send(ctx context.Context, req *extprocv3.ProcessingRequest)
 		}
 	}
 	req.MetadataContext = &corev3.Metadata{}
+	if s.metadata != nil {
+		req.MetadataContext = s.metadata()
+	}
 	if !s.sent {
 		req.ProtocolConfig = &extprocv3.ProtocolConfiguration{
 			RequestBodyMode:  s.mode.GetRequestBodyMode(),

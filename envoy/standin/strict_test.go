@@ -347,7 +347,7 @@ func TestUpstreamResets(t *testing.T) {
 
 // withUpstreamAddr points the cluster "up" somewhere else.
 func withUpstreamAddr(addr string) Option {
-	return func(p *Proxy) { p.plan.clusters["up"].addr = addr }
+	return func(p *Proxy) { p.plan.clusters["up"].lb.hosts[0].addr = addr }
 }
 
 // Messages over gRPC's default 4 MiB limit pass in both directions.

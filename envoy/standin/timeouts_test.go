@@ -126,25 +126,34 @@ func TestPerTryTimeouts(t *testing.T) {
 	})
 }
 
+// What of RetryPolicy the stand-in does not implement is refused
+// (route_components.proto; router/config_impl.cc, RetryPolicyImpl).
 func TestRetryPolicyRefusals(t *testing.T) {
 	for name, rp := range map[string]*routev3.RetryPolicy{
-		"num_retries unset (Envoy retries once)": {PerTryTimeout: ms(100)},
-		"num_retries 1":                          {NumRetries: wrapperspb.UInt32(1)},
-		"retry_on":                               {NumRetries: wrapperspb.UInt32(0), RetryOn: "5xx"},
-		"retriable_status_codes":                 {NumRetries: wrapperspb.UInt32(0), RetriableStatusCodes: []uint32{503}},
+		"retriable_headers":         {RetryOn: "retriable-headers", RetriableHeaders: []*routev3.HeaderMatcher{{Name: "x"}}},
+		"retriable_request_headers": {RetryOn: "5xx", RetriableRequestHeaders: []*routev3.HeaderMatcher{{Name: "x"}}},
+		"gRPC retry_on":             {RetryOn: "5xx,unavailable"},
+		"other retry priority":      {RetryOn: "5xx", RetryPriority: &routev3.RetryPolicy_RetryPriority{Name: "x"}},
+		"refresh_cluster_on_retry":  {RetryOn: "5xx", RefreshClusterOnRetry: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := New(offlineBootstrap(t, withRetryPolicy(rp))); err == nil || !strings.Contains(err.Error(), "retry_policy") {
+			if _, err := New(offlineBootstrap(t, withRetryPolicy(rp))); err == nil || !strings.Contains(err.Error(), "retry") {
 				t.Errorf("New error = %v, want a retry_policy refusal", err)
 			}
 		})
 	}
-	t.Run("per-try timeouts with num_retries 0 are accepted", func(t *testing.T) {
-		rp := &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(0), PerTryTimeout: ms(100), PerTryIdleTimeout: ms(100)}
-		if _, err := New(offlineBootstrap(t, withRetryPolicy(rp))); err != nil {
-			t.Error(err)
-		}
-	})
+	for name, rp := range map[string]*routev3.RetryPolicy{
+		"per-try timeouts with num_retries 0":    {NumRetries: wrapperspb.UInt32(0), PerTryTimeout: ms(100), PerTryIdleTimeout: ms(100)},
+		"num_retries unset (Envoy retries once)": {RetryOn: "5xx", PerTryTimeout: ms(100)},
+		"unknown retry_on tokens are ignored":    {RetryOn: "5xx,rest-before-request"},
+		"retriable_status_codes":                 {RetryOn: "retriable-status-codes", RetriableStatusCodes: []uint32{429}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := New(offlineBootstrap(t, withRetryPolicy(rp))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 }
 
 func withHCM(edit func(*hcmv3.HttpConnectionManager)) setup { return setup{hcm: edit} }

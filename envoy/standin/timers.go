@@ -87,7 +87,8 @@ type timers struct {
 
 	idle, request, route, perTry, perTryIdle *time.Timer
 	idleD, perTryIdleD                       time.Duration
-	upstreamStarted                          bool // response headers arrived: per_try_timeout no longer applies
+	upstreamStarted                          bool // the response was handed downstream: per_try_timeout no longer applies
+	attempt                                  int  // counts startAttempt calls
 	done                                     bool
 }
 
@@ -140,32 +141,75 @@ func (t *timers) startRoute(d time.Duration) {
 	}
 }
 
-// startPerTry arms the per-try timers once the request was sent upstream.
-func (t *timers) startPerTry(perTry, perTryIdle time.Duration) {
+// errPerTryTimeout and errPerTryIdleTimeout end an attempt whose response
+// was not handed downstream yet: the router resets it and may retry.
+var (
+	errPerTryTimeout     = errors.New("upstream_per_try_timeout")
+	errPerTryIdleTimeout = errors.New("upstream_per_try_idle_timeout")
+)
+
+// startAttempt arms an attempt's per-try timers, replacing the previous
+// attempt's. Envoy starts them once the router has the whole request and
+// the attempt's connection pool is ready (upstream_request.cc,
+// onPoolReady, setupPerTryTimeout): with a pooled connection that is when
+// the attempt starts, before the upstream filters run, which the stand-in
+// always assumes. Until the response is handed downstream either timer
+// resets the attempt (abort); after that per_try_timeout is ignored
+// (onPerTryTimeout) and per_try_idle_timeout, re-armed by every response
+// byte, cuts the response.
+func (t *timers) startAttempt(perTry, perTryIdle time.Duration, abort func(error)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.done || t.upstreamStarted {
+	stopTimer(t.perTry)
+	stopTimer(t.perTryIdle)
+	t.perTry, t.perTryIdle, t.upstreamStarted = nil, nil, false
+	t.attempt++
+	if t.done {
 		return
 	}
-	if perTry > 0 && t.perTry == nil {
+	gen := t.attempt
+	// state is whether the response went downstream, and whether this is
+	// still the current attempt.
+	state := func() (started, current bool) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.upstreamStarted, t.attempt == gen
+	}
+	if perTry > 0 {
 		t.perTry = time.AfterFunc(perTry, func() {
-			t.mu.Lock()
-			ignored := t.upstreamStarted // the response started: Envoy ignores it
-			t.mu.Unlock()
-			if !ignored {
-				t.x.intr.fire(upstreamTimeout("upstream_per_try_timeout"))
+			if started, _ := state(); !started {
+				abort(errPerTryTimeout)
 			}
 		})
 	}
-	if perTryIdle > 0 && t.perTryIdle == nil {
+	if perTryIdle > 0 {
 		t.perTryIdleD = perTryIdle
-		t.perTryIdle = time.AfterFunc(perTryIdle, t.fire(func() *localReply {
-			return upstreamTimeout("upstream_per_try_idle_timeout")
-		}))
+		t.perTryIdle = time.AfterFunc(perTryIdle, func() {
+			started, current := state()
+			switch {
+			case !current:
+				abort(errPerTryIdleTimeout)
+			case started:
+				t.x.intr.fire(upstreamTimeout("upstream_per_try_idle_timeout"))
+			default:
+				abort(errPerTryIdleTimeout)
+			}
+		})
 	}
 }
 
-// upstreamHeaders: the response started from the router's view.
+// stopAttempt stops an abandoned attempt's per-try timers.
+func (t *timers) stopAttempt() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stopTimer(t.perTry)
+	stopTimer(t.perTryIdle)
+	t.perTry, t.perTryIdle = nil, nil
+}
+
+// upstreamHeaders: the router handed the response headers to the
+// downstream filters (downstream_response_started_), even if a filter
+// there holds them: no retry and no per_try_timeout from now on.
 func (t *timers) upstreamHeaders() {
 	t.mu.Lock()
 	t.upstreamStarted = true

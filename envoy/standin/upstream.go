@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,40 +15,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
-
-// forward runs the router: a direct response, or the upstream call.
-func (x *exchange) forward() error {
-	r := x.route
-	switch {
-	case r == nil:
-		return &localReply{status: http.StatusNotFound, details: "route_not_found", flags: []string{"NR"}}
-	case r.GetDirectResponse() != nil:
-		x.entry.Route = r.GetName()
-		return directResponse(r)
-	}
-	x.entry.Route, x.entry.Cluster = r.GetName(), r.GetRoute().GetCluster()
-	resp, err := x.callUpstream(r.GetRoute())
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	h := headerMap{}
-	for name, values := range resp.Header {
-		for _, v := range values {
-			h = append(h, header{strings.ToLower(name), v})
-		}
-	}
-	if resp.ContentLength >= 0 {
-		h = h.set("content-length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	x.timers.upstreamHeaders()
-	eos := resp.ContentLength == 0 || x.r.Method == http.MethodHead ||
-		resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	if eos {
-		x.timers.upstreamComplete()
-	}
-	return x.respond(resp.StatusCode, h, resp.Body, eos)
-}
 
 func directResponse(r *routev3.Route) *localReply {
 	dr := r.GetDirectResponse()
@@ -112,77 +77,6 @@ func (x *exchange) cancelUpstream() {
 	}
 }
 
-func (x *exchange) callUpstream(ra *routev3.RouteAction) (*http.Response, error) {
-	c := x.p.plan.clusters[ra.GetCluster()]
-	if !c.acquire() { // the circuit breakers (conn_pool_base.cc, newStreamImpl)
-		return nil, resetBeforeHeaders(http.StatusServiceUnavailable, "overflow", "", "UO")
-	}
-	x.onFinish(c.release)
-	method, _ := x.headers.get(":method")
-	path, _ := x.headers.get(":path")
-	host, _ := x.headers.get(":authority")
-	if lit := ra.GetHostRewriteLiteral(); lit != "" {
-		host = lit
-	}
-	if p := ra.GetPrefixRewrite(); p != "" && x.route.GetMatch().GetPrefix() != "" {
-		path = p + strings.TrimPrefix(path, x.route.GetMatch().GetPrefix())
-	}
-	scheme := "http"
-	if c.tls != nil {
-		scheme = "https"
-	}
-	ctx, cancel := context.WithCancel(x.ctx)
-	x.upCancel = cancel
-	x.onFinish(cancel)
-	x.intr.setUpstream(cancel)
-	t := timeoutsOf(ra)
-	x.timers.startRoute(t.route)
-	// The per-try timers start, and request_timeout stops, once the whole
-	// request went upstream.
-	sent := &once{f: func() {
-		x.timers.disarmRequest()
-		x.timers.startPerTry(t.perTry, t.perTryIdle)
-	}}
-	body, length, closeConn := x.upstreamBody(ctx, sent.run)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { sent.run() }})
-	req, err := http.NewRequestWithContext(ctx, method, scheme+"://"+host+path, body)
-	if err != nil {
-		return nil, &localReply{status: http.StatusBadRequest, details: "invalid_request"}
-	}
-	req.Host, req.ContentLength, req.Close = host, length, closeConn
-	if length == 0 {
-		req.Body = nil
-	}
-	remove := map[string]bool{}
-	for _, name := range x.route.GetRequestHeadersToRemove() { // after route selection, as finalizeRequestHeaders does
-		remove[strings.ToLower(name)] = true
-	}
-	for _, e := range x.headers {
-		if !strings.HasPrefix(e.key, ":") && e.key != "content-length" && !remove[e.key] {
-			req.Header.Add(e.key, e.value)
-		}
-	}
-	if expected := cmpOr(t.perTry, t.route); expected > 0 && !x.p.plan.suppressHdrs {
-		req.Header.Set("x-envoy-expected-rq-timeout-ms", strconv.FormatInt(expected.Milliseconds(), 10))
-	}
-	start := time.Now()
-	resp, err := x.p.transports[c.name].RoundTrip(req)
-	if err != nil {
-		if c := x.intr.take(); c != nil {
-			return nil, c
-		}
-		if x.ctx.Err() != nil {
-			return nil, errAbort
-		}
-		return nil, upstreamFailure(err)
-	}
-	resp.Body = upstreamResponseBody{resp.Body, x.timers}
-	if !x.p.plan.suppressHdrs {
-		resp.Header.Set("x-envoy-upstream-service-time", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
-	}
-	return resp, nil
-}
-
 func cmpOr(a, b time.Duration) time.Duration {
 	if a > 0 {
 		return a
@@ -190,26 +84,26 @@ func cmpOr(a, b time.Duration) time.Duration {
 	return b
 }
 
-// upstreamBody is the request body as Envoy forwards it: the
+// upstreamBody is an attempt's request body as Envoy forwards it: the
 // content-length in the headers goes upstream as it is, never recomputed
 // (ext_proc may have set it). Without one the body is chunked. A shorter
 // declared length leaves the rest on the connection (closed here); a
 // longer one leaves the upstream waiting for bytes that never come.
-func (x *exchange) upstreamBody(ctx context.Context, sent func()) (io.Reader, int64, bool) {
+func (x *exchange) upstreamBody(ctx context.Context, body []byte, sent func()) (io.Reader, int64, bool) {
 	cl, ok := x.headers.get("content-length")
 	n, err := strconv.ParseInt(cl, 10, 64)
 	switch {
 	case !ok || err != nil || n < 0:
-		if len(x.body) == 0 && !x.hasBody {
+		if len(body) == 0 && !x.hasBody {
 			return nil, 0, false
 		}
-		return bytes.NewReader(x.body), -1, false
-	case n == int64(len(x.body)):
-		return bytes.NewReader(x.body), n, false
-	case n < int64(len(x.body)):
-		return bytes.NewReader(x.body[:n]), n, true
+		return bytes.NewReader(body), -1, false
+	case n == int64(len(body)):
+		return bytes.NewReader(body), n, false
+	case n < int64(len(body)):
+		return bytes.NewReader(body[:n]), n, true
 	}
-	return &stallingBody{data: x.body, ctx: ctx, sent: sent}, n, true
+	return &stallingBody{data: body, ctx: ctx, sent: sent}, n, true
 }
 
 // stallingBody gives its bytes, then blocks until the call ends.
@@ -230,15 +124,16 @@ func (b *stallingBody) Read(p []byte) (int, error) {
 	return 0, b.ctx.Err()
 }
 
-// upstreamFailure is the router's reply when the upstream call fails
-// before response headers (router.cc, onUpstreamReset): the reset reason
-// Envoy's HTTP/1 codec client reports (codec_client.cc) and its flag.
-func upstreamFailure(err error) *localReply {
+// upstreamFailure classifies an attempt failing before response headers
+// (router.cc, onUpstreamReset): the reset reason Envoy's HTTP/1 codec
+// client reports (codec_client.cc) and its flag. A DNS name without
+// addresses is a final "no healthy upstream" (nil reset).
+func upstreamFailure(err error, started bool) (*attemptReset, *localReply) {
 	var dnsErr *net.DNSError
 	var op *net.OpError
 	switch {
 	case errors.As(err, &dnsErr): // a DNS cluster without hosts
-		return &localReply{status: http.StatusServiceUnavailable, body: "no healthy upstream", details: "no_healthy_upstream", flags: []string{"UH"}}
+		return nil, noHealthyUpstream()
 	case errors.As(err, &op) && op.Op == "dial":
 		var errno syscall.Errno
 		transport := ""
@@ -246,15 +141,28 @@ func upstreamFailure(err error) *localReply {
 			msg := errno.Error()
 			transport = "delayed connect error: " + strings.ToUpper(msg[:1]) + msg[1:]
 		}
-		return resetBeforeHeaders(http.StatusServiceUnavailable, "remote connection failure", transport, "UF")
+		return &attemptReset{kind: resetConnectFailure, status: http.StatusServiceUnavailable, reason: "remote connection failure",
+			transport: transport, flag: "UF"}, nil
 	case errors.Is(err, io.ErrUnexpectedEOF): // part of the headers, then the close
-		return resetBeforeHeaders(http.StatusBadGateway, "protocol error", "", "UPE")
+		return &attemptReset{kind: resetRemote, started: started, status: http.StatusBadGateway, reason: "protocol error", flag: "UPE"}, nil
 	}
-	return resetBeforeHeaders(http.StatusServiceUnavailable, "connection termination", "", "UC")
+	return &attemptReset{kind: resetRemote, started: started, status: http.StatusServiceUnavailable, reason: "connection termination", flag: "UC"}, nil
 }
 
-func resetBeforeHeaders(status int, reason, transport, flag string) *localReply {
-	body := "upstream connect error or disconnect/reset before headers. reset reason: " + reason
+// noHealthyUpstream is the router's reply when the load balancer finds no
+// host (sendNoHealthyUpstreamResponse).
+func noHealthyUpstream() *localReply {
+	return &localReply{status: http.StatusServiceUnavailable, body: "no healthy upstream", details: "no_healthy_upstream", flags: []string{"UH"}}
+}
+
+// resetBeforeHeaders is the router's reply to the last attempt's reset;
+// after a retry the body says "retried and the latest reset reason".
+func resetBeforeHeaders(status int, reason, transport, flag string, retried bool) *localReply {
+	body := "upstream connect error or disconnect/reset before headers. "
+	if retried {
+		body += "retried and the latest "
+	}
+	body += "reset reason: " + reason
 	details := reason
 	if transport != "" {
 		body += ", transport failure reason: " + transport
