@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -23,6 +24,16 @@ type faultProvider struct {
 	done    chan struct{}
 	release chan struct{} // closed: held answers go out
 	proceed chan struct{} // reset-stream resets once the client saw its start
+
+	mu    sync.Mutex
+	calls map[string]int // requests by upstream model name
+}
+
+// count is how many requests asked for an upstream model.
+func (p *faultProvider) count(model string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[model]
 }
 
 // Behaviours of the fault provider, by upstream model name.
@@ -48,7 +59,7 @@ const bigInputs, bigDims = 2048, 1536
 
 func newFaultProvider(t *testing.T) *faultProvider {
 	t.Helper()
-	p := &faultProvider{done: make(chan struct{}), release: make(chan struct{}), proceed: make(chan struct{}, 1)}
+	p := &faultProvider{done: make(chan struct{}), release: make(chan struct{}), proceed: make(chan struct{}, 1), calls: map[string]int{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() {
 		close(p.done)
@@ -64,6 +75,9 @@ func (p *faultProvider) serve(w http.ResponseWriter, r *http.Request) {
 		Stream bool   `json:"stream"`
 	}
 	json.Unmarshal(body, &req) //nolint:errcheck // a bad body is the gateway's bug; the model is then ""
+	p.mu.Lock()
+	p.calls[req.Model]++
+	p.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer fault-provider-key" {
 		http.Error(w, `{"error":{"message":"bad provider key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, http.StatusUnauthorized)
 		return

@@ -84,9 +84,15 @@ func faultEnv(name string) string {
 // devFaultGateway runs `modelgate dev` on the fault config.
 func devFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 	t.Helper()
+	return devConfigGateway(t, faultConfig(providerURL, extra))
+}
+
+// devConfigGateway runs `modelgate dev` on a config.
+func devConfigGateway(t *testing.T, cfgYAML string) faultGateway {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "modelgate.yaml")
-	if err := os.WriteFile(path, []byte(faultConfig(providerURL, extra)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(cfgYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := launchDev(t, faultEnv, io.Discard, "--config", path, "--data-dir", dir)
@@ -97,11 +103,18 @@ func devFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 // Envoy stand-in running the bootstrap `modelgate envoy-config` makes.
 func serveFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 	t.Helper()
+	return serveConfigGateway(t, faultConfig(providerURL, extra))
+}
+
+// serveConfigGateway runs `modelgate serve` on a config (its backends and
+// models; the listeners and the store are the test's) behind the Envoy
+// stand-in, with back-offs between retries made zero.
+func serveConfigGateway(t *testing.T, cfgYAML string, opts ...standin.Option) faultGateway {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "modelgate.yaml")
 	db := filepath.Join(dir, "serve.db")
-	cfgText := "server: {grpc_listen: 127.0.0.1:0, admin_listen: 127.0.0.1:0}\nstorage: {sqlite_path: " + db + "}\n" +
-		faultConfig(providerURL, extra)
+	cfgText := "server: {grpc_listen: 127.0.0.1:0, admin_listen: 127.0.0.1:0}\nstorage: {sqlite_path: " + db + "}\n" + cfgYAML
 	if err := os.WriteFile(path, []byte(cfgText), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +146,7 @@ func serveFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := standin.New(b)
+	proxy, err := standin.New(b, append([]standin.Option{standin.WithBackOff(func(time.Duration) time.Duration { return 0 })}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/standin"
+	"modelgate/testdata"
+	"modelgate/translate/api/spec"
+)
+
+// fallbackConfig is the fault config with models with fallback added:
+// their first deployment fails a different way each (the fault provider's
+// upstream model names, or a port nothing listens on) and their second is
+// Anthropic or Bedrock on the mock provider.
+func fallbackConfig(t *testing.T, providerURL string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() // nothing listens there once closed
+	l.Close()
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: "fault-provider-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := httptest.NewServer(mock)
+	t.Cleanup(ms.Close)
+	base := faultConfig(providerURL, "")
+	backends, models, ok := strings.Cut(base, "models:\n")
+	if !ok {
+		t.Fatal("the fault config has no models")
+	}
+	extra := fmt.Sprintf(`  - {name: dead, provider: openai, base_url: %q, api_key_env: FAULT_PROVIDER_KEY}
+  - {name: dead2, provider: openai, base_url: %[1]q, api_key_env: FAULT_PROVIDER_KEY}
+  - {name: claude, provider: anthropic, base_url: %q, api_key_env: FAULT_PROVIDER_KEY}
+  - {name: nova, provider: bedrock, base_url: %q, api_key_env: FAULT_PROVIDER_KEY}
+`, dead, ms.URL, ms.URL)
+	claude := "{backend: claude, model: claude-sonnet-4-20250514, priority: 1}"
+	var b strings.Builder
+	b.WriteString(backends + extra + "models:\n" + models)
+	for _, m := range []struct{ id, first, second, fallback string }{
+		{"fb-refused", "{backend: dead, model: ok}", claude, "{}"},
+		{"fb-500", "{backend: faulty, model: error-500}", claude, "{outlier: {consecutive: 100}}"},
+		{"fb-eject", "{backend: faulty, model: held}", claude, "{outlier: {consecutive: 1, interval: 1s, base_ejection: 30s}}"},
+		{"fb-429", "{backend: faulty, model: error-429}", claude, "{outlier: {consecutive: 100}}"},
+		{"fb-hang", "{backend: faulty, model: hang-headers}", claude, "{outlier: {consecutive: 100}}"},
+		{"fb-midstream", "{backend: faulty, model: reset-stream}", claude, "{}"},
+		{"fb-all-down", "{backend: dead, model: ok}", "{backend: dead2, model: ok, priority: 1}", "{outlier: {consecutive: 1}}"},
+		{"fb-all-fail", "{backend: dead, model: ok}", "{backend: faulty, model: error-429, priority: 1}", "{max_retry_after: 1s}"},
+		{"fb-bedrock", "{backend: dead, model: ok}", `{backend: nova, model: "us.amazon.nova-micro-v1:0", priority: 1}`, "{}"},
+	} {
+		fmt.Fprintf(&b, "  - {id: %s, deployments: [%s, %s], fallback: %s}\n", m.id, m.first, m.second, m.fallback)
+	}
+	return b.String()
+}
+
+// The fallbacks through `modelgate serve` behind the Envoy stand-in: each
+// failure of the first deployment before it answers moves the request to
+// the second, whose answer (Anthropic's or Bedrock's) reaches the client
+// in OpenAI's format, JSON and streams, naming the deployment.
+func TestFallbackServe(t *testing.T) {
+	p := newFaultProvider(t)
+	checkFallbacks(t, serveConfigGateway(t, fallbackConfig(t, p.URL)))
+}
+
+// The same through `modelgate dev`, whose stand-in runs the same
+// bootstrap.
+func TestFallbackDev(t *testing.T) {
+	p := newFaultProvider(t)
+	checkFallbacks(t, devConfigGateway(t, fallbackConfig(t, p.URL)))
+}
+
+func checkFallbacks(t *testing.T, g faultGateway) {
+	for _, model := range []string{"fb-refused", "fb-500", "fb-429", "fb-hang", "fb-bedrock"} {
+		t.Run(model, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var raw *http.Response
+			c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+			resp, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithResponseInto(&raw))
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			want := "claude"
+			if model == "fb-bedrock" {
+				want = "nova"
+			}
+			if got := raw.Header.Get("x-modelgate-deployment"); got != want || resp.Choices[0].Message.Content == "" {
+				t.Errorf("deployment %q, content %q; want %s's answer", got, resp.Choices[0].Message.Content, want)
+			}
+			spec.ValidateT(t, "CreateChatCompletionResponse", []byte(resp.RawJSON()))
+			if resp.Usage.TotalTokens == 0 {
+				t.Errorf("usage %+v", resp.Usage)
+			}
+			stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model,
+				Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")},
+				StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
+			var text strings.Builder
+			var usage int64
+			for stream.Next() {
+				ch := stream.Current()
+				spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(ch.RawJSON()))
+				for _, c := range ch.Choices {
+					text.WriteString(c.Delta.Content)
+				}
+				usage += ch.Usage.TotalTokens
+			}
+			if err := stream.Err(); err != nil || text.Len() == 0 || usage == 0 {
+				t.Errorf("stream: %v, text %q, usage %d", err, text.String(), usage)
+			}
+		})
+	}
+}
+
+// A stream that fails after its first byte reached the client is not
+// retried: the client gets the start, then an error, never the second
+// deployment's answer.
+func TestFallbackNotAfterFirstByte(t *testing.T) {
+	p := newFaultProvider(t)
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fb-midstream",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})
+	var text strings.Builder
+	for stream.Next() {
+		for _, ch := range stream.Current().Choices {
+			text.WriteString(ch.Delta.Content)
+		}
+		select {
+		case p.proceed <- struct{}{}: // the client saw the start: let the provider reset
+		default:
+		}
+	}
+	if stream.Err() == nil {
+		t.Errorf("the stream ended cleanly after the provider reset it; text %q", text.String())
+	}
+	if strings.Contains(text.String(), "Hi") && strings.Contains(text.String(), "Hello there") {
+		t.Errorf("both deployments' content reached the client: %q", text.String())
+	}
+}
+
+// A deployment that fails is set aside after outlier.consecutive failures:
+// requests go straight to the next priority, and after base_ejection it is
+// tried again. The stand-in's outlier clock is the test's.
+func TestFallbackEjection(t *testing.T) {
+	p := newFaultProvider(t)
+	clock := &manualClock{now: time.Unix(1_800_000_000, 0)}
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL), standin.WithClock(clock))
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	ask := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var raw *http.Response
+		if _, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "fb-eject",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithResponseInto(&raw)); err != nil {
+			t.Fatal(err)
+		}
+		return raw.Header.Get("x-modelgate-deployment")
+	}
+	// held answers only once released: until then its requests hang, and
+	// the per-try timeout (2s) fails them over, an outlier failure each.
+	if got := ask(); got != "claude" || p.count(faultHeld) != 1 {
+		t.Fatalf("first request: answered by %q after %d tries of the primary", got, p.count(faultHeld))
+	}
+	if got := ask(); got != "claude" || p.count(faultHeld) != 1 {
+		t.Fatalf("while ejected: answered by %q, primary tried %d times; want it set aside", got, p.count(faultHeld))
+	}
+	close(p.release)
+	clock.advance(31 * time.Second)
+	if got := ask(); got != "faulty" || p.count(faultHeld) != 2 {
+		t.Fatalf("after base_ejection: answered by %q, primary tried %d times; want it back", got, p.count(faultHeld))
+	}
+}
+
+// manualClock is a Clock the test moves; its waits are over at once.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// One of two deployments of equal weight fails every request during an
+// outage while clients keep a steady rate: Envoy retries the failures on
+// the other and sets the failing one aside, so no client sees an error,
+// and the ledger has one successful record per request. By default a
+// short run; MODELGATE_TEST_SOAK=1 runs the 30 s outage at 50 requests a
+// second.
+func TestFallbackUnderOutage(t *testing.T) {
+	duration, rate := 4*time.Second, 20
+	if os.Getenv("MODELGATE_TEST_SOAK") != "" {
+		duration, rate = 30*time.Second, 50
+	}
+	var down atomic.Bool
+	down.Store(true)
+	var failed atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			failed.Add(1)
+			http.Error(w, `{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`, http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, 200, chatJSON())
+	}))
+	defer flaky.Close()
+	p := newFaultProvider(t)
+	cfg := faultConfig(p.URL, "")
+	backends, models, _ := strings.Cut(cfg, "models:\n")
+	cfg = backends + fmt.Sprintf("  - {name: flaky, provider: openai, base_url: %q, api_key_env: FAULT_PROVIDER_KEY}\n", flaky.URL) +
+		"models:\n" + models +
+		"  - {id: fb-weighted, deployments: [{backend: faulty, model: ok}, {backend: flaky, model: ok}], fallback: {outlier: {consecutive: 3, base_ejection: 60s}}}\n"
+	cfg = strings.Replace(cfg, "concurrent_requests: 1,", "concurrent_requests: 1000,", 1)
+	g := serveConfigGateway(t, cfg)
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	n := int(duration.Seconds()) * rate
+	ids := make([]string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := range n {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var raw *http.Response
+			_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "fb-weighted",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithResponseInto(&raw))
+			if err != nil {
+				errs <- fmt.Errorf("request %d: %w", i, err)
+				return
+			}
+			ids[i] = raw.Header.Get("x-request-id")
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if f := failed.Load(); f == 0 || f > int64(n)/2 {
+		t.Errorf("the failing deployment got %d of %d requests: want some, and fewer once it was set aside", f, n)
+	}
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if r, ok := g.row(t, id, 10*time.Second); !ok || r.Status != 200 || r.Tokens == 0 {
+			t.Fatalf("request %d (%s): ledger %+v, found %v", i, id, r, ok)
+		}
+	}
+	var rows int
+	if err := g.ledger.QueryRow(`SELECT count(*) FROM usage`).Scan(&rows); err != nil || rows != n {
+		t.Errorf("ledger has %d records for %d requests (%v)", rows, n, err)
+	}
+	t.Logf("%d requests at %d/s: the failing deployment answered %d of them with 503, every client got an answer", n, rate, failed.Load())
+}
+
+// When every deployment fails, the client gets the last one's error in
+// OpenAI's shape: here a 429 with its Retry-After.
+func TestFallbackAllFail(t *testing.T) {
+	p := newFaultProvider(t)
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
+	req, _ := http.NewRequest("POST", g.url+"/chat/completions", strings.NewReader(`{"model":"fb-all-fail","messages":[{"role":"user","content":"Hello!"}]}`))
+	req.Header.Set("Authorization", "Bearer "+g.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || resp.Header.Get("x-modelgate-deployment") != "faulty" {
+		t.Errorf("%d, Retry-After %q, deployment %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("x-modelgate-deployment"), body)
+	}
+	spec.ValidateT(t, "ErrorResponse", body)
+	if p.count(faultError429) == 0 {
+		t.Error("the second deployment was never tried")
+	}
+}
+
+// With every deployment set aside, Envoy has none left to try: the client
+// gets an OpenAI-shaped 503.
+func TestFallbackAllSetAside(t *testing.T) {
+	p := newFaultProvider(t)
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
+	for i := range 2 {
+		req, _ := http.NewRequest("POST", g.url+"/chat/completions", strings.NewReader(`{"model":"fb-all-down","messages":[{"role":"user","content":"Hello!"}]}`))
+		req.Header.Set("Authorization", "Bearer "+g.key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("request %d: %d %s", i, resp.StatusCode, body)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "could not be reached") {
+			t.Errorf("request %d: %d: %s", i, resp.StatusCode, body)
+		}
+		spec.ValidateT(t, "ErrorResponse", body)
+	}
+}
