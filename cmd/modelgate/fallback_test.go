@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +63,7 @@ func fallbackConfig(t *testing.T, providerURL string) string {
 		{"fb-429", "{backend: faulty, model: error-429}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-hang", "{backend: faulty, model: hang-headers}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-midstream", "{backend: faulty, model: reset-stream}", claude, "{}"},
+		{"fb-tools", "{backend: dead, model: ok}", "{backend: claude, model: mock-tools, priority: 1}", "{}"},
 		{"fb-all-down", "{backend: dead, model: ok}", "{backend: dead2, model: ok, priority: 1}", "{outlier: {consecutive: 1}}"},
 		{"fb-all-fail", "{backend: dead, model: ok}", "{backend: faulty, model: error-429, priority: 1}", "{max_retry_after: 1s}"},
 		{"fb-bedrock", "{backend: dead, model: ok}", `{backend: nova, model: "us.amazon.nova-micro-v1:0", priority: 1}`, "{}"},
@@ -337,5 +340,48 @@ func TestFallbackAllSetAside(t *testing.T) {
 			t.Errorf("request %d: %d: %s", i, resp.StatusCode, body)
 		}
 		spec.ValidateT(t, "ErrorResponse", body)
+	}
+}
+
+// Tool calls survive a fallback across formats: the Anthropic deployment's
+// tool_use reaches the client as OpenAI tool calls, JSON and streamed.
+func TestFallbackToolCalls(t *testing.T) {
+	p := newFaultProvider(t)
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "fb-tools",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What's the weather in Paris?")},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: "get_current_weather", Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}}})}}
+	resp, err := c.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", []byte(resp.RawJSON()))
+	calls := resp.Choices[0].Message.ToolCalls
+	if len(calls) == 0 || calls[0].Function.Name == "" || resp.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("JSON: %s", resp.RawJSON())
+	}
+	stream := c.Chat.Completions.NewStreaming(ctx, params)
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(stream.Current().RawJSON()))
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := acc.Choices[0].Message.ToolCalls
+	if len(got) != len(calls) {
+		t.Fatalf("%d streamed tool calls, want %d", len(got), len(calls))
+	}
+	for i := range calls { // the arguments as JSON values: the stream may space them otherwise
+		var a, b any
+		if got[i].Function.Name != calls[i].Function.Name || json.Unmarshal([]byte(got[i].Function.Arguments), &a) != nil ||
+			json.Unmarshal([]byte(calls[i].Function.Arguments), &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("streamed tool call %d: %s(%s), want %s(%s)", i, got[i].Function.Name, got[i].Function.Arguments, calls[i].Function.Name, calls[i].Function.Arguments)
+		}
 	}
 }
