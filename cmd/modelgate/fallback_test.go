@@ -136,11 +136,8 @@ func checkFallbacks(t *testing.T, g faultGateway) {
 // retried: the client gets the start, then an error, never the second
 // deployment's answer.
 func TestFallbackNotAfterFirstByte(t *testing.T) {
-	p := newFaultProvider(t)
-	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	p, c := serveFallback(t)
+	ctx := t.Context()
 	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fb-midstream",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})
 	var text strings.Builder
@@ -165,10 +162,8 @@ func TestFallbackNotAfterFirstByte(t *testing.T) {
 // requests go straight to the next priority, and after base_ejection it is
 // tried again. The stand-in's outlier clock is the test's.
 func TestFallbackEjection(t *testing.T) {
-	p := newFaultProvider(t)
 	clock := &manualClock{now: time.Unix(1_800_000_000, 0)}
-	g := serveConfigGateway(t, fallbackConfig(t, p.URL), standin.WithClock(clock))
-	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	p, c := serveFallback(t, standin.WithClock(clock))
 	ask := func() string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -346,11 +341,8 @@ func TestFallbackAllSetAside(t *testing.T) {
 // Tool calls survive a fallback across formats: the Anthropic deployment's
 // tool_use reaches the client as OpenAI tool calls, JSON and streamed.
 func TestFallbackToolCalls(t *testing.T) {
-	p := newFaultProvider(t)
-	g := serveConfigGateway(t, fallbackConfig(t, p.URL))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	_, c := serveFallback(t)
+	ctx := t.Context()
 	params := openai.ChatCompletionNewParams{Model: "fb-tools",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What's the weather in Paris?")},
 		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
@@ -384,4 +376,13 @@ func TestFallbackToolCalls(t *testing.T) {
 			t.Errorf("streamed tool call %d: %s(%s), want %s(%s)", i, got[i].Function.Name, got[i].Function.Arguments, calls[i].Function.Name, calls[i].Function.Arguments)
 		}
 	}
+}
+
+// serveFallback runs serve on the fallback config with the fault provider
+// and returns both and an official client of the gateway.
+func serveFallback(t *testing.T, opts ...standin.Option) (*faultProvider, openai.Client) {
+	t.Helper()
+	p := newFaultProvider(t)
+	g := serveConfigGateway(t, fallbackConfig(t, p.URL), opts...)
+	return p, openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
 }
