@@ -216,8 +216,11 @@ func (c *manualClock) advance(d time.Duration) {
 
 // One of two deployments of equal weight fails every request during an
 // outage while clients keep a steady rate: Envoy retries the failures on
-// the other and sets the failing one aside, so no client sees an error,
-// and the ledger has one successful record per request. By default a
+// the other and sets the failing one aside after outlier.consecutive (3)
+// failures. Before that a retry may land on the failing deployment again
+// (Envoy re-picks a previous host at most host_selection_retry_max_attempts
+// times) and fail; once it is set aside, no client sees an error, and the
+// ledger has one successful record per answered request. By default a
 // short run; MODELGATE_TEST_SOAK=1 runs the 30 s outage at 50 requests a
 // second.
 func TestFallbackUnderOutage(t *testing.T) {
@@ -227,10 +230,12 @@ func TestFallbackUnderOutage(t *testing.T) {
 	}
 	var down atomic.Bool
 	down.Store(true)
-	var failed atomic.Int64
+	var failed, ejectedAt atomic.Int64
 	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if down.Load() {
-			failed.Add(1)
+			if failed.Add(1) == 3 {
+				ejectedAt.Store(time.Now().UnixNano()) // the third failure ejects it, inline
+			}
 			http.Error(w, `{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`, http.StatusServiceUnavailable)
 			return
 		}
@@ -249,12 +254,14 @@ func TestFallbackUnderOutage(t *testing.T) {
 	n := int(duration.Seconds()) * rate
 	ids := make([]string, n)
 	errs := make(chan error, n)
+	var early atomic.Int64
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	for i := range n {
 		<-tick.C
 		wg.Add(1)
+		sent := time.Now().UnixNano()
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -263,7 +270,11 @@ func TestFallbackUnderOutage(t *testing.T) {
 			_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "fb-weighted",
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithResponseInto(&raw))
 			if err != nil {
-				errs <- fmt.Errorf("request %d: %w", i, err)
+				if at := ejectedAt.Load(); at != 0 && sent > at {
+					errs <- fmt.Errorf("request %d, sent after the failing deployment was set aside: %w", i, err)
+				} else {
+					early.Add(1)
+				}
 				return
 			}
 			ids[i] = raw.Header.Get("x-request-id")
@@ -273,6 +284,9 @@ func TestFallbackUnderOutage(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if e := early.Load(); e > 3 {
+		t.Errorf("%d clients got an error before the failing deployment was set aside; it fails only 3 times before", e)
 	}
 	if f := failed.Load(); f == 0 || f > int64(n)/2 {
 		t.Errorf("the failing deployment got %d of %d requests: want some, and fewer once it was set aside", f, n)
@@ -289,7 +303,7 @@ func TestFallbackUnderOutage(t *testing.T) {
 	if err := g.ledger.QueryRow(`SELECT count(*) FROM usage`).Scan(&rows); err != nil || rows != n {
 		t.Errorf("ledger has %d records for %d requests (%v)", rows, n, err)
 	}
-	t.Logf("%d requests at %d/s: the failing deployment answered %d of them with 503, every client got an answer", n, rate, failed.Load())
+	t.Logf("%d requests at %d/s: the failing deployment answered %d of them with 503; %d clients saw an error before it was set aside, none after", n, rate, failed.Load(), early.Load())
 }
 
 // When every deployment fails, the client gets the last one's error in
