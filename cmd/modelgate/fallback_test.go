@@ -60,6 +60,7 @@ func fallbackConfig(t *testing.T, providerURL string) string {
 		{"fb-refused", "{backend: dead, model: ok}", claude, "{}"},
 		{"fb-500", "{backend: faulty, model: error-500}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-eject", "{backend: faulty, model: held}", claude, "{outlier: {consecutive: 1, interval: 1s, base_ejection: 30s}}"},
+		{"fb-cooldown", "{backend: faulty, model: held}", claude, "{outlier: {consecutive: 1, interval: 1s, base_ejection: 1s}}"},
 		{"fb-429", "{backend: faulty, model: error-429}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-hang", "{backend: faulty, model: hang-headers}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-midstream", "{backend: faulty, model: reset-stream}", claude, "{}"},
@@ -399,4 +400,32 @@ func serveFallback(t *testing.T, opts ...standin.Option) (*faultProvider, openai
 	p := newFaultProvider(t)
 	g := serveConfigGateway(t, fallbackConfig(t, p.URL), opts...)
 	return p, openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+}
+
+// The same through `modelgate dev`, on real time: after a cool-down of 1s
+// (swept every second) the set-aside deployment answers again.
+func TestFallbackCooldownDev(t *testing.T) {
+	p := newFaultProvider(t)
+	g := devConfigGateway(t, fallbackConfig(t, p.URL))
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	ask := func() string {
+		t.Helper()
+		var raw *http.Response
+		if _, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "fb-cooldown",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithResponseInto(&raw)); err != nil {
+			t.Fatal(err)
+		}
+		return raw.Header.Get("x-modelgate-deployment")
+	}
+	if got := ask(); got != "claude" || p.count(faultHeld) != 1 {
+		t.Fatalf("first request: answered by %q after %d tries of the primary", got, p.count(faultHeld))
+	}
+	close(p.release)
+	deadline := time.Now().Add(30 * time.Second) // bounds the wait; the cool-down is 1s
+	for got := ask(); got != "faulty"; got = ask() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary never answered again; last answer from %q, primary tried %d times", got, p.count(faultHeld))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
