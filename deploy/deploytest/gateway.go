@@ -374,3 +374,14 @@ func (gw *Gateway) WithBackends(extra map[string]Upstream) (*config.Config, erro
 	}
 	return &cfg, nil
 }
+
+// HeaderKey is a route's header matches as one comparable string: the
+// name=value pairs, sorted.
+func HeaderKey(h map[string]string) string {
+	var kv []string
+	for k, v := range h {
+		kv = append(kv, k+"="+v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ",")
+}

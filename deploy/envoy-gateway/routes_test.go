@@ -65,17 +65,8 @@ func newRuleRef(route *gwapiv1.HTTPRoute, i int) *ruleRef {
 			r.headers[strings.ToLower(string(h.Name))] = h.Value
 		}
 	}
-	r.key = headerKey(r.headers)
+	r.key = deploytest.HeaderKey(r.headers)
 	return r
-}
-
-func headerKey(h map[string]string) string {
-	var kv []string
-	for k, v := range h {
-		kv = append(kv, k+"="+v)
-	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
 }
 
 // bootstrapKey is a bootstrap route's key as ruleRef's; ok is false when
@@ -88,7 +79,7 @@ func bootstrapKey(r *routev3.Route) (string, bool) {
 		ok = ok && exact != ""
 		h[m.GetName()] = exact
 	}
-	return headerKey(h), ok
+	return deploytest.HeaderKey(h), ok
 }
 
 // attachedRules lists the rules of the HTTPRoutes on the Gateway.

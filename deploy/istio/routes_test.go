@@ -65,17 +65,8 @@ func newVSRoute(vs named[*istioapi.VirtualService], i int) *vsRoute {
 			v.headers[name] = sm.GetExact()
 		}
 	}
-	v.key = headerKey(v.headers)
+	v.key = deploytest.HeaderKey(v.headers)
 	return v
-}
-
-func headerKey(h map[string]string) string {
-	var kv []string
-	for k, v := range h {
-		kv = append(kv, k+"="+v)
-	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
 }
 
 // subset reports whether every header match of a is one of b's.
@@ -177,7 +168,7 @@ func checkVirtualService(objs []deploy.Object, gw *deploytest.Gateway, vs named[
 				h[m.GetName()] = m.GetStringMatch().GetExact()
 			}
 		}
-		k := headerKey(h)
+		k := deploytest.HeaderKey(h)
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
