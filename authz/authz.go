@@ -188,8 +188,13 @@ type UsageRecord struct {
 	// the exchange consumed tokens (it broke off, or the provider sent no
 	// usage) but the provider never reported them.
 	Estimated bool
-	Duration  time.Duration
-	At        time.Time
+	// Attempt numbers a failed attempt of a request Envoy retried on
+	// another deployment (1, 2, …): its backend and status (0 when the
+	// attempt got no answer: refused, reset or timed out), no tokens. Zero
+	// is the request's own record; only those count as requests.
+	Attempt  int
+	Duration time.Duration
+	At       time.Time
 }
 
 // UsageTotals sums usage records.

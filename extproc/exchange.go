@@ -187,6 +187,10 @@ func (ex *exchange) afterSend(ctx context.Context) {
 // consumed and the status the client saw.
 func (ex *exchange) finish(ctx context.Context) {
 	defer ex.recoverFinish()
+	if a := ex.attempt; a != nil && !a.answered && ex.phase == phaseResponseHeaders {
+		ex.recordAttempt(ctx, 0) // translated and sent, and no answer came: refused, reset or timed out
+		return
+	}
 	if !ex.recorded && ex.phase != phaseRequestHeaders {
 		if !ex.completed {
 			ex.status = ex.brokenStatus(ex.s.now())

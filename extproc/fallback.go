@@ -90,6 +90,9 @@ type attempt struct {
 	err     error     // the attribute did not name a backend
 	headers headerMap // the request headers of the attempt (shared by all)
 	ctx     requestContext
+	// answered: the provider's response headers came; recorded: the
+	// attempt's failure is in the ledger.
+	answered, recorded bool
 }
 
 // requestContext is what an attempt needs of the client's request that
@@ -221,7 +224,7 @@ func (ex *exchange) handleAttempt(ctx context.Context, req *extprocv3.Processing
 		if err := ex.expect(phaseResponseHeaders); err != nil {
 			return nil, err
 		}
-		return ex.attemptResponse(), nil
+		return ex.attemptResponse(ctx, r.ResponseHeaders), nil
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		// The upstream filter's response body mode is NONE; a body sent
 		// anyway passes unchanged (the router-level stream translates it).
@@ -347,7 +350,11 @@ func (ex *exchange) pickAttempt(ctx context.Context, model string) error {
 // attemptResponse names the attempt's backend on its response, for the
 // router-level stream. The marks of replies that are not a provider's are
 // removed: a provider cannot pass for Envoy or for the gateway.
-func (ex *exchange) attemptResponse() *extprocv3.ProcessingResponse {
+func (ex *exchange) attemptResponse(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	ex.attempt.answered = true
+	if status, _ := strconv.Atoi(readHeaders(h.GetHeaders())[":status"]); status < 200 || status > 299 {
+		ex.recordAttempt(ctx, status)
+	}
 	var mut headers
 	mut.Remove(localReplyHeader)
 	mut.Remove(attemptReplyHeader)
@@ -356,6 +363,26 @@ func (ex *exchange) attemptResponse() *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
 	}}
+}
+
+// recordAttempt writes a failed attempt's record to the ledger: its
+// backend and status (0: no answer), no tokens. The request's own record,
+// which charges the deployment that answered, is the router-level
+// stream's.
+func (ex *exchange) recordAttempt(ctx context.Context, status int) {
+	a := ex.attempt
+	if a.recorded || ex.tr == nil {
+		return // not translated: the attempt never reached the provider
+	}
+	a.recorded = true
+	end := ex.s.now()
+	rec := authz.UsageRecord{RequestID: a.headers[requestIDHeader], AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
+		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	defer cancel()
+	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
+		ex.log.Error("recording a failed attempt", zap.Error(err))
+	}
 }
 
 // attemptError is an upstream stream's error reply: the OpenAI error,

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"modelgate/authz"
 	"modelgate/envoy"
 	"modelgate/translate/api/spec"
 )
@@ -487,7 +489,7 @@ func TestFallbackResponsesBridged(t *testing.T) {
 	const req = `{"model":"smart","input":"hi"}`
 	shared := map[string]string{":method": "POST", ":path": "/v1/responses", "content-type": "application/json"}
 	md := map[string]any{contextPath: "/v1/responses", contextContentType: "application/json", contextAccount: "a"}
-	up := play(t, s, false, attemptMsg(shared, "anthropic", 1, md), reqBody(req))
+	up := play(t, s, false, attemptMsg(shared, "anthropic", 1, md), reqBody(req), respHeaders(false, ":status", "200"))
 	common := up[1].GetRequestBody().GetResponse()
 	if p := setHeaders(common.GetHeaderMutation())[":path"]; p != "/v1/messages" || !strings.Contains(string(common.GetBodyMutation().GetBody()), `"claude-up"`) {
 		t.Fatalf("attempt %s %s", p, common.GetBodyMutation().GetBody())
@@ -505,5 +507,32 @@ func TestFallbackResponsesBridged(t *testing.T) {
 	}
 	if rec := usage.only(t); rec.Backend != "anthropic" || rec.Endpoint != "responses" || rec.TotalTokens != 17 {
 		t.Errorf("record %+v", rec)
+	}
+}
+
+// A failed attempt is in the ledger: its backend and status, or status 0
+// when it got no answer, and no tokens; the request's own record stays the
+// router-level stream's.
+func TestFallbackAttemptRecords(t *testing.T) {
+	s, usage, _ := newFallbackServer(t)
+	const req = `{"model":"smart","messages":[{"role":"user","content":"hi"}]}`
+	shared := map[string]string{":method": "POST", ":path": "/v1/chat/completions", "content-type": "application/json", "x-request-id": "r9"}
+	md := map[string]any{contextPath: "/v1/chat/completions", contextContentType: "application/json", contextAccount: "a"}
+	play(t, s, false, attemptMsg(shared, "anthropic", 1, md), reqBody(req), respHeaders(false, ":status", "503"))
+	play(t, s, false, attemptMsg(shared, "openai", 2, md), reqBody(req)) // reset before it answered
+	play(t, s, false, attemptMsg(shared, "openai", 3, md), reqBody(req), respHeaders(false, ":status", "200"))
+	usage.mu.Lock()
+	recs := slices.Clone(usage.recs)
+	usage.mu.Unlock()
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want the two failed attempts: %+v", len(recs), recs)
+	}
+	for i, want := range []authz.UsageRecord{{RequestID: "r9", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "anthropic", Status: 503, Attempt: 1},
+		{RequestID: "r9", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "openai", Status: 0, Attempt: 2}} {
+		got := recs[i]
+		got.Duration, got.At = 0, time.Time{}
+		if got != want {
+			t.Errorf("record %d: %+v, want %+v", i, got, want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
-	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "estimated", "duration_ms", "at"}
+	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "estimated", "attempt", "duration_ms", "at"}
 
 func usageValues(r authz.UsageRecord) []any {
 	var id *string // NULL when unset: such records may repeat
@@ -21,7 +21,7 @@ func usageValues(r authz.UsageRecord) []any {
 		id = &r.ID
 	}
 	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, int32(r.Status), r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Duration.Milliseconds(), ms(r.At)}
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, int32(r.Attempt), r.Duration.Milliseconds(), ms(r.At)}
 }
 
 // AppendUsage implements authz.Store.
@@ -31,7 +31,7 @@ func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 }
 
 var insertUsage = `INSERT INTO usage (` + strings.Join(usageColumns, ", ") + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (record_id) DO NOTHING`
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (record_id) DO NOTHING`
 
 // AppendUsageBatch implements authz.Store: one COPY into a temporary
 // table, then one INSERT that skips ids already stored, in a transaction.
@@ -60,7 +60,7 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 	var t authz.UsageTotals
 	err := s.row(ctx, func(row pgx.Row) error {
 		return row.Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens)
-	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2`, accountID, ms(since))
+	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2 AND attempt = 0`, accountID, ms(since))
 	return t, err
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
-	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
+	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
 
 func usageArgs(r authz.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
@@ -18,7 +18,7 @@ func usageArgs(r authz.UsageRecord) []any {
 		id = r.ID
 	}
 	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Duration.Milliseconds(), r.At.UnixMilli()}
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Attempt, r.Duration.Milliseconds(), r.At.UnixMilli()}
 }
 
 // AppendUsage implements authz.Store.
@@ -54,7 +54,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 // UsageSince implements authz.Store.
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
-	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ?`,
+	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ? AND attempt = 0`,
 		accountID, since.UnixMilli()).Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens,
 		&t.CachedTokens, &t.ReasoningTokens)
 	return t, err

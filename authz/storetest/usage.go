@@ -26,6 +26,12 @@ func testUsage(t *testing.T, s authz.Store) {
 			t.Fatalf("AppendUsage: %v", err)
 		}
 	}
+	// A failed attempt Envoy retried elsewhere is stored, and is no request.
+	attempt := authz.UsageRecord{RequestID: "b", AccountID: a.ID, Endpoint: "chat.completions", Model: "gpt-4o", Backend: "down",
+		Status: 503, Attempt: 1, At: t0}
+	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{attempt}); err != nil {
+		t.Fatalf("AppendUsageBatch(attempt): %v", err)
+	}
 	got, err := s.UsageSince(ctx, a.ID, t0)
 	if err != nil {
 		t.Fatalf("UsageSince: %v", err)
@@ -60,6 +66,10 @@ func reportRecords() []authz.UsageRecord {
 					AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "b", Status: 200,
 					PromptTokens: v, CompletionTokens: 2 * v, TotalTokens: 3 * v, CachedTokens: v / 2, ReasoningTokens: v % 7,
 					Duration: time.Duration(v) * time.Millisecond, At: at})
+				if n%2 == 0 { // a failed attempt before it, which reports leave out
+					recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
+						AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "down", Status: 503, Attempt: 1, At: at})
+				}
 			}
 		}
 	}
@@ -70,7 +80,7 @@ func reportRecords() []authz.UsageRecord {
 func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
 	sums := map[authz.UsageRow]authz.UsageTotals{}
 	for _, r := range recs {
-		if r.At.Before(q.From) || (!q.To.IsZero() && !r.At.Before(q.To)) ||
+		if r.Attempt != 0 || r.At.Before(q.From) || (!q.To.IsZero() && !r.At.Before(q.To)) ||
 			(q.AccountID != "" && r.AccountID != q.AccountID) || (q.KeyID != "" && r.KeyID != q.KeyID) ||
 			(q.Model != "" && r.Model != q.Model) {
 			continue

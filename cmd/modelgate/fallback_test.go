@@ -300,9 +300,21 @@ func TestFallbackUnderOutage(t *testing.T) {
 			t.Fatalf("request %d (%s): ledger %+v, found %v", i, id, r, ok)
 		}
 	}
-	var rows int
-	if err := g.ledger.QueryRow(`SELECT count(*) FROM usage`).Scan(&rows); err != nil || rows != n {
-		t.Errorf("ledger has %d records for %d requests (%v)", rows, n, err)
+	var rows, attempts int
+	if err := g.ledger.QueryRow(`SELECT count(*) FROM usage WHERE attempt = 0`).Scan(&rows); err != nil || rows != n {
+		t.Errorf("ledger has %d request records for %d requests (%v)", rows, n, err)
+	}
+	// Each 503 of the failing deployment is a failed attempt's record.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := g.ledger.QueryRow(`SELECT count(*) FROM usage WHERE attempt > 0 AND backend = 'flaky' AND status = 503 AND total_tokens = 0`).Scan(&attempts)
+		if err == nil && int64(attempts) == failed.Load() || time.Now().After(deadline) {
+			if int64(attempts) != failed.Load() {
+				t.Errorf("ledger has %d failed attempts of the failing deployment; it failed %d times (%v)", attempts, failed.Load(), err)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("%d requests at %d/s: the failing deployment answered %d of them with 503; %d clients saw an error before it was set aside, none after", n, rate, failed.Load(), early.Load())
 }

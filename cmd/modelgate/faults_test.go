@@ -196,7 +196,7 @@ func (g faultGateway) row(t *testing.T, requestID string, wait time.Duration) (r
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		err := g.ledger.QueryRow(`SELECT status, total_tokens, estimated FROM usage WHERE request_id = ?`, requestID).
+		err := g.ledger.QueryRow(`SELECT status, total_tokens, estimated FROM usage WHERE request_id = ? AND attempt = 0`, requestID).
 			Scan(&r.Status, &r.Tokens, &r.Estimated)
 		if err == nil {
 			return r, true

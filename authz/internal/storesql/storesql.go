@@ -55,7 +55,7 @@ func (d Dialect) UsageReport(q authz.UsageQuery) (string, []any) {
 		sel = append(sel, c.expr)
 		group = append(group, c.expr)
 	}
-	var where []string
+	where := []string{"attempt = 0"} // failed attempts are not requests
 	var args []any
 	for _, f := range []struct {
 		col string

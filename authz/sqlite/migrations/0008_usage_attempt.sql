@@ -1,0 +1,3 @@
+-- Failed attempts of requests Envoy retried on another deployment: one
+-- record each, numbered from 1; the request's own record is attempt 0.
+ALTER TABLE usage ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
