@@ -1,7 +1,6 @@
 package envoy
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -49,9 +48,6 @@ type Fallback struct {
 type Deployment struct {
 	// Backend names a Config.Backends entry.
 	Backend string
-	// Model is the model name the provider knows, when it is not the
-	// public one.
-	Model string
 	// Priority orders deployments: 0 first; a higher one takes traffic
 	// when the lower ones are down or ejected, and retries move to it.
 	Priority uint32
@@ -117,23 +113,19 @@ const (
 	upstreamCodecFilter   = "envoy.filters.http.upstream_codec"
 )
 
-// The keys of filter_metadata[MetadataNamespace] on a model cluster's
-// endpoints: the deployment's backend and the model name its provider
-// knows. The upstream ext_proc reads them from attribute
-// xds.upstream_host_metadata.
-const (
-	BackendMetadataKey = "backend"
-	ModelMetadataKey   = "model"
-)
+// BackendMetadataKey is the key of filter_metadata[MetadataNamespace] on
+// a model cluster's endpoints that names the deployment's backend.
+const BackendMetadataKey = "backend"
 
 // UpstreamAttributes are what the upstream ext_proc filter asks of each
-// attempt: the chosen endpoint's backend and model, as paths into its
-// metadata (the metadata message itself would arrive as a debug string,
+// attempt: the chosen endpoint's backend, as a path into its metadata in
+// namespace (the metadata message itself would arrive as a debug string,
 // which is not for parsing), and the attempt's number.
-var UpstreamAttributes = []string{
-	"xds.upstream_host_metadata.filter_metadata['" + defaultMetadataNamespace + "']['" + BackendMetadataKey + "']",
-	"xds.upstream_host_metadata.filter_metadata['" + defaultMetadataNamespace + "']['" + ModelMetadataKey + "']",
-	"upstream.request_attempt_count",
+func UpstreamAttributes(namespace string) []string {
+	return []string{
+		"xds.upstream_host_metadata.filter_metadata['" + namespace + "']['" + BackendMetadataKey + "']",
+		"upstream.request_attempt_count",
+	}
 }
 
 // ModelCluster is the cluster name of a Fallback's model.
@@ -241,7 +233,7 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 			up := byName[d.Backend]
 			allIP = allIP && up.isIP()
 			anyTLS = anyTLS || up.tls
-			md, err := structpb.NewStruct(map[string]any{BackendMetadataKey: d.Backend, ModelMetadataKey: cmp.Or(d.Model, f.Model)})
+			md, err := structpb.NewStruct(map[string]any{BackendMetadataKey: d.Backend})
 			if err != nil {
 				return nil, err
 			}
@@ -350,7 +342,7 @@ func upstreamProtocolOptions(cfg Config) *upstreamsv3.HttpProtocolOptions {
 			ResponseTrailerMode: extprocv3.ProcessingMode_SKIP,
 		},
 		MessageTimeout:    durationpb.New(cfg.MessageTimeout),
-		RequestAttributes: UpstreamAttributes,
+		RequestAttributes: UpstreamAttributes(cfg.MetadataNamespace),
 		// The router-level stream writes what a retry needs to know of
 		// the client's request (its path and content type: Envoy shares
 		// one header map across attempts, and the first attempt rewrote

@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestFallbackBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m := ep.GetProcessingMode(); m.GetRequestBodyMode() != extprocv3.ProcessingMode_BUFFERED || m.GetResponseBodyMode() != extprocv3.ProcessingMode_NONE ||
-		len(ep.GetRequestAttributes()) != 3 || !strings.Contains(ep.GetRequestAttributes()[0], "['io.modelgate']['backend']") {
+		!slices.Equal(ep.GetRequestAttributes(), UpstreamAttributes("io.modelgate")) {
 		t.Errorf("upstream ext_proc %v", &ep)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
@@ -102,85 +100,20 @@ type requestContext struct {
 }
 
 // upstreamAttempt recognises the first message of an upstream stream by
-// its host metadata attribute; nil for a router-level stream. Envoy puts
-// attributes under the filter's fixed key; every key is looked at.
+// the attribute naming its backend (envoy.UpstreamAttributes), which Envoy
+// puts under the filter's fixed key; nil for a router-level stream.
 func (s *Server) upstreamAttempt(req *extprocv3.ProcessingRequest) *attempt {
-	for _, m := range []map[string]*structpb.Struct{req.GetAttributes()} {
-		if a := s.attemptFrom(m[extProcAttributes].GetFields()); a != nil {
-			return a
-		}
-		for k, attrs := range m {
-			if a := s.attemptFrom(attrs.GetFields()); k != extProcAttributes && a != nil {
-				return a
-			}
-		}
-	}
-	return nil
-}
-
-func (s *Server) attemptFrom(attrs map[string]*structpb.Value) *attempt {
-	ns := s.cfg.MetadataNamespace
-	// The backend alone, for a filter that asks for it by path.
-	path := hostMetadataAttribute + ".filter_metadata['" + ns + "']['" + backendMetadataKey + "']"
-	if v, ok := attrs[path]; ok {
-		a := &attempt{count: attemptCount(attrs[attemptCountAttribute]), backend: v.GetStringValue()}
-		if a.backend == "" {
-			a.err = fmt.Errorf("attribute %s is %v, not a backend name", path, v)
-		}
-		return a
-	}
-	v, ok := attrs[hostMetadataAttribute]
+	attrs := req.GetAttributes()[extProcAttributes].GetFields()
+	path := hostMetadataAttribute + ".filter_metadata['" + s.cfg.MetadataNamespace + "']['" + backendMetadataKey + "']"
+	v, ok := attrs[path]
 	if !ok {
 		return nil
 	}
-	a := &attempt{count: attemptCount(attrs[attemptCountAttribute])}
-	a.backend, a.err = hostBackend(v, ns)
+	a := &attempt{count: attemptCount(attrs[attemptCountAttribute]), backend: v.GetStringValue()}
+	if a.backend == "" {
+		a.err = fmt.Errorf("attribute %s is %v, not a backend name", path, v)
+	}
 	return a
-}
-
-// hostBackend reads the backend from the value of xds.upstream_host_metadata.
-// Envoy renders a message attribute as a string, its ShortDebugString
-// (protobuf text format of envoy.config.core.v3.Metadata: matching_utils.cc,
-// Expr::print); a structured value (a Struct with filter_metadata) is
-// read too.
-func hostBackend(v *structpb.Value, ns string) (string, error) {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_StructValue:
-		b := k.StructValue.GetFields()["filter_metadata"].GetStructValue().GetFields()[ns].GetStructValue().
-			GetFields()[backendMetadataKey].GetStringValue()
-		if b != "" {
-			return b, nil
-		}
-	case *structpb.Value_StringValue:
-		var md corev3.Metadata
-		if err := (prototext.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(k.StringValue), &md); err == nil {
-			if b := md.GetFilterMetadata()[ns].GetFields()[backendMetadataKey].GetStringValue(); b != "" {
-				return b, nil
-			}
-		} else if b := scanBackend(k.StringValue, ns); b != "" {
-			return b, nil // text prototext cannot resolve, such as an unknown Any
-		}
-	}
-	return "", fmt.Errorf("host metadata %v names no %s.%s", v, ns, backendMetadataKey)
-}
-
-var backendText = regexp.MustCompile(`key:\s*"` + backendMetadataKey + `"\s*value\s*\{\s*string_value:\s*("(?:[^"\\]|\\.)*")`)
-
-// scanBackend finds the backend in text format that does not parse.
-func scanBackend(text, ns string) string {
-	i := strings.Index(text, strconv.Quote(ns))
-	if i < 0 {
-		return ""
-	}
-	m := backendText.FindStringSubmatch(text[i:])
-	if m == nil {
-		return ""
-	}
-	b, err := strconv.Unquote(m[1])
-	if err != nil {
-		return ""
-	}
-	return b
 }
 
 func attemptCount(v *structpb.Value) int {

@@ -12,7 +12,6 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
@@ -59,13 +58,6 @@ func setHeaders(m *extprocv3.HeaderMutation) map[string]string {
 	return out
 }
 
-// cppMetadata is xds.upstream_host_metadata as Envoy renders it: the
-// ShortDebugString of the endpoint's envoy.config.core.v3.Metadata.
-func cppMetadata(backend string) string {
-	return `filter_metadata { key: "envoy.transport_socket_match" value { fields { key: "tls" value { bool_value: true } } } } ` +
-		`filter_metadata { key: "io.modelgate" value { fields { key: "backend" value { string_value: "` + backend + `" } } } }`
-}
-
 // attemptMsg is the first message of an upstream stream: the shared
 // request headers, the attributes Envoy evaluates for the attempt and the
 // forwarded metadata (nil for none).
@@ -82,8 +74,8 @@ func attemptMsg(h map[string]string, backend string, count int, md map[string]an
 	req := &extprocv3.ProcessingRequest{
 		Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hdrs(false, kv...)},
 		Attributes: map[string]*structpb.Struct{extProcAttributes: {Fields: map[string]*structpb.Value{
-			hostMetadataAttribute: structpb.NewStringValue(cppMetadata(backend)),
-			attemptCountAttribute: structpb.NewNumberValue(float64(count)),
+			envoy.UpstreamAttributes("io.modelgate")[0]: structpb.NewStringValue(backend),
+			attemptCountAttribute:                       structpb.NewNumberValue(float64(count)),
 		}}},
 	}
 	if md != nil {
@@ -402,47 +394,26 @@ func TestNonFallbackModelUnchanged(t *testing.T) {
 	}
 }
 
-// What Envoy sends as xds.upstream_host_metadata: the ShortDebugString
-// of the endpoint metadata (any whitespace; an Any prototext cannot
-// resolve), a Struct, or the backend alone by path.
+// An upstream stream is known by the attribute naming its backend, which
+// is what the generated bootstrap asks Envoy for; a router-level stream
+// has none.
 func TestUpstreamAttemptAttributes(t *testing.T) {
 	s, _, _ := newFallbackServer(t)
-	goText, err := prototext.Marshal(&corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{
-		"io.modelgate": {Fields: map[string]*structpb.Value{"backend": structpb.NewStringValue("openai")}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := structpb.NewStruct(map[string]any{"filter_metadata": map[string]any{"io.modelgate": map[string]any{"backend": "openai"}}})
-	for name, v := range map[string]*structpb.Value{
-		"short debug string": structpb.NewStringValue(cppMetadata("openai")),
-		"go text":            structpb.NewStringValue(string(goText)),
-		"unknown any": structpb.NewStringValue(`typed_filter_metadata { key: "x" value { [type.googleapis.com/some.Unknown] { a: 1 } } } ` +
-			cppMetadata("openai")),
-		"struct": structpb.NewStructValue(st),
-	} {
-		req := &extprocv3.ProcessingRequest{Attributes: map[string]*structpb.Struct{extProcAttributes: {Fields: map[string]*structpb.Value{
-			hostMetadataAttribute: v, attemptCountAttribute: structpb.NewNumberValue(3)}}}}
-		a := s.upstreamAttempt(req)
-		if a == nil || a.err != nil || a.backend != "openai" || a.count != 3 {
-			t.Errorf("%s: attempt %+v", name, a)
-		}
-	}
-	byPath := &extprocv3.ProcessingRequest{Attributes: map[string]*structpb.Struct{"other.key": {Fields: map[string]*structpb.Value{
-		"xds.upstream_host_metadata.filter_metadata['io.modelgate']['backend']": structpb.NewStringValue("anthropic")}}}}
-	if a := s.upstreamAttempt(byPath); a == nil || a.backend != "anthropic" || a.count != 0 {
-		t.Errorf("by path: %+v", a)
+	names := envoy.UpstreamAttributes("io.modelgate")
+	req := &extprocv3.ProcessingRequest{Attributes: map[string]*structpb.Struct{extProcAttributes: {Fields: map[string]*structpb.Value{
+		names[0]: structpb.NewStringValue("anthropic"), names[1]: structpb.NewNumberValue(3)}}}}
+	if a := s.upstreamAttempt(req); a == nil || a.err != nil || a.backend != "anthropic" || a.count != 3 {
+		t.Errorf("attempt %+v", a)
 	}
 	if a := s.upstreamAttempt(&extprocv3.ProcessingRequest{}); a != nil {
 		t.Errorf("a router-level stream taken for an attempt: %+v", a)
 	}
-	bad := &extprocv3.ProcessingRequest{Attributes: map[string]*structpb.Struct{extProcAttributes: {Fields: map[string]*structpb.Value{
-		hostMetadataAttribute: structpb.NewStringValue(`filter_metadata { key: "other" value { } }`)}}}}
-	if a := s.upstreamAttempt(bad); a == nil || a.err == nil {
+	empty := &extprocv3.ProcessingRequest{Attributes: map[string]*structpb.Struct{extProcAttributes: {Fields: map[string]*structpb.Value{
+		names[0]: structpb.NewStringValue("")}}}}
+	if a := s.upstreamAttempt(empty); a == nil || a.err == nil {
 		t.Errorf("metadata without a backend: %+v", a)
 	}
-	backendPath := hostMetadataAttribute + ".filter_metadata['io.modelgate']['" + backendMetadataKey + "']"
-	if envoy.BackendMetadataKey != backendMetadataKey || !slices.Contains(envoy.UpstreamAttributes, backendPath) ||
-		!slices.Contains(envoy.UpstreamAttributes, attemptCountAttribute) {
+	if envoy.BackendMetadataKey != backendMetadataKey || names[1] != attemptCountAttribute {
 		t.Error("the attributes the bootstrap asks for and the server reads differ")
 	}
 }

@@ -74,7 +74,7 @@ func TestGeneratedFallback(t *testing.T) {
 		if n := attrs["upstream.request_attempt_count"].GetNumberValue(); n != float64(i+1) {
 			t.Errorf("attempt %d: count %v", i+1, n)
 		}
-		if b := attrs[envoy.UpstreamAttributes[0]].GetStringValue(); b != "b"+string(rune('0'+i)) {
+		if b := attrs[envoy.UpstreamAttributes("io.modelgate")[0]].GetStringValue(); b != "b"+string(rune('0'+i)) {
 			t.Errorf("attempt %d: backend %q from %v", i+1, b, attrs)
 		}
 		for _, m := range s {

@@ -62,7 +62,7 @@ func (cfg *Config) envoyFallback(m Model) envoy.Fallback {
 	t := m.Timeouts
 	for i, d := range m.Deployments {
 		w := uint32(max(d.Weight, 0))
-		out.Deployments = append(out.Deployments, envoy.Deployment{Backend: d.Backend, Model: d.Model, Priority: uint32(d.Priority), Weight: w})
+		out.Deployments = append(out.Deployments, envoy.Deployment{Backend: d.Backend, Priority: uint32(d.Priority), Weight: w})
 		if i == 0 {
 			for _, b := range cfg.Backends {
 				if b.Name == d.Backend {

@@ -38,7 +38,7 @@ func TestFallbackConfig(t *testing.T) {
 	}
 	f := ec.Fallbacks[0]
 	want := envoy.Fallback{Model: "gpt-4o",
-		Deployments: []envoy.Deployment{{Backend: "openai", Model: "gpt-4o", Weight: 0}, {Backend: "claude", Model: "claude-sonnet-4", Priority: 1, Weight: 2}},
+		Deployments: []envoy.Deployment{{Backend: "openai", Weight: 0}, {Backend: "claude", Priority: 1, Weight: 2}},
 		Retry:       envoy.Retry{Retries: 3, On: []envoy.RetryCondition{envoy.RetryConnect, envoy.Retry429}, MaxRetryAfter: 20 * time.Second},
 		Outlier:     envoy.Outlier{Consecutive: 2, BaseEjection: 10 * time.Second},
 		Timeouts:    envoy.Timeouts{ResponseHeaders: 40 * time.Second, StreamIdle: 60 * time.Second},
