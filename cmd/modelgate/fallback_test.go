@@ -80,19 +80,23 @@ func fallbackConfig(t *testing.T, providerURL string) string {
 // in OpenAI's format, JSON and streams, naming the deployment.
 func TestFallbackServe(t *testing.T) {
 	p := newFaultProvider(t)
-	checkFallbacks(t, serveConfigGateway(t, fallbackConfig(t, p.URL)))
+	checkFallbacks(t, p, serveConfigGateway(t, fallbackConfig(t, p.URL)))
 }
 
 // The same through `modelgate dev`, whose stand-in runs the same
 // bootstrap.
 func TestFallbackDev(t *testing.T) {
 	p := newFaultProvider(t)
-	checkFallbacks(t, devConfigGateway(t, fallbackConfig(t, p.URL)))
+	checkFallbacks(t, p, devConfigGateway(t, fallbackConfig(t, p.URL)))
 }
 
-func checkFallbacks(t *testing.T, g faultGateway) {
+func checkFallbacks(t *testing.T, p *faultProvider, g faultGateway) {
+	// The first deployment's upstream model on the fault provider, which
+	// must have been tried; "" for a port nothing listens on.
+	primary := map[string]string{"fb-500": faultError500, "fb-429": faultError429, "fb-hang": faultHangHeaders}
 	for _, model := range []string{"fb-refused", "fb-500", "fb-429", "fb-hang", "fb-bedrock"} {
 		t.Run(model, func(t *testing.T) {
+			before := p.count(primary[model])
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var raw *http.Response
@@ -112,6 +116,9 @@ func checkFallbacks(t *testing.T, g faultGateway) {
 			spec.ValidateT(t, "CreateChatCompletionResponse", []byte(resp.RawJSON()))
 			if resp.Usage.TotalTokens == 0 {
 				t.Errorf("usage %+v", resp.Usage)
+			}
+			if f := primary[model]; f != "" && p.count(f) == before {
+				t.Errorf("the first deployment (%s) was never tried", f)
 			}
 			stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model,
 				Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")},
@@ -154,8 +161,10 @@ func TestFallbackNotAfterFirstByte(t *testing.T) {
 	if stream.Err() == nil {
 		t.Errorf("the stream ended cleanly after the provider reset it; text %q", text.String())
 	}
-	if strings.Contains(text.String(), "Hi") && strings.Contains(text.String(), "Hello there") {
-		t.Errorf("both deployments' content reached the client: %q", text.String())
+	// The primary streamed "Hel", "lo, wor" before its reset; the second
+	// deployment's answer (about Paris) must not follow.
+	if got := text.String(); !strings.HasPrefix(got, "Hel") || !strings.HasPrefix("Hello, wor", got) {
+		t.Errorf("the client got %q: want the first deployment's start only, no retry's content", got)
 	}
 }
 
