@@ -199,6 +199,9 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 		w.Write([]byte(`{"status":"ok"}` + "\n")) //nolint:errcheck // best effort
 	})
 	g.mux.HandleFunc("GET /readyz", g.readyz)
+	if getenv(pprofEnv) == "1" {
+		mountPprof(g.mux)
+	}
 	g.admin = &http.Server{Handler: g.mux, ReadHeaderTimeout: 10 * time.Second}
 	return g, nil
 }

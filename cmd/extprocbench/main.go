@@ -1,0 +1,284 @@
+// Command extprocbench measures the gateway's own cost: it plays Envoy's
+// side of the ext_proc protocol over loopback gRPC against `modelgate
+// serve` and against a server that does nothing (the floor), each in a
+// process of its own, and reports for each scenario and concurrency the
+// CPU time each server's process spends per exchange and the exchanges
+// per second, and the gateway's ratio to the floor.
+//
+//	go run ./cmd/extprocbench                 # 3 rounds, medians
+//	go run ./cmd/extprocbench -profile-dir /tmp/prof -rounds 1
+//
+// An exchange is one HTTP request: request headers, buffered request body,
+// response headers and the response body, buffered (chat JSON) or
+// streamed in 310 pieces cut at random places (a 100-chunk chat stream).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	if addr := os.Getenv(noopEnv); addr != "" {
+		if err := serveNoop(addr, os.Getenv(noopPprofEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "no-op server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.StringVar(&o.modelgate, "modelgate", "", "the modelgate binary (default: go build ./cmd/modelgate)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the table shows each value's median")
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "how long each server runs each scenario per round")
+	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured traffic before each measurement")
+	conc := flag.String("concurrency", "1,16", "concurrent exchanges, comma-separated")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers (first round) to this folder")
+	flag.Parse()
+	for _, f := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "-concurrency: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		o.concurrency = append(o.concurrency, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "extprocbench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	modelgate   string
+	rounds      int
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency []int
+	profileDir  string
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	dir, err := os.MkdirTemp("", "extprocbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if o.modelgate == "" {
+		o.modelgate = filepath.Join(dir, "modelgate")
+		fmt.Fprintln(out, "building modelgate ...")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.modelgate, "modelgate/cmd/modelgate")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build: %w", err)
+		}
+	}
+	b, err := newBench(ctx, o.modelgate, dir)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	var results []result
+	for round := range o.rounds {
+		for _, sc := range scenarios() {
+			for _, c := range o.concurrency {
+				pair := [2]*server{b.noop, b.modelgate}
+				if round%2 == 1 { // either server may gain from going second
+					pair[0], pair[1] = pair[1], pair[0]
+				}
+				for _, s := range pair {
+					profile := ""
+					if o.profileDir != "" && round == 0 {
+						profile = filepath.Join(o.profileDir, fmt.Sprintf("%s-%s-c%d.pprof", s.name, sc.name, c))
+					}
+					r, err := measure(ctx, s, &sc, c, o.warmup, o.duration, 0, profile)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange\n",
+						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange())
+					results = append(results, r)
+				}
+			}
+		}
+	}
+	writeTable(out, results, o.rounds)
+	return nil
+}
+
+// bench is the two servers under test.
+type bench struct {
+	noop, modelgate *server
+}
+
+func newBench(ctx context.Context, bin, dir string) (*bench, error) {
+	noop, err := startNoop(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mg, err := startModelgate(ctx, bin, dir)
+	if err != nil {
+		noop.stop() //nolint:errcheck // failing anyway
+		return nil, err
+	}
+	return &bench{noop: noop, modelgate: mg}, nil
+}
+
+func (b *bench) close() error {
+	err1 := b.noop.stop()
+	err2 := b.modelgate.stop()
+	if err2 != nil {
+		err2 = fmt.Errorf("%w\n%s", err2, b.modelgate.stderr.String())
+	}
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}
+
+// result is one measurement of one server.
+type result struct {
+	server, scenario string
+	concurrency      int
+	exchanges        int64
+	cpu, wall        time.Duration
+}
+
+func (r result) cpuPerExchange() float64 {
+	return float64(r.cpu.Microseconds()) / float64(max(r.exchanges, 1))
+}
+
+func (r result) throughput() float64 { return float64(r.exchanges) / r.wall.Seconds() }
+
+// measure runs c workers playing exchanges against s: for warmup
+// unmeasured, then until duration has passed or, if n > 0, n exchanges
+// are done. With profile set, it records a CPU profile meanwhile.
+func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, duration time.Duration, n int64, profile string) (result, error) {
+	if warmup > 0 {
+		if _, err := drive(ctx, s, sc, c, time.Now().Add(warmup), 0); err != nil {
+			return result{}, err
+		}
+	}
+	var profiled chan error
+	if profile != "" {
+		profiled = make(chan error, 1)
+		secs := max(1, int(duration/time.Second))
+		go func() { profiled <- s.profile(ctx, secs, profile) }()
+	}
+	cpu0, err := s.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now()
+	done, err := drive(ctx, s, sc, c, start.Add(duration), n)
+	wall := time.Since(start)
+	if err != nil {
+		return result{}, err
+	}
+	cpu1, err := s.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return result{}, err
+		}
+	}
+	return result{server: s.name, scenario: sc.name, concurrency: c, exchanges: done, cpu: cpu1 - cpu0, wall: wall}, nil
+}
+
+// drive runs c workers until deadline or, with n > 0, until n exchanges
+// are done; it returns how many were, and the first failure.
+func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Time, n int64) (int64, error) {
+	var (
+		done, next atomic.Int64
+		wg         sync.WaitGroup
+		errOnce    sync.Once
+		firstErr   error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for w := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				i := next.Add(1)
+				if n > 0 && i > n {
+					return
+				}
+				if err := s.driver.exchange(ctx, sc, "bench-"+strconv.Itoa(w)+"-"+strconv.FormatInt(i, 10)); err != nil {
+					if ctx.Err() == nil {
+						errOnce.Do(func() { firstErr = fmt.Errorf("%s, %s, exchange %d: %w", s.name, sc.name, i, err); cancel() })
+					}
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil && n == 0 {
+		firstErr = ctx.Err()
+	}
+	return done.Load(), firstErr
+}
+
+// writeTable prints the medians of the rounds: throughput and CPU per
+// exchange of both servers and the gateway's ratios to the floor.
+func writeTable(out io.Writer, results []result, rounds int) {
+	type cell struct {
+		scenario string
+		c        int
+	}
+	var cells []cell
+	by := map[cell]map[string][]result{}
+	for _, r := range results {
+		k := cell{r.scenario, r.concurrency}
+		if by[k] == nil {
+			by[k] = map[string][]result{}
+			cells = append(cells, k)
+		}
+		by[k][r.server] = append(by[k][r.server], r)
+	}
+	fmt.Fprintf(out, "\nmedians of %d round(s)\n", rounds)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tconcurrency\tno-op exch/s\tmodelgate exch/s\tthroughput ratio\tno-op CPU µs/exch\tmodelgate CPU µs/exch\tCPU ratio\t")
+	for _, k := range cells {
+		noop, mg := by[k]["no-op"], by[k]["modelgate"]
+		nt, mt := median(noop, result.throughput), median(mg, result.throughput)
+		nc, mc := median(noop, result.cpuPerExchange), median(mg, result.cpuPerExchange)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t\n", k.scenario, k.c, nt, mt, mt/nt, nc, mc, mc/nc)
+	}
+	tw.Flush()
+}
+
+func median(rs []result, f func(result) float64) float64 {
+	if len(rs) == 0 {
+		return 0
+	}
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
