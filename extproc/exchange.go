@@ -7,7 +7,6 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"go.uber.org/zap"
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
@@ -36,7 +35,7 @@ func (p phase) String() string { return phaseNames[p] }
 // exchange is the state of one stream: one client request and its response.
 type exchange struct {
 	s     *Server
-	log   *zap.Logger
+	log   exchangeLog
 	phase phase
 	start time.Time
 
@@ -91,7 +90,9 @@ type exchange struct {
 }
 
 func (s *Server) newExchange() *exchange {
-	return &exchange{s: s, log: s.log, start: s.now()}
+	ex := &exchange{s: s, start: s.now()}
+	ex.log.init(s.log)
+	return ex
 }
 
 // handle answers one message from Envoy. Every message Envoy may send in

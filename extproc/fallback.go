@@ -170,7 +170,7 @@ func (ex *exchange) handleAttempt(ctx context.Context, req *extprocv3.Processing
 func (ex *exchange) attemptHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	a := ex.attempt
 	a.headers = readHeaders(h.GetHeaders())
-	ex.log = ex.log.With(zap.String("request_id", a.headers[requestIDHeader]), zap.String("backend", a.backend),
+	ex.log.with(zap.String("request_id", a.headers[requestIDHeader]), zap.String("backend", a.backend),
 		zap.Int("attempt", a.count))
 	if a.err != nil {
 		return ex.fail(errInternal(a.err))
@@ -382,7 +382,7 @@ func (ex *exchange) pickFallback(m *Model) error {
 	}
 	_, ex.timeouts = ex.s.router.target(m, m.first())
 	ex.model, ex.fallback = m.ID, m
-	ex.log = ex.log.With(zap.String("model", m.ID), zap.Bool("fallback", true))
+	ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
 	return nil
 }
 
@@ -462,7 +462,7 @@ func (ex *exchange) answered(status int, hm headerMap, eos bool) *extprocv3.Proc
 		ex.prompt = promptEstimate(up.Body)
 	}
 	ex.target, ex.provider, ex.timeouts, ex.tr = target, p, timeouts, tr
-	ex.log = ex.log.With(zap.String("backend", backend), zap.String("provider", target.Provider))
+	ex.log.with(zap.String("backend", backend), zap.String("provider", target.Provider))
 	return nil
 }
 

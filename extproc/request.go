@@ -108,7 +108,7 @@ var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key"
 func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
 	ex.requestID = hm[requestIDHeader]
-	ex.log = ex.log.With(zap.String("request_id", ex.requestID))
+	ex.log.with(zap.String("request_id", ex.requestID))
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
 		return ex.fail(err)
@@ -174,7 +174,7 @@ func (ex *exchange) authenticate(ctx context.Context, authorization string) erro
 		return err
 	}
 	ex.principal = p
-	ex.log = ex.log.With(zap.String("account_id", p.AccountID))
+	ex.log.with(zap.String("account_id", p.AccountID))
 	return nil
 }
 
@@ -353,7 +353,7 @@ func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
 		}
 	}
 	ex.model, ex.target, ex.provider = m.ID, target, ex.s.providers[target.Provider]
-	ex.log = ex.log.With(zap.String("provider", target.Provider), zap.String("model", m.ID))
+	ex.log.with(zap.String("provider", target.Provider), zap.String("model", m.ID))
 	return nil
 }
 

@@ -47,6 +47,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured traffic before each measurement")
 	conc := flag.String("concurrency", "1,16", "concurrent exchanges, comma-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers (first round) to this folder")
+	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (json or stream)")
 	flag.Parse()
 	for _, f := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -71,6 +72,7 @@ type options struct {
 	warmup      time.Duration
 	concurrency []int
 	profileDir  string
+	scenario    string // empty: all
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -96,6 +98,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	var results []result
 	for round := range o.rounds {
 		for _, sc := range scenarios() {
+			if o.scenario != "" && sc.name != o.scenario {
+				continue
+			}
 			for _, c := range o.concurrency {
 				pair := [2]*server{b.noop, b.modelgate}
 				if round%2 == 1 { // either server may gain from going second

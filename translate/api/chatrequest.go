@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"modelgate/translate/jsonscan"
 	"slices"
+	"strconv"
 )
 
 // ChatRequest is a validated CreateChatCompletionRequest. The members the
@@ -17,6 +18,10 @@ type ChatRequest struct {
 	IncludeUsage bool
 	// Members are the request's top-level members as sent.
 	Members map[string]json.RawMessage
+	// Body is the request as sent, when Members are its members in the
+	// order sent (no key repeats): a translator that changes a few
+	// members can edit it rather than encode Members anew.
+	Body []byte
 }
 
 var messageRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
@@ -24,11 +29,14 @@ var messageRoles = []string{"system", "developer", "user", "assistant", "tool", 
 // ParseChatRequest parses and validates a chat completions request body.
 // Errors are *RequestError.
 func ParseChatRequest(body []byte) (*ChatRequest, error) {
-	m, err := parseObject(body)
+	m, n, err := parseMembers(body)
 	if err != nil {
 		return nil, err
 	}
 	r := &ChatRequest{Members: m}
+	if n == len(m) {
+		r.Body = body
+	}
 	checks := []func() error{
 		func() (err error) { r.Model, err = requiredString(m, "model"); return err },
 		func() error { return checkMessages(m) },
@@ -52,12 +60,47 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 
 // parseObject requires a JSON object and returns its members.
 func parseObject(body []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return nil, &RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object " +
+	m, _, err := parseMembers(body)
+	return m, err
+}
+
+// parseMembers requires a JSON object and returns its members, which
+// share body's bytes, and how many members it has (more than the map
+// when a key repeats: as in encoding/json, the last one counts).
+func parseMembers(body []byte) (map[string]json.RawMessage, int, error) {
+	var scratch [24]jsonscan.Member
+	members, ok := []jsonscan.Member(nil), false
+	if json.Valid(body) {
+		members, ok = jsonscan.Members(body, scratch[:0])
+	}
+	if !ok {
+		return nil, 0, &RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object " +
 			"in the request body; check that the body is valid JSON and the content type is application/json."}
 	}
-	return m, nil
+	m := make(map[string]json.RawMessage, len(members))
+	for _, mb := range members {
+		m[memberName(mb)] = json.RawMessage(mb.Value[:len(mb.Value):len(mb.Value)])
+	}
+	return m, len(members), nil
+}
+
+// keyIs reports whether a member's key is name.
+func keyIs(m jsonscan.Member, name string) bool {
+	if bytes.IndexByte(m.Key, '\\') < 0 {
+		return string(m.Key) == name
+	}
+	return memberName(m) == name
+}
+
+// memberName is a member's key as a client means it: "mod\u0065l" is
+// model.
+func memberName(m jsonscan.Member) string {
+	if bytes.IndexByte(m.Key, '\\') < 0 {
+		return string(m.Key)
+	}
+	var s string
+	json.Unmarshal(append(append([]byte{'"'}, m.Key...), '"'), &s) //nolint:errcheck // valid JSON: the key decodes
+	return s
 }
 
 func missing(param string) error {
@@ -92,7 +135,11 @@ func jsonKind(raw json.RawMessage) string {
 }
 
 func requiredString(m map[string]json.RawMessage, name string) (string, error) {
-	raw := m[name]
+	return stringValue(name, m[name])
+}
+
+// stringValue is requiredString of the member name's value raw.
+func stringValue(name string, raw json.RawMessage) (string, error) {
 	if jsonscan.IsNull(raw) {
 		return "", missing(name)
 	}
@@ -111,34 +158,51 @@ func checkMessages(m map[string]json.RawMessage) error {
 	if jsonscan.IsNull(raw) {
 		return missing("messages")
 	}
-	var msgs []json.RawMessage
-	if json.Unmarshal(raw, &msgs) != nil {
+	// raw is valid JSON (parseMembers): walked, not decoded.
+	msgs, ok := jsonscan.Entries(raw, jsonscan.SkipSpace(raw, 0))
+	if !ok || msgs.Object {
 		return wrongType("messages", "an array", raw)
 	}
-	if len(msgs) == 0 {
-		return invalidValue("messages", "empty array. Expected an array with minimum length 1, but got an empty array instead.")
-	}
-	for i, msg := range msgs {
-		if err := checkMessage(fmt.Sprintf("messages[%d]", i), msg); err != nil {
+	i := 0
+	for ; ; i++ {
+		msg, more := msgs.Next()
+		if !more {
+			break
+		}
+		if err := checkMessage(i, msg.Value); err != nil {
 			return err
 		}
+	}
+	if i == 0 {
+		return invalidValue("messages", "empty array. Expected an array with minimum length 1, but got an empty array instead.")
 	}
 	return nil
 }
 
-func checkMessage(param string, raw json.RawMessage) error {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(raw, &msg) != nil || msg == nil {
-		return wrongType(param, "an object", raw)
+func checkMessage(i int, raw json.RawMessage) error {
+	param := func() string { return "messages[" + strconv.Itoa(i) + "]" }
+	members, ok := jsonscan.Entries(raw, 0)
+	if !ok || !members.Object {
+		return wrongType(param(), "an object", raw)
 	}
-	role, err := requiredString(msg, "role")
+	var role json.RawMessage // the last one counts, as in encoding/json
+	for {
+		m, more := members.Next()
+		if !more {
+			break
+		}
+		if keyIs(m, "role") {
+			role = m.Value
+		}
+	}
+	name, err := stringValue("role", role)
 	if err != nil {
-		err.(*RequestError).Param = param + ".role"
-		err.(*RequestError).Message = fmt.Sprintf("Missing or invalid '%s.role'.", param)
+		err.(*RequestError).Param = param() + ".role"
+		err.(*RequestError).Message = fmt.Sprintf("Missing or invalid '%s.role'.", param())
 		return err
 	}
-	if !slices.Contains(messageRoles, role) {
-		return invalidValue(param+".role", "value: '%s'. Supported values are: %s.", role, quoteList(messageRoles))
+	if !slices.Contains(messageRoles, name) {
+		return invalidValue(param()+".role", "value: '%s'. Supported values are: %s.", name, quoteList(messageRoles))
 	}
 	return nil
 }
@@ -189,15 +253,21 @@ func inRange(name string, v, lo, hi float64, kind string, raw json.RawMessage) e
 }
 
 func optionalBool(m map[string]json.RawMessage, name string) (bool, error) {
-	raw := m[name]
+	return boolValue(name, m[name])
+}
+
+// boolValue is optionalBool of the member name's value raw.
+func boolValue(name string, raw json.RawMessage) (bool, error) {
 	if jsonscan.IsNull(raw) {
 		return false, nil
 	}
-	var v bool
-	if json.Unmarshal(raw, &v) != nil {
-		return false, wrongType(name, "a boolean", raw)
+	switch string(jsonscan.TrimSpace(raw)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
 	}
-	return v, nil
+	return false, wrongType(name, "a boolean", raw)
 }
 
 // streamOptions validates stream_options and returns include_usage.
@@ -206,15 +276,25 @@ func streamOptions(m map[string]json.RawMessage, stream bool) (bool, error) {
 	if jsonscan.IsNull(raw) {
 		return false, nil
 	}
-	var opts map[string]json.RawMessage
-	if json.Unmarshal(raw, &opts) != nil || opts == nil {
+	it, ok := jsonscan.Entries(raw, jsonscan.SkipSpace(raw, 0))
+	if !ok || !it.Object {
 		return false, wrongType("stream_options", "an object", raw)
 	}
 	if !stream {
 		return false, &RequestError{Param: "stream_options", Code: "invalid_value",
 			Message: "The 'stream_options' parameter is only allowed when 'stream' is enabled."}
 	}
-	v, err := optionalBool(opts, "include_usage")
+	var include json.RawMessage // the last one counts, as in encoding/json
+	for {
+		m, more := it.Next()
+		if !more {
+			break
+		}
+		if keyIs(m, "include_usage") {
+			include = m.Value
+		}
+	}
+	v, err := boolValue("include_usage", include)
 	if err != nil {
 		err.(*RequestError).Param = "stream_options.include_usage"
 	}

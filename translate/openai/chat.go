@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -35,6 +36,13 @@ func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 // RequestBody maps the public model to the upstream one and, for streams,
 // asks for usage so the gateway can always account for it.
 func (c *chat) RequestBody() (translate.Upstream, error) {
+	if c.req.Body != nil && c.quirks.plainRequest() {
+		body, err := c.editRequest()
+		if err != nil {
+			return translate.Upstream{}, err
+		}
+		return upstream(c.target, "/v1/chat/completions", "application/json", body), nil
+	}
 	members := make(map[string]json.RawMessage, len(c.req.Members)+1)
 	for k, v := range c.req.Members {
 		members[k] = v
@@ -69,15 +77,77 @@ func upstream(t translate.Target, path, contentType string, body []byte) transla
 	return up
 }
 
-func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {
-	opts := map[string]json.RawMessage{}
-	if !jsonscan.IsNull(raw) {
-		if err := json.Unmarshal(raw, &opts); err != nil {
-			return nil, err
+// editRequest is RequestBody for a server without request quirks: the
+// client's body with the model, and for streams stream_options, changed
+// in place.
+func (c *chat) editRequest() ([]byte, error) {
+	model, err := json.Marshal(c.target.Model)
+	if err != nil {
+		return nil, err
+	}
+	body := c.req.Body
+	members, _ := jsonscan.Members(body, c.scratch[:0]) // valid: api.ParseChatRequest
+	c.scratch = members[:0]
+	out := make([]byte, 0, len(body)+len(model)+len(`,"stream_options":{"include_usage":true}`))
+	prev := 0
+	edit := func(m jsonscan.Member, v []byte) {
+		out = append(append(out, body[prev:m.VS]...), v...)
+		prev = m.End
+	}
+	hasOptions := false
+	for _, m := range members {
+		switch string(name(m.Key)) {
+		case "model":
+			edit(m, model)
+		case "stream_options":
+			if c.req.Stream {
+				opts, err := withIncludeUsage(m.Value)
+				if err != nil {
+					return nil, err
+				}
+				edit(m, opts)
+				hasOptions = true
+			}
 		}
 	}
-	opts["include_usage"] = json.RawMessage("true")
-	return json.Marshal(opts)
+	end := bytes.LastIndexByte(body, '}')
+	out = append(out, body[prev:end]...)
+	if c.req.Stream && !hasOptions {
+		out = append(out, `,"stream_options":{"include_usage":true}`...)
+	}
+	return append(out, body[end:]...), nil
+}
+
+func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {
+	opts := jsonscan.TrimSpace(raw)
+	if jsonscan.IsNull(opts) {
+		return json.RawMessage(`{"include_usage":true}`), nil
+	}
+	it, ok := jsonscan.Entries(opts, 0)
+	if !ok || !it.Object || !json.Valid(opts) {
+		return nil, fmt.Errorf("stream_options is not a JSON object")
+	}
+	out := make([]byte, 0, len(opts)+len(`,"include_usage":true`))
+	prev, last := 0, -1
+	for {
+		m, more := it.Next()
+		if !more {
+			break
+		}
+		if string(name(m.Key)) == "include_usage" {
+			out = append(append(out, opts[prev:m.VS]...), "true"...)
+			prev = m.End
+		}
+		last = m.End
+	}
+	if prev > 0 {
+		return append(out, opts[prev:]...), nil
+	}
+	if last < 0 { // {}
+		return json.RawMessage(`{"include_usage":true}`), nil
+	}
+	out = append(append(out, opts[:last]...), `,"include_usage":true`...)
+	return append(out, opts[last:]...), nil
 }
 
 // ResponseHeaders streams only successful event streams.
@@ -100,129 +170,6 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return api.ProviderError(c.status, chunk), nil
 	}
 	return c.completion(chunk)
-}
-
-// completion makes a CreateChatCompletionResponse valid and reads usage.
-// Real providers send what the schema forbids: a top-level null (OpenAI's
-// "system_fingerprint": null is typed string-only) and choices without
-// required members; see withRequiredChoiceMembers. A body that is no
-// chat completion (not a JSON object, or without choices) is an error
-// wrapping translate.ErrUpstream.
-func (c *chat) completion(body []byte) ([]byte, error) {
-	var members map[string]json.RawMessage
-	if err := api.DecodeUpstream(body, &members, "chat completion"); err != nil {
-		return nil, err
-	}
-	for k, v := range members {
-		if jsonscan.IsNull(v) {
-			delete(members, k)
-		}
-	}
-	choices, ok := members["choices"]
-	if !ok {
-		return nil, api.Unusable("the provider's chat completion has no choices")
-	}
-	fixed, err := withRequiredChoiceMembers(choices)
-	if err != nil {
-		return nil, err
-	}
-	members["choices"] = fixed
-	if raw, ok := members["usage"]; ok {
-		u, err := api.ParseUsage(raw)
-		if err != nil {
-			return nil, api.Unusable("the provider's usage is not a CompletionUsage")
-		}
-		c.usage = u.Counts()
-		if members["usage"], err = json.Marshal(u); err != nil {
-			return nil, api.AsUnusable(err)
-		}
-	}
-	out, err := json.Marshal(members)
-	return out, api.AsUnusable(err)
-}
-
-// withRequiredChoiceMembers adds the members the schema requires that
-// providers leave out (logprobs; the message's content and refusal; the
-// type of its tool calls, see withToolCallTypes) and drops message members
-// that are null where the schema allows no null (Mistral's "tool_calls":
-// null). Choices must be objects, and a message an object or null.
-func withRequiredChoiceMembers(raw json.RawMessage) (json.RawMessage, error) {
-	var choices []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &choices); err != nil || choices == nil {
-		return nil, api.Unusable("the provider's choices are not an array of objects")
-	}
-	for _, ch := range choices {
-		if ch == nil {
-			return nil, api.Unusable("the provider sent a choice that is not an object")
-		}
-		setIfAbsent(ch, "logprobs")
-		if jsonscan.IsNull(ch["message"]) {
-			continue
-		}
-		var msg map[string]json.RawMessage
-		if json.Unmarshal(ch["message"], &msg) != nil || msg == nil {
-			return nil, api.Unusable("the provider sent a choice whose message is not an object")
-		}
-		for k, v := range msg {
-			if jsonscan.IsNull(v) && k != "content" && k != "refusal" {
-				delete(msg, k)
-			}
-		}
-		setIfAbsent(msg, "content")
-		setIfAbsent(msg, "refusal")
-		if calls, ok := msg["tool_calls"]; ok {
-			fixed, err := withToolCallTypes(calls)
-			if err != nil {
-				return nil, err
-			}
-			msg["tool_calls"] = fixed
-		}
-		b, err := json.Marshal(msg)
-		if err != nil {
-			return nil, api.AsUnusable(err)
-		}
-		ch["message"] = b
-	}
-	out, err := json.Marshal(choices)
-	return out, api.AsUnusable(err)
-}
-
-// withToolCallTypes gives a message's tool calls the type OpenAI requires
-// where a provider leaves it out or null (Mistral): "function", or "custom"
-// for a custom tool's call (one with custom and no function member). Tool
-// calls must be an array; entries that are not objects are left as sent.
-func withToolCallTypes(raw json.RawMessage) (json.RawMessage, error) {
-	var calls []json.RawMessage
-	if err := json.Unmarshal(raw, &calls); err != nil {
-		return nil, api.Unusable("the provider's message tool_calls are not an array")
-	}
-	changed := false
-	for i, c := range calls {
-		var call map[string]json.RawMessage
-		if jsonscan.Kind(jsonscan.TrimSpace(c)) != jsonscan.Object || json.Unmarshal(c, &call) != nil || !jsonscan.IsNull(call["type"]) {
-			continue
-		}
-		call["type"] = json.RawMessage(`"function"`)
-		if _, fn := call["function"]; !fn && call["custom"] != nil {
-			call["type"] = json.RawMessage(`"custom"`)
-		}
-		b, err := json.Marshal(call)
-		if err != nil {
-			return nil, api.AsUnusable(err)
-		}
-		calls[i], changed = b, true
-	}
-	if !changed {
-		return raw, nil
-	}
-	out, err := json.Marshal(calls)
-	return out, api.AsUnusable(err)
-}
-
-func setIfAbsent(m map[string]json.RawMessage, key string) {
-	if _, ok := m[key]; !ok {
-		m[key] = json.RawMessage("null")
-	}
 }
 
 // Usage implements translate.Translator.

@@ -73,6 +73,11 @@ func NewCompatibleChat(q Quirks) func(translate.Target, *api.ChatRequest) transl
 }
 
 // applyQuirks edits the upstream request members.
+// plainRequest reports a server that takes chat requests as OpenAI does.
+func (q Quirks) plainRequest() bool {
+	return q.MaxTokensName == "" && !q.DeveloperAsSystem && !q.NoStreamOptions && len(q.Drop) == 0
+}
+
 func (q Quirks) apply(members map[string]json.RawMessage) error {
 	for _, name := range q.Drop {
 		delete(members, name)

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"modelgate/translate/translatetest"
 	"testing"
 
 	"modelgate/translate"
@@ -45,4 +46,22 @@ func BenchmarkStreamChunkOpenAI(b *testing.B) { benchmarkStreamChunk(b, Quirks{}
 // The same chunk through a compatible server's (vLLM's quirks).
 func BenchmarkStreamChunkCompatible(b *testing.B) {
 	benchmarkStreamChunk(b, CompatibleProviders()["vllm"])
+}
+
+// One buffered answer (OpenAI's, recorded) through the translator.
+func BenchmarkCompletion(b *testing.B) {
+	body := translatetest.ReadFile(b, recorded+"chat/chat-basic.bodies/00.response.json")
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Hello!"}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		tr := NewChat(translate.Target{Model: "m"}, req)
+		tr.ResponseHeaders(200, "application/json")
+		if _, err := tr.ResponseBody(body, true); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

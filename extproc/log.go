@@ -1,0 +1,38 @@
+package extproc
+
+import (
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// exchangeLog is an exchange's logger. The fields naming the exchange
+// (request, account, provider, model) are kept as they come and encoded
+// only into lines that are written: zap's With would encode each at once,
+// a cost every request paid for lines most never log.
+type exchangeLog struct {
+	base   *zap.Logger
+	fields []zap.Field
+	buf    [6]zap.Field // room for the usual fields, in the exchange itself
+}
+
+func (l *exchangeLog) init(base *zap.Logger) {
+	l.base = base
+	l.fields = l.buf[:0]
+}
+
+// with names the exchange further in every later line.
+func (l *exchangeLog) with(fs ...zap.Field) { l.fields = append(l.fields, fs...) }
+
+func (l *exchangeLog) write(lvl zapcore.Level, msg string, fs []zap.Field) {
+	ce := l.base.Check(lvl, msg)
+	if ce == nil {
+		return
+	}
+	all := make([]zap.Field, 0, len(l.fields)+len(fs))
+	ce.Write(append(append(all, l.fields...), fs...)...)
+}
+
+func (l *exchangeLog) Debug(msg string, fs ...zap.Field) { l.write(zapcore.DebugLevel, msg, fs) }
+func (l *exchangeLog) Info(msg string, fs ...zap.Field)  { l.write(zapcore.InfoLevel, msg, fs) }
+func (l *exchangeLog) Warn(msg string, fs ...zap.Field)  { l.write(zapcore.WarnLevel, msg, fs) }
+func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.ErrorLevel, msg, fs) }

@@ -1,0 +1,232 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
+)
+
+// completion makes a CreateChatCompletionResponse valid and reads usage.
+// Real providers send what the schema forbids: a top-level null (OpenAI's
+// "system_fingerprint": null is typed string-only) and choices without
+// required members; see choices. A body that is no chat completion (not
+// a JSON object, or without choices) is an error wrapping
+// translate.ErrUpstream.
+//
+// Like the stream's chunks (chunkFix), the body is edited in place: a
+// valid answer costs one scan, and keeps the provider's member order and
+// formatting.
+func (c *chat) completion(body []byte) ([]byte, error) {
+	doc := jsonscan.TrimSpace(body)
+	switch {
+	case len(doc) == 0:
+		return nil, api.Unusable("the provider's chat completion is empty")
+	case doc[0] != '{':
+		return nil, api.Unusable("the provider's chat completion is not a JSON object")
+	case !json.Valid(doc):
+		var v json.RawMessage
+		err := json.Unmarshal(doc, &v)
+		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
+	}
+	members, _ := jsonscan.Members(doc, c.scratch[:0])
+	c.scratch = members[:0]
+	f := &c.fix
+	f.reset(doc, false)
+	d := newDropper()
+	hasChoices := false
+	for _, m := range members {
+		switch {
+		case jsonscan.IsNull(m.Value):
+			f.drop(&d, m)
+			continue
+		case string(name(m.Key)) == "choices":
+			hasChoices = true
+			if err := completionChoices(f, m); err != nil {
+				return nil, err
+			}
+		case string(name(m.Key)) == "usage":
+			u, err := api.ParseUsage(m.Value)
+			if err != nil {
+				return nil, api.Unusable("the provider's usage is not a CompletionUsage")
+			}
+			c.usage = u.Counts()
+			b, err := json.Marshal(u)
+			if err != nil {
+				return nil, api.AsUnusable(err)
+			}
+			f.replace(m, b)
+		}
+		f.keep(&d, m)
+	}
+	f.close(&d)
+	if !hasChoices {
+		return nil, api.Unusable("the provider's chat completion has no choices")
+	}
+	return f.apply(make([]byte, 0, len(doc)+64*len(f.edits))), nil
+}
+
+// completionChoices adds the members the schema requires that providers
+// leave out (logprobs; the message's content and refusal; the type of its
+// tool calls, see toolCallTypes) and drops message members that are null
+// where the schema allows no null (Mistral's "tool_calls": null). Choices
+// must be objects, and a message an object or null.
+func completionChoices(f *chunkFix, choices jsonscan.Member) error {
+	it, ok := jsonscan.Entries(f.doc, choices.VS)
+	if !ok || it.Object {
+		return api.Unusable("the provider's choices are not an array of objects")
+	}
+	for {
+		ch, more := it.Next()
+		if !more {
+			return nil
+		}
+		switch jsonscan.Kind(ch.Value) {
+		case jsonscan.Object:
+		case jsonscan.Null:
+			return api.Unusable("the provider sent a choice that is not an object")
+		default:
+			return api.Unusable("the provider's choices are not an array of objects")
+		}
+		var msg jsonscan.Member
+		hasLogprobs, hasMsg := false, false
+		members, _ := jsonscan.Entries(f.doc, ch.VS)
+		last := -1
+		for {
+			m, more := members.Next()
+			if !more {
+				break
+			}
+			last = m.End
+			switch string(name(m.Key)) {
+			case "logprobs":
+				hasLogprobs = true
+			case "message":
+				msg, hasMsg = m, true
+			}
+		}
+		if hasMsg && !jsonscan.IsNull(msg.Value) {
+			if jsonscan.Kind(msg.Value) != jsonscan.Object {
+				return api.Unusable("the provider sent a choice whose message is not an object")
+			}
+			if err := completionMessage(f, msg); err != nil {
+				return err
+			}
+		}
+		if !hasLogprobs {
+			f.insert(ch.VS, last, `"logprobs":null`)
+		}
+	}
+}
+
+// insert adds member (key and value) to the object at doc[open] whose last
+// member ends at last (-1 for an empty object).
+func (f *chunkFix) insert(open, last int, member string) {
+	if last < 0 {
+		f.edits = append(f.edits, edit{Start: open + 1, End: open + 1, repl: []byte(member)})
+		return
+	}
+	f.edits = append(f.edits, edit{Start: last, End: last, repl: []byte("," + member)})
+}
+
+// completionMessage drops the message's null members but content and
+// refusal, which it adds when absent, and types its tool calls.
+func completionMessage(f *chunkFix, msg jsonscan.Member) error {
+	it, _ := jsonscan.Entries(f.doc, msg.VS)
+	d := newDropper()
+	hasContent, hasRefusal := false, false
+	var calls jsonscan.Member
+	hasCalls := false
+	last := -1
+	for {
+		m, more := it.Next()
+		if !more {
+			break
+		}
+		key := string(name(m.Key))
+		switch key {
+		case "content":
+			hasContent = true
+		case "refusal":
+			hasRefusal = true
+		case "tool_calls":
+			calls, hasCalls = m, !jsonscan.IsNull(m.Value)
+		}
+		if jsonscan.IsNull(m.Value) && key != "content" && key != "refusal" {
+			f.drop(&d, m)
+			continue
+		}
+		f.keep(&d, m)
+		last = m.End
+	}
+	f.close(&d)
+	var add []string
+	if !hasContent {
+		add = append(add, `"content":null`)
+	}
+	if !hasRefusal {
+		add = append(add, `"refusal":null`)
+	}
+	if add != nil {
+		f.insert(msg.VS, last, strings.Join(add, ","))
+	}
+	if hasCalls {
+		return toolCallTypes(f, calls)
+	}
+	return nil
+}
+
+// toolCallTypes gives a message's tool calls the type OpenAI requires
+// where a provider leaves it out or null (Mistral): "function", or
+// "custom" for a custom tool's call (one with a custom and no function
+// member). Tool calls must be an array; entries that are not objects are
+// left as sent.
+func toolCallTypes(f *chunkFix, calls jsonscan.Member) error {
+	it, ok := jsonscan.Entries(f.doc, calls.VS)
+	if !ok || it.Object {
+		return api.Unusable("the provider's message tool_calls are not an array")
+	}
+	for {
+		call, more := it.Next()
+		if !more {
+			return nil
+		}
+		if jsonscan.Kind(call.Value) != jsonscan.Object {
+			continue
+		}
+		members, _ := jsonscan.Entries(f.doc, call.VS)
+		var typ jsonscan.Member
+		hasType, hasFunction, hasCustom := false, false, false
+		last := -1
+		for {
+			m, more := members.Next()
+			if !more {
+				break
+			}
+			last = m.End
+			switch string(name(m.Key)) {
+			case "type":
+				typ, hasType = m, true
+			case "function":
+				hasFunction = true
+			case "custom":
+				hasCustom = true
+			}
+		}
+		if hasType && !jsonscan.IsNull(typ.Value) {
+			continue
+		}
+		value := `"function"`
+		if !hasFunction && hasCustom {
+			value = `"custom"`
+		}
+		if hasType {
+			f.replace(typ, []byte(value))
+		} else {
+			f.insert(call.VS, last, `"type":`+value)
+		}
+	}
+}
