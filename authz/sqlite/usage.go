@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"modelgate/authz"
@@ -12,13 +13,15 @@ const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_i
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
 
-func usageArgs(r authz.UsageRecord) []any {
+func usageArgs(r authz.UsageRecord) []any { return appendUsageArgs(make([]any, 0, usageColumns), r) }
+
+func appendUsageArgs(args []any, r authz.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
 	if r.ID != "" {
 		id = r.ID
 	}
-	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Attempt, r.Duration.Milliseconds(), r.At.UnixMilli()}
+	return append(args, id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Attempt, r.Duration.Milliseconds(), r.At.UnixMilli())
 }
 
 // AppendUsage implements authz.Store.
@@ -27,8 +30,10 @@ func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	return err
 }
 
-// AppendUsageBatch implements authz.Store: one transaction and one
-// prepared statement, so SQLite syncs once per batch instead of per record.
+// AppendUsageBatch implements authz.Store: one transaction, so SQLite
+// syncs once per batch instead of per record, and one statement for up
+// to usageRows records, so each costs SQLite and database/sql one
+// statement execution.
 func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -38,17 +43,42 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	stmt, err := tx.PrepareContext(ctx, insertUsage)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, r := range recs {
-		if _, err := stmt.ExecContext(ctx, usageArgs(r)...); err != nil {
+	args := make([]any, 0, usageColumns*min(len(recs), usageRows))
+	for len(recs) > 0 {
+		n := min(len(recs), usageRows)
+		args = args[:0]
+		for _, r := range recs[:n] {
+			args = appendUsageArgs(args, r)
+		}
+		if _, err := tx.ExecContext(ctx, insertUsageRows(n), args...); err != nil {
 			return err
 		}
+		recs = recs[n:]
 	}
 	return tx.Commit()
+}
+
+// usageRows is the most records one INSERT carries: 17 parameters each,
+// well under SQLite's 32766.
+const usageRows = 64
+
+const usageColumns = 17
+
+// insertUsageRows is the INSERT of n records; those of usageRows, the
+// size of most batches under load, is made once.
+func insertUsageRows(n int) string {
+	if n == usageRows {
+		return insertUsageFull
+	}
+	return usageInsert(n)
+}
+
+var insertUsageFull = usageInsert(usageRows)
+
+func usageInsert(n int) string {
+	row := "(" + strings.Repeat("?, ", usageColumns-1) + "?)"
+	head, _, _ := strings.Cut(insertUsage, "VALUES")
+	return head + "VALUES " + strings.Repeat(row+", ", n-1) + row + " ON CONFLICT (record_id) DO NOTHING"
 }
 
 // UsageSince implements authz.Store.
