@@ -91,7 +91,7 @@ type exchange struct {
 
 func (s *Server) newExchange() *exchange {
 	ex := &exchange{s: s, start: s.now()}
-	ex.log.init(s.log)
+	ex.log.init(s.log, s.cfg.RequestLogger)
 	return ex
 }
 

@@ -10,13 +10,14 @@ import (
 // only into lines that are written: zap's With would encode each at once,
 // a cost every request paid for lines most never log.
 type exchangeLog struct {
-	base   *zap.Logger
+	base     *zap.Logger
+	requests *zap.Logger // for the line that ends a request
 	fields []zap.Field
 	buf    [6]zap.Field // room for the usual fields, in the exchange itself
 }
 
-func (l *exchangeLog) init(base *zap.Logger) {
-	l.base = base
+func (l *exchangeLog) init(base, requests *zap.Logger) {
+	l.base, l.requests = base, requests
 	l.fields = l.buf[:0]
 }
 
@@ -24,7 +25,11 @@ func (l *exchangeLog) init(base *zap.Logger) {
 func (l *exchangeLog) with(fs ...zap.Field) { l.fields = append(l.fields, fs...) }
 
 func (l *exchangeLog) write(lvl zapcore.Level, msg string, fs []zap.Field) {
-	ce := l.base.Check(lvl, msg)
+	l.writeTo(l.base, lvl, msg, fs)
+}
+
+func (l *exchangeLog) writeTo(to *zap.Logger, lvl zapcore.Level, msg string, fs []zap.Field) {
+	ce := to.Check(lvl, msg)
 	if ce == nil {
 		return
 	}
@@ -36,3 +41,8 @@ func (l *exchangeLog) Debug(msg string, fs ...zap.Field) { l.write(zapcore.Debug
 func (l *exchangeLog) Info(msg string, fs ...zap.Field)  { l.write(zapcore.InfoLevel, msg, fs) }
 func (l *exchangeLog) Warn(msg string, fs ...zap.Field)  { l.write(zapcore.WarnLevel, msg, fs) }
 func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.ErrorLevel, msg, fs) }
+
+// Request writes the line a request ends with, at Info.
+func (l *exchangeLog) Request(msg string, fs ...zap.Field) {
+	l.writeTo(l.requests, zapcore.InfoLevel, msg, fs)
+}

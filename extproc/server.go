@@ -49,6 +49,10 @@ type Config struct {
 	MetadataNamespace string
 	// Logger receives one child logger per stream; nil logs nothing.
 	Logger *zap.Logger
+	// RequestLogger receives the line each request ends with ("request
+	// done"); nil means Logger. A busy gateway writes one a request, so
+	// serve buffers them.
+	RequestLogger *zap.Logger
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
 	// UsageTimeout bounds the bookkeeping after a reply, each on a
@@ -149,6 +153,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.RequestLogger == nil {
+		cfg.RequestLogger = cfg.Logger
 	}
 	if cfg.MaxAudioBodyBytes <= 0 {
 		cfg.MaxAudioBodyBytes = 25 << 20

@@ -65,7 +65,7 @@ func (ex *exchange) record(ctx context.Context) {
 	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}
-	ex.log.Info("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),
+	ex.log.Request("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),
 		zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens),
 		zap.Bool("estimated", estimated))
 }

@@ -72,6 +72,9 @@ where Envoy looks for this server.`,
 	if err != nil {
 		return err
 	}
+	requests := bufferedLogger(e.stderr)
+	defer requests.Sync() //nolint:errcheck // nothing to do about a failed flush
+	g.ecfg.RequestLogger = requests.Named("extproc")
 	grpcL, adminL, err := listenPair(cfg.Server.GRPCListen, cfg.Server.AdminListen)
 	if err != nil {
 		g.closeLimiter() //nolint:errcheck // failing anyway
@@ -119,6 +122,15 @@ func overrideServe(cfg *config.Config, grpcListen, adminListen, sqlitePath strin
 func newLogger(w io.Writer) *zap.Logger {
 	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.InfoLevel))
+}
+
+// bufferedLogger is newLogger writing through a buffer flushed every
+// second (and by Sync): for the line each request ends with, which would
+// otherwise cost a busy gateway a write to w per request.
+func bufferedLogger(w io.Writer) *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 256 << 10, FlushInterval: time.Second}
+	return zap.New(zapcore.NewCore(enc, ws, zapcore.InfoLevel))
 }
 
 // gateway is the ext_proc gRPC server and the admin HTTP server.
