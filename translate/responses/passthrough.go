@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
+	"strconv"
 	"strings"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -26,19 +28,20 @@ import (
 // cache_write_tokens and, in older API versions, sequence_number, logprobs
 // and the name on function_call_arguments.done.
 type Passthrough struct {
-	target    translate.Target
-	req       *Request
-	history   []json.RawMessage
-	head      translate.Head
-	stream    bool
-	dec       sse.Decoder
-	seq       int
-	names     map[string]string // function call name by item id
-	ended     bool              // a terminal event or an error was relayed
-	deltaType string            // the type of the event valid passed
-	id        string
-	output    []json.RawMessage // set once the response completed
-	usage     translate.Usage
+	target  translate.Target
+	req     *Request
+	history []json.RawMessage
+	head    translate.Head
+	stream  bool
+	dec     sse.Decoder
+	seq     int
+	names   map[string]string // function call name by item id
+	ended   bool              // a terminal event or an error was relayed
+	out     []byte            // the events of one chunk, reused
+	scratch []byte            // a decoded event type, see jsonText
+	id      string
+	output  []json.RawMessage // set once the response completed
+	usage   translate.Usage
 }
 
 // NewPassthrough returns the translator for r on provider openai. history
@@ -152,7 +155,7 @@ func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, erro
 // events relays the complete events in chunk, numbered from 0. A stream
 // that ends without a terminal event ends with an error event.
 func (p *Passthrough) events(chunk []byte, end bool) []byte {
-	var out []byte
+	out := p.out[:0]
 	for _, ev := range p.dec.Feed(chunk) {
 		if p.ended {
 			continue
@@ -160,18 +163,23 @@ func (p *Passthrough) events(chunk []byte, end bool) []byte {
 		out = p.event(out, ev.Data)
 	}
 	if p.dec.Err() != nil && !p.ended {
-		return p.fail(out, openai.StreamEventTooLarge)
+		out = p.fail(out, openai.StreamEventTooLarge)
 	}
 	if end && !p.ended {
 		out = p.fail(out, "The provider's stream ended before the response completed.")
 	}
-	return out
+	p.out = reusable(out)
+	return append([]byte(nil), out...)
 }
 
 func (p *Passthrough) event(out, data []byte) []byte {
-	if p.valid(data) {
+	if typ, ok := p.valid(data); ok {
 		p.seq++
-		return sse.AppendEvent(out, p.deltaType, data)
+		// sse.AppendEvent, for a type in bytes
+		out = append(out, "event: "...)
+		out = append(out, typ...)
+		out = append(out, '\n')
+		return sse.AppendData(out, data)
 	}
 	var m map[string]json.RawMessage
 	var typ string
@@ -215,20 +223,54 @@ type deltaHead struct {
 }
 
 // valid is the fast path for the bulk of a stream: a delta event that is
-// already valid and numbered as relayed passes unchanged.
-func (p *Passthrough) valid(data []byte) bool {
+// already valid and numbered as relayed passes unchanged. It returns the
+// event's type.
+func (p *Passthrough) valid(data []byte) ([]byte, bool) {
 	if !bytes.Contains(data, []byte(`.delta"`)) { // not a delta: spare the decode
-		return false
+		return nil, false
 	}
-	var h deltaHead
-	if json.Unmarshal(data, &h) != nil || h.Seq == nil || *h.Seq != p.seq || !strings.HasSuffix(h.Type, ".delta") || !eventType(h.Type) {
-		return false
+	typ, seq, logprobs, ok := plainDeltaHead(data, &p.scratch)
+	if !ok {
+		var h deltaHead
+		if json.Unmarshal(data, &h) != nil || h.Seq == nil {
+			return nil, false
+		}
+		typ, seq, logprobs = []byte(h.Type), *h.Seq, h.Logprobs != nil
 	}
-	if h.Type == "response.output_text.delta" && h.Logprobs == nil {
-		return false
+	// eventType, without making a string of typ
+	if seq != p.seq || !bytes.HasSuffix(typ, []byte(".delta")) || bytes.ContainsAny(typ, "\r\n") {
+		return nil, false
 	}
-	p.deltaType = h.Type
-	return true
+	if string(typ) == "response.output_text.delta" && !logprobs {
+		return nil, false
+	}
+	return typ, true
+}
+
+var deltaHeadNames = []string{"type", "sequence_number", "logprobs"}
+
+// plainDeltaHead reads what valid needs of an event, the type, the
+// sequence number and whether logprobs is present, in place, where
+// decoding a deltaHead cost most of a relayed delta's time. The type may
+// be decoded into scratch (see jsonText). It reports false for an event
+// it cannot be sure to read as encoding/json would: valid decodes that
+// one.
+func plainDeltaHead(data []byte, scratch *[]byte) (typ []byte, seq int, logprobs, ok bool) {
+	var m [3][]byte
+	if !plainValid(data) || !plainMembers(data, deltaHeadNames, m[:]) {
+		return nil, 0, false, false
+	}
+	t, n, lp := m[0], m[1], m[2]
+	// Anything but a string type, an int sequence number and a logprobs
+	// member that is absent or not null is left to encoding/json.
+	if jsonscan.Kind(t) != jsonscan.String || !jsonscan.IsInt(n) || lp != nil && jsonscan.IsNull(lp) {
+		return nil, 0, false, false
+	}
+	seq, err := strconv.Atoi(string(n))
+	if err != nil {
+		return nil, 0, false, false
+	}
+	return jsonText(t, scratch), seq, lp != nil, true
 }
 
 // eventType reports whether typ can name an SSE event: a line break in it

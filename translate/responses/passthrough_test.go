@@ -111,3 +111,18 @@ func BenchmarkPassthroughTextDelta(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkPassthroughArgumentsDelta(b *testing.B) {
+	r, _ := ParseRequest([]byte(`{"model":"m","input":"x","stream":true}`))
+	p := NewPassthrough(translate.Target{Model: "m"}, r, nil, "resp_b")
+	p.ResponseHeaders(200, "text/event-stream")
+	chunk := []byte("event: response.function_call_arguments.delta\ndata: " +
+		`{"type":"response.function_call_arguments.delta","sequence_number":4,"item_id":"fc_67e554a2","output_index":1,"delta":"{\"city\": \"Par"}` + "\n\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		p.seq = 4
+		if out, _ := p.ResponseBody(chunk, false); len(out) == 0 {
+			b.Fatal("no output")
+		}
+	}
+}

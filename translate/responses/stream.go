@@ -24,6 +24,8 @@ type Stream struct {
 	seq     int
 	dec     sse.Decoder
 	out     []byte
+	scratch []byte  // decoded delta text, see jsonText
+	pieces  []piece // of the chunk plainChunk reads
 
 	started   bool
 	model     string
@@ -42,6 +44,7 @@ type outItem struct {
 	kind   string // message, function_call, reasoning
 	index  int
 	id     string
+	idJSON []byte // id as a JSON string, for the delta events
 	callID string
 	name   string
 	text   strings.Builder
@@ -74,7 +77,18 @@ func (s *Stream) Feed(chatSSE []byte, end bool) []byte {
 	if end && !s.done {
 		s.complete()
 	}
-	return append([]byte(nil), s.out...)
+	out := append([]byte(nil), s.out...)
+	s.out = reusable(s.out)
+	return out
+}
+
+// reusable keeps an output buffer for the next chunk unless a large event
+// grew it, which the stream should not hold on to.
+func reusable(b []byte) []byte {
+	if cap(b) > 64<<10 {
+		return nil
+	}
+	return b[:0]
 }
 
 func (s *Stream) chatEvent(data []byte) {
@@ -82,6 +96,14 @@ func (s *Stream) chatEvent(data []byte) {
 		s.complete()
 		return
 	}
+	if !s.plainChunk(data) {
+		s.decodedChunk(data)
+	}
+}
+
+// decodedChunk handles any chat chunk, decoded whole: what plainChunk
+// leaves.
+func (s *Stream) decodedChunk(data []byte) {
 	var c chatEvent
 	if json.Unmarshal(data, &c) != nil {
 		// The chat translators emit valid chunks; one that does not
@@ -107,17 +129,23 @@ func (s *Stream) chatEvent(data []byte) {
 	for _, ch := range c.Choices {
 		d := ch.Delta
 		if d.ReasoningContent != "" {
-			s.reason(d.ReasoningContent)
+			s.reason([]byte(d.ReasoningContent))
 		}
 		if d.Content != nil && *d.Content != "" {
-			s.textDelta(*d.Content)
+			s.textDelta([]byte(*d.Content))
 		}
 		for _, tc := range d.ToolCalls {
 			index := 0 // the chat translators always number the pieces
 			if tc.Index != nil {
 				index = *tc.Index
 			}
-			s.callDelta(index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+			it := s.calls[index]
+			if it == nil {
+				it = s.openCall(index, tc.ID, tc.Function.Name)
+			}
+			if tc.Function.Arguments != "" {
+				s.argumentsDelta(it, []byte(tc.Function.Arguments))
+			}
 		}
 		if ch.FinishReason != nil {
 			s.finish = *ch.FinishReason
@@ -161,12 +189,12 @@ func (s *Stream) response(status string, details any) map[string]any {
 }
 
 func (s *Stream) newItem(kind, id string) *outItem {
-	it := &outItem{kind: kind, index: len(s.items), id: id}
+	it := &outItem{kind: kind, index: len(s.items), id: id, idJSON: mustJSON(id)}
 	s.items = append(s.items, it)
 	return it
 }
 
-func (s *Stream) reason(text string) {
+func (s *Stream) reason(text []byte) {
 	if s.reasoning == nil {
 		s.reasoning = s.newItem("reasoning", "rs_"+strings.TrimPrefix(s.id, "resp_"))
 		s.emit("response.output_item.added", map[string]any{"output_index": s.reasoning.index,
@@ -174,16 +202,15 @@ func (s *Stream) reason(text string) {
 		s.emit("response.reasoning_summary_part.added", map[string]any{"output_index": s.reasoning.index,
 			"item_id": s.reasoning.id, "summary_index": 0, "part": summaryPart("")})
 	}
-	s.reasoning.text.WriteString(text)
-	s.emit("response.reasoning_summary_text.delta", map[string]any{"output_index": s.reasoning.index,
-		"item_id": s.reasoning.id, "summary_index": 0, "delta": text})
+	s.reasoning.text.Write(text)
+	s.emitDelta(reasoningDeltaEvent, s.reasoning, text)
 }
 
 func summaryPart(text string) map[string]any {
 	return map[string]any{"type": "summary_text", "text": text}
 }
 
-func (s *Stream) textDelta(delta string) {
+func (s *Stream) textDelta(delta []byte) {
 	if s.text == nil {
 		s.text = s.newItem("message", "msg_"+strings.TrimPrefix(s.id, "resp_"))
 		s.emit("response.output_item.added", map[string]any{"output_index": s.text.index,
@@ -191,27 +218,64 @@ func (s *Stream) textDelta(delta string) {
 		s.emit("response.content_part.added", map[string]any{"output_index": s.text.index, "item_id": s.text.id,
 			"content_index": 0, "part": textPart("")})
 	}
-	s.text.text.WriteString(delta)
-	s.emit("response.output_text.delta", map[string]any{"output_index": s.text.index, "item_id": s.text.id,
-		"content_index": 0, "delta": delta, "logprobs": []any{}})
+	s.text.text.Write(delta)
+	s.emitDelta(textDeltaEvent, s.text, delta)
 }
 
 func textPart(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-func (s *Stream) callDelta(index int, callID, name, args string) {
-	it, ok := s.calls[index]
-	if !ok {
-		it = s.newItem("function_call", "fc_"+strings.TrimPrefix(s.id, "resp_")+"_"+strconv.Itoa(index))
-		it.callID, it.name = callID, name
-		s.calls[index] = it
-		s.emit("response.output_item.added", map[string]any{"output_index": it.index, "item": it.item("in_progress")})
-	}
-	if args != "" {
-		it.text.WriteString(args)
-		s.emit("response.function_call_arguments.delta", map[string]any{"output_index": it.index, "item_id": it.id, "delta": args})
-	}
+// openCall opens the function call item of chat tool call index, which
+// the call's first piece names.
+func (s *Stream) openCall(index int, callID, name string) *outItem {
+	it := s.newItem("function_call", "fc_"+strings.TrimPrefix(s.id, "resp_")+"_"+strconv.Itoa(index))
+	it.callID, it.name = callID, name
+	s.calls[index] = it
+	s.emit("response.output_item.added", map[string]any{"output_index": it.index, "item": it.item("in_progress")})
+	return it
+}
+
+// argumentsDelta adds a piece of a function call's arguments.
+func (s *Stream) argumentsDelta(it *outItem, args []byte) {
+	it.text.Write(args)
+	s.emitDelta(argumentsDeltaEvent, it, args)
+}
+
+// deltaEvent is the shape of a delta event as json.Marshal writes its
+// members, sorted by name: head before "delta", mid between item_id and
+// output_index, tail between sequence_number and type.
+type deltaEvent struct{ typ, head, mid, tail string }
+
+var (
+	textDeltaEvent      = deltaEvent{typ: "response.output_text.delta", head: `"content_index":0,`, mid: `,"logprobs":[]`}
+	reasoningDeltaEvent = deltaEvent{typ: "response.reasoning_summary_text.delta", tail: `,"summary_index":0`}
+	argumentsDeltaEvent = deltaEvent{typ: "response.function_call_arguments.delta"}
+)
+
+// emitDelta appends a delta event of item it, the bulk of a stream,
+// written directly rather than through emit's map and json.Marshal, to
+// the same bytes. The JSON holds no line break, so it is the one data:
+// line sse.AppendEvent would write.
+func (s *Stream) emitDelta(e deltaEvent, it *outItem, delta []byte) {
+	b := append(s.out, "event: "...)
+	b = append(b, e.typ...)
+	b = append(b, "\ndata: {"...)
+	b = append(b, e.head...)
+	b = append(b, `"delta":`...)
+	b = appendJSONString(b, delta)
+	b = append(b, `,"item_id":`...)
+	b = append(b, it.idJSON...)
+	b = append(b, e.mid...)
+	b = append(b, `,"output_index":`...)
+	b = strconv.AppendInt(b, int64(it.index), 10)
+	b = append(b, `,"sequence_number":`...)
+	b = strconv.AppendInt(b, int64(s.seq), 10)
+	b = append(b, e.tail...)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.typ...)
+	s.out = append(b, "\"}\n\n"...)
+	s.seq++
 }
 
 // item renders an output item.

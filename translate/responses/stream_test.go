@@ -126,3 +126,26 @@ func BenchmarkStreamTextDelta(b *testing.B) {
 }
 
 func randSource() *rand.Rand { return rand.New(rand.NewPCG(11, 12)) }
+
+// BenchmarkStreamDeltas is the per-chunk cost of the other common chunks:
+// function call arguments (escaped JSON), reasoning, and text to escape.
+func BenchmarkStreamDeltas(b *testing.B) {
+	for _, bc := range []struct{ name, chunk string }{
+		{"arguments", `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Par"}}]},"finish_reason":null}]}`},
+		{"reasoning", `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning_content":" the user"},"finish_reason":null}]}`},
+		{"escaped-text", `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"if a < b {\n\tfmt.Println(\"caf\u00e9\")\n}"},"finish_reason":null}]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, _ := ParseRequest([]byte(`{"model":"m","input":"x","stream":true}`))
+			s := NewStream(r, "resp_b", 1)
+			s.Feed([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`+"\n\n"), false)
+			chunk := []byte("data: " + bc.chunk + "\n\n")
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := s.Feed(chunk, false); len(out) == 0 {
+					b.Fatal("no output")
+				}
+			}
+		})
+	}
+}
