@@ -72,9 +72,10 @@ type exchange struct {
 	completed bool      // the answer ended as it should
 	broken    bool      // a panic ended the stream; later chunks are dropped
 
-	envoyReply *APIError // one of Envoy's own replies, as the client sees it
-	gather     bool      // a large buffered answer arrives as a stream
-	gathered   []byte    // what arrived of it
+	chunk      *chunkReply // the reply to each streamed chunk, reused
+	envoyReply *APIError   // one of Envoy's own replies, as the client sees it
+	gather     bool        // a large buffered answer arrives as a stream
+	gathered   []byte      // what arrived of it
 
 	respReq    *responses.Request // a Responses exchange's request
 	responses  conversationKeeper // its translator, also in tr

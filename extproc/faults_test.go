@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"modelgate/authz"
 	"modelgate/envoy"
@@ -45,8 +46,10 @@ func (f *fakeStream) Recv() (*extprocv3.ProcessingRequest, error) {
 	return m, nil
 }
 
+// Send keeps a copy, as gRPC encodes the reply before Send returns: the
+// server may reuse it for its next reply.
 func (f *fakeStream) Send(r *extprocv3.ProcessingResponse) error {
-	f.out = append(f.out, r)
+	f.out = append(f.out, proto.Clone(r).(*extprocv3.ProcessingResponse))
 	return nil
 }
 func (f *fakeStream) Context() context.Context     { return f.ctx }

@@ -12,8 +12,8 @@ import (
 type exchangeLog struct {
 	base     *zap.Logger
 	requests *zap.Logger // for the line that ends a request
-	fields []zap.Field
-	buf    [6]zap.Field // room for the usual fields, in the exchange itself
+	fields   []zap.Field
+	buf      [6]zap.Field // room for the usual fields, in the exchange itself
 }
 
 func (l *exchangeLog) init(base, requests *zap.Logger) {

@@ -143,6 +143,12 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 
 // bodyDone replies with out and, at the end, settles the exchange.
 func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.ProcessingResponse {
+	if !eos && mut == nil {
+		if ex.chunk == nil {
+			ex.chunk = newChunkReply()
+		}
+		return ex.chunk.with(out)
+	}
 	reply := bodyReply(out, true, mut)
 	if eos {
 		ex.phase, ex.completed = phaseDone, true
@@ -206,4 +212,33 @@ func bodyReply(body []byte, replace bool, mut *headers) *extprocv3.ProcessingRes
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
 		ResponseBody: &extprocv3.BodyResponse{Response: common},
 	}}
+}
+
+// chunkReply is the reply to a streamed chunk, made once an exchange: a
+// stream's chunks are most of its messages, and gRPC encodes a reply
+// before Send returns, so each chunk's reply can be the last one's with
+// the body changed.
+type chunkReply struct {
+	resp     extprocv3.ProcessingResponse
+	body     extprocv3.ProcessingResponse_ResponseBody
+	response extprocv3.BodyResponse
+	common   extprocv3.CommonResponse
+	mutation extprocv3.BodyMutation
+	replace  extprocv3.BodyMutation_Body
+}
+
+func newChunkReply() *chunkReply {
+	c := &chunkReply{}
+	c.resp.Response = &c.body
+	c.body.ResponseBody = &c.response
+	c.response.Response = &c.common
+	c.common.BodyMutation = &c.mutation
+	c.mutation.Mutation = &c.replace
+	return c
+}
+
+// with replaces the chunk with body (also when empty).
+func (c *chunkReply) with(body []byte) *extprocv3.ProcessingResponse {
+	c.replace.Body = body
+	return &c.resp
 }
