@@ -14,6 +14,7 @@ type streamState struct {
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
 	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
 	done      bool
+	deltas    api.DeltaChunks // writes the fast path's chunks
 }
 
 // eventIn is any Anthropic stream event, as far as the translator reads it.
@@ -58,6 +59,14 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 }
 
 func (c *chat) event(out, data []byte) []byte {
+	if out, ok := c.fastDelta(out, data); ok {
+		return out
+	}
+	return c.decodedEvent(out, data)
+}
+
+// decodedEvent translates any event, decoding it in full.
+func (c *chat) decodedEvent(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.st.done = true

@@ -28,7 +28,8 @@ type chat struct {
 	// jsonMode: a JSON response_format is answered by the json_response
 	// tool, whose input becomes the message content.
 	jsonMode  bool
-	jsonBlock int // the json tool's block index + 1 while streaming
+	jsonBlock int             // the json tool's block index + 1 while streaming
+	deltas    api.DeltaChunks // writes the fast path's chunks
 }
 
 // NewChat returns the chat translator for provider bedrock. A Bedrock API

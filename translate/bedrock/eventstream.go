@@ -98,33 +98,155 @@ func checkPrelude(b []byte, total int) error {
 }
 
 func decodeFrame(f []byte) (Message, error) {
-	end := len(f) - 4
-	if crc32.ChecksumIEEE(f[:end]) != binary.BigEndian.Uint32(f[end:]) {
-		return Message{}, fmt.Errorf("%w: message checksum mismatch", ErrCorrupt)
-	}
-	headersLen := int(binary.BigEndian.Uint32(f[4:8]))
-	headers, err := decodeHeaders(f[preludeLen : preludeLen+headersLen])
+	raw, err := checkFrame(f)
 	if err != nil {
 		return Message{}, err
 	}
-	return Message{Headers: headers, Payload: f[preludeLen+headersLen : end]}, nil
+	headers, err := decodeHeaders(raw.headers)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{Headers: headers, Payload: raw.payload}, nil
+}
+
+// rawFrame is a checked frame whose headers are left encoded: the stream
+// translator reads the few it needs with header, without allocating.
+type rawFrame struct {
+	headers, payload []byte
+}
+
+// checkFrame checks a whole frame's message checksum and headers.
+func checkFrame(f []byte) (rawFrame, error) {
+	end := len(f) - 4
+	if crc32.ChecksumIEEE(f[:end]) != binary.BigEndian.Uint32(f[end:]) {
+		return rawFrame{}, fmt.Errorf("%w: message checksum mismatch", ErrCorrupt)
+	}
+	headersLen := int(binary.BigEndian.Uint32(f[4:8]))
+	raw := rawFrame{headers: f[preludeLen : preludeLen+headersLen], payload: f[preludeLen+headersLen : end]}
+	if err := walkHeaders(raw.headers, func([]byte, byte, []byte) bool { return true }); err != nil {
+		return rawFrame{}, err
+	}
+	return raw, nil
+}
+
+// header returns the value of the frame's first string header called
+// name, as Message.Header does, or nil.
+func (f rawFrame) header(name string) []byte {
+	var value []byte
+	walkHeaders(f.headers, func(n []byte, typ byte, v []byte) bool { //nolint:errcheck // checked by checkFrame
+		if typ == 7 && string(n) == name {
+			value = v
+			return false
+		}
+		return true
+	})
+	return value
+}
+
+// each checks the frames that chunk completes and hands each to f, which
+// must be done with it when it returns. Unlike Feed it copies no more of
+// chunk than the start of a frame that chunk's end cuts, so a chunk of
+// whole frames costs no allocation.
+func (d *Decoder) each(chunk []byte, f func(rawFrame)) error {
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.buf) > 0 { // complete the frame held from the last chunk first
+		held, rest, whole, err := d.complete(chunk)
+		if err != nil || !whole {
+			return err
+		}
+		f(held)
+		chunk = rest
+		if cap(d.buf) > keepFrameBuf {
+			d.buf = nil
+		} else {
+			d.buf = d.buf[:0]
+		}
+	}
+	for len(chunk) >= preludeLen {
+		total := int(binary.BigEndian.Uint32(chunk[0:4]))
+		if err := checkPrelude(chunk, total); err != nil {
+			d.err = err
+			return err
+		}
+		if len(chunk) < total {
+			break
+		}
+		raw, err := checkFrame(chunk[:total])
+		if err != nil {
+			d.err = err
+			return err
+		}
+		f(raw)
+		chunk = chunk[total:]
+	}
+	d.buf = append(d.buf, chunk...)
+	return nil
+}
+
+// keepFrameBuf is the largest buffer each keeps for the next cut frame.
+const keepFrameBuf = 64 << 10
+
+// complete adds to the held start of a frame what chunk has of its rest,
+// and returns the frame once whole, and the rest of chunk.
+func (d *Decoder) complete(chunk []byte) (rawFrame, []byte, bool, error) {
+	if len(d.buf) < preludeLen {
+		n := min(preludeLen-len(d.buf), len(chunk))
+		d.buf, chunk = append(d.buf, chunk[:n]...), chunk[n:]
+		if len(d.buf) < preludeLen {
+			return rawFrame{}, nil, false, nil
+		}
+	}
+	total := int(binary.BigEndian.Uint32(d.buf[0:4]))
+	if err := checkPrelude(d.buf, total); err != nil {
+		d.err = err
+		return rawFrame{}, nil, false, err
+	}
+	n := min(total-len(d.buf), len(chunk))
+	d.buf, chunk = append(d.buf, chunk[:n]...), chunk[n:]
+	if len(d.buf) < total {
+		return rawFrame{}, nil, false, nil
+	}
+	raw, err := checkFrame(d.buf)
+	if err != nil {
+		d.err = err
+		return rawFrame{}, nil, false, err
+	}
+	return raw, chunk, true, nil
 }
 
 func decodeHeaders(b []byte) ([]Header, error) {
 	var out []Header
+	err := walkHeaders(b, func(name []byte, typ byte, v []byte) bool {
+		out = append(out, Header{Name: string(name), Type: typ, Value: headerValue(typ, v)})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walkHeaders checks encoded headers and hands each one's name, type and
+// encoded value (without a length) to f until f returns false.
+func walkHeaders(b []byte, f func(name []byte, typ byte, value []byte) bool) error {
 	for len(b) > 0 {
 		n := int(b[0])
 		if len(b) < 1+n+1 {
-			return nil, fmt.Errorf("%w: truncated header name", ErrCorrupt)
+			return fmt.Errorf("%w: truncated header name", ErrCorrupt)
 		}
-		h := Header{Name: string(b[1 : 1+n]), Type: b[1+n]}
-		rest, err := h.decodeValue(b[2+n:])
+		name, typ := b[1:1+n], b[1+n]
+		value, rest, err := headerValueBytes(name, typ, b[2+n:])
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out, b = append(out, h), rest
+		if !f(name, typ, value) {
+			return nil
+		}
+		b = rest
 	}
-	return out, nil
+	return nil
 }
 
 // fixedSize is the value size of the fixed-width header types.
@@ -146,27 +268,34 @@ func fixedSize(t byte) (int, bool) {
 	return 0, false
 }
 
-func (h *Header) decodeValue(b []byte) ([]byte, error) {
-	if n, fixed := fixedSize(h.Type); fixed {
+// headerValueBytes splits a header's value of type t from the headers
+// after it.
+func headerValueBytes(name []byte, t byte, b []byte) (value, rest []byte, err error) {
+	if n, fixed := fixedSize(t); fixed {
 		if len(b) < n {
-			return nil, fmt.Errorf("%w: truncated header %q", ErrCorrupt, h.Name)
+			return nil, nil, fmt.Errorf("%w: truncated header %q", ErrCorrupt, name)
 		}
-		h.Value = fixedValue(h.Type, b[:n])
-		return b[n:], nil
+		return b[:n], b[n:], nil
 	}
-	if h.Type != 6 && h.Type != 7 {
-		return nil, fmt.Errorf("%w: header %q has unknown type %d", ErrCorrupt, h.Name, h.Type)
+	if t != 6 && t != 7 {
+		return nil, nil, fmt.Errorf("%w: header %q has unknown type %d", ErrCorrupt, name, t)
 	}
 	if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b)) {
-		return nil, fmt.Errorf("%w: truncated header %q", ErrCorrupt, h.Name)
+		return nil, nil, fmt.Errorf("%w: truncated header %q", ErrCorrupt, name)
 	}
 	n := int(binary.BigEndian.Uint16(b))
-	if h.Type == 7 {
-		h.Value = string(b[2 : 2+n])
-	} else {
-		h.Value = append([]byte(nil), b[2:2+n]...)
+	return b[2 : 2+n], b[2+n:], nil
+}
+
+// headerValue is the Go value of a header's value of type t.
+func headerValue(t byte, v []byte) any {
+	switch t {
+	case 6:
+		return append([]byte(nil), v...)
+	case 7:
+		return string(v)
 	}
-	return b[2+n:], nil
+	return fixedValue(t, v)
 }
 
 func fixedValue(t byte, b []byte) any {

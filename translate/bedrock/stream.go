@@ -34,12 +34,11 @@ type streamEvent struct {
 // end: the usage chunk if asked for, then [DONE].
 func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	var out []byte
-	msgs, err := c.dec.Feed(chunk)
-	for _, m := range msgs {
+	err := c.dec.each(chunk, func(f rawFrame) {
 		if !c.done {
-			out = c.frame(out, m)
+			out = c.frame(out, f)
 		}
-	}
+	})
 	if err != nil && !c.done {
 		c.done = true
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider's event stream is corrupt."}))
@@ -58,18 +57,28 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	return append(out, api.DoneEvent...)
 }
 
-func (c *chat) frame(out []byte, m Message) []byte {
+func (c *chat) frame(out []byte, f rawFrame) []byte {
+	if string(f.header(":message-type")) != "exception" && string(f.header(":event-type")) == "contentBlockDelta" {
+		if out, ok := c.fastDelta(out, f.payload); ok {
+			return out
+		}
+	}
+	return c.decodedFrame(out, f)
+}
+
+// decodedFrame translates any frame, decoding its payload in full.
+func (c *chat) decodedFrame(out []byte, f rawFrame) []byte {
 	var ev streamEvent
-	if err := json.Unmarshal(m.Payload, &ev); err != nil {
+	if err := json.Unmarshal(f.payload, &ev); err != nil {
 		c.done = true
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider sent an event that is not JSON."}))
 	}
-	if m.Header(":message-type") == "exception" {
+	if string(f.header(":message-type")) == "exception" {
 		c.done = true
-		code := m.Header(":exception-type")
+		code := string(f.header(":exception-type"))
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: exceptionType(code), Message: ev.Message, Code: &code}))
 	}
-	switch m.Header(":event-type") {
+	switch string(f.header(":event-type")) {
 	case "messageStart":
 		empty := ""
 		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)

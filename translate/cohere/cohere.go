@@ -30,6 +30,7 @@ type chat struct {
 	id      string
 	calls   int
 	done    bool
+	st      streamState
 }
 
 // NewChat returns the chat translator for provider cohere.
@@ -172,6 +173,7 @@ func toolChoice(raw json.RawMessage) (string, error) {
 // ResponseHeaders streams successful event streams.
 func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	c.status, c.created = status, c.now().Unix()
+	c.st.head = nil // the chunks' head holds the time
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case status/100 == 2 && mt == "text/event-stream":

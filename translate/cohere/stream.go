@@ -2,6 +2,8 @@ package cohere
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 
 	"modelgate/translate/api"
 	"modelgate/translate/openai"
@@ -37,6 +39,12 @@ type toolCallDelta struct {
 	} `json:"function"`
 }
 
+// streamState is what the stream translation keeps for its chunks.
+type streamState struct {
+	head []byte // the chunks' ChunkHead, for the current id
+	ev   fastEvent
+}
+
 // streamChunk translates the events a chunk completes.
 func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	var out []byte
@@ -57,7 +65,92 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	return out
 }
 
+// event translates one event. Content and tool call deltas, and the
+// events that carry nothing for the client, are read in one pass and
+// written by appending; message-start and message-end, and whatever that
+// reading does not expect (nulls, keys spelled in another case,
+// duplicate keys, deep nesting, malformed JSON), take decodedEvent, whose
+// encoding/json decoding decides as it always did.
 func (c *chat) event(out, data []byte) []byte {
+	ev := &c.st.ev
+	defer func() { *ev = fastEvent{} }() // lets go of the event
+	if !ev.read(data) {
+		return c.decodedEvent(out, data)
+	}
+	switch string(tokenBytes(ev.typ)) {
+	case "content-delta":
+		return c.contentDelta(out, ev.content)
+	case "tool-call-start":
+		c.calls++
+		return c.toolCallDelta(out, ev.toolCalls, true)
+	case "tool-call-delta":
+		return c.toolCallDelta(out, ev.toolCalls, false)
+	case "message-start", "message-end":
+		return c.decodedEvent(out, data)
+	}
+	return out // content-start/end, tool-plan-delta, tool-call-end, citations
+}
+
+// contentDelta appends the chunk of a content-delta's text.
+func (c *chat) contentDelta(out, content []byte) []byte {
+	text, ok := readContent(content)
+	if !ok {
+		return c.decodedContent(out, content)
+	}
+	out = c.begin(out, len(`{"index":0,"delta":{"content":""},"finish_reason":null}`)+len(text)+len(text)/8)
+	out = append(out, `{"index":0,"delta":{"content":"`...)
+	out = api.AppendTokenBody(out, text)
+	out = append(out, `"},"finish_reason":null}`...)
+	return append(out, api.ChunkTail...)
+}
+
+// toolCallDelta appends the chunk that starts a tool call (which calls
+// already counts) or continues its arguments, as decodedToolCall does.
+func (c *chat) toolCallDelta(out, raw []byte, start bool) []byte {
+	id, name, args, ok := readToolCall(raw)
+	if !ok {
+		return c.decodedToolCall(out, raw, start)
+	}
+	out = c.begin(out, len(`{"index":0,"delta":{"tool_calls":[{"index":,"id":"","type":"function","function":{"name":"","arguments":""}}]},"finish_reason":null}`)+20+
+		len(id)+len(name)+len(args)+len(args)/8)
+	out = append(out, `{"index":0,"delta":{"tool_calls":[{"index":`...)
+	out = strconv.AppendInt(out, int64(max(c.calls-1, 0)), 10)
+	if start {
+		if len(id) > 2 {
+			out = append(out, `,"id":"`...)
+			out = api.AppendTokenBody(out, id)
+			out = append(out, '"')
+		}
+		out = append(out, `,"type":"function","function":{`...)
+		if len(name) > 2 {
+			out = append(out, `"name":"`...)
+			out = api.AppendTokenBody(out, name)
+			out = append(out, `",`...)
+		}
+	} else {
+		out = append(out, `,"function":{`...)
+	}
+	out = append(out, `"arguments":"`...)
+	out = api.AppendTokenBody(out, args)
+	out = append(out, `"}}]},"finish_reason":null}`...)
+	return append(out, api.ChunkTail...)
+}
+
+// begin makes room for a chunk whose choice takes about size bytes (its
+// text with some escapes), so that one allocation is the usual, and
+// appends the chunks' head.
+func (c *chat) begin(out []byte, size int) []byte {
+	if c.st.head == nil {
+		c.st.head = c.chunks().ChunkHead()
+	}
+	if need := len(c.st.head) + size + len(api.ChunkTail); cap(out)-len(out) < need {
+		out = slices.Grow(out, need)
+	}
+	return append(out, c.st.head...)
+}
+
+// decodedEvent translates one event through encoding/json.
+func (c *chat) decodedEvent(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.done = true
@@ -65,28 +158,36 @@ func (c *chat) event(out, data []byte) []byte {
 	}
 	switch ev.Type {
 	case "message-start":
-		c.id = ev.ID
+		c.id, c.st.head = ev.ID, nil
 		empty := ""
 		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
 	case "content-delta":
-		var cd contentDelta
-		json.Unmarshal(ev.Delta.Message.Content, &cd) //nolint:errcheck // a malformed delta carries no text
-		return c.emit(out, api.Delta{Content: &cd.Text}, nil)
-	case "tool-call-start", "tool-call-delta":
-		return c.toolCall(out, ev)
+		return c.decodedContent(out, ev.Delta.Message.Content)
+	case "tool-call-start":
+		c.calls++
+		return c.decodedToolCall(out, ev.Delta.Message.ToolCalls, true)
+	case "tool-call-delta":
+		return c.decodedToolCall(out, ev.Delta.Message.ToolCalls, false)
 	case "message-end":
 		return c.end(out, ev)
 	}
 	return out // content-start/end, tool-plan-delta, tool-call-end, citations
 }
 
-// toolCall starts a tool call or continues its arguments.
-func (c *chat) toolCall(out []byte, ev eventIn) []byte {
+// decodedContent appends the chunk of a content-delta's text, decoded.
+func (c *chat) decodedContent(out, content []byte) []byte {
+	var cd contentDelta
+	json.Unmarshal(content, &cd) //nolint:errcheck // a malformed delta carries no text
+	return c.emit(out, api.Delta{Content: &cd.Text}, nil)
+}
+
+// decodedToolCall starts a tool call (which calls already counts) or
+// continues its arguments, decoded.
+func (c *chat) decodedToolCall(out, raw []byte, start bool) []byte {
 	var td toolCallDelta
-	json.Unmarshal(ev.Delta.Message.ToolCalls, &td) //nolint:errcheck // a malformed delta carries nothing
+	json.Unmarshal(raw, &td) //nolint:errcheck // a malformed delta carries nothing
 	var tc api.ToolCall
-	if ev.Type == "tool-call-start" {
-		c.calls++
+	if start {
 		tc.ID, tc.Type, tc.Function.Name = td.ID, "function", td.Function.Name
 	}
 	idx := max(c.calls-1, 0)
@@ -116,4 +217,165 @@ func (c *chat) chunks() api.ChunkWriter {
 
 func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
 	return c.chunks().Delta(out, d, finish)
+}
+
+// fastEvent is an event as read in one pass: the members eventIn
+// decodes, as their tokens or raw JSON (nil when absent).
+type fastEvent struct {
+	typ, content, toolCalls []byte
+}
+
+// Member names eventIn and the deltas decode: any other spelling of them
+// goes to encoding/json.
+var (
+	eventKeys    = []string{"type", "id", "index", "delta"}
+	deltaKeys    = []string{"message", "finish_reason", "usage", "error"}
+	messageKeys  = []string{"content", "tool_calls"}
+	contentKeys  = []string{"text"}
+	toolCallKeys = []string{"id", "function"}
+	functionKeys = []string{"name", "arguments"}
+)
+
+// once marks bit in seen, and fails the cursor on a second time: the
+// members encoding/json decodes must come once each.
+func once(cur *api.JSONCursor, seen *uint32, bit uint32) {
+	if *seen&bit != 0 {
+		cur.Fail()
+	}
+	*seen |= bit
+}
+
+// unknown skips the value of a member that is not decoded, unless
+// encoding/json might take its key for one of names.
+func unknown(cur *api.JSONCursor, key []byte, names []string) {
+	if api.KeyMayMean(key, names...) {
+		cur.Fail()
+		return
+	}
+	cur.Skip()
+}
+
+// read reads data in one pass; false if it must be decoded instead. The
+// usage of message-end is left to decoding.
+func (e *fastEvent) read(data []byte) bool {
+	*e = fastEvent{}
+	cur := api.NewJSONCursor(data)
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "type":
+			once(&cur, &seen, 1)
+			e.typ = cur.StringToken()
+		case "id":
+			once(&cur, &seen, 2)
+			cur.StringToken()
+		case "index":
+			once(&cur, &seen, 4)
+			if n := cur.Int(); int64(int(n)) != n {
+				cur.Fail()
+			}
+		case "delta":
+			once(&cur, &seen, 8)
+			e.delta(&cur)
+		default:
+			unknown(&cur, key, eventKeys)
+		}
+	}
+	return cur.End()
+}
+
+func (e *fastEvent) delta(cur *api.JSONCursor) {
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "message":
+			once(cur, &seen, 1)
+			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+				switch string(key) {
+				case "content":
+					once(cur, &seen, 2)
+					e.content = cur.Skip()
+				case "tool_calls":
+					once(cur, &seen, 4)
+					e.toolCalls = cur.Skip()
+				default:
+					unknown(cur, key, messageKeys)
+				}
+			}
+		case "finish_reason":
+			once(cur, &seen, 8)
+			cur.StringToken()
+		case "error":
+			once(cur, &seen, 16)
+			cur.StringToken()
+		default: // usage too
+			unknown(cur, key, deltaKeys)
+		}
+	}
+}
+
+// readContent reads the text token of a content-delta's content; false
+// if it must be decoded instead.
+func readContent(raw []byte) ([]byte, bool) {
+	var text []byte
+	cur := api.NewJSONCursor(raw)
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		if string(key) != "text" {
+			unknown(&cur, key, contentKeys)
+			continue
+		}
+		once(&cur, &seen, 1)
+		text = cur.StringToken()
+	}
+	return text, cur.End()
+}
+
+// readToolCall reads the tokens of a tool call delta; false if it must be
+// decoded instead.
+func readToolCall(raw []byte) (id, name, args []byte, ok bool) {
+	cur := api.NewJSONCursor(raw)
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "id":
+			once(&cur, &seen, 1)
+			id = cur.StringToken()
+		case "function":
+			once(&cur, &seen, 2)
+			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+				switch string(key) {
+				case "name":
+					once(&cur, &seen, 4)
+					name = cur.StringToken()
+				case "arguments":
+					once(&cur, &seen, 8)
+					args = cur.StringToken()
+				default:
+					unknown(&cur, key, functionKeys)
+				}
+			}
+		default:
+			unknown(&cur, key, toolCallKeys)
+		}
+	}
+	return id, name, args, cur.End()
+}
+
+// tokenBytes is the text of a string token, for comparisons: its bytes as
+// they are when it has neither escapes nor other than ASCII, decoded
+// otherwise; nil for none.
+func tokenBytes(tok []byte) []byte {
+	if len(tok) < 2 {
+		return nil
+	}
+	body := tok[1 : len(tok)-1]
+	for _, b := range body {
+		if b == '\\' || b >= 0x80 {
+			var s string
+			json.Unmarshal(tok, &s) //nolint:errcheck // the token was checked
+			return []byte(s)
+		}
+	}
+	return body
 }

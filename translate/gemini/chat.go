@@ -63,6 +63,7 @@ func upstream(t translate.Target, method string, body []byte) translate.Upstream
 // ResponseHeaders streams successful event streams.
 func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	c.status, c.created = status, c.now().Unix()
+	c.st.head = nil // the chunks' head holds the time
 	mt, _, _ := mime.ParseMediaType(contentType)
 	switch {
 	case status/100 == 2 && mt == "text/event-stream":

@@ -1,8 +1,12 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
+	"strconv"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
@@ -15,6 +19,10 @@ type streamState struct {
 	calls     int  // tool calls so far, for their index
 	finished  bool // a candidate reported a finishReason
 	done      bool
+
+	head []byte       // the chunks' ChunkHead, once started
+	ev   fastResponse // the event being read, reused
+	args bytes.Buffer // a tool call's compacted arguments
 }
 
 // streamChunk translates the events a chunk completes. Gemini's streams
@@ -45,7 +53,163 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	return append(out, api.DoneEvent...)
 }
 
+// event translates one event. The events of every stream (text, thoughts
+// and tool calls, with usage) are read in one pass and written by
+// appending; what that reading does not expect (an error, nulls, keys
+// spelled in another case, duplicate keys, deep nesting, malformed JSON)
+// takes decodedEvent, whose encoding/json decoding decides as it always
+// did.
 func (c *chat) event(out, data []byte) []byte {
+	ev := &c.st.ev
+	defer ev.forget()
+	if !ev.read(data) {
+		return c.decodedEvent(out, data)
+	}
+	if !c.st.started {
+		c.st.started, c.st.id, c.st.model = true, tokenString(ev.id), tokenString(ev.model)
+	}
+	if ev.hasUsage {
+		c.usage = ev.usage
+	}
+	if len(ev.cands) == 0 {
+		return out
+	}
+	if c.st.head == nil {
+		c.st.head = c.chunks().ChunkHead()
+	}
+	if need := len(c.st.head) + ev.size(); cap(out)-len(out) < need {
+		out = slices.Grow(out, need)
+	}
+	out = append(out, c.st.head...)
+	for i := range ev.cands {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = c.appendChoice(out, &ev.cands[i], ev.parts[ev.cands[i].from:ev.cands[i].to])
+	}
+	return append(out, api.ChunkTail...)
+}
+
+// appendChoice appends the chunk choice of one candidate, as deltas
+// makes it.
+func (c *chat) appendChoice(out []byte, cand *fastCandidate, parts []fastPart) []byte {
+	var text, reasoning, calls bool
+	for i := range parts {
+		switch p := &parts[i]; {
+		case p.call:
+			calls = true
+		case p.thought:
+			reasoning = reasoning || len(p.text) > 2
+		default:
+			text = text || len(p.text) > 2
+		}
+	}
+	out = append(out, `{"index":`...)
+	out = strconv.AppendInt(out, int64(cand.index), 10)
+	out = append(out, `,"delta":{"role":"assistant"`...)
+	if text || !calls && !reasoning {
+		out = append(out, `,"content":"`...)
+		for i := range parts {
+			if p := &parts[i]; !p.call && !p.thought {
+				out = api.AppendTokenBody(out, p.text)
+			}
+		}
+		out = append(out, '"')
+	}
+	if reasoning {
+		out = append(out, `,"reasoning_content":"`...)
+		for i := range parts {
+			if p := &parts[i]; !p.call && p.thought {
+				out = api.AppendTokenBody(out, p.text)
+			}
+		}
+		out = append(out, '"')
+	}
+	if calls {
+		out = append(out, `,"tool_calls":[`...)
+		first := true
+		for i := range parts {
+			if p := &parts[i]; p.call {
+				if !first {
+					out = append(out, ',')
+				}
+				first = false
+				out = c.appendToolCall(out, p)
+			}
+		}
+		out = append(out, ']')
+	}
+	out = append(out, `},"finish_reason":`...)
+	if len(cand.finish) <= 2 {
+		return append(out, "null}"...)
+	}
+	c.st.finished = true
+	out = append(out, '"')
+	out = append(out, finishReason(string(tokenBytes(cand.finish)), c.st.calls > 0)...)
+	return append(out, `"}`...)
+}
+
+// appendToolCall appends the tool call toolCall makes of a part, with the
+// next call index.
+func (c *chat) appendToolCall(out []byte, p *fastPart) []byte {
+	n := c.st.calls
+	c.st.calls++
+	out = append(out, `{"index":`...)
+	out = strconv.AppendInt(out, int64(n), 10)
+	out = append(out, `,"id":`...)
+	switch {
+	case len(p.signature) > 2:
+		out = api.AppendQuoted(out, signatureID(tokenString(p.signature)))
+	case len(p.id) > 2:
+		out = append(out, '"')
+		out = api.AppendTokenBody(out, p.id)
+		out = append(out, '"')
+	default:
+		out = append(out, `"call_`...)
+		out = strconv.AppendInt(out, int64(n), 10)
+		out = append(out, '"')
+	}
+	out = append(out, `,"type":"function","function":{`...)
+	if len(p.name) > 2 {
+		out = append(out, `"name":"`...)
+		out = api.AppendTokenBody(out, p.name)
+		out = append(out, `",`...)
+	}
+	out = append(out, `"arguments":`...)
+	if c.st.args.Cap() > 64<<10 { // let a large one go
+		c.st.args = bytes.Buffer{}
+	}
+	c.st.args.Reset()
+	if len(p.args) == 0 || json.Compact(&c.st.args, p.args) != nil {
+		out = append(out, `"{}"`...)
+	} else {
+		out = api.AppendQuoted(out, c.st.args.Bytes())
+	}
+	return append(out, "}}"...)
+}
+
+// tokenString decodes a JSON string token ("" for none).
+func tokenString(tok []byte) string {
+	var s string
+	json.Unmarshal(tok, &s) //nolint:errcheck // the token was checked
+	return s
+}
+
+// tokenBytes is the text of a string token, for comparisons: its bytes as
+// they are when it has neither escapes nor other than ASCII, decoded
+// otherwise.
+func tokenBytes(tok []byte) []byte {
+	body := tok[1 : len(tok)-1]
+	for _, b := range body {
+		if b == '\\' || b >= 0x80 {
+			return []byte(tokenString(tok))
+		}
+	}
+	return body
+}
+
+// decodedEvent translates one event through encoding/json.
+func (c *chat) decodedEvent(out, data []byte) []byte {
 	var r responseIn
 	if err := json.Unmarshal(data, &r); err != nil {
 		c.st.done = true
@@ -108,4 +272,217 @@ func (c *chat) deltas(r responseIn) []api.ChunkChoice {
 
 func (c *chat) chunks() api.ChunkWriter {
 	return api.ChunkWriter{ID: c.st.id, Model: c.st.model, Created: c.created}
+}
+
+// fastResponse is a GenerateContentResponse as read in one pass: string
+// members are their tokens (quotes included, nil when absent), to be
+// re-encoded straight into the chunk.
+type fastResponse struct {
+	cands     []fastCandidate
+	parts     []fastPart // the candidates' parts, in order
+	usage     translate.Usage
+	hasUsage  bool
+	id, model []byte
+}
+
+// size is about the room the choices of r take in a chunk, so that one
+// allocation makes room for the usual chunk: its texts with some escapes.
+func (r *fastResponse) size() int {
+	choice := len(`{"index":,"delta":{"role":"assistant","content":"","reasoning_content":""},"finish_reason":"content_filter"},`) + 20
+	n := len(api.ChunkTail) + len(r.cands)*choice
+	for i := range r.parts {
+		p := &r.parts[i]
+		n += len(p.text) + len(p.text)/8
+		if p.call {
+			n += len(`{"index":,"id":"call_","type":"function","function":{"name":"","arguments":""}},`) + 40 +
+				len(p.id) + len(p.name) + len(p.signature) + 2*len(p.args)
+		}
+	}
+	return n
+}
+
+type fastCandidate struct {
+	index    int
+	finish   []byte
+	from, to int // its parts
+}
+
+type fastPart struct {
+	text, signature []byte
+	thought         bool
+	call            bool   // a functionCall, of:
+	id, name, args  []byte // args is its raw JSON, nil when absent
+}
+
+// Member names of GenerateContentResponse and its parts, the ones
+// responseIn decodes: any other spelling of them goes to encoding/json.
+var (
+	responseKeys  = []string{"candidates", "usageMetadata", "modelVersion", "responseId", "error"}
+	candidateKeys = []string{"content", "finishReason", "index"}
+	contentKeys   = []string{"parts"}
+	partKeys      = []string{"text", "thought", "functionCall", "thoughtSignature"}
+	callKeys      = []string{"id", "name", "args"}
+	usageKeys     = []string{"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount", "cachedContentTokenCount"}
+)
+
+// once marks bit in seen, and fails the cursor on a second time: the
+// members responseIn decodes must come once each.
+func once(cur *api.JSONCursor, seen *uint32, bit uint32) {
+	if *seen&bit != 0 {
+		cur.Fail()
+	}
+	*seen |= bit
+}
+
+// unknown skips the value of a member responseIn ignores, unless
+// encoding/json might take its key for one of names.
+func unknown(cur *api.JSONCursor, key []byte, names []string) {
+	if api.KeyMayMean(key, names...) {
+		cur.Fail()
+		return
+	}
+	cur.Skip()
+}
+
+// forget lets go of the event's text, keeping the room for the next.
+func (r *fastResponse) forget() {
+	clear(r.cands)
+	clear(r.parts)
+	*r = fastResponse{cands: r.cands[:0], parts: r.parts[:0]}
+}
+
+// read reads data in one pass; false if it must be decoded instead.
+func (r *fastResponse) read(data []byte) bool {
+	*r = fastResponse{cands: r.cands[:0], parts: r.parts[:0]}
+	cur := api.NewJSONCursor(data)
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "candidates":
+			once(&cur, &seen, 1)
+			for more := cur.FirstElem(); more; more = cur.NextElem() {
+				r.candidate(&cur)
+			}
+		case "usageMetadata":
+			once(&cur, &seen, 2)
+			r.readUsage(&cur)
+		case "modelVersion":
+			once(&cur, &seen, 4)
+			r.model = cur.StringToken()
+		case "responseId":
+			once(&cur, &seen, 8)
+			r.id = cur.StringToken()
+		default:
+			unknown(&cur, key, responseKeys)
+		}
+	}
+	return cur.End()
+}
+
+func (r *fastResponse) candidate(cur *api.JSONCursor) {
+	cand := fastCandidate{from: len(r.parts)}
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "content":
+			once(cur, &seen, 1)
+			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+				if string(key) != "parts" {
+					unknown(cur, key, contentKeys)
+					continue
+				}
+				once(cur, &seen, 2)
+				for more := cur.FirstElem(); more; more = cur.NextElem() {
+					r.part(cur)
+				}
+			}
+		case "finishReason":
+			once(cur, &seen, 4)
+			cand.finish = cur.StringToken()
+		case "index":
+			once(cur, &seen, 8)
+			n := cur.Int()
+			if cand.index = int(n); int64(cand.index) != n {
+				cur.Fail()
+			}
+		default:
+			unknown(cur, key, candidateKeys)
+		}
+	}
+	cand.to = len(r.parts)
+	r.cands = append(r.cands, cand)
+}
+
+func (r *fastResponse) part(cur *api.JSONCursor) {
+	var p fastPart
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "text":
+			once(cur, &seen, 1)
+			p.text = cur.StringToken()
+		case "thought":
+			once(cur, &seen, 2)
+			p.thought = cur.Bool()
+		case "functionCall":
+			once(cur, &seen, 4)
+			p.call = true
+			r.functionCall(cur, &p)
+		case "thoughtSignature":
+			once(cur, &seen, 8)
+			p.signature = cur.StringToken()
+		default:
+			unknown(cur, key, partKeys)
+		}
+	}
+	r.parts = append(r.parts, p)
+}
+
+func (r *fastResponse) functionCall(cur *api.JSONCursor, p *fastPart) {
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "id":
+			once(cur, &seen, 1)
+			p.id = cur.StringToken()
+		case "name":
+			once(cur, &seen, 2)
+			p.name = cur.StringToken()
+		case "args":
+			once(cur, &seen, 4)
+			p.args = cur.Skip()
+		default:
+			unknown(cur, key, callKeys)
+		}
+	}
+}
+
+func (r *fastResponse) readUsage(cur *api.JSONCursor) {
+	var m struct{ prompt, candidates, thoughts, total, cached int64 }
+	var seen uint32
+	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
+		switch string(key) {
+		case "promptTokenCount":
+			once(cur, &seen, 1)
+			m.prompt = cur.Int()
+		case "candidatesTokenCount":
+			once(cur, &seen, 2)
+			m.candidates = cur.Int()
+		case "thoughtsTokenCount":
+			once(cur, &seen, 4)
+			m.thoughts = cur.Int()
+		case "totalTokenCount":
+			once(cur, &seen, 8)
+			m.total = cur.Int()
+		case "cachedContentTokenCount":
+			once(cur, &seen, 16)
+			m.cached = cur.Int()
+		default:
+			unknown(cur, key, usageKeys)
+		}
+	}
+	completion := m.candidates + m.thoughts
+	r.usage = translate.Usage{PromptTokens: m.prompt, CompletionTokens: completion,
+		TotalTokens: m.prompt + completion, CachedTokens: m.cached, ReasoningTokens: m.thoughts}
+	r.hasUsage = true
 }
