@@ -19,7 +19,8 @@ var ErrEventTooLarge = errors.New("sse: event larger than the decoder's limit")
 type Event struct {
 	// Type is the event: field; empty when absent.
 	Type string
-	// Data is the data: lines joined with "\n"; each event owns its Data.
+	// Data is the data: lines joined with "\n". It may share the chunk
+	// fed: callers must not change it in place (append copies it).
 	Data []byte
 	// ID is the event's own id: field; empty when absent.
 	ID string
@@ -48,8 +49,9 @@ type Decoder struct {
 	partsLen int
 	data     []byte // data of the event being built
 	typ, id  string
-	hasData  bool // a field of the current event was seen
-	skipLF   bool // the previous chunk ended in \r: a leading \n belongs to it
+	lastTyp  string // the type of the last event that had one
+	hasData  bool   // a field of the current event was seen
+	skipLF   bool   // the previous chunk ended in \r: a leading \n belongs to it
 	err      error
 	events   []Event
 }
@@ -232,14 +234,25 @@ func (d *Decoder) line(line []byte, owned bool) {
 			d.hasData = true
 			return
 		case d.data == nil:
-			d.data = make([]byte, 0, len(value))
+			// The event's data shares the chunk (Feed's callers never
+			// change a chunk): capped at its length, so that a second
+			// line, or a caller's append, copies it first.
+			if value == nil {
+				value = []byte{}
+			}
+			d.data, d.hasData = value[:len(value):len(value)], true
+			return
 		default:
 			d.data = append(d.data, '\n')
 		}
 		d.data = append(d.data, value...)
 		d.hasData = true
 	case "event":
-		d.typ = string(value)
+		// A stream repeats a few types: the last one's string is reused.
+		if string(value) != d.lastTyp {
+			d.lastTyp = string(value)
+		}
+		d.typ = d.lastTyp
 		d.hasData = true
 	case "id":
 		d.id = string(value)
