@@ -28,9 +28,6 @@ func scenarios() []scenario {
 	}
 }
 
-// messages is how many messages Envoy sends for one exchange.
-func (sc scenario) messages() int { return 3 + len(sc.answer) }
-
 // driver plays Envoy's side of the ext_proc protocol for one filter
 // configured as the gateway's bootstrap configures it: request headers
 // SEND, request body BUFFERED, response headers SEND, response body

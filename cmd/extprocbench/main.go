@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -129,6 +130,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 // bench is the two servers under test.
 type bench struct {
 	noop, modelgate *server
+	closeOnce       sync.Once
+	closeErr        error
 }
 
 func newBench(ctx context.Context, bin, dir string) (*bench, error) {
@@ -144,16 +147,17 @@ func newBench(ctx context.Context, bin, dir string) (*bench, error) {
 	return &bench{noop: noop, modelgate: mg}, nil
 }
 
+// close stops both servers; later calls return the first one's error.
 func (b *bench) close() error {
-	err1 := b.noop.stop()
-	err2 := b.modelgate.stop()
-	if err2 != nil {
-		err2 = fmt.Errorf("%w\n%s", err2, b.modelgate.stderr.String())
-	}
-	if err1 != nil {
-		return err1
-	}
-	return err2
+	b.closeOnce.Do(func() {
+		err1 := b.noop.stop()
+		err2 := b.modelgate.stop()
+		if err2 != nil {
+			err2 = fmt.Errorf("%w\n%s", err2, b.modelgate.stderr.String())
+		}
+		b.closeErr = errors.Join(err1, err2)
+	})
+	return b.closeErr
 }
 
 // result is one measurement of one server.
