@@ -6,6 +6,7 @@ package ledger
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -269,21 +270,20 @@ func (l *Ledger) next(ctx context.Context, batch []authz.UsageRecord) ([]authz.U
 	case <-ctx.Done():
 		return batch, false
 	}
+	// The rest is taken in bulk, not a record at a time: a wait on the
+	// queue would wake this goroutine for every request.
+	if batch = l.fill(batch); len(batch) == cap(batch) {
+		return batch, true
+	}
 	t := time.NewTimer(l.cfg.FlushInterval)
 	defer t.Stop()
-	for len(batch) < cap(batch) {
-		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-		case <-t.C:
-			return batch, true
-		case <-l.closing:
-			return l.fill(batch), true
-		case <-ctx.Done():
-			return batch, true // write gives it up and counts it
-		}
+	select {
+	case <-t.C:
+	case <-l.closing:
+	case <-ctx.Done():
+		return batch, true // write gives it up and counts it
 	}
-	return batch, true
+	return l.fill(batch), true
 }
 
 // fill adds what is queued without waiting.
@@ -413,9 +413,23 @@ func (m metrics) register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// newID is a record id: "use_" and 32 random hex digits.
+// newID is a record id: "use_", 16 hex digits random per process and 16
+// counting its records. Unique across replicas and restarts as random ids
+// are, without a read of the system's randomness per request.
 func newID() string {
-	b := make([]byte, 16)
-	crand.Read(b) //nolint:errcheck // crypto/rand.Read never fails
-	return "use_" + hex.EncodeToString(b)
+	var b [len("use_") + 32]byte
+	copy(b[:], "use_")
+	hex.Encode(b[4:20], idPrefix[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], idCount.Add(1))
+	hex.Encode(b[20:], n[:])
+	return string(b[:])
 }
+
+var (
+	idPrefix = func() (p [8]byte) {
+		crand.Read(p[:]) //nolint:errcheck // crypto/rand.Read never fails
+		return p
+	}()
+	idCount atomic.Uint64
+)
