@@ -170,7 +170,7 @@ func (ex *exchange) handleAttempt(ctx context.Context, req *extprocv3.Processing
 func (ex *exchange) attemptHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	a := ex.attempt
 	a.headers = readHeaders(h.GetHeaders())
-	ex.log.with(zap.String("request_id", a.headers[requestIDHeader]), zap.String("backend", a.backend),
+	ex.log.with(zap.String("request_id", a.headers.get(requestIDHeader)), zap.String("backend", a.backend),
 		zap.Int("attempt", a.count))
 	if a.err != nil {
 		return ex.fail(errInternal(a.err))
@@ -199,16 +199,16 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 	a := ex.attempt
 	rc := a.ctx
 	if a.count <= 1 { // the first attempt sees the client's own headers
-		rc.path = cmpOr(rc.path, a.headers[":path"])
-		rc.contentType = cmpOr(rc.contentType, a.headers["content-type"])
+		rc.path = cmpOr(rc.path, a.headers.get(":path"))
+		rc.contentType = cmpOr(rc.contentType, a.headers.get("content-type"))
 	}
 	if rc.path == "" {
 		return nil, errInternal(fmt.Errorf("attempt %d carries no %s in dynamic metadata %q: the upstream ext_proc filter must forward that namespace (metadata_options.forwarding_namespaces)",
 			a.count, contextPath, ex.s.cfg.MetadataNamespace))
 	}
-	ep, err := dispatch(a.headers[":method"], rc.path)
+	ep, err := dispatch(a.headers.get(":method"), rc.path)
 	if err != nil || ep.served() || ep == endpointImageFile {
-		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers[":method"], rc.path))
+		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers.get(":method"), rc.path))
 	}
 	ex.endpoint, ex.contentType = ep, rc.contentType
 	if rc.account != "" {
@@ -233,14 +233,7 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 			h.Remove(name)
 		}
 	}
-	var internal []string
-	for k := range a.headers {
-		if strings.HasPrefix(k, "x-modelgate-") {
-			internal = append(internal, k)
-		}
-	}
-	slices.Sort(internal)
-	for _, k := range internal {
+	for _, k := range a.headers.internal() {
 		h.Remove(k)
 	}
 	h.Set(":path", up.Path)
@@ -285,7 +278,7 @@ func (ex *exchange) pickAttempt(ctx context.Context, model string) error {
 // removed: a provider cannot pass for Envoy or for the gateway.
 func (ex *exchange) attemptResponse(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	ex.attempt.answered = true
-	if status, _ := strconv.Atoi(readHeaders(h.GetHeaders())[":status"]); status < 200 || status > 299 {
+	if status, _ := strconv.Atoi(readHeaders(h.GetHeaders()).get(":status")); status < 200 || status > 299 {
 		ex.recordAttempt(ctx, status)
 	}
 	var mut headers
@@ -309,7 +302,7 @@ func (ex *exchange) recordAttempt(ctx context.Context, status int) {
 	}
 	a.recorded = true
 	end := ex.s.now()
-	rec := authz.UsageRecord{RequestID: a.headers[requestIDHeader], AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
+	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
 		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
@@ -431,13 +424,13 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 // local-reply mark (answered as Envoy's own replies are); nil lets
 // responseHeaders go on, to the fault path for Envoy's marked replies.
 func (ex *exchange) answered(status int, hm headerMap, eos bool) *extprocv3.ProcessingResponse {
-	if _, ok := hm[attemptReplyHeader]; ok {
+	if _, ok := hm.lookup(attemptReplyHeader); ok {
 		return ex.attemptReplyHeaders(status)
 	}
-	if _, ok := hm[localReplyHeader]; ok {
+	if _, ok := hm.lookup(localReplyHeader); ok {
 		return nil
 	}
-	backend, ok := hm[deploymentHeader]
+	backend, ok := hm.lookup(deploymentHeader)
 	if !ok {
 		return ex.envoyReplyHeaders(status, "", eos)
 	}

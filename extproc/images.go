@@ -39,14 +39,14 @@ func (s *Server) publicBase(hm headerMap) string {
 	if s.cfg.PublicBaseURL != "" {
 		return strings.TrimSuffix(s.cfg.PublicBaseURL, "/")
 	}
-	scheme := hm[":scheme"]
-	if p := hm["x-forwarded-proto"]; p == "http" || p == "https" {
+	scheme := hm.get(":scheme")
+	if p := hm.get("x-forwarded-proto"); p == "http" || p == "https" {
 		scheme = p
 	}
 	if scheme != "https" {
 		scheme = "http"
 	}
-	return scheme + "://" + hm[":authority"]
+	return scheme + "://" + hm.get(":authority")
 }
 
 // imageURLs keeps every image of a successful ImagesResponse and puts a
@@ -89,7 +89,7 @@ func (s *Server) imageSignature(id, expires string) string {
 // serveImage answers GET on a signed image URL. The signature is the
 // credential: no API key is needed, as for OpenAI's own image URLs.
 func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.ProcessingResponse, error) {
-	u, err := url.ParseRequestURI(hm[":path"])
+	u, err := url.ParseRequestURI(hm.get(":path"))
 	if err != nil {
 		return nil, errImageURL("The image URL is malformed.")
 	}
@@ -118,7 +118,7 @@ func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.Pr
 	var h headers
 	h.Set("content-type", contentType)
 	h.Set("cache-control", fmt.Sprintf("private, max-age=%d", expires-now.Unix()))
-	if hm[":method"] == http.MethodHead {
+	if hm.get(":method") == http.MethodHead {
 		data = nil
 	}
 	return localReply(http.StatusOK, &h, data, "modelgate_image"), nil

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,24 +73,44 @@ func withRequestID(resp *extprocv3.ProcessingResponse, id string) {
 	})
 }
 
-// headerMap is a read view of the headers Envoy sent. Keys are lower-case;
-// a repeated header keeps its first value.
-type headerMap map[string]string
+// headerMap is a read view of the headers Envoy sent. Lookups scan them:
+// a message has a few dozen, and a request reads a handful, so no map is
+// built. Names are matched without regard to case; a repeated header
+// gives its first value.
+type headerMap struct{ hs []*corev3.HeaderValue }
 
-func readHeaders(m *corev3.HeaderMap) headerMap {
-	out := make(headerMap, len(m.GetHeaders()))
-	for _, h := range m.GetHeaders() {
-		key := strings.ToLower(h.GetKey())
-		if _, seen := out[key]; seen {
-			continue
+func readHeaders(m *corev3.HeaderMap) headerMap { return headerMap{m.GetHeaders()} }
+
+// get returns the value of name (lower-case), or "" if it is absent.
+func (h headerMap) get(name string) string {
+	v, _ := h.lookup(name)
+	return v
+}
+
+// internal returns the names of the x-modelgate-* headers present, in
+// lower case, sorted, each once.
+func (h headerMap) internal() []string {
+	var names []string
+	for _, hv := range h.hs {
+		if k := hv.GetKey(); len(k) > len(internalPrefix) && strings.EqualFold(k[:len(internalPrefix)], internalPrefix) {
+			names = append(names, strings.ToLower(k))
 		}
-		v := string(h.GetRawValue())
-		if v == "" {
-			v = h.GetValue()
-		}
-		out[key] = v
 	}
-	return out
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// lookup returns the value of name (lower-case) and whether it is present.
+func (h headerMap) lookup(name string) (string, bool) {
+	for _, hv := range h.hs {
+		if k := hv.GetKey(); len(k) == len(name) && (k == name || strings.EqualFold(k, name)) {
+			if raw := hv.GetRawValue(); len(raw) > 0 {
+				return string(raw), true
+			}
+			return hv.GetValue(), true
+		}
+	}
+	return "", false
 }
 
 // immediate builds an immediate response with a JSON body.

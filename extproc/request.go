@@ -107,7 +107,7 @@ var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key"
 // answers what it can without the body.
 func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
-	ex.requestID = hm[requestIDHeader]
+	ex.requestID = hm.get(requestIDHeader)
 	ex.log.with(zap.String("request_id", ex.requestID))
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
@@ -117,19 +117,19 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 }
 
 func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
-	ep, err := dispatch(hm[":method"], hm[":path"])
+	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
 	if err != nil {
 		return nil, err
 	}
-	ex.endpoint, ex.path = ep, hm[":path"]
+	ex.endpoint, ex.path = ep, hm.get(":path")
 	if ep == endpointImageFile { // the signature is the credential
 		return ex.serveImage(ctx, hm)
 	}
-	if err := ex.authenticate(ctx, hm["authorization"]); err != nil {
+	if err := ex.authenticate(ctx, hm.get("authorization")); err != nil {
 		return nil, err
 	}
 	if ep.served() {
-		body, err := ex.serve(ctx, hm[":path"])
+		body, err := ex.serve(ctx, hm.get(":path"))
 		if err != nil {
 			return nil, err
 		}
@@ -151,15 +151,16 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	}}, nil
 }
 
+// internalPrefix starts the headers only the gateway sets.
+const internalPrefix = "x-modelgate-"
+
 // stripInternal removes every x-modelgate-* header the client sent. The
 // route cache is cleared with it, because Envoy chose the first route from
 // the client's headers.
 func stripInternal(hm headerMap) *headers {
 	var h headers
-	for k := range hm {
-		if strings.HasPrefix(k, "x-modelgate-") {
-			h.Remove(k)
-		}
+	for _, k := range hm.internal() {
+		h.Remove(k)
 	}
 	return &h
 }
@@ -195,14 +196,14 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 	if endOfStream {
 		return errMissingBody()
 	}
-	if cl, err := strconv.ParseInt(hm["content-length"], 10, 64); err == nil && cl > ex.bodyLimit() {
+	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > ex.bodyLimit() {
 		return errTooLarge()
 	}
-	ex.contentType = hm["content-type"]
+	ex.contentType = hm.get("content-type")
 	if ex.endpoint == endpointTranscriptions {
 		return nil
 	}
-	if ct := hm["content-type"]; ct != "" {
+	if ct := hm.get("content-type"); ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); strings.HasPrefix(mt, "multipart/") {
 			return errUnsupportedMediaType(mt)
 		}

@@ -19,13 +19,13 @@ import (
 // the bootstrap's local_reply_config) become the gateway's errors.
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
-	status, _ := strconv.Atoi(hm[":status"])
+	status, _ := strconv.Atoi(hm.get(":status"))
 	if ex.fallback != nil && ex.tr == nil {
 		if resp := ex.answered(status, hm, h.GetEndOfStream()); resp != nil {
 			return resp
 		}
 	}
-	if details, ok := hm[localReplyHeader]; ok {
+	if details, ok := hm.lookup(localReplyHeader); ok {
 		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
 	}
 	ex.status = status
@@ -35,7 +35,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		ex.phase, ex.completed = phaseDone, true
 		return out
 	}
-	ex.head = ex.tr.ResponseHeaders(ex.status, hm["content-type"])
+	ex.head = ex.tr.ResponseHeaders(ex.status, hm.get("content-type"))
 	if h.GetEndOfStream() { // no body will follow: translate the empty one now
 		return ex.emptyBody()
 	}
@@ -69,10 +69,10 @@ func (ex *exchange) gatherable(hm headerMap) bool {
 	if ex.status/100 != 2 {
 		return false
 	}
-	if mt, _, _ := mime.ParseMediaType(hm["content-type"]); mt != "application/json" {
+	if mt, _, _ := mime.ParseMediaType(hm.get("content-type")); mt != "application/json" {
 		return false // not JSON: buffered, so its 502 can still be told
 	}
-	cl, err := strconv.ParseInt(hm["content-length"], 10, 64)
+	cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64)
 	return err != nil || cl > ex.s.cfg.MaxBufferedResponseBytes
 }
 
