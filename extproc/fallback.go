@@ -237,7 +237,7 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 		h.Remove(k)
 	}
 	h.Set(":path", up.Path)
-	h.Set("content-length", strconv.Itoa(len(up.Body)))
+	h.SetInt("content-length", int64(len(up.Body)))
 	h.Set("accept-encoding", "identity")
 	for _, uh := range up.Headers {
 		h.Set(uh.Name, uh.Value)
@@ -389,10 +389,7 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
 		return nil, err
 	}
-	var h headers
-	for _, name := range clientHeaders {
-		h.Remove(name)
-	}
+	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
 	h.Set(modelHeader, ex.model)
 	if ex.stream {

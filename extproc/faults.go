@@ -144,7 +144,7 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
 	body := ex.envoyReply.Body()
 	var mut headers
-	mut.Set("content-length", strconv.Itoa(len(body)))
+	mut.SetInt("content-length", int64(len(body)))
 	ex.phase = phaseDone
 	return bodyReply(body, true, &mut)
 }

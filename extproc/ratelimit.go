@@ -111,17 +111,20 @@ func rateHeaders(d *ratelimit.Decision, h *headers) {
 	if d == nil {
 		return
 	}
-	for _, k := range []struct {
-		kind ratelimit.Kind
-		name string
-	}{{ratelimit.Requests, "requests"}, {ratelimit.Tokens, "tokens"}} {
+	for _, k := range [...]struct {
+		kind                    ratelimit.Kind
+		limit, remaining, reset string
+	}{
+		{ratelimit.Requests, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+		{ratelimit.Tokens, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+	} {
 		st, ok := d.Tightest(k.kind)
 		if !ok {
 			continue
 		}
-		h.Set("x-ratelimit-limit-"+k.name, strconv.FormatInt(st.Rule.Limit.Max, 10))
-		h.Set("x-ratelimit-remaining-"+k.name, strconv.FormatInt(st.Remaining, 10))
-		h.Set("x-ratelimit-reset-"+k.name, resetString(st.Reset))
+		h.SetInt(k.limit, st.Rule.Limit.Max)
+		h.SetInt(k.remaining, st.Remaining)
+		h.Set(k.reset, resetString(st.Reset))
 	}
 }
 

@@ -247,12 +247,9 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
 		return nil, err
 	}
-	var h headers
-	for _, name := range clientHeaders {
-		h.Remove(name)
-	}
+	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set(":path", up.Path)
-	h.Set("content-length", strconv.Itoa(len(up.Body)))
+	h.SetInt("content-length", int64(len(up.Body)))
 	h.Set("accept-encoding", "identity")
 	// Envoy's routes match these and remove them before the upstream.
 	h.Set(ex.s.cfg.RoutingHeader, ex.target.Backend)

@@ -123,7 +123,7 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	var mut *headers
 	if !ex.head.Stream {
 		mut = &headers{}
-		mut.Set("content-length", strconv.Itoa(len(out)))
+		mut.SetInt("content-length", int64(len(out)))
 	}
 	return ex.bodyDone(out, eos, mut)
 }
