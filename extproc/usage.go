@@ -13,18 +13,15 @@ import (
 // logs and stream-done rate limiting.
 func (ex *exchange) metadata() *structpb.Struct {
 	u := ex.tr.Usage()
-	ns, err := structpb.NewStruct(map[string]any{
-		"model":             ex.model,
-		"backend":           ex.target.Backend,
-		"provider":          ex.target.Provider,
-		"account_id":        ex.principal.AccountID,
-		"prompt_tokens":     u.PromptTokens,
-		"completion_tokens": u.CompletionTokens,
-		"total_tokens":      u.TotalTokens,
-	})
-	if err != nil { // cannot happen: strings and integers only
-		panic(err)
-	}
+	ns := &structpb.Struct{Fields: map[string]*structpb.Value{
+		"model":             structpb.NewStringValue(ex.model),
+		"backend":           structpb.NewStringValue(ex.target.Backend),
+		"provider":          structpb.NewStringValue(ex.target.Provider),
+		"account_id":        structpb.NewStringValue(ex.principal.AccountID),
+		"prompt_tokens":     structpb.NewNumberValue(float64(u.PromptTokens)),
+		"completion_tokens": structpb.NewNumberValue(float64(u.CompletionTokens)),
+		"total_tokens":      structpb.NewNumberValue(float64(u.TotalTokens)),
+	}}
 	return &structpb.Struct{Fields: map[string]*structpb.Value{
 		ex.s.cfg.MetadataNamespace: structpb.NewStructValue(ns),
 	}}
