@@ -7,6 +7,7 @@ import (
 	"modelgate/translate/jsonscan"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ChatRequest is a validated CreateChatCompletionRequest. The members the
@@ -144,13 +145,25 @@ func stringValue(name string, raw json.RawMessage) (string, error) {
 		return "", missing(name)
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if plain, ok := plainString(raw); ok {
+		s = string(plain)
+	} else if json.Unmarshal(raw, &s) != nil {
 		return "", wrongType(name, "a string", raw)
 	}
 	if s == "" {
 		return "", missing(name)
 	}
 	return s, nil
+}
+
+// plainString returns the contents of a valid JSON string that decodes
+// to its own bytes: no escapes, valid UTF-8.
+func plainString(raw json.RawMessage) ([]byte, bool) {
+	t := jsonscan.TrimSpace(raw)
+	if len(t) < 2 || t[0] != '"' || bytes.IndexByte(t, '\\') >= 0 || !utf8.Valid(t) {
+		return nil, false
+	}
+	return t[1 : len(t)-1], true
 }
 
 func checkMessages(m map[string]json.RawMessage) error {
@@ -195,6 +208,9 @@ func checkMessage(i int, raw json.RawMessage) error {
 			role = m.Value
 		}
 	}
+	if plain, ok := plainString(role); ok && knownRole(plain) {
+		return nil
+	}
 	name, err := stringValue("role", role)
 	if err != nil {
 		err.(*RequestError).Param = param() + ".role"
@@ -205,6 +221,15 @@ func checkMessage(i int, raw json.RawMessage) error {
 		return invalidValue(param()+".role", "value: '%s'. Supported values are: %s.", name, quoteList(messageRoles))
 	}
 	return nil
+}
+
+func knownRole(role []byte) bool {
+	for _, r := range messageRoles {
+		if string(role) == r {
+			return true
+		}
+	}
+	return false
 }
 
 func quoteList(vs []string) string {
