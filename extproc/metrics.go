@@ -81,7 +81,7 @@ func (m *Metrics) observe(ex *exchange, u translate.Usage, end time.Time) {
 		return
 	}
 	ep, provider := ex.endpoint.String(), ex.target.Provider
-	m.requests.WithLabelValues(ep, provider, strconv.Itoa(ex.status)).Inc()
+	m.requests.WithLabelValues(ep, provider, statusLabel(ex.status)).Inc()
 	m.duration.WithLabelValues(ep, provider).Observe(end.Sub(ex.start).Seconds())
 	if ex.tr == nil {
 		return
@@ -117,4 +117,19 @@ func (m *Metrics) attempted(model, backend string, n int) {
 	if n > 1 {
 		m.retries.WithLabelValues(model, backend).Inc()
 	}
+}
+
+// statusLabels are the status codes as label values, made once.
+var statusLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func statusLabel(status int) string {
+	if status >= 0 && status < len(statusLabels) {
+		return statusLabels[status]
+	}
+	return strconv.Itoa(status)
 }
