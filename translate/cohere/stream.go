@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -77,7 +78,8 @@ func (c *chat) event(out, data []byte) []byte {
 	if !ev.read(data) {
 		return c.decodedEvent(out, data)
 	}
-	switch string(tokenBytes(ev.typ)) {
+	var scratch []byte
+	switch string(jsonscan.Unquote(ev.typ, &scratch)) {
 	case "content-delta":
 		return c.contentDelta(out, ev.content)
 	case "tool-call-start":
@@ -99,7 +101,7 @@ func (c *chat) contentDelta(out, content []byte) []byte {
 	}
 	out = c.begin(out, len(`{"index":0,"delta":{"content":""},"finish_reason":null}`)+len(text)+len(text)/8)
 	out = append(out, `{"index":0,"delta":{"content":"`...)
-	out = api.AppendTokenBody(out, text)
+	out = jsonscan.AppendTokenBody(out, text)
 	out = append(out, `"},"finish_reason":null}`...)
 	return append(out, api.ChunkTail...)
 }
@@ -118,20 +120,20 @@ func (c *chat) toolCallDelta(out, raw []byte, start bool) []byte {
 	if start {
 		if len(id) > 2 {
 			out = append(out, `,"id":"`...)
-			out = api.AppendTokenBody(out, id)
+			out = jsonscan.AppendTokenBody(out, id)
 			out = append(out, '"')
 		}
 		out = append(out, `,"type":"function","function":{`...)
 		if len(name) > 2 {
 			out = append(out, `"name":"`...)
-			out = api.AppendTokenBody(out, name)
+			out = jsonscan.AppendTokenBody(out, name)
 			out = append(out, `",`...)
 		}
 	} else {
 		out = append(out, `,"function":{`...)
 	}
 	out = append(out, `"arguments":"`...)
-	out = api.AppendTokenBody(out, args)
+	out = jsonscan.AppendTokenBody(out, args)
 	out = append(out, `"}}]},"finish_reason":null}`...)
 	return append(out, api.ChunkTail...)
 }
@@ -236,80 +238,61 @@ var (
 	functionKeys = []string{"name", "arguments"}
 )
 
-// once marks bit in seen, and fails the cursor on a second time: the
-// members encoding/json decodes must come once each.
-func once(cur *api.JSONCursor, seen *uint32, bit uint32) {
-	if *seen&bit != 0 {
-		cur.Fail()
-	}
-	*seen |= bit
-}
-
-// unknown skips the value of a member that is not decoded, unless
-// encoding/json might take its key for one of names.
-func unknown(cur *api.JSONCursor, key []byte, names []string) {
-	if api.KeyMayMean(key, names...) {
-		cur.Fail()
-		return
-	}
-	cur.Skip()
-}
-
 // read reads data in one pass; false if it must be decoded instead. The
 // usage of message-end is left to decoding.
 func (e *fastEvent) read(data []byte) bool {
 	*e = fastEvent{}
-	cur := api.NewJSONCursor(data)
+	cur := jsonscan.NewCursor(data)
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "type":
-			once(&cur, &seen, 1)
+			cur.Once(&seen, 1)
 			e.typ = cur.StringToken()
 		case "id":
-			once(&cur, &seen, 2)
+			cur.Once(&seen, 2)
 			cur.StringToken()
 		case "index":
-			once(&cur, &seen, 4)
+			cur.Once(&seen, 4)
 			if n := cur.Int(); int64(int(n)) != n {
 				cur.Fail()
 			}
 		case "delta":
-			once(&cur, &seen, 8)
+			cur.Once(&seen, 8)
 			e.delta(&cur)
 		default:
-			unknown(&cur, key, eventKeys)
+			cur.SkipUnknown(key, eventKeys)
 		}
 	}
 	return cur.End()
 }
 
-func (e *fastEvent) delta(cur *api.JSONCursor) {
+func (e *fastEvent) delta(cur *jsonscan.Cursor) {
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "message":
-			once(cur, &seen, 1)
+			cur.Once(&seen, 1)
 			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 				switch string(key) {
 				case "content":
-					once(cur, &seen, 2)
+					cur.Once(&seen, 2)
 					e.content = cur.Skip()
 				case "tool_calls":
-					once(cur, &seen, 4)
+					cur.Once(&seen, 4)
 					e.toolCalls = cur.Skip()
 				default:
-					unknown(cur, key, messageKeys)
+					cur.SkipUnknown(key, messageKeys)
 				}
 			}
 		case "finish_reason":
-			once(cur, &seen, 8)
+			cur.Once(&seen, 8)
 			cur.StringToken()
 		case "error":
-			once(cur, &seen, 16)
+			cur.Once(&seen, 16)
 			cur.StringToken()
 		default: // usage too
-			unknown(cur, key, deltaKeys)
+			cur.SkipUnknown(key, deltaKeys)
 		}
 	}
 }
@@ -318,14 +301,14 @@ func (e *fastEvent) delta(cur *api.JSONCursor) {
 // if it must be decoded instead.
 func readContent(raw []byte) ([]byte, bool) {
 	var text []byte
-	cur := api.NewJSONCursor(raw)
+	cur := jsonscan.NewCursor(raw)
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		if string(key) != "text" {
-			unknown(&cur, key, contentKeys)
+			cur.SkipUnknown(key, contentKeys)
 			continue
 		}
-		once(&cur, &seen, 1)
+		cur.Once(&seen, 1)
 		text = cur.StringToken()
 	}
 	return text, cur.End()
@@ -334,48 +317,30 @@ func readContent(raw []byte) ([]byte, bool) {
 // readToolCall reads the tokens of a tool call delta; false if it must be
 // decoded instead.
 func readToolCall(raw []byte) (id, name, args []byte, ok bool) {
-	cur := api.NewJSONCursor(raw)
+	cur := jsonscan.NewCursor(raw)
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "id":
-			once(&cur, &seen, 1)
+			cur.Once(&seen, 1)
 			id = cur.StringToken()
 		case "function":
-			once(&cur, &seen, 2)
+			cur.Once(&seen, 2)
 			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 				switch string(key) {
 				case "name":
-					once(&cur, &seen, 4)
+					cur.Once(&seen, 4)
 					name = cur.StringToken()
 				case "arguments":
-					once(&cur, &seen, 8)
+					cur.Once(&seen, 8)
 					args = cur.StringToken()
 				default:
-					unknown(&cur, key, functionKeys)
+					cur.SkipUnknown(key, functionKeys)
 				}
 			}
 		default:
-			unknown(&cur, key, toolCallKeys)
+			cur.SkipUnknown(key, toolCallKeys)
 		}
 	}
 	return id, name, args, cur.End()
-}
-
-// tokenBytes is the text of a string token, for comparisons: its bytes as
-// they are when it has neither escapes nor other than ASCII, decoded
-// otherwise; nil for none.
-func tokenBytes(tok []byte) []byte {
-	if len(tok) < 2 {
-		return nil
-	}
-	body := tok[1 : len(tok)-1]
-	for _, b := range body {
-		if b == '\\' || b >= 0x80 {
-			var s string
-			json.Unmarshal(tok, &s) //nolint:errcheck // the token was checked
-			return []byte(s)
-		}
-	}
-	return body
 }

@@ -8,6 +8,7 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -111,7 +112,7 @@ func (c *chat) appendChoice(out []byte, cand *fastCandidate, parts []fastPart) [
 		out = append(out, `,"content":"`...)
 		for i := range parts {
 			if p := &parts[i]; !p.call && !p.thought {
-				out = api.AppendTokenBody(out, p.text)
+				out = jsonscan.AppendTokenBody(out, p.text)
 			}
 		}
 		out = append(out, '"')
@@ -120,7 +121,7 @@ func (c *chat) appendChoice(out []byte, cand *fastCandidate, parts []fastPart) [
 		out = append(out, `,"reasoning_content":"`...)
 		for i := range parts {
 			if p := &parts[i]; !p.call && p.thought {
-				out = api.AppendTokenBody(out, p.text)
+				out = jsonscan.AppendTokenBody(out, p.text)
 			}
 		}
 		out = append(out, '"')
@@ -145,7 +146,7 @@ func (c *chat) appendChoice(out []byte, cand *fastCandidate, parts []fastPart) [
 	}
 	c.st.finished = true
 	out = append(out, '"')
-	out = append(out, finishReason(string(tokenBytes(cand.finish)), c.st.calls > 0)...)
+	out = append(out, finishReason(tokenString(cand.finish), c.st.calls > 0)...)
 	return append(out, `"}`...)
 }
 
@@ -159,10 +160,10 @@ func (c *chat) appendToolCall(out []byte, p *fastPart) []byte {
 	out = append(out, `,"id":`...)
 	switch {
 	case len(p.signature) > 2:
-		out = api.AppendQuoted(out, signatureID(tokenString(p.signature)))
+		out = jsonscan.AppendQuoted(out, signatureID(tokenString(p.signature)))
 	case len(p.id) > 2:
 		out = append(out, '"')
-		out = api.AppendTokenBody(out, p.id)
+		out = jsonscan.AppendTokenBody(out, p.id)
 		out = append(out, '"')
 	default:
 		out = append(out, `"call_`...)
@@ -172,7 +173,7 @@ func (c *chat) appendToolCall(out []byte, p *fastPart) []byte {
 	out = append(out, `,"type":"function","function":{`...)
 	if len(p.name) > 2 {
 		out = append(out, `"name":"`...)
-		out = api.AppendTokenBody(out, p.name)
+		out = jsonscan.AppendTokenBody(out, p.name)
 		out = append(out, `",`...)
 	}
 	out = append(out, `"arguments":`...)
@@ -183,29 +184,15 @@ func (c *chat) appendToolCall(out []byte, p *fastPart) []byte {
 	if len(p.args) == 0 || json.Compact(&c.st.args, p.args) != nil {
 		out = append(out, `"{}"`...)
 	} else {
-		out = api.AppendQuoted(out, c.st.args.Bytes())
+		out = jsonscan.AppendQuoted(out, c.st.args.Bytes())
 	}
 	return append(out, "}}"...)
 }
 
-// tokenString decodes a JSON string token ("" for none).
+// tokenString is the text of a JSON string token ("" for none).
 func tokenString(tok []byte) string {
-	var s string
-	json.Unmarshal(tok, &s) //nolint:errcheck // the token was checked
-	return s
-}
-
-// tokenBytes is the text of a string token, for comparisons: its bytes as
-// they are when it has neither escapes nor other than ASCII, decoded
-// otherwise.
-func tokenBytes(tok []byte) []byte {
-	body := tok[1 : len(tok)-1]
-	for _, b := range body {
-		if b == '\\' || b >= 0x80 {
-			return []byte(tokenString(tok))
-		}
-	}
-	return body
+	var scratch []byte
+	return string(jsonscan.Unquote(tok, &scratch))
 }
 
 // decodedEvent translates one event through encoding/json.
@@ -325,25 +312,6 @@ var (
 	usageKeys     = []string{"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount", "cachedContentTokenCount"}
 )
 
-// once marks bit in seen, and fails the cursor on a second time: the
-// members responseIn decodes must come once each.
-func once(cur *api.JSONCursor, seen *uint32, bit uint32) {
-	if *seen&bit != 0 {
-		cur.Fail()
-	}
-	*seen |= bit
-}
-
-// unknown skips the value of a member responseIn ignores, unless
-// encoding/json might take its key for one of names.
-func unknown(cur *api.JSONCursor, key []byte, names []string) {
-	if api.KeyMayMean(key, names...) {
-		cur.Fail()
-		return
-	}
-	cur.Skip()
-}
-
 // forget lets go of the event's text, keeping the room for the next.
 func (r *fastResponse) forget() {
 	clear(r.cands)
@@ -354,131 +322,131 @@ func (r *fastResponse) forget() {
 // read reads data in one pass; false if it must be decoded instead.
 func (r *fastResponse) read(data []byte) bool {
 	*r = fastResponse{cands: r.cands[:0], parts: r.parts[:0]}
-	cur := api.NewJSONCursor(data)
+	cur := jsonscan.NewCursor(data)
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "candidates":
-			once(&cur, &seen, 1)
+			cur.Once(&seen, 1)
 			for more := cur.FirstElem(); more; more = cur.NextElem() {
 				r.candidate(&cur)
 			}
 		case "usageMetadata":
-			once(&cur, &seen, 2)
+			cur.Once(&seen, 2)
 			r.readUsage(&cur)
 		case "modelVersion":
-			once(&cur, &seen, 4)
+			cur.Once(&seen, 4)
 			r.model = cur.StringToken()
 		case "responseId":
-			once(&cur, &seen, 8)
+			cur.Once(&seen, 8)
 			r.id = cur.StringToken()
 		default:
-			unknown(&cur, key, responseKeys)
+			cur.SkipUnknown(key, responseKeys)
 		}
 	}
 	return cur.End()
 }
 
-func (r *fastResponse) candidate(cur *api.JSONCursor) {
+func (r *fastResponse) candidate(cur *jsonscan.Cursor) {
 	cand := fastCandidate{from: len(r.parts)}
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "content":
-			once(cur, &seen, 1)
+			cur.Once(&seen, 1)
 			for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 				if string(key) != "parts" {
-					unknown(cur, key, contentKeys)
+					cur.SkipUnknown(key, contentKeys)
 					continue
 				}
-				once(cur, &seen, 2)
+				cur.Once(&seen, 2)
 				for more := cur.FirstElem(); more; more = cur.NextElem() {
 					r.part(cur)
 				}
 			}
 		case "finishReason":
-			once(cur, &seen, 4)
+			cur.Once(&seen, 4)
 			cand.finish = cur.StringToken()
 		case "index":
-			once(cur, &seen, 8)
+			cur.Once(&seen, 8)
 			n := cur.Int()
 			if cand.index = int(n); int64(cand.index) != n {
 				cur.Fail()
 			}
 		default:
-			unknown(cur, key, candidateKeys)
+			cur.SkipUnknown(key, candidateKeys)
 		}
 	}
 	cand.to = len(r.parts)
 	r.cands = append(r.cands, cand)
 }
 
-func (r *fastResponse) part(cur *api.JSONCursor) {
+func (r *fastResponse) part(cur *jsonscan.Cursor) {
 	var p fastPart
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "text":
-			once(cur, &seen, 1)
+			cur.Once(&seen, 1)
 			p.text = cur.StringToken()
 		case "thought":
-			once(cur, &seen, 2)
+			cur.Once(&seen, 2)
 			p.thought = cur.Bool()
 		case "functionCall":
-			once(cur, &seen, 4)
+			cur.Once(&seen, 4)
 			p.call = true
 			r.functionCall(cur, &p)
 		case "thoughtSignature":
-			once(cur, &seen, 8)
+			cur.Once(&seen, 8)
 			p.signature = cur.StringToken()
 		default:
-			unknown(cur, key, partKeys)
+			cur.SkipUnknown(key, partKeys)
 		}
 	}
 	r.parts = append(r.parts, p)
 }
 
-func (r *fastResponse) functionCall(cur *api.JSONCursor, p *fastPart) {
+func (r *fastResponse) functionCall(cur *jsonscan.Cursor, p *fastPart) {
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "id":
-			once(cur, &seen, 1)
+			cur.Once(&seen, 1)
 			p.id = cur.StringToken()
 		case "name":
-			once(cur, &seen, 2)
+			cur.Once(&seen, 2)
 			p.name = cur.StringToken()
 		case "args":
-			once(cur, &seen, 4)
+			cur.Once(&seen, 4)
 			p.args = cur.Skip()
 		default:
-			unknown(cur, key, callKeys)
+			cur.SkipUnknown(key, callKeys)
 		}
 	}
 }
 
-func (r *fastResponse) readUsage(cur *api.JSONCursor) {
+func (r *fastResponse) readUsage(cur *jsonscan.Cursor) {
 	var m struct{ prompt, candidates, thoughts, total, cached int64 }
 	var seen uint32
 	for key, ok := cur.FirstKey(); ok; key, ok = cur.NextKey() {
 		switch string(key) {
 		case "promptTokenCount":
-			once(cur, &seen, 1)
+			cur.Once(&seen, 1)
 			m.prompt = cur.Int()
 		case "candidatesTokenCount":
-			once(cur, &seen, 2)
+			cur.Once(&seen, 2)
 			m.candidates = cur.Int()
 		case "thoughtsTokenCount":
-			once(cur, &seen, 4)
+			cur.Once(&seen, 4)
 			m.thoughts = cur.Int()
 		case "totalTokenCount":
-			once(cur, &seen, 8)
+			cur.Once(&seen, 8)
 			m.total = cur.Int()
 		case "cachedContentTokenCount":
-			once(cur, &seen, 16)
+			cur.Once(&seen, 16)
 			m.cached = cur.Int()
 		default:
-			unknown(cur, key, usageKeys)
+			cur.SkipUnknown(key, usageKeys)
 		}
 	}
 	completion := m.candidates + m.thoughts

@@ -2,11 +2,9 @@ package gemini
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"modelgate/translate/api"
 	"modelgate/translate/translatetest"
 )
 
@@ -190,97 +188,4 @@ func TestStreamChunkAllocations(t *testing.T) {
 			t.Errorf("%s: %v allocations per chunk, want at most 4", bc.name, allocs)
 		}
 	}
-}
-
-// The api helpers the fast road writes with agree with encoding/json.
-
-var helperStrings = []string{"", "plain", `quote " backslash \ slash /`, "<tag>&amp;", "\b\f\n\r\t\x00\x01\x1f\x7f",
-	"é ü 日本 \U0001F600", "\u2028\u2029", "\xff", "a\xc3(b", "\xed\xa0\x80", "\xef\xbf\xbd", "\xf0\x9f\x98"}
-
-func TestAppendQuotedMatchesMarshal(t *testing.T) {
-	for _, s := range helperStrings {
-		checkQuoted(t, []byte(s))
-	}
-}
-
-func checkQuoted(t *testing.T, s []byte) {
-	want, _ := json.Marshal(string(s))
-	if got := api.AppendQuoted(nil, s); !bytes.Equal(got, want) {
-		t.Errorf("AppendQuoted(%q) = %s, want %s", s, got, want)
-	}
-	if got := api.AppendQuoted(nil, string(s)); !bytes.Equal(got, want) {
-		t.Errorf("AppendQuoted(string %q) = %s, want %s", s, got, want)
-	}
-}
-
-var helperTokens = []string{`""`, `"plain"`, `"\"\\\/\b\f\n\r\t"`, `"\u0000\u001F\u007f\u003C\u003e\u0026"`, `"\u00e9\u65E5"`,
-	`"\ud83d\ude00"`, `"\ud83d"`, `"\ude00"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`, `"\u2028\u2029"`, "\"\u2028\xff<\"", `"\ufffd"`}
-
-func TestAppendTokenBodyMatchesRoundTrip(t *testing.T) {
-	for _, tok := range helperTokens {
-		checkToken(t, []byte(tok))
-	}
-}
-
-func checkToken(t *testing.T, tok []byte) {
-	var s string
-	if err := json.Unmarshal(tok, &s); err != nil {
-		t.Fatalf("%s: %v", tok, err)
-	}
-	want, _ := json.Marshal(s)
-	got := append(api.AppendTokenBody([]byte{'"'}, tok), '"')
-	if !bytes.Equal(got, want) {
-		t.Errorf("AppendTokenBody(%s) = %s, want %s", tok, got, want)
-	}
-}
-
-// The cursor accepts valid JSON only, and all of it but the deepest.
-func checkCursor(t *testing.T, doc []byte) {
-	cur := api.NewJSONCursor(doc)
-	cur.Skip()
-	got, want := cur.End(), json.Valid(doc)
-	if got && !want {
-		t.Fatalf("the cursor took %q, which is not JSON", doc)
-	}
-	if !got && want && bytes.Count(doc, []byte("["))+bytes.Count(doc, []byte("{")) <= 64 {
-		t.Fatalf("the cursor refused %q, which is JSON", doc)
-	}
-	if want {
-		cur := api.NewJSONCursor(doc)
-		if v := cur.Skip(); cur.End() && !bytes.Equal(v, bytes.TrimSpace(doc)) {
-			t.Fatalf("Skip returned %q of %q", v, doc)
-		}
-	}
-}
-
-func TestCursorMatchesValid(t *testing.T) {
-	for _, ev := range edgeEvents {
-		checkCursor(t, []byte(ev))
-	}
-	for _, ev := range recordedEvents(t) {
-		checkCursor(t, ev)
-	}
-	for _, doc := range []string{`1`, `-0`, `0.5e+7`, `"x"`, `true`, `false`, `null`, `[]`, `{}`, ` [ 1 , { "a" : [ ] } ] `,
-		`01`, `.5`, `1.`, `+1`, `-`, `1e`, `"\u12"`, `"\x"`, `'x'`, `[1 2]`, `{"a" 1}`, `{1:2}`, `[`, `]`, `{"a":1}}`, "\"\x1f\"", `nulls`, `truefalse`} {
-		checkCursor(t, []byte(doc))
-	}
-}
-
-func FuzzJSONHelpers(f *testing.F) {
-	for _, s := range helperStrings {
-		f.Add([]byte(s))
-	}
-	for _, s := range helperTokens {
-		f.Add([]byte(s))
-	}
-	for _, s := range edgeEvents {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkQuoted(t, b)
-		checkCursor(t, b)
-		if cur := api.NewJSONCursor(b); cur.StringToken() != nil && cur.End() {
-			checkToken(t, bytes.TrimSpace(b))
-		}
-	})
 }

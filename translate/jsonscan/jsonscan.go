@@ -1,6 +1,16 @@
-// Package jsonscan walks valid JSON text without decoding it: the
-// members of an object, the elements of an array, the Kind of a value.
-// Offsets are into the document, so callers can edit it in place.
+// Package jsonscan reads and writes JSON text without encoding/json's
+// decoding into values, for the translators' hot paths, and does it
+// exactly as encoding/json would:
+//
+//   - Iter and Members walk JSON already known to be valid: the members
+//     of an object, the elements of an array, the Kind of a value, with
+//     offsets into the document, so callers can edit it in place.
+//   - Cursor reads a document in one strict pass, checking it as it goes;
+//     Valid checks a whole one, and KeyMayMean tells whether encoding/json
+//     could take a key for one of some fields (it reads keys without
+//     regard to case).
+//   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody
+//     and Unquote read a string token as json.Unmarshal does.
 package jsonscan
 
 import "bytes"
@@ -69,7 +79,7 @@ func (it *Iter) Next() (Member, bool) {
 			it.OK = false
 			return Member{}, false
 		}
-		keyEnd := SkipString(b, i)
+		keyEnd := skipString(b, i)
 		if keyEnd < i+2 || b[keyEnd-1] != '"' {
 			it.OK = false
 			return Member{}, false
@@ -82,7 +92,7 @@ func (it *Iter) Next() (Member, bool) {
 		}
 		i = SkipSpace(b, i+1)
 	}
-	ve := SkipValue(b, i)
+	ve := skipValue(b, i)
 	if ve <= i {
 		it.OK = false
 		return Member{}, false
@@ -91,6 +101,8 @@ func (it *Iter) Next() (Member, bool) {
 	return Member{Key: key, Value: b[i:ve], Start: start, End: ve, VS: i}, true
 }
 
+// SkipSpace returns the index of the first byte from b[i] on that is not
+// JSON white space.
 func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
@@ -98,8 +110,8 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
-// SkipString returns the index after the string starting at b[i] == '"'.
-func SkipString(b []byte, i int) int {
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
@@ -111,20 +123,20 @@ func SkipString(b []byte, i int) int {
 	return len(b)
 }
 
-// SkipValue returns the index after the value starting at b[i].
-func SkipValue(b []byte, i int) int {
+// skipValue returns the index after the value starting at b[i].
+func skipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
 	switch b[i] {
 	case '"':
-		return SkipString(b, i)
+		return skipString(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = SkipString(b, j) - 1
+				j = skipString(b, j) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':

@@ -12,45 +12,6 @@ import (
 // tests hold them to it on the seeds, and fuzzing holds them to it on
 // anything.
 
-func FuzzJSONText(f *testing.F) {
-	for _, s := range []string{``, `plain`, `a\"b\\c\/d`, `\b\f\n\r\t`, `\u0041\u00e9\u4e2d`, `\ud83d\ude00`, `\ud83d`, `\ud83dx`,
-		`\ude00\ud83d`, `\ud83d\u0041`, `\ud83d\ud83d\ude00`, "caf\xc3\xa9", "bad\xffbyte", "\xed\xa0\x80", `<a href="x">&amp;</a>`,
-		"\u2028\u2029", `\u2028`, "\x7f", `\u0000\u001f`, `{\"city\":\"Paris\"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		// Marshal writes any text as encoding/json does.
-		want, _ := json.Marshal(string(body))
-		if got := appendJSONString(nil, body); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", body, got, want)
-		}
-		// Any valid string literal decodes as encoding/json decodes it.
-		lit := append(append([]byte(`"`), body...), '"')
-		var s string
-		if json.Unmarshal(lit, &s) != nil {
-			return
-		}
-		scratch := []byte("left over")
-		if got := jsonText(lit, &scratch); string(got) != s {
-			t.Fatalf("jsonText(%s) = %q, want %q", lit, got, s)
-		}
-	})
-}
-
-func FuzzPlainValid(f *testing.F) {
-	for _, s := range []string{`{}`, `[]`, ` {"a" : [1, -2.5e+3, true, false, null, "x\u0041"]} `, `{"a":1,}`, `[1 2]`, `01`, `-`, `1.`,
-		`1e`, `"\x"`, "\"\x01\"", `{"a"}`, `nul`, `truex`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `{"a":1}x`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, want := plainValid(data), json.Valid(data)
-		deep := bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) >= maxPlainDepth
-		if got != want && !(want && deep) {
-			t.Fatalf("plainValid(%q) = %v, json.Valid %v", data, got, want)
-		}
-	})
-}
-
 // plainChunkSeeds are chat chunks, most of which plainChunk takes.
 var plainChunkSeeds = []string{
 	`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,

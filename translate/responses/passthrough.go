@@ -38,7 +38,7 @@ type Passthrough struct {
 	names   map[string]string // function call name by item id
 	ended   bool              // a terminal event or an error was relayed
 	out     []byte            // the events of one chunk, reused
-	scratch []byte            // a decoded event type, see jsonText
+	scratch []byte            // a decoded event type, see jsonscan.Unquote
 	id      string
 	output  []json.RawMessage // set once the response completed
 	usage   translate.Usage
@@ -252,12 +252,12 @@ var deltaHeadNames = []string{"type", "sequence_number", "logprobs"}
 // plainDeltaHead reads what valid needs of an event, the type, the
 // sequence number and whether logprobs is present, in place, where
 // decoding a deltaHead cost most of a relayed delta's time. The type may
-// be decoded into scratch (see jsonText). It reports false for an event
-// it cannot be sure to read as encoding/json would: valid decodes that
-// one.
+// be decoded into scratch (see jsonscan.Unquote). It reports false for an
+// event it cannot be sure to read as encoding/json would: valid decodes
+// that one.
 func plainDeltaHead(data []byte, scratch *[]byte) (typ []byte, seq int, logprobs, ok bool) {
 	var m [3][]byte
-	if !plainValid(data) || !plainMembers(data, deltaHeadNames, m[:]) {
+	if !jsonscan.Valid(data) || !plainMembers(data, deltaHeadNames, m[:]) {
 		return nil, 0, false, false
 	}
 	t, n, lp := m[0], m[1], m[2]
@@ -270,7 +270,7 @@ func plainDeltaHead(data []byte, scratch *[]byte) (typ []byte, seq int, logprobs
 	if err != nil {
 		return nil, 0, false, false
 	}
-	return jsonText(t, scratch), seq, lp != nil, true
+	return jsonscan.Unquote(t, scratch), seq, lp != nil, true
 }
 
 // eventType reports whether typ can name an SSE event: a line break in it

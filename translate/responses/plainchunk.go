@@ -6,6 +6,13 @@ import (
 	"modelgate/translate/jsonscan"
 )
 
+// The stream fast paths read the few members of an event they need in
+// place and write delta events directly, where decoding into structs or
+// maps and json.Marshal would cost dozens of allocations per event. They
+// must read and write exactly what encoding/json would, so they only take
+// what they can be sure of and leave anything unusual to encoding/json.
+// jsonscan checks, reads and writes the JSON for them.
+
 // The members of a chat chunk (chatEvent) and of its parts.
 var (
 	chunkNames    = []string{"id", "object", "created", "model", "choices", "usage", "error"}
@@ -46,7 +53,7 @@ const (
 // them in the order decodedChunk does.
 func (s *Stream) plainChunk(data []byte) bool {
 	var top [7][]byte
-	if !plainValid(data) || !plainMembers(data, chunkNames, top[:]) {
+	if !jsonscan.Valid(data) || !plainMembers(data, chunkNames, top[:]) {
 		return false
 	}
 	id, object, created, model, choices, usage, errObj := top[0], top[1], top[2], top[3], top[4], top[5], top[6]
@@ -64,11 +71,11 @@ func (s *Stream) plainChunk(data []byte) bool {
 	for _, p := range s.pieces {
 		switch p.kind {
 		case reasoningPiece:
-			if text := jsonText(p.text, &s.scratch); len(text) > 0 {
+			if text := jsonscan.Unquote(p.text, &s.scratch); len(text) > 0 {
 				s.reason(text)
 			}
 		case textPiece:
-			if text := jsonText(p.text, &s.scratch); len(text) > 0 {
+			if text := jsonscan.Unquote(p.text, &s.scratch); len(text) > 0 {
 				s.textDelta(text)
 			}
 		case callPiece:
@@ -76,7 +83,7 @@ func (s *Stream) plainChunk(data []byte) bool {
 			if it == nil {
 				it = s.openCall(p.index, stringOf(p.callID), stringOf(p.name))
 			}
-			if args := jsonText(p.text, &s.scratch); len(args) > 0 {
+			if args := jsonscan.Unquote(p.text, &s.scratch); len(args) > 0 {
 				s.argumentsDelta(it, args)
 			}
 		case finishPiece:
@@ -170,4 +177,61 @@ func (s *Stream) readToolCall(obj []byte) bool {
 	}
 	s.pieces = append(s.pieces, piece{kind: callPiece, index: i, text: args, callID: callID, name: name})
 	return true
+}
+
+// plainMembers finds the members of the JSON object obj (valid JSON, as
+// jsonscan.Valid checks) named in names and puts each one's value at the
+// name's index in vals (nil when absent, the value as it is, null
+// included, when present). It reports false when obj is no object, or
+// when encoding/json might match its keys otherwise than by exact name: a
+// name given twice (the last one would win), or a key jsonscan.KeyMayMean
+// is true of (encoding/json matches keys case-insensitively).
+func plainMembers(obj []byte, names []string, vals [][]byte) bool {
+	clear(vals)
+	it, ok := jsonscan.Entries(obj, jsonscan.SkipSpace(obj, 0))
+	if !ok || !it.Object {
+		return false
+	}
+	for {
+		m, more := it.Next()
+		if !more {
+			return it.OK
+		}
+		i := nameIndex(m.Key, names)
+		switch {
+		case i >= 0 && vals[i] == nil:
+			vals[i] = m.Value
+		case i >= 0 || jsonscan.KeyMayMean(m.Key, names...):
+			return false
+		}
+	}
+}
+
+func nameIndex(key []byte, names []string) int {
+	for i, name := range names {
+		if string(key) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// nullOr reports whether the member value v (valid JSON) is absent, null
+// or of kind (a jsonscan kind).
+func nullOr(v []byte, kind byte) bool {
+	k := jsonscan.Kind(v)
+	return k == 0 || k == jsonscan.Null || k == kind
+}
+
+// intOrNull reports whether encoding/json decodes the member value v into
+// an int of bits bits without error: absent, null, or an integer in range.
+func intOrNull(v []byte, bits int) bool {
+	if jsonscan.IsNull(v) {
+		return true
+	}
+	if !jsonscan.IsInt(v) {
+		return false
+	}
+	_, err := strconv.ParseInt(string(v), 10, bits)
+	return err == nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai"
 	"modelgate/translate/sse"
 )
@@ -24,7 +25,7 @@ type Stream struct {
 	seq     int
 	dec     sse.Decoder
 	out     []byte
-	scratch []byte  // decoded delta text, see jsonText
+	scratch []byte  // decoded delta text, see jsonscan.Unquote
 	pieces  []piece // of the chunk plainChunk reads
 
 	started   bool
@@ -263,7 +264,7 @@ func (s *Stream) emitDelta(e deltaEvent, it *outItem, delta []byte) {
 	b = append(b, "\ndata: {"...)
 	b = append(b, e.head...)
 	b = append(b, `"delta":`...)
-	b = appendJSONString(b, delta)
+	b = jsonscan.AppendQuoted(b, delta)
 	b = append(b, `,"item_id":`...)
 	b = append(b, it.idJSON...)
 	b = append(b, e.mid...)
