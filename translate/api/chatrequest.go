@@ -71,7 +71,7 @@ func parseObject(body []byte) (map[string]json.RawMessage, error) {
 func parseMembers(body []byte) (map[string]json.RawMessage, int, error) {
 	var scratch [24]jsonscan.Member
 	members, ok := []jsonscan.Member(nil), false
-	if json.Valid(body) {
+	if jsonscan.Valid(body) || json.Valid(body) { // the fast check, then the deep nesting it refuses
 		members, ok = jsonscan.Members(body, scratch[:0])
 	}
 	if !ok {

@@ -27,7 +27,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's chat completion is empty")
 	case doc[0] != '{':
 		return nil, api.Unusable("the provider's chat completion is not a JSON object")
-	case !json.Valid(doc):
+	case !jsonscan.Valid(doc) && !json.Valid(doc): // the fast check, then the deep nesting it refuses
 		var v json.RawMessage
 		err := json.Unmarshal(doc, &v)
 		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
