@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,7 +202,8 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	// WaitForHandlers: the hard stop returns once every cut stream has
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
-		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true))
+		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true),
+		grpc.NumStreamWorkers(streamWorkers()))
 	extprocv3.RegisterExternalProcessorServer(g.grpc, g.proc)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
 	g.mux = http.NewServeMux()
@@ -592,3 +594,8 @@ func (l *notifyListener) Close() error {
 	l.once.Do(func() { close(l.closed) })
 	return err
 }
+
+// streamWorkers is how many goroutines serve ext_proc streams from a pool
+// (more start when all are busy): a stream then starts on a goroutine
+// whose stack has grown already, instead of growing a new one's.
+func streamWorkers() uint32 { return uint32(4 * runtime.GOMAXPROCS(0)) }
