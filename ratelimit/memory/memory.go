@@ -2,9 +2,10 @@ package memory
 
 import (
 	"context"
-	"crypto/rand"
 	"math"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modelgate/ratelimit"
@@ -36,10 +37,12 @@ type Limiter struct {
 
 	mu sync.Mutex
 	// buckets holds Requests and Tokens usage by state key.
-	buckets map[string]*bucket
+	buckets map[stateKey]*bucket
 	// slots holds Concurrent leases by state key: lease ID → expiry (ms
 	// since epoch).
-	slots map[string]map[string]int64
+	slots map[stateKey]map[string]int64
+	// leases counts the leases made, for their ids.
+	leases atomic.Uint64
 	// ops counts operations since the last sweep.
 	ops int
 }
@@ -58,7 +61,7 @@ func New(cfg Config) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{now: now, epoch: now(), buckets: map[string]*bucket{}, slots: map[string]map[string]int64{}}
+	return &Limiter{now: now, epoch: now(), buckets: map[stateKey]*bucket{}, slots: map[stateKey]map[string]int64{}}
 }
 
 // Admit implements ratelimit.Limiter.
@@ -69,13 +72,13 @@ func (l *Limiter) Admit(ctx context.Context, rules []ratelimit.Rule, reserve int
 	if err := ratelimit.ValidateAdmit(rules, reserve); err != nil {
 		return ratelimit.Decision{}, err
 	}
-	var kbuf [8]string
+	var kbuf [8]stateKey
 	keys := kbuf[:0]
 	var leaseID string
 	for _, r := range rules {
-		keys = append(keys, r.StateKey())
+		keys = append(keys, keyOf(r))
 		if r.Limit.Kind == ratelimit.Concurrent && leaseID == "" {
-			leaseID = rand.Text()
+			leaseID = l.newLeaseID()
 		}
 	}
 	d := ratelimit.Decision{Allowed: true, Statuses: make([]ratelimit.Status, len(rules))}
@@ -122,7 +125,7 @@ func need(lim ratelimit.Limit, reserve int64) float64 {
 func (l *Limiter) millis() int64 { return l.now().Sub(l.epoch).Milliseconds() }
 
 // usage returns what a rule's counter holds at now, dropping expired leases.
-func (l *Limiter) usage(key string, lim ratelimit.Limit, now int64) float64 {
+func (l *Limiter) usage(key stateKey, lim ratelimit.Limit, now int64) float64 {
 	if lim.Kind == ratelimit.Concurrent {
 		s := l.slots[key]
 		for id, exp := range s {
@@ -140,7 +143,7 @@ func (l *Limiter) usage(key string, lim ratelimit.Limit, now int64) float64 {
 
 // commit consumes one request or slot, or reserve tokens, and returns the
 // new usage.
-func (l *Limiter) commit(key string, lim ratelimit.Limit, now int64, used float64, leaseID string, reserve int64) float64 {
+func (l *Limiter) commit(key stateKey, lim ratelimit.Limit, now int64, used float64, leaseID string, reserve int64) float64 {
 	switch lim.Kind {
 	case ratelimit.Concurrent:
 		s := l.slots[key]
@@ -162,7 +165,7 @@ func (l *Limiter) commit(key string, lim ratelimit.Limit, now int64, used float6
 
 // fill adds n units to a bucket, or refunds -n, never below empty, and
 // returns its new level.
-func (l *Limiter) fill(key string, lim ratelimit.Limit, now int64, n float64) float64 {
+func (l *Limiter) fill(key stateKey, lim ratelimit.Limit, now int64, n float64) float64 {
 	b := l.buckets[key]
 	if b == nil {
 		if n <= 0 {
@@ -228,7 +231,7 @@ func (l *Limiter) Charge(ctx context.Context, rules []ratelimit.Rule, tokens int
 	l.sweep(now)
 	for _, r := range rules {
 		if r.Limit.Kind == ratelimit.Tokens {
-			l.fill(r.StateKey(), r.Limit, now, float64(tokens))
+			l.fill(keyOf(r), r.Limit, now, float64(tokens))
 		}
 	}
 	return nil
@@ -245,7 +248,7 @@ func (l *Limiter) Release(ctx context.Context, lease ratelimit.Lease) error {
 		if r.Limit.Kind != ratelimit.Concurrent {
 			continue
 		}
-		key := r.StateKey()
+		key := keyOf(r)
 		if s := l.slots[key]; s != nil {
 			delete(s, lease.ID)
 			if len(s) == 0 {
@@ -283,3 +286,25 @@ func (l *Limiter) sweep(now int64) {
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// stateKey names a rule's counter as Rule.StateKey does, as a comparable
+// value: a map lookup by it builds no string.
+type stateKey struct {
+	key    string
+	kind   ratelimit.Kind
+	window int64 // milliseconds; 0 for concurrency slots
+}
+
+func keyOf(r ratelimit.Rule) stateKey {
+	k := stateKey{key: r.Key, kind: r.Limit.Kind}
+	if r.Limit.Kind != ratelimit.Concurrent {
+		k.window = r.Limit.Window.Milliseconds()
+	}
+	return k
+}
+
+// newLeaseID names a lease: unique in this limiter, which is all a lease
+// of an in-memory limiter needs.
+func (l *Limiter) newLeaseID() string {
+	return "lease-" + strconv.FormatUint(l.leases.Add(1), 36)
+}
