@@ -85,6 +85,20 @@ func parseMembers(body []byte) (map[string]json.RawMessage, int, error) {
 	return m, len(members), nil
 }
 
+// commonMembers are the request members most requests have, as strings
+// made once: a request's member map shares them.
+var commonMembers = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"model", "messages", "input", "instructions", "stream", "stream_options", "temperature",
+		"top_p", "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "stop", "seed", "user", "tools",
+		"tool_choice", "parallel_tool_calls", "response_format", "reasoning_effort", "reasoning", "store", "metadata",
+		"frequency_penalty", "presence_penalty", "logprobs", "top_logprobs", "encoding_format", "dimensions",
+		"prompt", "size", "quality", "style", "previous_response_id", "text", "truncation"} {
+		m[k] = k
+	}
+	return m
+}()
+
 // keyIs reports whether a member's key is name.
 func keyIs(m jsonscan.Member, name string) bool {
 	if bytes.IndexByte(m.Key, '\\') < 0 {
@@ -97,6 +111,9 @@ func keyIs(m jsonscan.Member, name string) bool {
 // model.
 func memberName(m jsonscan.Member) string {
 	if bytes.IndexByte(m.Key, '\\') < 0 {
+		if name, ok := commonMembers[string(m.Key)]; ok {
+			return name
+		}
 		return string(m.Key)
 	}
 	var s string
