@@ -65,3 +65,26 @@ func BenchmarkCompletion(b *testing.B) {
 		}
 	}
 }
+
+// The issue's bound for the OpenAI and compatible paths: at most two
+// allocations per chunk, repaired or not (the benchmarks above show it).
+func TestStreamChunkAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own; run without -race")
+	}
+	req, err := api.ParseChatRequest([]byte(streamReq + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]Quirks{"openai": {}, "vllm": CompatibleProviders()["vllm"], "mistral": CompatibleProviders()["mistral"]} {
+		for _, bc := range benchChunks {
+			tr := NewCompatibleChat(q)(translate.Target{Model: "m"}, req)
+			tr.ResponseHeaders(200, "text/event-stream")
+			chunk := []byte(bc.chunk)
+			tr.ResponseBody(chunk, false) //nolint:errcheck // warms the scratch buffers
+			if n := testing.AllocsPerRun(100, func() { tr.ResponseBody(chunk, false) }); n > 2 {
+				t.Errorf("%s, %s: %.0f allocations per chunk, want at most 2", name, bc.name, n)
+			}
+		}
+	}
+}

@@ -412,12 +412,8 @@ func (f *chunkFix) toolCalls(arr jsonscan.Member, choice int) {
 			}
 			continue
 		}
-		repl := []byte(`,"index":`)
-		if !md.kept {
-			repl = repl[1:]
-		}
 		end := tc.VS + len(tc.Value) - 1 // before the closing brace
-		f.edits = append(f.edits, edit{Start: end, End: end, repl: strconv.AppendInt(repl, int64(f.calls.assign(choice, id)), 10)})
+		f.edits = append(f.edits, edit{Start: end, End: end, repl: indexMember(f.calls.assign(choice, id), md.kept)})
 	}
 	f.close(&d)
 }
@@ -611,4 +607,28 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// indexMembers are `,"index":N` for the first tool calls of a choice,
+// made once: the member a call's delta without an index gets.
+var indexMembers = func() (m [32][]byte) {
+	for i := range m {
+		m[i] = strconv.AppendInt([]byte(`,"index":`), int64(i), 10)
+	}
+	return m
+}()
+
+// indexMember is the member `"index":i`, after a comma when others
+// precede it.
+func indexMember(i int, comma bool) []byte {
+	var m []byte
+	if i >= 0 && i < len(indexMembers) {
+		m = indexMembers[i]
+	} else {
+		m = strconv.AppendInt([]byte(`,"index":`), int64(i), 10)
+	}
+	if !comma {
+		return m[1:]
+	}
+	return m
 }
