@@ -50,8 +50,8 @@ func (h *headers) SetInt(name string, v int64) {
 // add sets name to the value appended to h.values from start. A value
 // keeps the array it was appended to when the buffer grows.
 func (h *headers) add(name string, start int) {
-	if len(h.slab) == cap(h.slab) {
-		h.slab = make([]headerSlab, 0, 8)
+	if len(h.slab) == cap(h.slab) { // 2, 4, 8, …: most mutations are small
+		h.slab = make([]headerSlab, 0, max(2, 2*cap(h.slab)))
 	}
 	h.slab = h.slab[:len(h.slab)+1]
 	s := &h.slab[len(h.slab)-1]

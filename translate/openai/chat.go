@@ -86,7 +86,7 @@ func (c *chat) editRequest() ([]byte, error) {
 		return nil, err
 	}
 	body := c.req.Body
-	members, _ := jsonscan.Members(body, c.scratch[:0]) // valid: api.ParseChatRequest
+	members, _ := jsonscan.Members(body, c.members()) // valid: api.ParseChatRequest
 	c.scratch = members[:0]
 	out := make([]byte, 0, len(body)+len(model)+len(`,"stream_options":{"include_usage":true}`))
 	prev := 0
@@ -170,6 +170,15 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return api.ProviderError(c.status, chunk), nil
 	}
 	return c.completion(chunk)
+}
+
+// members is the scratch for a document's members, empty; made once at
+// the size of most documents rather than grown a member at a time.
+func (c *chat) members() []jsonscan.Member {
+	if c.scratch == nil {
+		c.scratch = make([]jsonscan.Member, 0, 16)
+	}
+	return c.scratch[:0]
 }
 
 // Usage implements translate.Translator.

@@ -32,7 +32,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		err := json.Unmarshal(doc, &v)
 		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
 	}
-	members, _ := jsonscan.Members(doc, c.scratch[:0])
+	members, _ := jsonscan.Members(doc, c.members())
 	c.scratch = members[:0]
 	f := &c.fix
 	f.reset(doc, false)

@@ -64,7 +64,7 @@ func (c *chat) event(out, data []byte) []byte {
 		}
 	}
 	if ok {
-		members, ok = jsonscan.Members(data, c.scratch[:0])
+		members, ok = jsonscan.Members(data, c.members())
 		c.scratch = members[:0]
 	}
 	if !ok {
