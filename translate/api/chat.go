@@ -2,6 +2,8 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 
 	"modelgate/translate"
 	"modelgate/translate/sse"
@@ -124,6 +126,29 @@ type CompletionTokensDetails struct {
 	AudioTokens              int64 `json:"audio_tokens"`
 	AcceptedPredictionTokens int64 `json:"accepted_prediction_tokens"`
 	RejectedPredictionTokens int64 `json:"rejected_prediction_tokens"`
+}
+
+// AppendJSON appends u as json.Marshal writes it, without reflection: the
+// usage of every buffered answer and stream is written with it.
+func (u *Usage) AppendJSON(dst []byte) []byte {
+	dst = slices.Grow(dst, 320) // the names and nine int64 at most
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{
+		{`{"prompt_tokens":`, u.PromptTokens},
+		{`,"completion_tokens":`, u.CompletionTokens},
+		{`,"total_tokens":`, u.TotalTokens},
+		{`,"prompt_tokens_details":{"cached_tokens":`, u.PromptTokensDetails.CachedTokens},
+		{`,"audio_tokens":`, u.PromptTokensDetails.AudioTokens},
+		{`},"completion_tokens_details":{"reasoning_tokens":`, u.CompletionTokensDetails.ReasoningTokens},
+		{`,"audio_tokens":`, u.CompletionTokensDetails.AudioTokens},
+		{`,"accepted_prediction_tokens":`, u.CompletionTokensDetails.AcceptedPredictionTokens},
+		{`,"rejected_prediction_tokens":`, u.CompletionTokensDetails.RejectedPredictionTokens},
+	} {
+		dst = strconv.AppendInt(append(dst, f.name...), f.v, 10)
+	}
+	return append(dst, "}}"...)
 }
 
 // ChatUsage is the client's usage object for a normalized usage.

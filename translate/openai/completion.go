@@ -54,11 +54,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 				return nil, api.Unusable("the provider's usage is not a CompletionUsage")
 			}
 			c.usage = u.Counts()
-			b, err := json.Marshal(u)
-			if err != nil {
-				return nil, api.AsUnusable(err)
-			}
-			f.replace(m, b)
+			f.replace(m, u.AppendJSON(nil))
 		}
 		f.keep(&d, m)
 	}

@@ -166,8 +166,7 @@ func (c *chat) canonicalUsage(m jsonscan.Member) {
 		return
 	}
 	c.usage = u.Counts()
-	b, _ := json.Marshal(u) // integers only
-	c.fix.replace(m, b)
+	c.fix.replace(m, u.AppendJSON(nil))
 }
 
 // usageChunk appends {id, object, created, model, choices: [], usage}.
