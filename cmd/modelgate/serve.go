@@ -203,7 +203,7 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
 		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true),
-		grpc.NumStreamWorkers(streamWorkers()))
+		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(extproc.Codec()))
 	extprocv3.RegisterExternalProcessorServer(g.grpc, g.proc)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
 	g.mux = http.NewServeMux()
