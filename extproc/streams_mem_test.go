@@ -22,6 +22,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
+	"modelgate/extproc/extproctest"
 	"modelgate/ratelimit/memory"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkOpenStreams10k(b *testing.B) {
 		srv, key, check := newStreamsMemServer(b)
 		gate = measureOpenStreams(b, srv, key, n)
 		check(b, n)
-		noop = measureOpenStreams(b, noopProcessor{}, "", n)
+		noop = measureOpenStreams(b, extproctest.Noop{}, "", n)
 	}
 	b.ReportMetric(gate.heapPerStream(), "heap-B/stream")
 	b.ReportMetric(gate.stackPerStream(), "stack-B/stream")
@@ -330,40 +331,4 @@ func streamsMemRoundTrip(s extprocv3.ExternalProcessor_ProcessClient, req *extpr
 		return nil, err
 	}
 	return s.Recv()
-}
-
-// noopProcessor answers every message with an empty reply of its type
-// (and switches response bodies to STREAMED, as the real server does for
-// a stream), so measuring it measures gRPC's own cost per stream.
-type noopProcessor struct {
-	extprocv3.UnimplementedExternalProcessorServer
-}
-
-func (noopProcessor) Process(s extprocv3.ExternalProcessor_ProcessServer) error {
-	for {
-		req, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		resp := &extprocv3.ProcessingResponse{}
-		switch req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
-			resp.ModeOverride = &filterv3.ProcessingMode{ResponseBodyMode: filterv3.ProcessingMode_STREAMED}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
-		default:
-			return fmt.Errorf("unexpected %T", req.GetRequest())
-		}
-		if err := s.Send(resp); err != nil {
-			return err
-		}
-	}
 }

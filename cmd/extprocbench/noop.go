@@ -1,70 +1,17 @@
 package main
 
 import (
-	"errors"
-	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/pprof"
 
-	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
+
+	"modelgate/extproc/extproctest"
 )
-
-// noop is the floor: an ext_proc server that does nothing but answer
-// CONTINUE to every message and switch event streams to STREAMED, so it
-// costs Envoy the same round trips as the gateway does.
-type noop struct {
-	extprocv3.UnimplementedExternalProcessorServer
-}
-
-var streamed = &filterv3.ProcessingMode{
-	RequestBodyMode:  filterv3.ProcessingMode_BUFFERED,
-	ResponseBodyMode: filterv3.ProcessingMode_STREAMED,
-}
-
-func (noop) Process(s extprocv3.ExternalProcessor_ProcessServer) error {
-	for {
-		req, err := s.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
-				return nil
-			}
-			return err
-		}
-		resp := &extprocv3.ProcessingResponse{}
-		switch r := req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			resp.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
-			for _, h := range r.ResponseHeaders.GetHeaders().GetHeaders() {
-				if h.GetKey() == "content-type" {
-					if mt, _, _ := mime.ParseMediaType(string(h.GetRawValue())); mt == "text/event-stream" {
-						resp.ModeOverride = streamed
-					}
-				}
-			}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_RequestTrailers:
-			resp.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseTrailers:
-			resp.Response = &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}
-		}
-		if err := s.Send(resp); err != nil {
-			return nil
-		}
-	}
-}
 
 // serveNoop serves the no-op server on addr (with the gRPC health service,
 // as the gateway has) and Go's profiles on pprofAddr until the process is
@@ -80,7 +27,7 @@ func serveNoop(addr, pprofAddr string) error {
 		go http.ListenAndServe(pprofAddr, mux) //nolint:errcheck // profiles are optional
 	}
 	gs := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(gs, noop{})
+	extprocv3.RegisterExternalProcessorServer(gs, extproctest.Noop{})
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	return gs.Serve(l)
 }
