@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -28,6 +29,12 @@ var migrationFiles embed.FS
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+
+	// insertFull is the INSERT of a full row group of usage records,
+	// prepared once: preparing its thousand parameters per batch cost
+	// more than some of its rows.
+	insertMu   sync.Mutex
+	insertFull *sql.Stmt
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -97,7 +104,14 @@ func (s *Store) apply(ctx context.Context, m migrate.Migration) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.insertMu.Lock()
+	if s.insertFull != nil {
+		s.insertFull.Close()
+	}
+	s.insertMu.Unlock()
+	return s.db.Close()
+}
 
 func (s *Store) update(ctx context.Context, query string, args ...any) error {
 	res, err := s.db.ExecContext(ctx, query, args...)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 		for _, r := range recs[:n] {
 			args = appendUsageArgs(args, r)
 		}
-		if _, err := tx.ExecContext(ctx, insertUsageRows(n), args...); err != nil {
+		if err := s.insertRows(ctx, tx, n, args); err != nil {
 			return err
 		}
 		recs = recs[n:]
@@ -64,13 +65,26 @@ const usageRows = 64
 
 const usageColumns = 17
 
-// insertUsageRows is the INSERT of n records; those of usageRows, the
-// size of most batches under load, is made once.
-func insertUsageRows(n int) string {
-	if n == usageRows {
-		return insertUsageFull
+// insertRows inserts n records in tx: a full group through the statement
+// prepared once, fewer (a batch's last group) through one made for them.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, n int, args []any) error {
+	if n != usageRows {
+		_, err := tx.ExecContext(ctx, usageInsert(n), args...)
+		return err
 	}
-	return usageInsert(n)
+	s.insertMu.Lock()
+	if s.insertFull == nil {
+		st, err := s.db.PrepareContext(ctx, insertUsageFull)
+		if err != nil {
+			s.insertMu.Unlock()
+			return err
+		}
+		s.insertFull = st
+	}
+	full := s.insertFull
+	s.insertMu.Unlock()
+	_, err := tx.StmtContext(ctx, full).ExecContext(ctx, args...)
+	return err
 }
 
 var insertUsageFull = usageInsert(usageRows)
