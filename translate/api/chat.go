@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -163,10 +164,118 @@ func ChatUsage(u translate.Usage) *Usage {
 // counts that are not integers or details that are not objects.
 func ParseUsage(raw []byte) (*Usage, error) {
 	var u Usage
+	if readUsage(raw, &u) {
+		return &u, nil
+	}
+	u = Usage{}
 	if err := json.Unmarshal(raw, &u); err != nil {
 		return nil, err
 	}
 	return &u, nil
+}
+
+// usageNames are Usage's members, and detailNames its details'.
+var (
+	usageNames  = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	detailNames = []string{"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
+)
+
+// readUsage reads usage as encoding/json would, without reflection, when
+// it is written the usual way: members named exactly, integer counts or
+// null, detail objects or null. It reports false, leaving the rest to
+// encoding/json, for anything else: invalid JSON, a wrong type, a key
+// encoding/json might take for a member in another case.
+func readUsage(raw []byte, u *Usage) bool {
+	t := jsonscan.TrimSpace(raw)
+	if !jsonscan.Valid(t) {
+		return false
+	}
+	return readMembers(t, usageNames, func(key string, v []byte) bool {
+		switch key {
+		case "prompt_tokens":
+			return readCount(v, &u.PromptTokens)
+		case "completion_tokens":
+			return readCount(v, &u.CompletionTokens)
+		case "total_tokens":
+			return readCount(v, &u.TotalTokens)
+		case "prompt_tokens_details":
+			d := &u.PromptTokensDetails
+			return jsonscan.IsNull(v) || readMembers(v, detailNames, func(key string, v []byte) bool {
+				switch key {
+				case "cached_tokens":
+					return readCount(v, &d.CachedTokens)
+				case "audio_tokens":
+					return readCount(v, &d.AudioTokens)
+				}
+				return !jsonscan.KeyMayMean([]byte(key), "cached_tokens", "audio_tokens")
+			})
+		case "completion_tokens_details":
+			d := &u.CompletionTokensDetails
+			return jsonscan.IsNull(v) || readMembers(v, detailNames, func(key string, v []byte) bool {
+				switch key {
+				case "reasoning_tokens":
+					return readCount(v, &d.ReasoningTokens)
+				case "audio_tokens":
+					return readCount(v, &d.AudioTokens)
+				case "accepted_prediction_tokens":
+					return readCount(v, &d.AcceptedPredictionTokens)
+				case "rejected_prediction_tokens":
+					return readCount(v, &d.RejectedPredictionTokens)
+				}
+				return !jsonscan.KeyMayMean([]byte(key), "reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens")
+			})
+		}
+		return !jsonscan.KeyMayMean([]byte(key), usageNames...)
+	})
+}
+
+// readMembers calls read for each member of the valid JSON object obj,
+// with the member's name when it is one of names exactly, else with its
+// raw key (for read to ask jsonscan.KeyMayMean). It reports false if obj
+// is no object or read refuses a member.
+func readMembers(obj []byte, names []string, read func(key string, v []byte) bool) bool {
+	it, ok := jsonscan.Entries(obj, jsonscan.SkipSpace(obj, 0))
+	if !ok || !it.Object {
+		return false
+	}
+	for {
+		m, more := it.Next()
+		if !more {
+			return it.OK
+		}
+		key := ""
+		for _, n := range names {
+			if string(m.Key) == n {
+				key = n
+				break
+			}
+		}
+		if key == "" {
+			if !read(string(m.Key), m.Value) {
+				return false
+			}
+			continue
+		}
+		if !read(key, m.Value) {
+			return false
+		}
+	}
+}
+
+// readCount sets *n to an integer count; null leaves it.
+func readCount(v []byte, n *int64) bool {
+	if jsonscan.IsNull(v) {
+		return true
+	}
+	if !jsonscan.IsInt(v) {
+		return false
+	}
+	i, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*n = i
+	return true
 }
 
 // Counts is the normalized usage.

@@ -23,3 +23,29 @@ func FuzzUsageAppendJSON(f *testing.F) {
 		}
 	})
 }
+
+// ParseUsage reads what encoding/json reads, and fails where it fails,
+// whichever way the usage is written.
+func FuzzParseUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt_tokens":8,"completion_tokens":377,"total_tokens":385,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":320,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`,
+		`{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3,"prompt_tokens_details":null}`,
+		`{"Prompt_Tokens":1,"prompt_tokens":2}`, `{"prompt_tokens":1.5}`, `{"prompt_tokens":"3"}`, `{"prompt_tokens":1e2}`,
+		`{"prompt_tokens_details":[]}`, `{"completion_tokens_details":{"cached_tokens":4}}`, `{"x":{"y":[1,2]},"total_tokens":-4}`,
+		`{"prompt_tokens":99999999999999999999}`, `{"prompt\u005ftokens":3}`, `null`, `[]`, `{"prompt_tokens":1,}`,
+		`{"queue_time":0.1,"prompt_tokens":5}`, ` {"total_tokens" : 7 } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want Usage
+		wantErr := json.Unmarshal(raw, &want)
+		got, err := ParseUsage(raw)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("ParseUsage(%s) error %v, encoding/json %v", raw, err, wantErr)
+		}
+		if err == nil && *got != want {
+			t.Fatalf("ParseUsage(%s) = %+v, encoding/json %+v", raw, *got, want)
+		}
+	})
+}
