@@ -174,92 +174,48 @@ func ParseUsage(raw []byte) (*Usage, error) {
 	return &u, nil
 }
 
-// usageNames are Usage's members, and detailNames its details'.
+// usageNames are Usage's members, and the details' members.
 var (
-	usageNames  = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
-	detailNames = []string{"cached_tokens", "audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
+	usageNames            = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	promptDetailNames     = []string{"cached_tokens", "audio_tokens"}
+	completionDetailNames = []string{"reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
 )
 
 // readUsage reads usage as encoding/json would, without reflection, when
-// it is written the usual way: members named exactly, integer counts or
-// null, detail objects or null. It reports false, leaving the rest to
-// encoding/json, for anything else: invalid JSON, a wrong type, a key
-// encoding/json might take for a member in another case.
+// it is written the usual way (jsonscan.PlainMembers: members named
+// exactly, each once), with integer counts or null and detail objects or
+// null. It reports false, leaving the rest to encoding/json, for anything
+// else.
 func readUsage(raw []byte, u *Usage) bool {
 	t := jsonscan.TrimSpace(raw)
-	if !jsonscan.Valid(t) {
+	var top [5][]byte
+	if !jsonscan.Valid(t) || !jsonscan.PlainMembers(t, usageNames, top[:]) {
 		return false
 	}
-	return readMembers(t, usageNames, func(key string, v []byte) bool {
-		switch key {
-		case "prompt_tokens":
-			return readCount(v, &u.PromptTokens)
-		case "completion_tokens":
-			return readCount(v, &u.CompletionTokens)
-		case "total_tokens":
-			return readCount(v, &u.TotalTokens)
-		case "prompt_tokens_details":
-			d := &u.PromptTokensDetails
-			return jsonscan.IsNull(v) || readMembers(v, detailNames, func(key string, v []byte) bool {
-				switch key {
-				case "cached_tokens":
-					return readCount(v, &d.CachedTokens)
-				case "audio_tokens":
-					return readCount(v, &d.AudioTokens)
-				}
-				return !jsonscan.KeyMayMean([]byte(key), "cached_tokens", "audio_tokens")
-			})
-		case "completion_tokens_details":
-			d := &u.CompletionTokensDetails
-			return jsonscan.IsNull(v) || readMembers(v, detailNames, func(key string, v []byte) bool {
-				switch key {
-				case "reasoning_tokens":
-					return readCount(v, &d.ReasoningTokens)
-				case "audio_tokens":
-					return readCount(v, &d.AudioTokens)
-				case "accepted_prediction_tokens":
-					return readCount(v, &d.AcceptedPredictionTokens)
-				case "rejected_prediction_tokens":
-					return readCount(v, &d.RejectedPredictionTokens)
-				}
-				return !jsonscan.KeyMayMean([]byte(key), "reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens")
-			})
-		}
-		return !jsonscan.KeyMayMean([]byte(key), usageNames...)
-	})
+	var prompt [2][]byte
+	var completion [4][]byte
+	pd, cd := &u.PromptTokensDetails, &u.CompletionTokensDetails
+	return readCount(top[0], &u.PromptTokens) && readCount(top[1], &u.CompletionTokens) && readCount(top[2], &u.TotalTokens) &&
+		readCounts(top[3], promptDetailNames, prompt[:], &pd.CachedTokens, &pd.AudioTokens) &&
+		readCounts(top[4], completionDetailNames, completion[:], &cd.ReasoningTokens, &cd.AudioTokens,
+			&cd.AcceptedPredictionTokens, &cd.RejectedPredictionTokens)
 }
 
-// readMembers calls read for each member of the valid JSON object obj,
-// with the member's name when it is one of names exactly, else with its
-// raw key (for read to ask jsonscan.KeyMayMean). It reports false if obj
-// is no object or read refuses a member.
-func readMembers(obj []byte, names []string, read func(key string, v []byte) bool) bool {
-	it, ok := jsonscan.Entries(obj, jsonscan.SkipSpace(obj, 0))
-	if !ok || !it.Object {
+// readCounts reads the counts of a details object (or null) into counts,
+// in the order of names.
+func readCounts(obj []byte, names []string, vals [][]byte, counts ...*int64) bool {
+	if jsonscan.IsNull(obj) {
+		return true
+	}
+	if !jsonscan.PlainMembers(obj, names, vals) {
 		return false
 	}
-	for {
-		m, more := it.Next()
-		if !more {
-			return it.OK
-		}
-		key := ""
-		for _, n := range names {
-			if string(m.Key) == n {
-				key = n
-				break
-			}
-		}
-		if key == "" {
-			if !read(string(m.Key), m.Value) {
-				return false
-			}
-			continue
-		}
-		if !read(key, m.Value) {
+	for i, n := range counts {
+		if !readCount(vals[i], n) {
 			return false
 		}
 	}
+	return true
 }
 
 // readCount sets *n to an integer count; null leaves it.

@@ -399,3 +399,40 @@ func foldEqualASCII(b []byte, s string) bool {
 	}
 	return true
 }
+
+// PlainMembers finds the members of the JSON object obj (valid JSON, as
+// Valid checks) named in names and puts each one's value at the
+// name's index in vals (nil when absent, the value as it is, null
+// included, when present). It reports false when obj is no object, or
+// when encoding/json might match its keys otherwise than by exact name: a
+// name given twice (the last one would win), or a key KeyMayMean
+// is true of (encoding/json matches keys case-insensitively).
+func PlainMembers(obj []byte, names []string, vals [][]byte) bool {
+	clear(vals)
+	it, ok := Entries(obj, SkipSpace(obj, 0))
+	if !ok || !it.Object {
+		return false
+	}
+	for {
+		m, more := it.Next()
+		if !more {
+			return it.OK
+		}
+		i := nameIndex(m.Key, names)
+		switch {
+		case i >= 0 && vals[i] == nil:
+			vals[i] = m.Value
+		case i >= 0 || KeyMayMean(m.Key, names...):
+			return false
+		}
+	}
+}
+
+func nameIndex(key []byte, names []string) int {
+	for i, name := range names {
+		if string(key) == name {
+			return i
+		}
+	}
+	return -1
+}

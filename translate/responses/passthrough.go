@@ -257,7 +257,7 @@ var deltaHeadNames = []string{"type", "sequence_number", "logprobs"}
 // that one.
 func plainDeltaHead(data []byte, scratch *[]byte) (typ []byte, seq int, logprobs, ok bool) {
 	var m [3][]byte
-	if !jsonscan.Valid(data) || !plainMembers(data, deltaHeadNames, m[:]) {
+	if !jsonscan.Valid(data) || !jsonscan.PlainMembers(data, deltaHeadNames, m[:]) {
 		return nil, 0, false, false
 	}
 	t, n, lp := m[0], m[1], m[2]

@@ -53,7 +53,7 @@ const (
 // them in the order decodedChunk does.
 func (s *Stream) plainChunk(data []byte) bool {
 	var top [7][]byte
-	if !jsonscan.Valid(data) || !plainMembers(data, chunkNames, top[:]) {
+	if !jsonscan.Valid(data) || !jsonscan.PlainMembers(data, chunkNames, top[:]) {
 		return false
 	}
 	id, object, created, model, choices, usage, errObj := top[0], top[1], top[2], top[3], top[4], top[5], top[6]
@@ -120,7 +120,7 @@ func (s *Stream) readChoice(obj []byte) bool {
 		return true // a choice without members adds nothing
 	}
 	var m [3][]byte
-	if !plainMembers(obj, choiceNames, m[:]) {
+	if !jsonscan.PlainMembers(obj, choiceNames, m[:]) {
 		return false
 	}
 	index, delta, finish := m[0], m[1], m[2]
@@ -140,7 +140,7 @@ func (s *Stream) readDelta(obj []byte) bool {
 		return true
 	}
 	var m [4][]byte
-	if !plainMembers(obj, deltaNames, m[:]) {
+	if !jsonscan.PlainMembers(obj, deltaNames, m[:]) {
 		return false
 	}
 	role, content, reasoning, calls := m[0], m[1], m[2], m[3]
@@ -159,11 +159,11 @@ func (s *Stream) readDelta(obj []byte) bool {
 func (s *Stream) readToolCall(obj []byte) bool {
 	var m [4][]byte
 	var f [2][]byte
-	if !jsonscan.IsNull(obj) && !plainMembers(obj, toolCallNames, m[:]) {
+	if !jsonscan.IsNull(obj) && !jsonscan.PlainMembers(obj, toolCallNames, m[:]) {
 		return false
 	}
 	index, callID, typ, fn := m[0], m[1], m[2], m[3]
-	if !jsonscan.IsNull(fn) && !plainMembers(fn, functionNames, f[:]) {
+	if !jsonscan.IsNull(fn) && !jsonscan.PlainMembers(fn, functionNames, f[:]) {
 		return false
 	}
 	name, args := f[0], f[1]
@@ -177,43 +177,6 @@ func (s *Stream) readToolCall(obj []byte) bool {
 	}
 	s.pieces = append(s.pieces, piece{kind: callPiece, index: i, text: args, callID: callID, name: name})
 	return true
-}
-
-// plainMembers finds the members of the JSON object obj (valid JSON, as
-// jsonscan.Valid checks) named in names and puts each one's value at the
-// name's index in vals (nil when absent, the value as it is, null
-// included, when present). It reports false when obj is no object, or
-// when encoding/json might match its keys otherwise than by exact name: a
-// name given twice (the last one would win), or a key jsonscan.KeyMayMean
-// is true of (encoding/json matches keys case-insensitively).
-func plainMembers(obj []byte, names []string, vals [][]byte) bool {
-	clear(vals)
-	it, ok := jsonscan.Entries(obj, jsonscan.SkipSpace(obj, 0))
-	if !ok || !it.Object {
-		return false
-	}
-	for {
-		m, more := it.Next()
-		if !more {
-			return it.OK
-		}
-		i := nameIndex(m.Key, names)
-		switch {
-		case i >= 0 && vals[i] == nil:
-			vals[i] = m.Value
-		case i >= 0 || jsonscan.KeyMayMean(m.Key, names...):
-			return false
-		}
-	}
-}
-
-func nameIndex(key []byte, names []string) int {
-	for i, name := range names {
-		if string(key) == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // nullOr reports whether the member value v (valid JSON) is absent, null
