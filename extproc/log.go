@@ -38,7 +38,6 @@ func (l *exchangeLog) writeTo(to *zap.Logger, lvl zapcore.Level, msg string, fs 
 }
 
 func (l *exchangeLog) Debug(msg string, fs ...zap.Field) { l.write(zapcore.DebugLevel, msg, fs) }
-func (l *exchangeLog) Info(msg string, fs ...zap.Field)  { l.write(zapcore.InfoLevel, msg, fs) }
 func (l *exchangeLog) Warn(msg string, fs ...zap.Field)  { l.write(zapcore.WarnLevel, msg, fs) }
 func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.ErrorLevel, msg, fs) }
 
