@@ -40,6 +40,10 @@ type driver struct {
 	translates bool
 }
 
+// metadataContext is what Envoy puts in every message when no namespace
+// is forwarded (ENVOY_EXTPROC.md §6.2).
+var metadataContext = &corev3.Metadata{}
+
 var protocolConfig = &extprocv3.ProtocolConfiguration{
 	RequestBodyMode:  filterv3.ProcessingMode_BUFFERED,
 	ResponseBodyMode: filterv3.ProcessingMode_BUFFERED,
@@ -69,7 +73,7 @@ func (d *driver) exchange(ctx context.Context, sc *scenario, requestID string) (
 		}
 		return s.Recv()
 	}
-	resp, err := call(&extprocv3.ProcessingRequest{ProtocolConfig: protocolConfig,
+	resp, err := call(&extprocv3.ProcessingRequest{ProtocolConfig: protocolConfig, MetadataContext: metadataContext,
 		Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
 			Headers: headerMap(requestHeaders(d.key, len(sc.request), requestID))}}})
 	if err != nil {
@@ -78,7 +82,7 @@ func (d *driver) exchange(ctx context.Context, sc *scenario, requestID string) (
 	if resp.GetRequestHeaders() == nil {
 		return fmt.Errorf("request headers: got %s", describe(resp))
 	}
-	resp, err = call(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{
+	resp, err = call(&extprocv3.ProcessingRequest{MetadataContext: metadataContext, Request: &extprocv3.ProcessingRequest_RequestBody{
 		RequestBody: &extprocv3.HttpBody{Body: sc.request, EndOfStream: true}}})
 	if err != nil {
 		return err
@@ -90,7 +94,7 @@ func (d *driver) exchange(ctx context.Context, sc *scenario, requestID string) (
 	if !sc.streamed {
 		bodyLen = len(sc.answer[0])
 	}
-	resp, err = call(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{
+	resp, err = call(&extprocv3.ProcessingRequest{MetadataContext: metadataContext, Request: &extprocv3.ProcessingRequest_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HttpHeaders{Headers: headerMap(responseHeaders(sc.contentType, bodyLen))}}})
 	if err != nil {
 		return err
@@ -107,7 +111,7 @@ func (d *driver) exchange(ctx context.Context, sc *scenario, requestID string) (
 	sent := make(chan error, 1)
 	go func() {
 		for i, piece := range sc.answer {
-			if err := s.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+			if err := s.Send(&extprocv3.ProcessingRequest{MetadataContext: metadataContext, Request: &extprocv3.ProcessingRequest_ResponseBody{
 				ResponseBody: &extprocv3.HttpBody{Body: piece, EndOfStream: i == len(sc.answer)-1}}}); err != nil {
 				sent <- err
 				return

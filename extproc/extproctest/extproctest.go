@@ -91,12 +91,17 @@ func Start(t testing.TB, proc extprocv3.ExternalProcessorServer, cfg Config) *Ga
 	return g
 }
 
+// ServerOptions are added to the options of every gRPC server this
+// package starts; a package's tests may set them in an init function
+// (extproc's tests install a codec that checks itself against protobuf).
+var ServerOptions []grpc.ServerOption
+
 func serveGRPC(t testing.TB, proc extprocv3.ExternalProcessorServer) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, ServerOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(s, proc)
 	go s.Serve(l) //nolint:errcheck // ends with Stop
 	t.Cleanup(s.Stop)
