@@ -42,7 +42,7 @@ func newBenchClient(b *testing.B) *benchClient {
 		b.Fatal(err)
 	}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(extproc.Codec())) // as serve runs it
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go gs.Serve(l)
 	b.Cleanup(gs.Stop)

@@ -61,6 +61,15 @@ func (h *headers) add(name string, start int) {
 	h.set = append(h.set, &s.opt)
 }
 
+// reserve makes room for n more headers in one slab, for a mutation
+// known to be large: slabs grown from two would be allocated thrice.
+func (h *headers) reserve(n int) {
+	if cap(h.slab)-len(h.slab) < n {
+		h.slab = make([]headerSlab, 0, n)
+	}
+	h.set = slices.Grow(h.set, n)
+}
+
 // Remove removes every value of a header.
 func (h *headers) Remove(name string) { h.remove = append(h.remove, name) }
 

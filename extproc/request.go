@@ -248,6 +248,7 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 		return nil, err
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
+	h.reserve(6 + len(up.Headers))
 	h.Set(":path", up.Path)
 	h.SetInt("content-length", int64(len(up.Body)))
 	h.Set("accept-encoding", "identity")

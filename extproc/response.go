@@ -40,6 +40,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 		return ex.emptyBody()
 	}
 	var mut headers
+	if ex.limit != nil {
+		mut.reserve(8) // content-type, six x-ratelimit-*, :status
+	}
 	mut.Set("content-type", ex.head.ContentType)
 	rateHeaders(ex.limit, &mut)
 	if ex.head.Status != ex.status {

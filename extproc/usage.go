@@ -13,18 +13,34 @@ import (
 // logs and stream-done rate limiting.
 func (ex *exchange) metadata() *structpb.Struct {
 	u := ex.tr.Usage()
-	ns := &structpb.Struct{Fields: map[string]*structpb.Value{
-		"model":             structpb.NewStringValue(ex.model),
-		"backend":           structpb.NewStringValue(ex.target.Backend),
-		"provider":          structpb.NewStringValue(ex.target.Provider),
-		"account_id":        structpb.NewStringValue(ex.principal.AccountID),
-		"prompt_tokens":     structpb.NewNumberValue(float64(u.PromptTokens)),
-		"completion_tokens": structpb.NewNumberValue(float64(u.CompletionTokens)),
-		"total_tokens":      structpb.NewNumberValue(float64(u.TotalTokens)),
-	}}
-	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		ex.s.cfg.MetadataNamespace: structpb.NewStructValue(ns),
-	}}
+	m := new(metadataSlab)
+	for i, v := range [...]string{ex.model, ex.target.Backend, ex.target.Provider, ex.principal.AccountID} {
+		m.strings[i].StringValue = v
+		m.values[i].Kind = &m.strings[i]
+	}
+	for i, v := range [...]int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens} {
+		m.numbers[i].NumberValue = float64(v)
+		m.values[4+i].Kind = &m.numbers[i]
+	}
+	m.ns.Fields = map[string]*structpb.Value{
+		"model": &m.values[0], "backend": &m.values[1], "provider": &m.values[2], "account_id": &m.values[3],
+		"prompt_tokens": &m.values[4], "completion_tokens": &m.values[5], "total_tokens": &m.values[6],
+	}
+	m.nsKind.StructValue = &m.ns
+	m.nsValue.Kind = &m.nsKind
+	m.top.Fields = map[string]*structpb.Value{ex.s.cfg.MetadataNamespace: &m.nsValue}
+	return &m.top
+}
+
+// metadataSlab holds the messages of metadata's Struct, allocated
+// together rather than one a value and one a kind.
+type metadataSlab struct {
+	top, ns structpb.Struct
+	nsValue structpb.Value
+	nsKind  structpb.Value_StructValue
+	values  [7]structpb.Value
+	strings [4]structpb.Value_StringValue
+	numbers [3]structpb.Value_NumberValue
 }
 
 // record writes metrics and, for routed requests, the usage record. It runs
