@@ -134,13 +134,20 @@ func startNoop(ctx context.Context) (*server, error) {
 	return s, nil
 }
 
+// envoyWindow is Envoy's default initial stream and connection window
+// (Http2ProtocolOptions.initial_stream_window_size).
+const envoyWindow = 256 << 20
+
 // start starts the process and waits until its gRPC health service
 // answers SERVING.
 func (s *server) start(ctx context.Context, addr string) error {
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Envoy's HTTP/2 windows (256 MiB by default) and no BDP pings,
+		// which grpc-go sends when its windows are left to it.
+		grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
 	if err != nil {
 		s.stop()
 		return err
