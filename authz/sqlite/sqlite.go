@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -30,11 +29,9 @@ type Store struct {
 	db  *sql.DB
 	now func() time.Time
 
-	// insertFull is the INSERT of a full row group of usage records,
-	// prepared once: preparing its thousand parameters per batch cost
-	// more than some of its rows.
-	insertMu   sync.Mutex
-	insertFull *sql.Stmt
+	// inserts are the usage INSERTs of usageGroups[i] records, prepared
+	// at Open.
+	inserts [len(usageGroups)]*sql.Stmt
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -45,12 +42,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	// SQLite has one writer; a small pool avoids lock contention while WAL
-	// still lets readers run beside it.
+	// still lets readers run beside it. The pool keeps its connections, and
+	// with them the statements prepared on each.
 	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
 	s := &Store{db: db, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s: %w", path, err)
+	}
+	for i, n := range usageGroups {
+		if s.inserts[i], err = db.PrepareContext(ctx, usageInsert(n)); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("preparing the usage insert: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -105,11 +110,11 @@ func (s *Store) apply(ctx context.Context, m migrate.Migration) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.insertMu.Lock()
-	if s.insertFull != nil {
-		s.insertFull.Close()
+	for _, st := range s.inserts {
+		if st != nil {
+			st.Close()
+		}
 	}
-	s.insertMu.Unlock()
 	return s.db.Close()
 }
 

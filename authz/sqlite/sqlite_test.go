@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,6 +32,43 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmark(b, func(b *testing.B) authz.Store { return openTest(b) })
+	// Batches that are no multiple of usageGroups[0], as a ledger mostly
+	// flushes: storetest's 100 and 500 are one full group and a remainder.
+	for _, n := range []int{3, 37} {
+		b.Run("AppendUsageBatch"+strconv.Itoa(n), func(b *testing.B) {
+			s := openTest(b)
+			defer s.Close()
+			ctx := context.Background()
+			recs := usageBatch(0, n)
+			b.ReportAllocs()
+			batch := 0
+			for b.Loop() {
+				batch++
+				for i := range recs {
+					recs[i].ID = fmt.Sprintf("%016x-%d-%d", uint64(i)*0x9e3779b97f4a7c15, batch, i)
+				}
+				if err := s.AppendUsageBatch(ctx, recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
+}
+
+// usageBatch returns n records numbered from first, each field derived
+// from its number so that a stored row shows which record it came from.
+func usageBatch(first, n int) []authz.UsageRecord {
+	recs := make([]authz.UsageRecord, n)
+	for i := range recs {
+		k := first + i
+		recs[i] = authz.UsageRecord{ID: "rec-" + strconv.Itoa(k), RequestID: "req-" + strconv.Itoa(k),
+			KeyID: "key_" + strconv.Itoa(k%3), AccountID: "acct_" + strconv.Itoa(k%2), Endpoint: "chat.completions",
+			Model: "gpt-4o", Backend: "openai", Status: 200 + k%5, PromptTokens: int64(800 + k), CompletionTokens: int64(k),
+			TotalTokens: int64(800 + 2*k), CachedTokens: int64(k % 7), ReasoningTokens: int64(k % 11), Estimated: k%4 == 0,
+			Attempt: k % 3, Duration: time.Duration(1000+k) * time.Millisecond, At: time.UnixMilli(1700000000000 + int64(k)).UTC()}
+	}
+	return recs
 }
 
 func TestReopenKeepsDataAndSchema(t *testing.T) {
@@ -122,4 +161,73 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		s.Close()
 		t.Error("Open of a database migrated by a newer binary succeeded")
 	}
+}
+
+// TestAppendUsageBatchSizes checks that batches of every size land in
+// full, through any mix of the prepared row groups, and that a record id
+// already stored, earlier in the batch or before, is not stored again,
+// while records without an id always are.
+func TestAppendUsageBatchSizes(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 3, 17, 63, 64, 65, 100, 130} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			s := openTest(t)
+			defer s.Close()
+			first := usageBatch(0, n)
+			if n >= 3 {
+				first[n-1].ID = first[n/2].ID // within the batch
+			}
+			// Overlapping the first (between batches), differing in backend.
+			second := usageBatch(n/2, n)
+			for i := range second {
+				second[i].Backend = "retry"
+			}
+			second[len(second)-1].ID = "" // stored each time
+			var want []authz.UsageRecord
+			seen := map[string]bool{}
+			for _, batch := range [][]authz.UsageRecord{first, second, second} {
+				if err := s.AppendUsageBatch(ctx, batch); err != nil {
+					t.Fatalf("AppendUsageBatch: %v", err)
+				}
+				for _, r := range batch {
+					if r.ID == "" || !seen[r.ID] {
+						want = append(want, r)
+						seen[r.ID] = true
+					}
+				}
+			}
+			if diff := cmp.Diff(want, storedUsage(t, s)); diff != "" {
+				t.Errorf("stored usage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// storedUsage reads every usage row in the order it was inserted.
+func storedUsage(t *testing.T, s *Store) []authz.UsageRecord {
+	t.Helper()
+	rows, err := s.db.Query(`SELECT record_id, request_id, key_id, account_id, endpoint, model, backend, status,
+		prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at
+		FROM usage ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []authz.UsageRecord
+	for rows.Next() {
+		var r authz.UsageRecord
+		var id sql.NullString
+		var duration, at int64
+		if err := rows.Scan(&id, &r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status,
+			&r.PromptTokens, &r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated,
+			&r.Attempt, &duration, &at); err != nil {
+			t.Fatal(err)
+		}
+		r.ID, r.Duration, r.At = id.String, time.Duration(duration)*time.Millisecond, fromMS(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -10,30 +10,65 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const insertUsage = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
+// usageInsertHead is the usage INSERT up to its rows of parameters.
+const usageInsertHead = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING`
+	VALUES `
 
-func usageArgs(r authz.UsageRecord) []any { return appendUsageArgs(make([]any, 0, usageColumns), r) }
+const usageColumns = 17
 
+// usageGroups are the row counts of the usage INSERTs the Store prepares
+// at Open, largest first. A batch goes out in as many of the largest as
+// fit, then of the next, so any batch takes prepared statements only
+// (preparing one of a thousand parameters cost more than its rows), and
+// its last 63 records at most 3+3+3 executions. 64 rows carry 1088
+// parameters, well under SQLite's 32766.
+var usageGroups = [...]int{64, 16, 4, 1}
+
+// usageInsert is the INSERT of n usage records.
+func usageInsert(n int) string {
+	row := "(" + strings.Repeat("?, ", usageColumns-1) + "?)"
+	return usageInsertHead + strings.Repeat(row+", ", n-1) + row + " ON CONFLICT (record_id) DO NOTHING"
+}
+
+// appendUsageArgs appends r's parameters to args. The key, account,
+// endpoint, model and backend are mostly those of the record before it
+// in args: their boxes are reused rather than allocated again. Ints are
+// passed as int64, which database/sql takes without converting.
 func appendUsageArgs(args []any, r authz.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
 	if r.ID != "" {
 		id = r.ID
 	}
-	return append(args, id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, r.Status, r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, r.Attempt, r.Duration.Milliseconds(), r.At.UnixMilli())
+	var prev []any
+	if len(args) >= usageColumns {
+		prev = args[len(args)-usageColumns:]
+	}
+	return append(args, id, r.RequestID, reuse(prev, 2, r.KeyID), reuse(prev, 3, r.AccountID),
+		reuse(prev, 4, r.Endpoint), reuse(prev, 5, r.Model), reuse(prev, 6, r.Backend), int64(r.Status),
+		r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated,
+		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli())
+}
+
+// reuse returns prev[i] if it holds v, else v boxed anew.
+func reuse(prev []any, i int, v string) any {
+	if prev != nil {
+		if p, ok := prev[i].(string); ok && p == v {
+			return prev[i]
+		}
+	}
+	return v
 }
 
 // AppendUsage implements authz.Store.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
-	_, err := s.db.ExecContext(ctx, insertUsage, usageArgs(r)...)
+	_, err := s.inserts[len(usageGroups)-1].ExecContext(ctx, appendUsageArgs(make([]any, 0, usageColumns), r)...)
 	return err
 }
 
 // AppendUsageBatch implements authz.Store: one transaction, so SQLite
 // syncs once per batch instead of per record, and one statement for up
-// to usageRows records, so each costs SQLite and database/sql one
+// to usageGroups[0] records, so each costs SQLite and database/sql one
 // statement execution.
 func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
 	if len(recs) == 0 {
@@ -44,55 +79,23 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	args := make([]any, 0, usageColumns*min(len(recs), usageRows))
-	for len(recs) > 0 {
-		n := min(len(recs), usageRows)
-		args = args[:0]
-		for _, r := range recs[:n] {
-			args = appendUsageArgs(args, r)
+	args := make([]any, 0, usageColumns*min(len(recs), usageGroups[0]))
+	for i, n := range usageGroups {
+		var st *sql.Stmt // s.inserts[i] in tx, once it is needed
+		for ; len(recs) >= n; recs = recs[n:] {
+			if st == nil {
+				st = tx.StmtContext(ctx, s.inserts[i])
+			}
+			args = args[:0]
+			for _, r := range recs[:n] {
+				args = appendUsageArgs(args, r)
+			}
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				return err
+			}
 		}
-		if err := s.insertRows(ctx, tx, n, args); err != nil {
-			return err
-		}
-		recs = recs[n:]
 	}
 	return tx.Commit()
-}
-
-// usageRows is the most records one INSERT carries: 17 parameters each,
-// well under SQLite's 32766.
-const usageRows = 64
-
-const usageColumns = 17
-
-// insertRows inserts n records in tx: a full group through the statement
-// prepared once, fewer (a batch's last group) through one made for them.
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, n int, args []any) error {
-	if n != usageRows {
-		_, err := tx.ExecContext(ctx, usageInsert(n), args...)
-		return err
-	}
-	s.insertMu.Lock()
-	if s.insertFull == nil {
-		st, err := s.db.PrepareContext(ctx, insertUsageFull)
-		if err != nil {
-			s.insertMu.Unlock()
-			return err
-		}
-		s.insertFull = st
-	}
-	full := s.insertFull
-	s.insertMu.Unlock()
-	_, err := tx.StmtContext(ctx, full).ExecContext(ctx, args...)
-	return err
-}
-
-var insertUsageFull = usageInsert(usageRows)
-
-func usageInsert(n int) string {
-	row := "(" + strings.Repeat("?, ", usageColumns-1) + "?)"
-	head, _, _ := strings.Cut(insertUsage, "VALUES")
-	return head + "VALUES " + strings.Repeat(row+", ", n-1) + row + " ON CONFLICT (record_id) DO NOTHING"
 }
 
 // UsageSince implements authz.Store.
