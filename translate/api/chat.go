@@ -182,23 +182,45 @@ var (
 )
 
 // readUsage reads usage as encoding/json would, without reflection, when
-// it is written the usual way (jsonscan.PlainMembers: members named
-// exactly, each once), with integer counts or null and detail objects or
-// null. It reports false, leaving the rest to encoding/json, for anything
-// else.
+// it is written the usual way (members named exactly, each once), with
+// integer counts or null and detail objects or null. One pass of a
+// jsonscan.Cursor reads and checks the usage (rather than a check, then
+// a walk); the details it has checked are read with
+// jsonscan.PlainMembers. It reports false, leaving the rest to
+// encoding/json, for anything else.
 func readUsage(raw []byte, u *Usage) bool {
-	t := jsonscan.TrimSpace(raw)
-	var top [5][]byte
-	if !jsonscan.Valid(t) || !jsonscan.PlainMembers(t, usageNames, top[:]) {
-		return false
-	}
 	var prompt [2][]byte
 	var completion [4][]byte
 	pd, cd := &u.PromptTokensDetails, &u.CompletionTokensDetails
-	return readCount(top[0], &u.PromptTokens) && readCount(top[1], &u.CompletionTokens) && readCount(top[2], &u.TotalTokens) &&
-		readCounts(top[3], promptDetailNames, prompt[:], &pd.CachedTokens, &pd.AudioTokens) &&
-		readCounts(top[4], completionDetailNames, completion[:], &cd.ReasoningTokens, &cd.AudioTokens,
-			&cd.AcceptedPredictionTokens, &cd.RejectedPredictionTokens)
+	c := jsonscan.NewCursor(raw)
+	var seen uint32
+	for key, more := c.FirstKey(); more; key, more = c.NextKey() {
+		i := slices.Index(usageNames, string(key))
+		if i < 0 {
+			c.SkipUnknown(key, usageNames)
+			continue
+		}
+		c.Once(&seen, 1<<i)
+		v := c.Skip()
+		var ok bool
+		switch i {
+		case 0:
+			ok = readCount(v, &u.PromptTokens)
+		case 1:
+			ok = readCount(v, &u.CompletionTokens)
+		case 2:
+			ok = readCount(v, &u.TotalTokens)
+		case 3:
+			ok = readCounts(v, promptDetailNames, prompt[:], &pd.CachedTokens, &pd.AudioTokens)
+		case 4:
+			ok = readCounts(v, completionDetailNames, completion[:], &cd.ReasoningTokens, &cd.AudioTokens,
+				&cd.AcceptedPredictionTokens, &cd.RejectedPredictionTokens)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return c.End()
 }
 
 // readCounts reads the counts of a details object (or null) into counts,

@@ -23,6 +23,10 @@ type ChatRequest struct {
 	// order sent (no key repeats): a translator that changes a few
 	// members can edit it rather than encode Members anew.
 	Body []byte
+	// ModelAt and OptionsAt are Body's model and stream_options members
+	// (OptionsAt.End is 0 when there is none), where a translator edits
+	// Body without walking it again.
+	ModelAt, OptionsAt jsonscan.Member
 }
 
 var messageRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
@@ -30,13 +34,23 @@ var messageRoles = []string{"system", "developer", "user", "assistant", "tool", 
 // ParseChatRequest parses and validates a chat completions request body.
 // Errors are *RequestError.
 func ParseChatRequest(body []byte) (*ChatRequest, error) {
-	m, n, err := parseMembers(body)
+	var scratch [24]jsonscan.Member
+	members, err := objectMembers(body, scratch[:0])
 	if err != nil {
 		return nil, err
 	}
+	m := memberMap(members)
 	r := &ChatRequest{Members: m}
-	if n == len(m) {
+	if len(members) == len(m) {
 		r.Body = body
+		for _, mb := range members {
+			switch {
+			case keyIs(mb, "model"):
+				r.ModelAt = mb
+			case keyIs(mb, "stream_options"):
+				r.OptionsAt = mb
+			}
+		}
 	}
 	checks := []func() error{
 		func() (err error) { r.Model, err = requiredString(m, "model"); return err },
@@ -61,28 +75,36 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 
 // parseObject requires a JSON object and returns its members.
 func parseObject(body []byte) (map[string]json.RawMessage, error) {
-	m, _, err := parseMembers(body)
-	return m, err
+	var scratch [24]jsonscan.Member
+	members, err := objectMembers(body, scratch[:0])
+	if err != nil {
+		return nil, err
+	}
+	return memberMap(members), nil
 }
 
-// parseMembers requires a JSON object and returns its members, which
-// share body's bytes, and how many members it has (more than the map
-// when a key repeats: as in encoding/json, the last one counts).
-func parseMembers(body []byte) (map[string]json.RawMessage, int, error) {
-	var scratch [24]jsonscan.Member
-	members, ok := []jsonscan.Member(nil), false
-	if jsonscan.Valid(body) || json.Valid(body) { // the fast check, then the deep nesting it refuses
-		members, ok = jsonscan.Members(body, scratch[:0])
+// objectMembers requires a JSON object and appends its members to out.
+func objectMembers(body []byte, out []jsonscan.Member) ([]jsonscan.Member, error) {
+	members, ok := jsonscan.ValidMembers(body, out)
+	if !ok && json.Valid(body) { // the deep nesting ValidMembers refuses
+		members, ok = jsonscan.Members(body, out)
 	}
 	if !ok {
-		return nil, 0, &RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object " +
+		return nil, &RequestError{Message: "We could not parse the JSON body of your request. The API expects a JSON object " +
 			"in the request body; check that the body is valid JSON and the content type is application/json."}
 	}
+	return members, nil
+}
+
+// memberMap maps the members' names to their values, which share the
+// body's bytes. When a key repeats, the last one counts, as in
+// encoding/json.
+func memberMap(members []jsonscan.Member) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, len(members))
 	for _, mb := range members {
 		m[memberName(mb)] = json.RawMessage(mb.Value[:len(mb.Value):len(mb.Value)])
 	}
-	return m, len(members), nil
+	return m
 }
 
 // commonMembers are the request members most requests have, as strings
@@ -260,13 +282,18 @@ func quoteList(vs []string) string {
 	return b.String()
 }
 
+// numberIn and integerIn check a member's number. Its value is valid
+// JSON (objectMembers), which json.Unmarshal would decode into a float64
+// or an int64 only if it is a number strconv reads: they read it so,
+// without encoding/json's reflection.
 func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {
 	raw := m[name]
 	if jsonscan.IsNull(raw) {
 		return nil
 	}
-	var v float64
-	if json.Unmarshal(raw, &v) != nil {
+	t := jsonscan.TrimSpace(raw)
+	v, err := strconv.ParseFloat(string(t), 64)
+	if jsonscan.Kind(t) != jsonscan.Number || err != nil {
 		return wrongType(name, "a number", raw)
 	}
 	return inRange(name, v, lo, hi, "decimal", raw)
@@ -277,8 +304,9 @@ func integerIn(m map[string]json.RawMessage, name string, lo, hi float64) error 
 	if jsonscan.IsNull(raw) {
 		return nil
 	}
-	var v int64
-	if json.Unmarshal(raw, &v) != nil {
+	t := jsonscan.TrimSpace(raw)
+	v, err := strconv.ParseInt(string(t), 10, 64)
+	if jsonscan.Kind(t) != jsonscan.Number || err != nil {
 		return wrongType(name, "an integer", raw)
 	}
 	return inRange(name, float64(v), lo, hi, "integer", raw)

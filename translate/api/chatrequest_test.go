@@ -1,10 +1,13 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"modelgate/translate/jsonscan"
 )
 
 func TestParseChatRequestErrors(t *testing.T) {
@@ -88,4 +91,112 @@ func FuzzParseChatRequest(f *testing.F) {
 			t.Fatalf("error %v is not a *RequestError", err)
 		}
 	})
+}
+
+// ModelAt and OptionsAt are the members of Body that carry model and
+// stream_options, however their keys are written; without a Body (a key
+// repeats) there is nothing to edit.
+func TestParseChatRequestMemberPositions(t *testing.T) {
+	tests := []struct {
+		body             string
+		model, options   string // the values at ModelAt and OptionsAt
+		hasBody, hasOpts bool
+	}{
+		{body: `{"model":"gpt-4o","messages":[{"role":"user"}]}`, model: `"gpt-4o"`, hasBody: true},
+		{body: ` { "stream_options" : { "include_usage" : false } , "stream":true, "mod\u0065l" : "m" ,"messages":[{"role":"user"}]} `,
+			model: `"m"`, options: `{ "include_usage" : false }`, hasBody: true, hasOpts: true},
+		{body: `{"model":"m","messages":[{"role":"user"}],"stream_options":null}`, model: `"m"`, options: `null`, hasBody: true, hasOpts: true},
+		{body: `{"model":"a","model":"b","messages":[{"role":"user"}]}`},
+	}
+	for _, tt := range tests {
+		r, err := ParseChatRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("ParseChatRequest(%s): %v", tt.body, err)
+		}
+		if (r.Body != nil) != tt.hasBody {
+			t.Fatalf("ParseChatRequest(%s): Body %q", tt.body, r.Body)
+		}
+		if !tt.hasBody {
+			continue
+		}
+		for _, at := range []struct {
+			m    jsonscan.Member
+			want string
+			has  bool
+		}{{r.ModelAt, tt.model, true}, {r.OptionsAt, tt.options, tt.hasOpts}} {
+			if !at.has {
+				if at.m.End != 0 {
+					t.Errorf("ParseChatRequest(%s): a member %+v where there is none", tt.body, at.m)
+				}
+				continue
+			}
+			if got := tt.body[at.m.VS:at.m.End]; got != at.want || string(at.m.Value) != at.want {
+				t.Errorf("ParseChatRequest(%s): member value %s (%s), want %s", tt.body, got, at.m.Value, at.want)
+			}
+		}
+	}
+}
+
+// numberIn and integerIn take and refuse what encoding/json does, with
+// the same errors, for any JSON value.
+func FuzzNumberMembers(f *testing.F) {
+	for _, s := range []string{`0.7`, `1`, `-0`, `2.5e-1`, `1e400`, `-1e400`, `1E2`, `9223372036854775807`, `9223372036854775808`,
+		`-9223372036854775809`, `1.0`, `"1"`, `true`, `null`, `[]`, `{}`, `4e-400`, `0.1e1`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			t.Skip()
+		}
+		m := map[string]json.RawMessage{"x": raw}
+		var v float64
+		want := error(nil)
+		if !jsonscan.IsNull(raw) {
+			if json.Unmarshal(raw, &v) != nil {
+				want = wrongType("x", "a number", raw)
+			} else {
+				want = inRange("x", v, -2, 2, "decimal", raw)
+			}
+		}
+		if got := numberIn(m, "x", -2, 2); !cmp.Equal(got, want) {
+			t.Fatalf("numberIn(%s) = %v, want %v", raw, got, want)
+		}
+		var n int64
+		want = nil
+		if !jsonscan.IsNull(raw) {
+			if json.Unmarshal(raw, &n) != nil {
+				want = wrongType("x", "an integer", raw)
+			} else {
+				want = inRange("x", float64(n), 1, 1<<31, "integer", raw)
+			}
+		}
+		if got := integerIn(m, "x", 1, 1<<31); !cmp.Equal(got, want) {
+			t.Fatalf("integerIn(%s) = %v, want %v", raw, got, want)
+		}
+	})
+}
+
+// benchChatRequest is a chat request of about 620 bytes, as a client of a
+// support bot sends it.
+const benchChatRequest = `{"model":"gpt-4o","messages":[` +
+	`{"role":"system","content":"You are the support assistant of an online bookshop. Answer briefly and politely; when you do not know something, say so and offer to open a ticket."},` +
+	`{"role":"user","content":"Hello! I ordered \"The Left Hand of Darkness\" last week and the tracking page still says it has not shipped. My order number is 118-4432-0097. Can you tell me what is going on and when it will arrive? I need it for a reading group on Thursday."}],` +
+	`"temperature":0.7,"top_p":1,"max_completion_tokens":256,"user":"customer-4432"}`
+
+func BenchmarkParseChatRequest(b *testing.B) {
+	for name, body := range map[string]string{
+		"buffered": benchChatRequest,
+		"stream":   benchChatRequest[:len(benchChatRequest)-1] + `,"stream":true,"stream_options":{"include_usage":true}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			body := []byte(body)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, err := ParseChatRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

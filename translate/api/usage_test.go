@@ -49,3 +49,16 @@ func FuzzParseUsage(f *testing.F) {
 		}
 	})
 }
+
+// OpenAI's usage, as a buffered answer carries it.
+func BenchmarkParseUsage(b *testing.B) {
+	raw := []byte(`{"prompt_tokens":98,"completion_tokens":54,"total_tokens":152,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},` +
+		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := ParseUsage(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

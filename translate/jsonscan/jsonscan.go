@@ -43,6 +43,23 @@ func Members(obj []byte, out []Member) ([]Member, bool) {
 	}
 }
 
+// ValidMembers is Members and Valid in one pass: it lists the top-level
+// members of obj and reports whether obj is one valid JSON object. Like
+// Valid it refuses nesting deeper than 64 levels; callers that must take
+// those ask encoding/json.
+func ValidMembers(obj []byte, out []Member) ([]Member, bool) {
+	c := NewCursor(obj)
+	start := SkipSpace(obj, 0) + 1
+	for key, more := c.FirstKey(); more; key, more = c.NextKey() {
+		c.peek()
+		vs := c.pos
+		v := c.Skip()
+		out = append(out, Member{Key: key, Value: v, Start: start, VS: vs, End: vs + len(v)})
+		start = vs + len(v)
+	}
+	return out, c.End()
+}
+
 // Iter walks the members of an object or the elements of an array
 // in valid JSON without decoding or allocating. Offsets are into doc.
 type Iter struct {

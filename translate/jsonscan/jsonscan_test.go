@@ -62,3 +62,32 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// ValidMembers lists what Members lists, offsets included, for whatever
+// Valid takes for an object, and refuses the rest.
+func FuzzValidMembers(f *testing.F) {
+	for _, s := range []string{` {"a" : [1, {"b":"\u00e9"}] , "c":null } `, `{}`, `{"a":1,}`, `{"a":"\x"}`, `{"a":1} x`,
+		`[1]`, `{"a" 1}`, `{"a":01}`, "{\"a\":\"\x01\"}", `{"a":[[[[[[[[]]]]]]]]}`, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got, ok := ValidMembers(doc, nil)
+		want, wantOK := Members(doc, nil)
+		wantOK = wantOK && Valid(doc)
+		if ok != wantOK {
+			t.Fatalf("ValidMembers(%q) ok %v, want %v", doc, ok, wantOK)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("ValidMembers(%q) = %d members, want %d", doc, len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if !bytes.Equal(g.Key, w.Key) || !bytes.Equal(g.Value, w.Value) || g.Start != w.Start || g.VS != w.VS || g.End != w.End {
+				t.Fatalf("ValidMembers(%q) member %d = %+v, want %+v", doc, i, g, w)
+			}
+		}
+	})
+}

@@ -36,7 +36,7 @@ func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 // RequestBody maps the public model to the upstream one and, for streams,
 // asks for usage so the gateway can always account for it.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	if c.req.Body != nil && c.quirks.plainRequest() {
+	if c.req.Body != nil && c.req.ModelAt.End > 0 && c.quirks.plainRequest() {
 		body, err := c.editRequest()
 		if err != nil {
 			return translate.Upstream{}, err
@@ -47,12 +47,9 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	for k, v := range c.req.Members {
 		members[k] = v
 	}
-	model, err := json.Marshal(c.target.Model)
-	if err != nil {
-		return translate.Upstream{}, err
-	}
-	members["model"] = model
+	members["model"] = jsonscan.AppendQuoted(nil, c.target.Model)
 	if c.req.Stream {
+		var err error
 		if members["stream_options"], err = withIncludeUsage(members["stream_options"]); err != nil {
 			return translate.Upstream{}, err
 		}
@@ -79,40 +76,37 @@ func upstream(t translate.Target, path, contentType string, body []byte) transla
 
 // editRequest is RequestBody for a server without request quirks: the
 // client's body with the model, and for streams stream_options, changed
-// in place.
+// in place, at the members api.ParseChatRequest found.
 func (c *chat) editRequest() ([]byte, error) {
-	model, err := json.Marshal(c.target.Model)
-	if err != nil {
-		return nil, err
+	body, req := c.req.Body, c.req
+	var quoted [64]byte // on the stack, unless the model is long
+	model := jsonscan.AppendQuoted(quoted[:0], c.target.Model)
+	var opts []byte // the stream's own stream_options, asking for usage
+	if req.Stream && req.OptionsAt.End > 0 {
+		var err error
+		if opts, err = withIncludeUsage(req.OptionsAt.Value); err != nil {
+			return nil, err
+		}
 	}
-	body := c.req.Body
-	members, _ := jsonscan.Members(body, c.members()) // valid: api.ParseChatRequest
-	c.scratch = members[:0]
 	out := make([]byte, 0, len(body)+len(model)+len(`,"stream_options":{"include_usage":true}`))
 	prev := 0
 	edit := func(m jsonscan.Member, v []byte) {
 		out = append(append(out, body[prev:m.VS]...), v...)
 		prev = m.End
 	}
-	hasOptions := false
-	for _, m := range members {
-		switch string(name(m.Key)) {
-		case "model":
-			edit(m, model)
-		case "stream_options":
-			if c.req.Stream {
-				opts, err := withIncludeUsage(m.Value)
-				if err != nil {
-					return nil, err
-				}
-				edit(m, opts)
-				hasOptions = true
-			}
-		}
+	switch {
+	case opts == nil:
+		edit(req.ModelAt, model)
+	case req.OptionsAt.VS < req.ModelAt.VS:
+		edit(req.OptionsAt, opts)
+		edit(req.ModelAt, model)
+	default:
+		edit(req.ModelAt, model)
+		edit(req.OptionsAt, opts)
 	}
 	end := bytes.LastIndexByte(body, '}')
 	out = append(out, body[prev:end]...)
-	if c.req.Stream && !hasOptions {
+	if req.Stream && opts == nil {
 		out = append(out, `,"stream_options":{"include_usage":true}`...)
 	}
 	return append(out, body[end:]...), nil

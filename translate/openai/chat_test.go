@@ -383,3 +383,91 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// The upstream body is the client's, edited where its model and
+// stream_options are, wherever they are and however they are written.
+func TestEditRequest(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"Hello!"}]`
+	tests := []struct{ model, body, want string }{
+		{"gpt-5-nano", `{"model":"public",` + msgs + `}`, `{"model":"gpt-5-nano",` + msgs + `}`},
+		{"public", `{"model":"public",` + msgs + `}`, `{"model":"public",` + msgs + `}`},
+		{"a<b>&\"c\u2028", `{ "mod\u0065l" : "public" ,` + msgs + ` }`, `{ "mod\u0065l" : "a\u003cb\u003e\u0026\"c\u2028" ,` + msgs + ` }`},
+		{"m", `{"stream_options":{"x":1},"stream":true,` + msgs + `,"model":"public"}`,
+			`{"stream_options":{"x":1,"include_usage":true},"stream":true,` + msgs + `,"model":"m"}`},
+		{"m", `{"model":"public","stream":true,` + msgs + `,"stream_options":{"include_usage":false}}`,
+			`{"model":"m","stream":true,` + msgs + `,"stream_options":{"include_usage":true}}`},
+		{"m", `{"model":"public","stream":true,"stream_options":null,` + msgs + `}`,
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},` + msgs + `}`},
+		{"m", `{"model":"public","stream":true,` + msgs + "}\n", `{"model":"m","stream":true,` + msgs + `,"stream_options":{"include_usage":true}}` + "\n"},
+		{"m", `{"model":"public","stream":false,"stream_options":null,` + msgs + `}`, `{"model":"m","stream":false,"stream_options":null,` + msgs + `}`},
+	}
+	for _, tt := range tests {
+		req, err := api.ParseChatRequest([]byte(tt.body))
+		if err != nil {
+			t.Fatalf("ParseChatRequest(%s): %v", tt.body, err)
+		}
+		up, err := NewChat(translate.Target{Model: tt.model}, req).RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(up.Body) != tt.want {
+			t.Errorf("RequestBody(%s) to %q:\ngot  %s\nwant %s", tt.body, tt.model, up.Body, tt.want)
+		}
+	}
+}
+
+// The edit at the members api.ParseChatRequest found is the one a walk
+// of the body makes, for any request and model.
+func FuzzEditRequest(f *testing.F) {
+	f.Add([]byte(streamReq+`,"stream_options":{"x":1},"seed":7}`), "gpt-5-nano")
+	f.Add([]byte(`{"stream_options":{},"stream":true,"messages":[{"role":"user"}],"model":"m"}`), "a<\u2028\xff")
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user"}]}`), "m")
+	f.Fuzz(func(t *testing.T, body []byte, model string) {
+		req, err := api.ParseChatRequest(body)
+		if err != nil || req.Body == nil {
+			t.Skip()
+		}
+		got, err := (&chat{target: translate.Target{Model: model}, req: req}).editRequest()
+		want, wantErr := walkEditRequest(req, model)
+		if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+			t.Fatalf("editRequest(%s, %q) = %s, %v\nwant %s, %v", body, model, got, err, want, wantErr)
+		}
+	})
+}
+
+// walkEditRequest is editRequest as it was, walking the body for the
+// members it edits.
+func walkEditRequest(req *api.ChatRequest, model string) ([]byte, error) {
+	quoted, err := json.Marshal(model)
+	if err != nil {
+		return nil, err
+	}
+	body := req.Body
+	members, _ := jsonscan.Members(body, nil)
+	var out []byte
+	prev, hasOptions := 0, false
+	for _, m := range members {
+		v := quoted
+		switch string(name(m.Key)) {
+		case "model":
+		case "stream_options":
+			if !req.Stream {
+				continue
+			}
+			if v, err = withIncludeUsage(m.Value); err != nil {
+				return nil, err
+			}
+			hasOptions = true
+		default:
+			continue
+		}
+		out = append(append(out, body[prev:m.VS]...), v...)
+		prev = m.End
+	}
+	end := bytes.LastIndexByte(body, '}')
+	out = append(out, body[prev:end]...)
+	if req.Stream && !hasOptions {
+		out = append(out, `,"stream_options":{"include_usage":true}`...)
+	}
+	return append(out, body[end:]...), nil
+}

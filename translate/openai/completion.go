@@ -27,13 +27,17 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's chat completion is empty")
 	case doc[0] != '{':
 		return nil, api.Unusable("the provider's chat completion is not a JSON object")
-	case !jsonscan.Valid(doc) && !json.Valid(doc): // the fast check, then the deep nesting it refuses
+	}
+	var scratch [16]jsonscan.Member
+	members, ok := jsonscan.ValidMembers(doc, scratch[:0])
+	if !ok && json.Valid(doc) { // the deep nesting ValidMembers refuses
+		members, ok = jsonscan.Members(doc, scratch[:0])
+	}
+	if !ok {
 		var v json.RawMessage
 		err := json.Unmarshal(doc, &v)
 		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
 	}
-	members, _ := jsonscan.Members(doc, c.members())
-	c.scratch = members[:0]
 	f := &c.fix
 	f.reset(doc, false)
 	d := newDropper()
