@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -141,11 +142,13 @@ func (h headerMap) internal() []string {
 }
 
 // lookup returns the value of name (lower-case) and whether it is present.
+// The value shares the bytes of the header's raw_value: a decoded
+// message's, which nothing writes to.
 func (h headerMap) lookup(name string) (string, bool) {
 	for _, hv := range h.hs {
 		if k := hv.GetKey(); len(k) == len(name) && (k == name || strings.EqualFold(k, name)) {
 			if raw := hv.GetRawValue(); len(raw) > 0 {
-				return string(raw), true
+				return unsafe.String(unsafe.SliceData(raw), len(raw)), true
 			}
 			return hv.GetValue(), true
 		}
