@@ -162,7 +162,7 @@ func measureOpenStreams(tb testing.TB, srv extprocv3.ExternalProcessorServer, ke
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(extproc.Codec())) // as serve runs it
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go gs.Serve(l)
 	defer gs.Stop()
