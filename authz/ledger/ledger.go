@@ -42,8 +42,8 @@ var ErrClosed = errors.New("usage ledger already running or closed")
 // Config holds the Ledger's knobs.
 type Config struct {
 	// QueueSize is how many records may wait for the writer; zero means
-	// 16384 (a few MiB), several seconds of heavy traffic while the store
-	// is slow or away.
+	// 16384, several seconds of heavy traffic while the store is slow or
+	// away.
 	QueueSize int
 	// MaxBatch is the most records one write carries; zero means 500.
 	MaxBatch int
@@ -78,7 +78,10 @@ type Ledger struct {
 	cfg   Config
 	log   *zap.Logger
 	m     metrics
-	queue chan authz.UsageRecord
+	// queue holds pointers: a buffer of QueueSize records, pointers and
+	// all, would be a few MiB the garbage collector scans every cycle,
+	// most of it empty.
+	queue chan *authz.UsageRecord
 
 	// mu is held shared while a record is enqueued and exclusively to
 	// close, so that nothing enters the queue after the writer's last look.
@@ -101,7 +104,7 @@ func New(store BatchWriter, reg prometheus.Registerer, cfg Config) (*Ledger, err
 		return nil, errors.New("extproc: a ledger needs a store")
 	}
 	cfg = withDefaults(cfg)
-	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, queue: make(chan authz.UsageRecord, cfg.QueueSize),
+	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, queue: make(chan *authz.UsageRecord, cfg.QueueSize),
 		closing: make(chan struct{}), done: make(chan struct{}), abort: make(chan struct{})}
 	l.m = newMetrics(func() float64 { return float64(len(l.queue)) })
 	if reg != nil {
@@ -153,8 +156,9 @@ func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
 		return l.appendClosed(ctx, rec)
 	}
 	defer l.mu.RUnlock()
+	r := &rec
 	select {
-	case l.queue <- rec:
+	case l.queue <- r:
 		l.m.queued.Inc()
 		return nil
 	default:
@@ -163,7 +167,7 @@ func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
 		t := time.NewTimer(l.cfg.FullWait)
 		defer t.Stop()
 		select {
-		case l.queue <- rec:
+		case l.queue <- r:
 			l.m.queued.Inc()
 			return nil
 		case <-t.C:
@@ -263,7 +267,7 @@ func (l *Ledger) run(ctx context.Context) {
 func (l *Ledger) next(ctx context.Context, batch []authz.UsageRecord) ([]authz.UsageRecord, bool) {
 	select {
 	case r := <-l.queue:
-		batch = append(batch, r)
+		batch = append(batch, *r)
 	case <-l.closing:
 		batch = l.fill(batch)
 		return batch, len(batch) > 0
@@ -291,7 +295,7 @@ func (l *Ledger) fill(batch []authz.UsageRecord) []authz.UsageRecord {
 	for len(batch) < cap(batch) {
 		select {
 		case r := <-l.queue:
-			batch = append(batch, r)
+			batch = append(batch, *r)
 		default:
 			return batch
 		}
