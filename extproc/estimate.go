@@ -3,8 +3,10 @@ package extproc
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 )
 
 // Estimates stand in for the provider's usage where an exchange consumed
@@ -40,12 +42,14 @@ func tokensOf(n int) int64 { return int64((n + bytesPerToken - 1) / bytesPerToke
 
 // maxOutputTokens is a request's own bound on its answer, from its
 // members: OpenAI's max_completion_tokens or max_tokens, or the Responses
-// API's max_output_tokens; zero when it sets none.
+// API's max_output_tokens; zero when it sets none. The members are valid
+// JSON, whose integers strconv reads as encoding/json would.
 func maxOutputTokens(members map[string]json.RawMessage) int64 {
 	for _, name := range []string{"max_completion_tokens", "max_tokens", "max_output_tokens"} {
-		var v int64
-		if raw, ok := members[name]; ok && json.Unmarshal(raw, &v) == nil && v > 0 {
-			return v
+		if raw, ok := members[name]; ok {
+			if v, err := strconv.ParseInt(string(jsonscan.TrimSpace(raw)), 10, 64); err == nil && v > 0 {
+				return v
+			}
 		}
 	}
 	return 0
