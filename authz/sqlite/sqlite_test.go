@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -32,28 +31,6 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmark(b, func(b *testing.B) authz.Store { return openTest(b) })
-	// Batches that are no multiple of usageGroups[0], as a ledger mostly
-	// flushes: storetest's 100 and 500 are one full group and a remainder.
-	for _, n := range []int{3, 37} {
-		b.Run("AppendUsageBatch"+strconv.Itoa(n), func(b *testing.B) {
-			s := openTest(b)
-			defer s.Close()
-			ctx := context.Background()
-			recs := usageBatch(0, n)
-			b.ReportAllocs()
-			batch := 0
-			for b.Loop() {
-				batch++
-				for i := range recs {
-					recs[i].ID = fmt.Sprintf("%016x-%d-%d", uint64(i)*0x9e3779b97f4a7c15, batch, i)
-				}
-				if err := s.AppendUsageBatch(ctx, recs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-		})
-	}
 }
 
 // usageBatch returns n records numbered from first, each field derived

@@ -36,8 +36,9 @@ func Benchmark(b *testing.B, newStore func(b *testing.B) authz.Store) {
 			}
 		}
 	})
-	for _, n := range []int{100, 500} {
-		// As a ledger writes them: each record with an id of its own.
+	// As a ledger writes them: each record with an id of its own, in
+	// batches of a few, some dozens or hundreds.
+	for _, n := range []int{3, 37, 100, 500} {
 		b.Run("AppendUsageBatch"+strconv.Itoa(n), func(b *testing.B) {
 			s := newStore(b)
 			defer s.Close()
