@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,27 @@ type Metrics struct {
 	// (Envoy's retries, on the same deployment or a fallback).
 	attempts *prometheus.CounterVec
 	retries  *prometheus.CounterVec
+
+	// exchanges and usage hold the children observe writes, looked up
+	// once per label set: each WithLabelValues hashes its labels and
+	// takes a lock.
+	exchanges sync.Map // exchangeLabels → *exchangeSeries
+	usage     sync.Map // usageLabels → *usageSeries
 }
+
+type exchangeLabels struct {
+	endpoint, provider string
+	status             int
+}
+
+type exchangeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+type usageLabels struct{ endpoint, provider, model string }
+
+type usageSeries struct{ input, output prometheus.Counter }
 
 // NewMetrics registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -81,16 +102,40 @@ func (m *Metrics) observe(ex *exchange, u translate.Usage, end time.Time) {
 		return
 	}
 	ep, provider := ex.endpoint.String(), ex.target.Provider
-	m.requests.WithLabelValues(ep, provider, statusLabel(ex.status)).Inc()
-	m.duration.WithLabelValues(ep, provider).Observe(end.Sub(ex.start).Seconds())
+	e := m.exchangeSeries(exchangeLabels{ep, provider, ex.status})
+	e.requests.Inc()
+	e.duration.Observe(end.Sub(ex.start).Seconds())
 	if ex.tr == nil {
 		return
 	}
-	if !ex.firstByte.IsZero() {
+	if !ex.firstByte.IsZero() { // streams only: a series for them alone
 		m.ttft.WithLabelValues(ep, provider, ex.model).Observe(ex.firstByte.Sub(ex.start).Seconds())
 	}
-	m.tokens.WithLabelValues(ep, provider, ex.model, "input").Add(float64(u.PromptTokens))
-	m.tokens.WithLabelValues(ep, provider, ex.model, "output").Add(float64(u.CompletionTokens))
+	us := m.usageSeries(usageLabels{ep, provider, ex.model})
+	us.input.Add(float64(u.PromptTokens))
+	us.output.Add(float64(u.CompletionTokens))
+}
+
+func (m *Metrics) exchangeSeries(l exchangeLabels) *exchangeSeries {
+	if s, ok := m.exchanges.Load(l); ok {
+		return s.(*exchangeSeries)
+	}
+	s, _ := m.exchanges.LoadOrStore(l, &exchangeSeries{
+		requests: m.requests.WithLabelValues(l.endpoint, l.provider, statusLabel(l.status)),
+		duration: m.duration.WithLabelValues(l.endpoint, l.provider),
+	})
+	return s.(*exchangeSeries)
+}
+
+func (m *Metrics) usageSeries(l usageLabels) *usageSeries {
+	if s, ok := m.usage.Load(l); ok {
+		return s.(*usageSeries)
+	}
+	s, _ := m.usage.LoadOrStore(l, &usageSeries{
+		input:  m.tokens.WithLabelValues(l.endpoint, l.provider, l.model, "input"),
+		output: m.tokens.WithLabelValues(l.endpoint, l.provider, l.model, "output"),
+	})
+	return s.(*usageSeries)
 }
 
 // panicked counts a recovered panic.
