@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"mime"
@@ -125,6 +126,9 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	}
 	var mut *headers
 	if !ex.head.Stream {
+		if bytes.Equal(out, b.GetBody()) { // the answer as it came (OpenAI's, mostly): Envoy passes it on
+			return ex.finishBody(bodyReply(nil, false, nil), eos)
+		}
 		mut = &headers{}
 		mut.SetInt("content-length", int64(len(out)))
 	}
@@ -152,7 +156,11 @@ func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.Proc
 		}
 		return ex.chunk.with(out)
 	}
-	reply := bodyReply(out, true, mut)
+	return ex.finishBody(bodyReply(out, true, mut), eos)
+}
+
+// finishBody settles the exchange with its last reply.
+func (ex *exchange) finishBody(reply *extprocv3.ProcessingResponse, eos bool) *extprocv3.ProcessingResponse {
 	if eos {
 		ex.phase, ex.completed = phaseDone, true
 		reply.DynamicMetadata = ex.metadata()

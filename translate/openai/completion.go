@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -58,13 +59,19 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 				return nil, api.Unusable("the provider's usage is not a CompletionUsage")
 			}
 			c.usage = u.Counts()
-			f.replace(m, u.AppendJSON(nil))
+			var buf [320]byte
+			if usage := u.AppendJSON(buf[:0]); !bytes.Equal(usage, m.Value) {
+				f.replace(m, bytes.Clone(usage))
+			}
 		}
 		f.keep(&d, m)
 	}
 	f.close(&d)
 	if !hasChoices {
 		return nil, api.Unusable("the provider's chat completion has no choices")
+	}
+	if len(f.edits) == 0 && len(doc) == len(body) {
+		return body, nil // nothing to change: the caller may keep it as it came
 	}
 	return f.apply(make([]byte, 0, len(doc)+64*len(f.edits))), nil
 }
