@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"math"
-	"slices"
 	"unicode/utf8"
 	"unsafe"
 
@@ -404,23 +403,17 @@ func unmarshalHeaders(data []byte, h *extprocv3.HttpHeaders) bool {
 func unmarshalHeaderMap(data []byte, m *corev3.HeaderMap) bool {
 	count := 0
 	for rest := data; len(rest) > 0; count++ {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
+		num, _, after, ok := consumeBytes(rest)
+		if !ok || num != 1 {
 			return false
 		}
-		rest = rest[n:]
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return false
-		}
-		rest = rest[n:]
+		rest = after
 	}
 	values := make([]corev3.HeaderValue, count)
 	m.Headers = make([]*corev3.HeaderValue, count)
 	for i := range values {
-		_, _, n := protowire.ConsumeTag(data)
-		v, m2 := protowire.ConsumeBytes(data[n:])
-		data = data[n+m2:]
+		_, v, after, _ := consumeBytes(data)
+		data = after
 		if !unmarshalHeader(v, &values[i]) {
 			return false
 		}
@@ -431,16 +424,11 @@ func unmarshalHeaderMap(data []byte, m *corev3.HeaderMap) bool {
 
 func unmarshalHeader(data []byte, h *corev3.HeaderValue) bool {
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 || typ != protowire.BytesType {
+		num, v, after, ok := consumeBytes(data)
+		if !ok {
 			return false
 		}
-		data = data[n:]
-		v, n := protowire.ConsumeBytes(data)
-		if n < 0 {
-			return false
-		}
-		data = data[n:]
+		data = after
 		switch num {
 		case fieldHeaderKey, fieldHeaderValue:
 			if !utf8.Valid(v) {
@@ -459,6 +447,28 @@ func unmarshalHeader(data []byte, h *corev3.HeaderValue) bool {
 		}
 	}
 	return true
+}
+
+// consumeBytes reads a length-delimited field at the start of data: its
+// number, its value and what follows, or false for anything else. A tag
+// and a length under 128, as a header's are, take a byte each.
+func consumeBytes(data []byte) (protowire.Number, []byte, []byte, bool) {
+	if len(data) >= 2 && data[0] < 0x80 && data[1] < 0x80 {
+		num, n := protowire.Number(data[0]>>3), int(data[1])
+		if num == 0 || protowire.Type(data[0]&7) != protowire.BytesType || len(data)-2 < n {
+			return 0, nil, nil, false
+		}
+		return num, data[2 : 2+n], data[2+n:], true
+	}
+	num, typ, n := protowire.ConsumeTag(data)
+	if n < 0 || typ != protowire.BytesType {
+		return 0, nil, nil, false
+	}
+	v, m := protowire.ConsumeBytes(data[n:])
+	if m < 0 {
+		return 0, nil, nil, false
+	}
+	return num, v, data[n+m:], true
 }
 
 func unmarshalBody(data []byte, b *extprocv3.HttpBody) bool {
@@ -528,8 +538,7 @@ func unmarshalProtocol(data []byte, p *extprocv3.ProtocolConfiguration) bool {
 }
 
 // writeReply writes r, whose size sizeReply gave as len(b), into b, and
-// says whether it filled b exactly. Maps go in key order, as protobuf's
-// deterministic mode writes them, and a message's oneof after its other
+// says whether it filled b exactly. A message's oneof goes after its other
 // fields, as protobuf writes it.
 func writeReply(b []byte, r *extprocv3.ProcessingResponse) bool {
 	w := writer{b: b, i: len(b)}
@@ -576,12 +585,12 @@ func (w *writer) common(c *extprocv3.CommonResponse) {
 	}
 	if m := c.HeaderMutation; m != nil {
 		end := w.i
-		for _, h := range slices.Backward(m.RemoveHeaders) {
-			w.str(fieldMutationRemove, h)
+		for i := len(m.RemoveHeaders) - 1; i >= 0; i-- {
+			w.str(fieldMutationRemove, m.RemoveHeaders[i])
 		}
-		for _, o := range slices.Backward(m.SetHeaders) {
+		for i := len(m.SetHeaders) - 1; i >= 0; i-- {
 			end := w.i
-			w.option(o)
+			w.option(m.SetHeaders[i])
 			w.head(fieldMutationSet, end)
 		}
 		w.head(fieldCommonHeaderMutation, end)
@@ -617,16 +626,12 @@ func (w *writer) mode(m *filterv3.ProcessingMode) {
 }
 
 // A map entry holds its key and its value also when they are empty.
+// Entries go in the map's order, as protobuf writes them unless told to
+// be deterministic.
 func (w *writer) structure(s *structpb.Struct) {
-	var buf [16]string
-	keys := buf[:0]
-	for k := range s.Fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Backward(keys) {
+	for k, v := range s.Fields {
 		end := w.i
-		w.value(s.Fields[k])
+		w.value(v)
 		w.head(fieldEntryValue, end)
 		w.str(fieldEntryKey, k)
 		w.head(fieldStructFields, end)
@@ -653,9 +658,9 @@ func (w *writer) value(v *structpb.Value) {
 		w.head(fieldValueStruct, end)
 	case *structpb.Value_ListValue:
 		end := w.i
-		for _, e := range slices.Backward(x.ListValue.Values) {
+		for i := len(x.ListValue.Values) - 1; i >= 0; i-- {
 			end := w.i
-			w.value(e)
+			w.value(x.ListValue.Values[i])
 			w.head(fieldListValues, end)
 		}
 		w.head(fieldValueList, end)
@@ -702,6 +707,11 @@ func (w *writer) tag(num protowire.Number, typ protowire.Type) {
 }
 
 func (w *writer) varint(v uint64) {
+	if v < 0x80 { // most tags and lengths
+		w.i--
+		w.b[w.i] = byte(v)
+		return
+	}
 	w.i -= protowire.SizeVarint(v)
 	protowire.AppendVarint(w.b[w.i:w.i], v)
 }
