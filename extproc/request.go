@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"context"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,7 +203,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 		return nil
 	}
 	if ct := hm.get("content-type"); ct != "" {
-		if mt, _, _ := mime.ParseMediaType(ct); strings.HasPrefix(mt, "multipart/") {
+		if mt := translate.MediaType(ct); strings.HasPrefix(mt, "multipart/") {
 			return errUnsupportedMediaType(mt)
 		}
 	}

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"mime"
 	"net/http"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )
@@ -73,7 +73,7 @@ func (ex *exchange) gatherable(hm headerMap) bool {
 	if ex.status/100 != 2 {
 		return false
 	}
-	if mt, _, _ := mime.ParseMediaType(hm.get("content-type")); mt != "application/json" {
+	if translate.MediaType(hm.get("content-type")) != "application/json" {
 		return false // not JSON: buffered, so its 502 can still be told
 	}
 	cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64)

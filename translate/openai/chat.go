@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"mime"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
@@ -147,8 +146,7 @@ func withIncludeUsage(raw json.RawMessage) (json.RawMessage, error) {
 // ResponseHeaders streams only successful event streams.
 func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	c.status = status
-	mt, _, _ := mime.ParseMediaType(contentType)
-	if status >= 200 && status < 300 && mt == "text/event-stream" {
+	if status >= 200 && status < 300 && translate.MediaType(contentType) == "text/event-stream" {
 		c.stream = true
 		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	}
