@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "how long each server runs each scenario per round")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured traffic before each measurement")
 	conc := flag.String("concurrency", "1,16", "concurrent exchanges, comma-separated")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers (first round) to this folder")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers and of the driver (first round) to this folder")
 	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (json or stream)")
 	flag.Parse()
 	for _, f := range strings.Split(*conc, ",") {
@@ -116,8 +117,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange\n",
-						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange())
+					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange (driver %.1f µs, machine idle %2.0f%%)\n",
+						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange(),
+						float64(r.driverCPU.Microseconds())/float64(max(r.exchanges, 1)), 100*r.idle)
 					results = append(results, r)
 				}
 			}
@@ -166,6 +168,11 @@ type result struct {
 	concurrency      int
 	exchanges        int64
 	cpu, wall        time.Duration
+	// driverCPU is this process's CPU time meanwhile (the Envoy side) and
+	// idle the machine's idle share: together they tell whether the
+	// throughput was bound by the machine's CPU.
+	driverCPU time.Duration
+	idle      float64
 }
 
 func (r result) cpuPerExchange() float64 {
@@ -189,10 +196,26 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 		secs := max(1, int(duration/time.Second))
 		go func() { profiled <- s.profile(ctx, secs, profile) }()
 	}
+	if profile != "" { // the driver's own, beside the server's
+		f, err := os.Create(strings.TrimSuffix(profile, ".pprof") + "-driver.pprof")
+		if err != nil {
+			return result{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return result{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cpu0, err := s.cpu()
 	if err != nil {
 		return result{}, err
 	}
+	driver0, err := processCPU(os.Getpid())
+	if err != nil {
+		return result{}, err
+	}
+	busy0, total0 := machineCPU()
 	start := time.Now()
 	done, err := drive(ctx, s, sc, c, start.Add(duration), n)
 	wall := time.Since(start)
@@ -203,12 +226,22 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 	if err != nil {
 		return result{}, err
 	}
+	driver1, err := processCPU(os.Getpid())
+	if err != nil {
+		return result{}, err
+	}
+	busy1, total1 := machineCPU()
+	idle := 0.0
+	if total1 > total0 {
+		idle = 1 - float64(busy1-busy0)/float64(total1-total0)
+	}
 	if profiled != nil {
 		if err := <-profiled; err != nil {
 			return result{}, err
 		}
 	}
-	return result{server: s.name, scenario: sc.name, concurrency: c, exchanges: done, cpu: cpu1 - cpu0, wall: wall}, nil
+	return result{server: s.name, scenario: sc.name, concurrency: c, exchanges: done, cpu: cpu1 - cpu0, wall: wall,
+		driverCPU: driver1 - driver0, idle: idle}, nil
 }
 
 // drive runs c workers until deadline or, with n > 0, until n exchanges
@@ -265,25 +298,42 @@ func writeTable(out io.Writer, results []result, rounds int) {
 		}
 		by[k][r.server] = append(by[k][r.server], r)
 	}
-	fmt.Fprintf(out, "\nmedians of %d round(s)\n", rounds)
+	fmt.Fprintf(out, "\nmedians of %d round(s); the ratios are the medians of each round's\n", rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tconcurrency\tno-op exch/s\tmodelgate exch/s\tthroughput ratio\tno-op CPU µs/exch\tmodelgate CPU µs/exch\tCPU ratio\t")
 	for _, k := range cells {
 		noop, mg := by[k]["no-op"], by[k]["modelgate"]
 		nt, mt := median(noop, result.throughput), median(mg, result.throughput)
 		nc, mc := median(noop, result.cpuPerExchange), median(mg, result.cpuPerExchange)
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t\n", k.scenario, k.c, nt, mt, mt/nt, nc, mc, mc/nc)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t\n", k.scenario, k.c, nt, mt,
+			pairedRatio(noop, mg, result.throughput), nc, mc, pairedRatio(noop, mg, result.cpuPerExchange))
 	}
 	tw.Flush()
 }
 
-func median(rs []result, f func(result) float64) float64 {
-	if len(rs) == 0 {
-		return 0
+// pairedRatio is the median of f's ratio of mg to noop within each
+// round. The two servers of a round ran back to back, so a ratio within a
+// round is spared the drift of a shared machine's speed between rounds,
+// which a ratio of the two medians is not.
+func pairedRatio(noop, mg []result, f func(result) float64) float64 {
+	v := make([]float64, min(len(noop), len(mg)))
+	for i := range v {
+		v[i] = f(mg[i]) / f(noop[i])
 	}
+	return medianOf(v)
+}
+
+func median(rs []result, f func(result) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
+	}
+	return medianOf(v)
+}
+
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
 	}
 	slices.Sort(v)
 	if len(v)%2 == 1 {

@@ -219,6 +219,25 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
+// machineCPU is the machine's busy and total CPU time so far, in clock
+// ticks, from /proc/stat's first line (Linux; zeros elsewhere).
+func machineCPU() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i != 3 && i != 4 { // idle and iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
 // profile fetches a CPU profile of seconds from the server's pprof into
 // path.
 func (s *server) profile(ctx context.Context, seconds int, path string) error {
