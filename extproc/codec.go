@@ -21,7 +21,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 		if n, ok := sizeReply(r); ok {
 			if mem.IsBelowBufferPoolingThreshold(n) {
 				if b := make([]byte, n); writeReply(b, r) {
-					return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+					return smallReply(b), nil
 				}
 			} else {
 				pool := mem.DefaultBufferPool()
@@ -36,11 +36,38 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
+// smallReply is b as the one buffer of a slice, in one allocation where
+// a SliceBuffer in an interface and the slice holding it take two. A
+// SliceBuffer's Free does nothing; the garbage collector takes b.
+func smallReply(b []byte) mem.BufferSlice {
+	r := &struct {
+		slice [1]mem.Buffer
+		buf   mem.SliceBuffer
+	}{buf: b}
+	r.slice[0] = &r.buf
+	return r.slice[:]
+}
+
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*extprocv3.ProcessingRequest); ok && unmarshalRequest(data.Materialize(), r) {
+	if r, ok := v.(*extprocv3.ProcessingRequest); ok && unmarshalRequest(own(data), r) {
 		return nil
 	}
 	return c.proto.Unmarshal(data, v)
+}
+
+// own returns data's bytes for a decoded message to keep (its header
+// strings and bodies are over them). gRPC frees data once Unmarshal
+// returns, and a pooled buffer is then used again, so data is copied,
+// unless it is one SliceBuffer: gRPC reads a frame under its pooling
+// threshold (most of Envoy's messages) into a slice of its own, which
+// nothing uses again or writes to, and its Free does nothing.
+func own(data mem.BufferSlice) []byte {
+	if len(data) == 1 {
+		if b, ok := data[0].(mem.SliceBuffer); ok {
+			return b
+		}
+	}
+	return data.Materialize()
 }
 
 func (c codec) Name() string { return c.proto.Name() }

@@ -53,6 +53,9 @@ type exchange struct {
 	recorded  bool
 	settled   bool // rate limits charged and the concurrency slot freed
 
+	book   context.Context // see bookkeeping
+	unbook context.CancelFunc
+
 	contentType string             // of the client's request body
 	imgReq      *api.ImagesRequest // an image generation's request
 	publicBase  string             // where the client reaches the gateway, for image URLs
@@ -175,6 +178,17 @@ func (ex *exchange) beforeSend(ctx context.Context) {
 	}
 }
 
+// bookkeeping is the context of the exchange's usage records and
+// rate-limit charges: it outlives the client, and UsageTimeout bounds it
+// from its first use to the end of the exchange. One for all of them
+// spares each a timer of its own.
+func (ex *exchange) bookkeeping(ctx context.Context) context.Context {
+	if ex.book == nil {
+		ex.book, ex.unbook = context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	}
+	return ex.book
+}
+
 // afterSend runs once a reply is on its way: the final reply is not delayed
 // by bookkeeping.
 func (ex *exchange) afterSend(ctx context.Context) {
@@ -188,6 +202,11 @@ func (ex *exchange) afterSend(ctx context.Context) {
 // Envoy gave up mid-answer: the exchange is recorded with what it
 // consumed and the status the client saw.
 func (ex *exchange) finish(ctx context.Context) {
+	defer func() {
+		if ex.unbook != nil {
+			ex.unbook()
+		}
+	}()
 	defer ex.recoverFinish()
 	if a := ex.attempt; a != nil && !a.answered && ex.phase == phaseResponseHeaders {
 		ex.recordAttempt(ctx, 0) // translated and sent, and no answer came: refused, reset or timed out

@@ -304,9 +304,7 @@ func (ex *exchange) recordAttempt(ctx context.Context, status int) {
 	end := ex.s.now()
 	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
 		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
-	defer cancel()
-	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
+	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording a failed attempt", zap.Error(err))
 	}
 }

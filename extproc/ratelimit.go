@@ -90,8 +90,7 @@ func (ex *exchange) settleRate(ctx context.Context, used int64) {
 	if ex.limitRules == nil || ex.limit != nil && !ex.limit.Allowed {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
-	defer cancel()
+	ctx = ex.bookkeeping(ctx)
 	if delta := used - ex.reserved; delta != 0 {
 		if err := ex.s.cfg.Limiter.Charge(ctx, ex.limitRules, delta); err != nil {
 			ex.s.cfg.Metrics.limiterError()

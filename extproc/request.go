@@ -248,7 +248,9 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.reserve(6 + len(up.Headers))
-	h.Set(":path", up.Path)
+	if up.Path != ex.path { // what is already so costs Envoy nothing to leave
+		h.Set(":path", up.Path)
+	}
 	h.SetInt("content-length", int64(len(up.Body)))
 	h.Set("accept-encoding", "identity")
 	// Envoy's routes match these and remove them before the upstream.
@@ -258,6 +260,9 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 		h.Set(streamHeader, "1")
 	}
 	for _, uh := range up.Headers {
+		if uh.Name == "content-type" && uh.Value == ex.contentType {
+			continue
+		}
 		h.Set(uh.Name, uh.Value)
 	}
 	ex.sent, ex.sentAt = true, ex.s.now()

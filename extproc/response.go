@@ -44,7 +44,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Process
 	if ex.limit != nil {
 		mut.reserve(8) // content-type, six x-ratelimit-*, :status
 	}
-	mut.Set("content-type", ex.head.ContentType)
+	if ct := hm.get("content-type"); ct != ex.head.ContentType {
+		mut.Set("content-type", ex.head.ContentType)
+	}
 	rateHeaders(ex.limit, &mut)
 	if ex.head.Status != ex.status {
 		mut.Set(":status", strconv.Itoa(ex.head.Status))

@@ -55,9 +55,9 @@ type Config struct {
 	RequestLogger *zap.Logger
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
-	// UsageTimeout bounds the bookkeeping after a reply, each on a
-	// context that outlives the client: handing the usage record to the
-	// recorder, storing a response or an image, charging rate limits;
+	// UsageTimeout bounds the bookkeeping after a reply, on contexts
+	// that outlive the client: an exchange's usage records and rate-limit
+	// charges together, and storing a response or each image on its own;
 	// zero means 5s.
 	UsageTimeout time.Duration
 	// Responses stores the responses POST /v1/responses produces, for

@@ -73,9 +73,7 @@ func (ex *exchange) record(ctx context.Context) {
 		Duration:         end.Sub(ex.start),
 		At:               end,
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
-	defer cancel()
-	if err := ex.s.usage.AppendUsage(ctx, rec); err != nil {
+	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}
 	ex.log.Request("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),

@@ -294,8 +294,8 @@ func sizeField(num protowire.Number, n int) int {
 // unmarshalRequest decodes the messages Envoy sends on a request's
 // exchange (headers, body, protocol configuration, empty metadata) into r, or returns
 // false, leaving r as it may, for anything else. data is the server's
-// own copy: header names and values are strings over it and bodies are
-// slices of it, one allocation where protobuf makes one per header.
+// to keep: header names and values are strings over it and bodies are
+// slices of it, where protobuf makes an allocation of each.
 func unmarshalRequest(data []byte, r *extprocv3.ProcessingRequest) bool {
 	for len(data) > 0 {
 		num, typ, n := protowire.ConsumeTag(data)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -283,6 +284,66 @@ func TestRequestWireIsProtobufs(t *testing.T) {
 			t.Errorf("message %d: read as %v, want %v", i, &got, m)
 		}
 	}
+}
+
+// scribblePool is a buffer pool that spoils what it is given back, as
+// the next use of a pooled buffer would.
+type scribblePool struct{}
+
+func (scribblePool) Get(n int) *[]byte { b := make([]byte, n, max(n, 4096)); return &b }
+func (scribblePool) Put(b *[]byte) {
+	for i := range *b {
+		(*b)[i] = 'X'
+	}
+}
+
+// A decoded message keeps its bytes past gRPC's Free: a pooled buffer's
+// are copied, and a plain slice's, which no pool takes back, are used as
+// they are.
+func TestCodecKeepsWhatGRPCFrees(t *testing.T) {
+	c := Codec()
+	for i, m := range envoyMessages()[:4] {
+		data := deterministic(t, m)
+		pooled := scribblePool{}.Get(len(data))
+		copy(*pooled, data)
+		buf := mem.NewBuffer(pooled, scribblePool{})
+		if _, plain := buf.(mem.SliceBuffer); plain {
+			t.Fatal("mem.NewBuffer of a pool's buffer made a SliceBuffer")
+		}
+		var got extprocv3.ProcessingRequest
+		if err := c.Unmarshal(mem.BufferSlice{buf}, &got); err != nil {
+			t.Fatal(err)
+		}
+		buf.Free()
+		if !proto.Equal(&got, m) {
+			t.Errorf("message %d from a pooled buffer, after Free: %v, want %v", i, &got, m)
+		}
+
+		plain := slices.Clone(data)
+		var kept extprocv3.ProcessingRequest
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(plain)}, &kept); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(&kept, m) {
+			t.Errorf("message %d from a slice: %v, want %v", i, &kept, m)
+		}
+		if hs := kept.GetRequestHeaders().GetHeaders().GetHeaders(); len(hs) > 0 {
+			if p := unsafe.StringData(hs[0].Key); uintptr(unsafe.Pointer(p)) < uintptr(unsafe.Pointer(&plain[0])) ||
+				uintptr(unsafe.Pointer(p)) >= uintptr(unsafe.Pointer(&plain[0]))+uintptr(len(plain)) {
+				t.Errorf("message %d: a header of a plain slice was copied", i)
+			}
+		}
+	}
+	// A small reply is one buffer, as protobuf writes it.
+	r := bodyReply([]byte(`{"id":"x"}`), true, testHeaders())
+	out, err := c.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := deterministic(t, r); len(out) != 1 || !bytes.Equal(out.Materialize(), want) {
+		t.Errorf("small reply: %d buffers %q, want one %q", len(out), out.Materialize(), want)
+	}
+	out.Free()
 }
 
 // What only protobuf reads is declined, and the codec then reads or

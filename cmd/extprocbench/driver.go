@@ -33,8 +33,10 @@ func scenarios() []scenario {
 // SEND, request body BUFFERED, response headers SEND, response body
 // BUFFERED unless the response-headers reply overrides it, trailers SKIP.
 type driver struct {
-	client extprocv3.ExternalProcessorClient
-	key    string
+	// clients are one for each of Envoy's workers; a worker's exchanges
+	// all go through its own.
+	clients []extprocv3.ExternalProcessorClient
+	key     string
 	// translates: the server must replace the request body (modelgate);
 	// a no-op server must not.
 	translates bool
@@ -57,13 +59,13 @@ func headerMap(hs []header) *corev3.HeaderMap {
 	return m
 }
 
-// exchange plays one HTTP request through the server and checks each
-// reply is the one Envoy needs to go on.
-func (d *driver) exchange(ctx context.Context, sc *scenario, requestID string) (err error) {
+// exchange plays one HTTP request through the server on worker's
+// connection and checks each reply is the one Envoy needs to go on.
+func (d *driver) exchange(ctx context.Context, sc *scenario, worker int, requestID string) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	// Envoy half-closes and resets the stream after the last reply.
 	defer cancel()
-	s, err := d.client.Process(ctx)
+	s, err := d.clients[worker%len(d.clients)].Process(ctx)
 	if err != nil {
 		return err
 	}

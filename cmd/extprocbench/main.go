@@ -264,7 +264,7 @@ func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Ti
 				if n > 0 && i > n {
 					return
 				}
-				if err := s.driver.exchange(ctx, sc, "bench-"+strconv.Itoa(w)+"-"+strconv.FormatInt(i, 10)); err != nil {
+				if err := s.driver.exchange(ctx, sc, w, "bench-"+strconv.Itoa(w)+"-"+strconv.FormatInt(i, 10)); err != nil {
 					if ctx.Err() == nil {
 						errOnce.Do(func() { firstErr = fmt.Errorf("%s, %s, exchange %d: %w", s.name, sc.name, i, err); cancel() })
 					}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +35,7 @@ const (
 type server struct {
 	name    string
 	cmd     *exec.Cmd
-	conn    *grpc.ClientConn
+	conns   []*grpc.ClientConn // one for each of Envoy's workers
 	driver  *driver
 	pprof   string // host:port serving /debug/pprof/
 	stderr  bytes.Buffer
@@ -105,7 +106,7 @@ func startModelgate(ctx context.Context, bin, dir string) (*server, error) {
 	if err := s.start(ctx, grpcAddr); err != nil {
 		return nil, err
 	}
-	s.driver = &driver{client: extprocv3.NewExternalProcessorClient(s.conn), key: strings.TrimSpace(string(out)), translates: true}
+	s.driver = &driver{clients: s.clients(), key: strings.TrimSpace(string(out)), translates: true}
 	return s, nil
 }
 
@@ -130,8 +131,22 @@ func startNoop(ctx context.Context) (*server, error) {
 	if err := s.start(ctx, addr); err != nil {
 		return nil, err
 	}
-	s.driver = &driver{client: extprocv3.NewExternalProcessorClient(s.conn), key: "sk-none"}
+	s.driver = &driver{clients: s.clients(), key: "sk-none"}
 	return s, nil
+}
+
+// envoyWorkers is how many connections Envoy opens to the server: one
+// for each worker thread, whose connection pools are its own, and Envoy
+// runs as many workers as the machine has hardware threads unless told
+// otherwise (--concurrency).
+var envoyWorkers = runtime.NumCPU()
+
+func (s *server) clients() []extprocv3.ExternalProcessorClient {
+	cs := make([]extprocv3.ExternalProcessorClient, len(s.conns))
+	for i, c := range s.conns {
+		cs[i] = extprocv3.NewExternalProcessorClient(c)
+	}
+	return cs
 }
 
 // envoyWindow is Envoy's default initial stream and connection window
@@ -144,16 +159,18 @@ func (s *server) start(ctx context.Context, addr string) error {
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// Envoy's HTTP/2 windows (256 MiB by default) and no BDP pings,
-		// which grpc-go sends when its windows are left to it.
-		grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
-	if err != nil {
-		s.stop()
-		return err
+	for range envoyWorkers {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			// Envoy's HTTP/2 windows (256 MiB by default) and no BDP pings,
+			// which grpc-go sends when its windows are left to it.
+			grpc.WithInitialWindowSize(envoyWindow), grpc.WithInitialConnWindowSize(envoyWindow))
+		if err != nil {
+			s.stop()
+			return err
+		}
+		s.conns = append(s.conns, conn)
 	}
-	s.conn = conn
-	health := healthpb.NewHealthClient(conn)
+	health := healthpb.NewHealthClient(s.conns[0])
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
@@ -171,8 +188,8 @@ func (s *server) start(ctx context.Context, addr string) error {
 // stop ends the process the way a deployment does (SIGTERM: the gateway
 // drains and flushes its ledger) and waits for it.
 func (s *server) stop() error {
-	if s.conn != nil {
-		s.conn.Close()
+	for _, c := range s.conns {
+		c.Close()
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may be gone already
 	done := make(chan error, 1)
