@@ -203,7 +203,8 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
 		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true),
-		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(extproc.Codec()))
+		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(extproc.Codec()),
+		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))
 	extprocv3.RegisterExternalProcessorServer(g.grpc, g.proc)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
 	g.mux = http.NewServeMux()
@@ -594,6 +595,17 @@ func (l *notifyListener) Close() error {
 	l.once.Do(func() { close(l.closed) })
 	return err
 }
+
+// The HTTP/2 windows the server gives Envoy, fixed: left to gRPC, they
+// start at 64 KiB and grow by bandwidth estimation, whose pings go out
+// with received data one round trip after another, each a frame for
+// Envoy to answer and for the server to read. The connection's window
+// bounds what a connection holds unread, at the most gRPC's estimation
+// would grow it to.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 16 << 20
+)
 
 // streamWorkers is how many goroutines serve ext_proc streams from a pool
 // (more start when all are busy): a stream then starts on a goroutine
