@@ -1,0 +1,204 @@
+package pricing
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseAmount(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Nanos
+		err  string
+	}{
+		{"2.50", 2_500_000_000, ""},
+		{"0.000125", 125_000, ""},
+		{"3", 3 * NanosPerUnit, ""},
+		{"0.000000001", 1, ""},
+		{"9223372036.854775807", math.MaxInt64, ""},
+		{"9223372036.854775808", 0, "too large"},
+		{"100000000000000000000", 0, "too large"},
+		{"0.0000000001", 0, "at most 9 decimals"},
+		{"", 0, "want digits"},
+		{".5", 0, "want digits"},
+		{"1.", 0, "want digits"},
+		{"-1", 0, "want digits"},
+		{"+1", 0, "want digits"},
+		{"1e3", 0, "want digits"},
+		{"1,5", 0, "want digits"},
+		{" 1", 0, "want digits"},
+	} {
+		got, err := ParseAmount(c.in)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("ParseAmount(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ParseAmount(%q) = %d, %v; want an error with %q", c.in, got, err, c.err)
+		}
+	}
+}
+
+func TestNanosString(t *testing.T) {
+	for n, want := range map[Nanos]string{
+		2_500_000_000: "2.50", 125_000: "0.000125", 0: "0.00", 3 * NanosPerUnit: "3.00", 1: "0.000000001",
+		-1_500_000_000: "-1.50", math.MinInt64: "-9223372036.854775808",
+	} {
+		if got := n.String(); got != want {
+			t.Errorf("Nanos(%d) = %q, want %q", int64(n), got, want)
+		}
+	}
+}
+
+// Whatever ParseAmount accepts, String writes so that it reads back the
+// same.
+func FuzzParseAmount(f *testing.F) {
+	for _, s := range []string{"2.50", "0.000125", "3", "9223372036.854775807", "1.", "-1", "0.0000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseAmount(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseAmount(%q) = %d, negative", s, n)
+		}
+		back, err := ParseAmount(n.String())
+		if err != nil || back != n {
+			t.Fatalf("ParseAmount(%q) = %d, written %q, read back %d, %v", s, n, n.String(), back, err)
+		}
+	})
+}
+
+func amount(t *testing.T, s string) Nanos {
+	t.Helper()
+	n, err := ParseAmount(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestTableAt(t *testing.T) {
+	day := func(s string) time.Time {
+		d, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	table, err := NewTable([]Price{
+		{Model: "gpt-4o", From: day("2026-06-01"), Input: amount(t, "2.00")},
+		{Model: "gpt-4o", Input: amount(t, "5.00")}, // always, until June
+		{Model: "gpt-4o", From: day("2026-09-01"), Input: amount(t, "1.50")},
+		{Model: "mini", From: day("2026-06-01"), Input: amount(t, "0.15")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		model string
+		at    string
+		want  string // "" for no price
+	}{
+		{"gpt-4o", "2025-01-01", "5.00"},
+		{"gpt-4o", "2026-05-31", "5.00"},
+		{"gpt-4o", "2026-06-01", "2.00"},
+		{"gpt-4o", "2026-08-31", "2.00"},
+		{"gpt-4o", "2026-09-01", "1.50"},
+		{"gpt-4o", "2030-01-01", "1.50"},
+		{"mini", "2026-05-31", ""}, // before its first price: unknown
+		{"mini", "2026-06-02", "0.15"},
+		{"other", "2026-06-02", ""},
+	} {
+		p, ok := table.At(c.model, day(c.at))
+		got := ""
+		if ok {
+			got = p.Input.String()
+		}
+		if got != c.want {
+			t.Errorf("%s at %s: input %q (found %v), want %q", c.model, c.at, got, ok, c.want)
+		}
+	}
+}
+
+func TestNewTableRefuses(t *testing.T) {
+	neg := Nanos(-1)
+	for name, prices := range map[string][]Price{
+		"two prices from one date": {{Model: "m", Input: 1}, {Model: "m", Input: 2}},
+		"a negative input":         {{Model: "m", Input: -1}},
+		"a negative cached price":  {{Model: "m", CachedInput: &neg}},
+		"a negative image price":   {{Model: "m", Images: []ImagePrice{{Each: -5}}}},
+		"no model":                 {{Input: 1}},
+	} {
+		if _, err := NewTable(prices); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCost(t *testing.T) {
+	cachedPrice, reasoningPrice := amount(t, "1.25"), amount(t, "20")
+	gpt := Price{Model: "gpt", Input: amount(t, "2.50"), Output: amount(t, "10"), AudioSecond: amount(t, "0.0001"),
+		Images: []ImagePrice{{Each: amount(t, "0.04")}, {Size: "1024x1792", Each: amount(t, "0.08")},
+			{Size: "1024x1792", Quality: "hd", Each: amount(t, "0.12")}}}
+	withOwn := gpt
+	withOwn.CachedInput, withOwn.Reasoning = &cachedPrice, &reasoningPrice
+	for _, c := range []struct {
+		name  string
+		price Price
+		usage Usage
+		want  string // "" for unknown
+	}{
+		// 1,000 prompt tokens at 2.50 a million and 500 completion at 10.
+		{"tokens", gpt, Usage{PromptTokens: 1000, CompletionTokens: 500}, "0.0075"},
+		// Cached tokens at the input price when the price has none of its own.
+		{"cached, no cached price", gpt, Usage{PromptTokens: 1000, CachedTokens: 400}, "0.0025"},
+		// 600 at 2.50 and 400 at 1.25 a million.
+		{"cached at its own price", withOwn, Usage{PromptTokens: 1000, CachedTokens: 400}, "0.002"},
+		// 300 at 10 and 200 reasoning at 20 a million.
+		{"reasoning at its own price", withOwn, Usage{CompletionTokens: 500, ReasoningTokens: 200}, "0.007"},
+		{"reasoning at the output price", gpt, Usage{CompletionTokens: 500, ReasoningTokens: 200}, "0.005"},
+		// More cached than prompt tokens (a provider's odd report) charges no negative tokens.
+		{"cached beyond the prompt", withOwn, Usage{PromptTokens: 100, CachedTokens: 500}, "0.000125"},
+		{"one token", gpt, Usage{PromptTokens: 1}, "0.0000025"},
+		// One token at 0.0025 a million is 2.5 nanos, rounded half up.
+		{"a fraction of a nano", Price{Model: "m", Input: amount(t, "0.0025")}, Usage{PromptTokens: 1}, "0.000000003"},
+		{"audio", gpt, Usage{AudioSeconds: 61.5}, "0.00615"},
+		{"an image of any size", gpt, Usage{Images: 2, ImageSize: "1024x1024", ImageQuality: "standard"}, "0.08"},
+		{"the size's price", gpt, Usage{Images: 1, ImageSize: "1024x1792", ImageQuality: "standard"}, "0.08"},
+		{"size and quality's price", gpt, Usage{Images: 1, ImageSize: "1024x1792", ImageQuality: "hd"}, "0.12"},
+		{"an image without a price", Price{Model: "m", Images: []ImagePrice{{Size: "256x256", Each: 1}}},
+			Usage{PromptTokens: 10, Images: 1, ImageSize: "1024x1024"}, ""},
+		{"free", Price{Model: "local"}, Usage{PromptTokens: 1000, CompletionTokens: 1000}, "0.00"},
+		{"saturates", Price{Model: "m", Input: math.MaxInt64}, Usage{PromptTokens: math.MaxInt64}, "9223372036.854775807"},
+	} {
+		cost, known := c.price.Cost(c.usage)
+		got := ""
+		if known {
+			got = cost.String()
+		}
+		if got != c.want {
+			t.Errorf("%s: cost %q (known %v), want %q", c.name, got, known, c.want)
+		}
+	}
+}
+
+// The cost is computed once a request, when its record is written.
+func BenchmarkCost(b *testing.B) {
+	table, err := NewTable([]Price{{Model: "gpt-4o", Input: 2_500_000_000, Output: 10 * NanosPerUnit}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now()
+	u := Usage{PromptTokens: 812, CachedTokens: 512, CompletionTokens: 230, ReasoningTokens: 64}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, ok := table.At("gpt-4o", at)
+		if c, known := p.Cost(u); !ok || !known || c <= 0 {
+			b.Fatal("no cost")
+		}
+	}
+}
