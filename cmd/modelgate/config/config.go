@@ -42,6 +42,8 @@ type Config struct {
 	Models     []Model    `json:"models"`
 	// Fallback holds the defaults of every model's fallback settings.
 	Fallback Fallback `json:"fallback"`
+	// Prices are what models cost; see Prices.
+	Prices Prices `json:"prices"`
 }
 
 // Server holds the listen addresses of `modelgate serve` and how it stops.
@@ -430,6 +432,7 @@ func Parse(data []byte) (*Config, error) {
 func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
+	setDefault(&c.Prices.Currency, "USD")
 	if c.Server.ShutdownGrace.Duration == 0 {
 		c.Server.ShutdownGrace.Duration = 10 * time.Minute
 	}
@@ -501,6 +504,7 @@ func (c *Config) validate(p *problems) {
 		p.add("envoy.request_timeout", "must not be negative")
 	}
 	c.Envoy.validate(p)
+	c.validatePrices(p)
 	switch c.RateLimits.Store {
 	case "", "memory":
 	case "redis":

@@ -82,6 +82,9 @@ func check(p *problems, at string, v any, t reflect.Type) any {
 		}
 		return v
 	}
+	if t == typeOf[Amount]() {
+		return checkAmount(p, at, v)
+	}
 	if t == typeOf[RetryCondition]() {
 		if n, ok := v.(json.Number); ok { // retry_on: [5xx, 429]: YAML reads 429 as a number
 			return n.String()

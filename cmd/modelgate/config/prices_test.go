@@ -1,0 +1,74 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/authz/pricing"
+)
+
+func TestPrices(t *testing.T) {
+	cfg, err := Parse([]byte(valid + `
+prices:
+  models:
+    - model: gpt-4o
+      input: 2.50             # a YAML number, read as the decimal written
+      cached_input: "1.25"
+      output: "10"
+      audio_second: 1.25e-07  # an exponent, written out
+      images:
+        - {size: 1024x1024, each: "0.04"}
+    - {model: gpt-4o, from: 2026-06-01, input: "2.00", output: "8.00"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Prices.Currency != "USD" {
+		t.Errorf("currency %q, want the default USD", cfg.Prices.Currency)
+	}
+	table, err := cfg.PriceTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, ok := table.At("gpt-4o", time.Date(2026, 5, 31, 23, 0, 0, 0, time.UTC))
+	if !ok || before.Input != 2_500_000_000 || before.CachedInput == nil || *before.CachedInput != 1_250_000_000 ||
+		before.Output != 10*pricing.NanosPerUnit || before.AudioSecond != 125 || len(before.Images) != 1 || before.Images[0].Each != 40_000_000 {
+		t.Errorf("the price before June: %+v (found %v)", before, ok)
+	}
+	after, ok := table.At("gpt-4o", time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	if !ok || after.Input != 2*pricing.NanosPerUnit || after.CachedInput != nil {
+		t.Errorf("the price from June: %+v (found %v)", after, ok)
+	}
+}
+
+func TestPricesProblems(t *testing.T) {
+	_, err := Parse([]byte(valid + `
+prices:
+  models:
+    - {model: gpt-4o, input: "-1"}
+    - {model: gpt-5, input: "1"}
+    - {model: gpt-4o, from: yesterday, input: "1"}
+    - {model: gpt-4o, output: [1]}
+    - {model: gpt-4o, input: "0.0000000001"}
+    - {input: "1"}
+    - {model: gpt-4o, from: 2026-06-01}
+    - {model: gpt-4o, from: "2026-06-01T00:00:00Z"}
+`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		`prices.models[0].input: amount "-1": want digits`,
+		`prices.models[1].model: "gpt-5" is not a model of this config`,
+		`prices.models[2].from: "yesterday" is not a date`,
+		`prices.models[3].output: want an amount such as "2.50", got a list`,
+		`prices.models[4].input: amount "0.0000000001": at most 9 decimals`,
+		`prices.models[5].model: is required`,
+		`prices.models[7]: gpt-4o has another price from the same time`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
