@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"modelgate/authz/pricing"
 )
 
 // Sentinel errors. They know nothing of HTTP.
@@ -192,7 +194,15 @@ type UsageRecord struct {
 	// another deployment (1, 2, …): its backend and status (0 when the
 	// attempt got no answer: refused, reset or timed out), no tokens. Zero
 	// is the request's own record; only those count as requests.
-	Attempt  int
+	Attempt int
+	// Cost is what the request cost at the price in effect when it was
+	// recorded; CostKnown is false when its model had none.
+	Cost      pricing.Nanos
+	CostKnown bool
+	// Audio is how much audio the request transcribed; Images how many
+	// images it generated.
+	Audio    time.Duration
+	Images   int64
 	Duration time.Duration
 	At       time.Time
 }
@@ -205,6 +215,12 @@ type UsageTotals struct {
 	TotalTokens      int64
 	CachedTokens     int64
 	ReasoningTokens  int64
+	// Cost sums the known costs; UnknownCost counts the records whose
+	// cost is unknown (no price was in effect).
+	Cost        pricing.Nanos
+	UnknownCost int64
+	Audio       time.Duration
+	Images      int64
 }
 
 // UsageGrouping says which columns UsageReport groups by; zero sums

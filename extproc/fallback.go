@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
@@ -304,6 +305,7 @@ func (ex *exchange) recordAttempt(ctx context.Context, status int) {
 	end := ex.s.now()
 	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
 		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
+	rec.Cost, rec.CostKnown = ex.cost(pricing.Usage{}, end) // no tokens: nothing, where the model has a price
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording a failed attempt", zap.Error(err))
 	}

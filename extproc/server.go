@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/ratelimit"
 	"modelgate/translate/providers"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	RequestLogger *zap.Logger
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
+	// Prices give each usage record its cost; nil (or a model without a
+	// price in effect) records it as unknown.
+	Prices *pricing.Table
 	// UsageTimeout bounds the bookkeeping after a reply, on contexts
 	// that outlive the client: an exchange's usage records and rate-limit
 	// charges together, and storing a response or each image on its own;

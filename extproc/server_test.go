@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/envoy/standin"
@@ -251,6 +252,34 @@ func TestChatRecordsUsageAndMetadata(t *testing.T) {
 	}
 	if totals.Requests != 1 || totals.TotalTokens != 385 {
 		t.Errorf("usage totals = %+v, want 1 request, 385 tokens", totals)
+	}
+	if totals.UnknownCost != 1 || totals.Cost != 0 {
+		t.Errorf("without prices the cost is unknown: %+v", totals)
+	}
+}
+
+// With a price in effect, the record carries the request's cost: 8
+// prompt tokens at 2.50 a million and 377 completion at 10.
+func TestChatRecordsCost(t *testing.T) {
+	prices, err := pricing.NewTable([]pricing.Price{
+		{Model: "gpt-4o", Input: 2_500_000_000, Output: 10 * pricing.NanosPerUnit},
+		{Model: "gpt-4o", From: time.Now().Add(time.Hour), Input: 1}, // not yet in effect
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) { c.Prices = prices })
+	since := time.Now().Add(-time.Minute)
+	f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody)
+	var totals authz.UsageTotals
+	for range 50 {
+		if totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since); totals.Requests > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if want := pricing.Nanos(8*2500 + 377*10_000); totals.Cost != want || totals.UnknownCost != 0 {
+		t.Errorf("cost %v (unknown %d), want %v", totals.Cost, totals.UnknownCost, want)
 	}
 }
 

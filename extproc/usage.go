@@ -2,11 +2,13 @@ package extproc
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 // metadata is the usage exposed to Envoy as dynamic metadata, for access
@@ -43,6 +45,16 @@ type metadataSlab struct {
 	numbers [3]structpb.Value_NumberValue
 }
 
+// cost is what u cost at the price of the exchange's model in effect at
+// end, or false when there is none.
+func (ex *exchange) cost(u pricing.Usage, end time.Time) (pricing.Nanos, bool) {
+	p, ok := ex.s.cfg.Prices.At(ex.model, end)
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(u)
+}
+
 // record writes metrics and, for routed requests, the usage record. It runs
 // on a context that survives the client going away, so no record is lost.
 func (ex *exchange) record(ctx context.Context) {
@@ -73,6 +85,8 @@ func (ex *exchange) record(ctx context.Context) {
 		Duration:         end.Sub(ex.start),
 		At:               end,
 	}
+	rec.Cost, rec.CostKnown = ex.cost(pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens}, end)
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}

@@ -183,5 +183,6 @@ func (h *Handler) usageLines(ctx context.Context, rows []authz.UsageRow, account
 func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
 	return authz.UsageTotals{Requests: a.Requests + b.Requests, PromptTokens: a.PromptTokens + b.PromptTokens,
 		CompletionTokens: a.CompletionTokens + b.CompletionTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
-		CachedTokens: a.CachedTokens + b.CachedTokens, ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens}
+		CachedTokens: a.CachedTokens + b.CachedTokens, ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens,
+		Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images}
 }

@@ -16,6 +16,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
 )
 
@@ -73,7 +74,8 @@ func (s *batchStore) requestIDs() []string {
 func usageRec(i int) authz.UsageRecord {
 	return authz.UsageRecord{RequestID: fmt.Sprintf("req-%05d", i), KeyID: "key_1", AccountID: "acct_1",
 		Endpoint: "chat.completions", Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: int64(i),
-		CompletionTokens: 1, TotalTokens: int64(i) + 1, At: time.UnixMilli(1_900_000_000_000 + int64(i))}
+		CompletionTokens: 1, TotalTokens: int64(i) + 1, At: time.UnixMilli(1_900_000_000_000 + int64(i)),
+		Cost: pricing.Nanos(i * 7), CostKnown: i%10 != 0}
 }
 
 func requestIDs(from, to int) []string {
@@ -478,6 +480,11 @@ func TestLedgerWithSQLite(t *testing.T) {
 		want.PromptTokens += r.PromptTokens
 		want.CompletionTokens += r.CompletionTokens
 		want.TotalTokens += r.TotalTokens
+		if r.CostKnown {
+			want.Cost += r.Cost
+		} else {
+			want.UnknownCost++
+		}
 		if err := l.AppendUsage(ctx, r); err != nil {
 			t.Fatal(err)
 		}

@@ -13,15 +13,21 @@ import (
 )
 
 var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
-	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "estimated", "attempt", "duration_ms", "at"}
+	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "estimated", "attempt", "duration_ms", "at",
+	"cost_nanos", "audio_ms", "images"}
 
 func usageValues(r authz.UsageRecord) []any {
 	var id *string // NULL when unset: such records may repeat
 	if r.ID != "" {
 		id = &r.ID
 	}
+	var cost *int64 // NULL when unknown
+	if r.CostKnown {
+		cost = (*int64)(&r.Cost)
+	}
 	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, int32(r.Status), r.PromptTokens,
-		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, int32(r.Attempt), r.Duration.Milliseconds(), ms(r.At)}
+		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, int32(r.Attempt), r.Duration.Milliseconds(), ms(r.At),
+		cost, r.Audio.Milliseconds(), r.Images}
 }
 
 // AppendUsage implements authz.Store.
@@ -30,8 +36,14 @@ func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	return err
 }
 
-var insertUsage = `INSERT INTO usage (` + strings.Join(usageColumns, ", ") + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (record_id) DO NOTHING`
+var insertUsage = func() string {
+	params := make([]string, len(usageColumns))
+	for i := range params {
+		params[i] = "$" + strconv.Itoa(i+1)
+	}
+	return `INSERT INTO usage (` + strings.Join(usageColumns, ", ") + `) VALUES (` + strings.Join(params, ", ") +
+		`) ON CONFLICT (record_id) DO NOTHING`
+}()
 
 // AppendUsageBatch implements authz.Store: one COPY into a temporary
 // table, then one INSERT that skips ids already stored, in a transaction.
@@ -59,7 +71,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
 	err := s.row(ctx, func(row pgx.Row) error {
-		return row.Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens)
+		return row.Scan(storesql.TotalsDest(&t)...)
 	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2 AND attempt = 0`, accountID, ms(since))
 	return t, err
 }
@@ -70,8 +82,7 @@ func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.Us
 	return list(ctx, s, func(row pgx.Row) (authz.UsageRow, error) {
 		var r authz.UsageRow
 		var day time.Time
-		err := row.Scan(&day, &r.AccountID, &r.KeyID, &r.Model, &r.Requests, &r.PromptTokens, &r.CompletionTokens,
-			&r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens)
+		err := row.Scan(append([]any{&day, &r.AccountID, &r.KeyID, &r.Model}, storesql.TotalsDest(&r.UsageTotals)...)...)
 		if q.By&authz.ByDay != 0 {
 			r.Day = day.UTC()
 		}

@@ -162,8 +162,11 @@ func (p Price) check() error {
 }
 
 // At returns the price of model in effect at t: the latest one from t or
-// before.
+// before. A nil Table has no prices.
 func (t *Table) At(model string, at time.Time) (Price, bool) {
+	if t == nil {
+		return Price{}, false
+	}
 	ps := t.byModel[model]
 	i, _ := slices.BinarySearchFunc(ps, at, func(p Price, at time.Time) int {
 		if p.From.After(at) {

@@ -12,16 +12,17 @@ import (
 
 // usageInsertHead is the usage INSERT up to its rows of parameters.
 const usageInsertHead = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
-	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at)
+	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at, cost_nanos,
+	audio_ms, images)
 	VALUES `
 
-const usageColumns = 17
+const usageColumns = 20
 
 // usageGroups are the row counts of the usage INSERTs the Store prepares
 // at Open, largest first. A batch goes out in as many of the largest as
 // fit, then of the next, so any batch takes prepared statements only
 // (preparing one of a thousand parameters cost more than its rows), and
-// its last 63 records at most 3+3+3 executions. 64 rows carry 1088
+// its last 63 records at most 3+3+3 executions. 64 rows carry 1280
 // parameters, well under SQLite's 32766.
 var usageGroups = [...]int{64, 16, 4, 1}
 
@@ -47,7 +48,15 @@ func appendUsageArgs(args []any, r authz.UsageRecord) []any {
 	return append(args, id, r.RequestID, reuse(prev, 2, r.KeyID), reuse(prev, 3, r.AccountID),
 		reuse(prev, 4, r.Endpoint), reuse(prev, 5, r.Model), reuse(prev, 6, r.Backend), int64(r.Status),
 		r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated,
-		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli())
+		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli(), cost(r), r.Audio.Milliseconds(), r.Images)
+}
+
+// cost is a record's cost parameter: NULL when it is unknown.
+func cost(r authz.UsageRecord) any {
+	if !r.CostKnown {
+		return nil
+	}
+	return int64(r.Cost)
 }
 
 // reuse returns prev[i] if it holds v, else v boxed anew.
@@ -102,8 +111,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
 	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ? AND attempt = 0`,
-		accountID, since.UnixMilli()).Scan(&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens,
-		&t.CachedTokens, &t.ReasoningTokens)
+		accountID, since.UnixMilli()).Scan(storesql.TotalsDest(&t)...)
 	return t, err
 }
 
@@ -113,8 +121,7 @@ func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.Us
 	return list(ctx, s, func(row scanner) (authz.UsageRow, error) {
 		var r authz.UsageRow
 		var day int64
-		err := row.Scan(&day, &r.AccountID, &r.KeyID, &r.Model, &r.Requests, &r.PromptTokens, &r.CompletionTokens,
-			&r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens)
+		err := row.Scan(append([]any{&day, &r.AccountID, &r.KeyID, &r.Model}, storesql.TotalsDest(&r.UsageTotals)...)...)
 		if q.By&authz.ByDay != 0 {
 			r.Day = fromMS(day)
 		}

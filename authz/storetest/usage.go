@@ -12,6 +12,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 func testUsage(t *testing.T, s authz.Store) {
@@ -21,7 +22,9 @@ func testUsage(t *testing.T, s authz.Store) {
 	for i, at := range []time.Time{t0.Add(-time.Minute), t0, t0.Add(time.Minute)} {
 		rec := authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
 			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
-			CachedTokens: 4, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at}
+			CachedTokens: 4, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at,
+			// the last one's cost is unknown (its model had no price)
+			Cost: pricing.Nanos(1000 * (i + 1)), CostKnown: i != 2, Audio: time.Duration(i) * 500 * time.Millisecond, Images: int64(i)}
 		if err := s.AppendUsage(ctx, rec); err != nil {
 			t.Fatalf("AppendUsage: %v", err)
 		}
@@ -36,7 +39,8 @@ func testUsage(t *testing.T, s authz.Store) {
 	if err != nil {
 		t.Fatalf("UsageSince: %v", err)
 	}
-	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, ReasoningTokens: 4}
+	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, ReasoningTokens: 4,
+		Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("UsageSince (-want +got):\n%s", diff)
 	}
@@ -65,7 +69,8 @@ func reportRecords() []authz.UsageRecord {
 				recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
 					AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "b", Status: 200,
 					PromptTokens: v, CompletionTokens: 2 * v, TotalTokens: 3 * v, CachedTokens: v / 2, ReasoningTokens: v % 7,
-					Duration: time.Duration(v) * time.Millisecond, At: at})
+					Duration: time.Duration(v) * time.Millisecond, At: at,
+					Cost: pricing.Nanos(v * 1_000_003), CostKnown: n != 3, Audio: time.Duration(v%5) * time.Second, Images: v % 3})
 				if n%2 == 0 { // a failed attempt before it, which reports leave out
 					recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
 						AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "down", Status: 503, Attempt: 1, At: at})
@@ -105,6 +110,13 @@ func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
 		t.TotalTokens += r.TotalTokens
 		t.CachedTokens += r.CachedTokens
 		t.ReasoningTokens += r.ReasoningTokens
+		if r.CostKnown {
+			t.Cost += r.Cost
+		} else {
+			t.UnknownCost++
+		}
+		t.Audio += r.Audio
+		t.Images += r.Images
 		sums[k] = t
 	}
 	var rows []authz.UsageRow
@@ -161,7 +173,8 @@ func testUsageConcurrent(t *testing.T, s authz.Store) {
 	at := time.Now().Add(-time.Minute)
 	rec := func(w, i int) authz.UsageRecord {
 		return authz.UsageRecord{RequestID: fmt.Sprintf("%d-%d", w, i), KeyID: "k", AccountID: "acct_c", Endpoint: "embeddings",
-			Model: "m", Backend: "b", Status: 200, PromptTokens: int64(i), TotalTokens: int64(i), At: at}
+			Model: "m", Backend: "b", Status: 200, PromptTokens: int64(i), TotalTokens: int64(i), At: at,
+			Cost: pricing.Nanos(i), CostKnown: true}
 	}
 	var wg sync.WaitGroup
 	for w := range singles {
@@ -191,6 +204,7 @@ func testUsageConcurrent(t *testing.T, s authz.Store) {
 	want := authz.UsageTotals{Requests: singles*perWorker + batches*(perWorker/5)*batchSize,
 		PromptTokens: singles*(perWorker*(perWorker-1)/2) + batches*(50*49/2)}
 	want.TotalTokens = want.PromptTokens
+	want.Cost = pricing.Nanos(want.PromptTokens)
 	got, err := s.UsageSince(ctx, "acct_c", at)
 	if err != nil {
 		t.Fatalf("UsageSince: %v", err)

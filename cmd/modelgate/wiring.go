@@ -45,6 +45,11 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		RateLimitFailClosed: cfg.RateLimits.FailClosed,
 		// Half the buffer: headers and the translation's growth fit beside.
 		MaxBufferedResponseBytes: cfg.EnvoyBufferLimit() / 2, MaxResponseBytes: maxResponseBytes}
+	prices, err := cfg.PriceTable()
+	if err != nil {
+		return extproc.Config{}, fmt.Errorf("prices: %w", err)
+	}
+	out.Prices = prices
 	if env := cfg.Images.URLKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {

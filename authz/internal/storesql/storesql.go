@@ -6,6 +6,8 @@ package storesql
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +21,44 @@ func NewID(kind string) string {
 	return kind + "_" + hex.EncodeToString(b[:])
 }
 
-// UsageSums are the authz.UsageTotals columns of an aggregate over usage.
+// UsageSums are the authz.UsageTotals columns of an aggregate over usage,
+// in the order of TotalsDest.
 const UsageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0)`
+	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
+	COALESCE(SUM(cost_nanos), 0), COUNT(*) - COUNT(cost_nanos), COALESCE(SUM(audio_ms), 0), COALESCE(SUM(images), 0)`
+
+// TotalsDest are the Scan destinations of UsageSums in t.
+func TotalsDest(t *authz.UsageTotals) []any {
+	return []any{&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens,
+		(*int64)(&t.Cost), &t.UnknownCost, millis{&t.Audio}, &t.Images}
+}
+
+// millis scans a number of milliseconds into a Duration: an integer, or
+// the text PostgreSQL's SUM of bigints (numeric) arrives as.
+type millis struct{ d *time.Duration }
+
+func (m millis) Scan(v any) error {
+	var n int64
+	var text string
+	switch v := v.(type) {
+	case int64:
+		n = v
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("milliseconds: unexpected %T", v)
+	}
+	if text != "" {
+		var err error
+		if n, err = strconv.ParseInt(text, 10, 64); err != nil {
+			return fmt.Errorf("milliseconds: %w", err)
+		}
+	}
+	*m.d = time.Duration(n) * time.Millisecond
+	return nil
+}
 
 // Dialect is what the usage report query needs of a database.
 type Dialect struct {
