@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 func TestAPIGroupsAndAccounts(t *testing.T) {
@@ -200,9 +201,11 @@ func TestAPIUsage(t *testing.T) {
 		_, kb, _ := authz.CreateKey(ctx, s, b.ID, "", nil)
 		day1 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 		day2 := day1.AddDate(0, 0, 1)
+		// gpt-4o has a price, 1,000 nanos a token; gpt-4o-mini has none.
 		rec := func(k authz.Key, model string, at time.Time, tokens int64) authz.UsageRecord {
 			return authz.UsageRecord{RequestID: model + at.String() + k.ID, KeyID: k.ID, AccountID: k.AccountID, Endpoint: "chat",
-				Model: model, Status: 200, PromptTokens: tokens / 2, CompletionTokens: tokens - tokens/2, TotalTokens: tokens, At: at}
+				Model: model, Status: 200, PromptTokens: tokens / 2, CompletionTokens: tokens - tokens/2, TotalTokens: tokens, At: at,
+				Cost: pricing.Nanos(1000 * tokens), CostKnown: model == "gpt-4o"}
 		}
 		if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{
 			rec(ka, "gpt-4o", day1, 10), rec(ka, "gpt-4o", day1.Add(time.Hour), 20), rec(ka, "gpt-4o-mini", day2, 5),
@@ -214,16 +217,17 @@ func TestAPIUsage(t *testing.T) {
 			query string
 			want  []usageJSON
 		}{
-			{"", []usageJSON{{Requests: 4, PromptTokens: 67, CompletionTokens: 68, TotalTokens: 135}}},
-			{"?by=day", []usageJSON{{Day: "2025-03-01", Requests: 2, PromptTokens: 15, CompletionTokens: 15, TotalTokens: 30},
-				{Day: "2025-03-02", Requests: 2, PromptTokens: 52, CompletionTokens: 53, TotalTokens: 105}}},
+			{"", []usageJSON{{Requests: 4, PromptTokens: 67, CompletionTokens: 68, TotalTokens: 135, Cost: "0.00013", UnpricedRequests: 1}}},
+			{"?by=day", []usageJSON{{Day: "2025-03-01", Requests: 2, PromptTokens: 15, CompletionTokens: 15, TotalTokens: 30, Cost: "0.00003"},
+				{Day: "2025-03-02", Requests: 2, PromptTokens: 52, CompletionTokens: 53, TotalTokens: 105, Cost: "0.0001", UnpricedRequests: 1}}},
 			{"?by=account,model&account_id=" + a.ID, []usageJSON{
-				{AccountID: a.ID, Model: "gpt-4o", Requests: 2, PromptTokens: 15, CompletionTokens: 15, TotalTokens: 30},
-				{AccountID: a.ID, Model: "gpt-4o-mini", Requests: 1, PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5}}},
+				{AccountID: a.ID, Model: "gpt-4o", Requests: 2, PromptTokens: 15, CompletionTokens: 15, TotalTokens: 30, Cost: "0.00003"},
+				{AccountID: a.ID, Model: "gpt-4o-mini", Requests: 1, PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5, Cost: "0.00",
+					UnpricedRequests: 1}}},
 			{"?by=key&by=day&model=gpt-4o&from=2025-03-02", []usageJSON{
-				{Day: "2025-03-02", KeyID: kb.ID, Requests: 1, PromptTokens: 50, CompletionTokens: 50, TotalTokens: 100}}},
+				{Day: "2025-03-02", KeyID: kb.ID, Requests: 1, PromptTokens: 50, CompletionTokens: 50, TotalTokens: 100, Cost: "0.0001"}}},
 			{"?by=key&key_id=" + ka.ID + "&to=2025-03-01T11:00:00Z", []usageJSON{
-				{KeyID: ka.ID, Requests: 1, PromptTokens: 5, CompletionTokens: 5, TotalTokens: 10}}},
+				{KeyID: ka.ID, Requests: 1, PromptTokens: 5, CompletionTokens: 5, TotalTokens: 10, Cost: "0.00001"}}},
 			{"?from=2025-04-01", []usageJSON{}},
 		} {
 			t.Run(tc.query, func(t *testing.T) {

@@ -77,12 +77,20 @@ type usageJSON struct {
 	TotalTokens      int64  `json:"total_tokens"`
 	CachedTokens     int64  `json:"cached_tokens"`
 	ReasoningTokens  int64  `json:"reasoning_tokens"`
+	// Cost sums the known costs, in the configured currency, as an exact
+	// decimal; UnpricedRequests counts the records whose cost is unknown
+	// (no price was in effect), which Cost leaves out.
+	Cost             string  `json:"cost"`
+	UnpricedRequests int64   `json:"unpriced_requests"`
+	AudioSeconds     float64 `json:"audio_seconds"`
+	Images           int64   `json:"images"`
 }
 
 func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
 	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
-		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens}
+		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
+		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images}
 	if by&authz.ByDay != 0 {
 		out.Day = u.Day.UTC().Format(time.DateOnly)
 	}
