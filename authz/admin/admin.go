@@ -40,6 +40,9 @@ type Config struct {
 	// a dashboard behind a TLS-terminating proxy; requests that arrive over
 	// TLS always get Secure cookies.
 	SecureCookies bool
+	// Currency is the unit of usage costs (the config's prices.currency);
+	// empty means USD.
+	Currency string
 	// Logger logs errors the client is not told about; nil logs nothing.
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
@@ -72,6 +75,9 @@ func New(store authz.Store, cfg Config) (*Handler, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Currency == "" {
+		cfg.Currency = "USD"
 	}
 	sess, err := newSessions(cfg.SessionTTL)
 	if err != nil {

@@ -368,7 +368,8 @@ func TestDashboardUsage(t *testing.T) {
 	day := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
 	s.AppendUsageBatch(ctx, []authz.UsageRecord{
 		{RequestID: "1", KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o-mini", TotalTokens: 1200, At: day},
-		{RequestID: "2", KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", TotalTokens: 300, At: day.AddDate(0, 0, 2)},
+		{RequestID: "2", KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", TotalTokens: 300, At: day.AddDate(0, 0, 2),
+			Cost: 3_000_000, CostKnown: true},
 	})
 	b := newBrowser(t, h.srv)
 	b.signIn(t)
@@ -377,7 +378,8 @@ func TestDashboardUsage(t *testing.T) {
 		t.Fatalf("%d %s", p.StatusCode, p.Body)
 	}
 	for _, want := range []string{`<svg id="usage-chart"`, "2025-03-10: 1,200 tokens in 1 requests", "2025-03-12: 300 tokens",
-		"<td>2025-03-10</td>", k.Prefix + "… laptop", "<td>gpt-4o-mini</td>", `<td class="num">1,500</td>`} {
+		"<td>2025-03-10</td>", k.Prefix + "… laptop", "<td>gpt-4o-mini</td>", `<td class="num">1,500</td>`,
+		`<td class="num">no price</td>`, `<td class="num">USD 0.003</td>`, `<td class="num">USD 0.003 (1 without a price)</td>`} {
 		if !strings.Contains(p.Body, want) {
 			t.Errorf("usage page lacks %q", want)
 		}

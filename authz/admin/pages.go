@@ -146,6 +146,7 @@ func (h *Handler) funcs() template.FuncMap {
 		"models":   func(m []string) string { return cmp.Or(strings.Join(m, ", "), "all") },
 		"limit":    formatLimit,
 		"num":      formatNum,
+		"cost":     func(t authz.UsageTotals) string { return formatCost(t, h.cfg.Currency) },
 		"keyState": func(k authz.Key) string { return keyState(k, h.cfg.Now()) },
 		"picker":   newPicker,
 		"join":     func(m []string) string { return strings.Join(m, ", ") },
@@ -186,6 +187,19 @@ func formatLimit(v *int64) string {
 }
 
 // formatNum groups digits by thousands: 1234567 is 1,234,567.
+// formatCost is what usage cost in currency: the sum of the known costs,
+// with how many requests had none, or "no price" when none had one.
+func formatCost(t authz.UsageTotals, currency string) string {
+	if t.UnknownCost > 0 && t.UnknownCost == t.Requests {
+		return "no price"
+	}
+	s := currency + " " + t.Cost.String()
+	if t.UnknownCost > 0 {
+		s += " (" + formatNum(t.UnknownCost) + " without a price)"
+	}
+	return s
+}
+
 func formatNum(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")

@@ -35,7 +35,7 @@ func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth 
 		models = append(models, m.ID)
 	}
 	h, err := admin.New(store, admin.Config{TokenSHA256: sha256.Sum256([]byte(token)), Invalidate: auth.Invalidate,
-		Models: models, SecureCookies: cfg.Admin.SecureCookies, Logger: log.Named("admin")})
+		Models: models, SecureCookies: cfg.Admin.SecureCookies, Currency: cfg.Prices.Currency, Logger: log.Named("admin")})
 	if err != nil {
 		return err
 	}
