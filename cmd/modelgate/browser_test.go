@@ -87,9 +87,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("chat completion with the new key: %d %q", r.ChatStatus, r.ChatContent)
 	}
 	// One row per day, key and model: the day, "prefix… name", the model,
-	// then 1 request and the recording's 385 tokens among the sums.
-	if len(r.UsageRow) != 9 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
-		r.UsageRow[3] != "1" || r.UsageRow[6] != "385" {
+	// then 1 request and the recording's 385 tokens among the sums, and
+	// its cost: the dev config has no prices.
+	if len(r.UsageRow) != 10 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
+		r.UsageRow[3] != "1" || r.UsageRow[6] != "385" || r.UsageRow[9] != "no price" {
 		t.Errorf("usage row = %q", r.UsageRow)
 	}
 	if r.ChartBars != 30 {
