@@ -183,8 +183,8 @@ func (t *Table) At(model string, at time.Time) (Price, bool) {
 // Cost is what u costs at price p: prompt tokens at the input price
 // (cached ones at the cached price), completion tokens at the output price
 // (reasoning ones at the reasoning price), audio by the second and images
-// each. Unknown reports an image whose size and quality p has no price
-// for: the cost is then unknown, not the rest alone.
+// each. known is false for an image whose size and quality p has no
+// price for: the cost is then unknown, not the rest alone.
 func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 	cached := min(max(u.CachedTokens, 0), max(u.PromptTokens, 0))
 	reasoning := min(max(u.ReasoningTokens, 0), max(u.CompletionTokens, 0))
@@ -217,7 +217,7 @@ func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 }
 
 func (p Price) image(size, quality string) (Nanos, bool) {
-	best, found := -1, false
+	best := -1 // how specific the price found is; -1: none yet
 	var each Nanos
 	for _, img := range p.Images {
 		if img.Size != "" && img.Size != size || img.Quality != "" && img.Quality != quality {
@@ -232,10 +232,10 @@ func (p Price) image(size, quality string) (Nanos, bool) {
 			specific++
 		}
 		if specific > best {
-			best, each, found = specific, img.Each, true
+			best, each = specific, img.Each
 		}
 	}
-	return each, found
+	return each, best >= 0
 }
 
 func or(p *Nanos, dflt Nanos) Nanos {
