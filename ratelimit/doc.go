@@ -2,7 +2,10 @@
 // account, group): requests per window, tokens per window (per minute and
 // per day), and requests in flight. It holds the types and the Limiter
 // interface; ratelimit/memory and ratelimit/redis implement it and pass the
-// suite in ratelimit/limitertest.
+// suite in ratelimit/limitertest. They also enforce money budgets per day,
+// calendar month or fixed window (Budget, Spender): a counter per budget
+// and period that reservations and charges add to, in billionths of a
+// currency unit.
 //
 // # Using it from ext_proc
 //

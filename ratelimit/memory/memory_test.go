@@ -14,3 +14,7 @@ func TestConformance(t *testing.T) {
 		return memory.New(memory.Config{Now: now})
 	})
 }
+
+func TestSpenderConformance(t *testing.T) {
+	limitertest.RunSpender(t, func(t *testing.T) ratelimit.Spender { return memory.NewSpender() })
+}

@@ -74,6 +74,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestSpenderConformance(t *testing.T) {
+	c := testClient(t)
+	limitertest.RunSpender(t, func(t *testing.T) ratelimit.Spender {
+		s, err := redis.NewSpender(c, redis.Config{Prefix: testPrefix(t, c), Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // TestReplicasShareCounters checks that two limiters on one Redis (two
 // replicas) see each other's usage and leases.
 func TestReplicasShareCounters(t *testing.T) {
