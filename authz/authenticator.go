@@ -304,7 +304,8 @@ func (a *Authenticator) lookup(ctx context.Context, hash [32]byte, now time.Time
 		}
 	}
 	p := &Principal{KeyID: k.ID, KeyPrefix: k.Prefix, AccountID: acct.ID, AccountName: acct.Name,
-		GroupID: g.ID, GroupName: g.Name, Limits: acct.Limits.Or(g.Limits)}
+		GroupID: g.ID, GroupName: g.Name, Limits: acct.Limits.Within(g.Limits),
+		KeyBudget: k.Budget, AccountBudget: acct.Budget, GroupBudget: g.Budget}
 	p.Models, p.NoModels = EffectiveModels(k.Models, acct.Models, g.Models)
 	return k, p, k.ExpiresAt, nil
 }

@@ -47,8 +47,12 @@ type Group struct {
 	// Models are the public model ids the group's accounts may use; empty
 	// means all.
 	Models []string
-	// Limits apply to each account of the group that does not override them.
-	Limits    Limits
+	// Limits apply to each account of the group: an account may narrow
+	// them, never widen them.
+	Limits Limits
+	// Budget is what the group's accounts may spend together; nil means
+	// none.
+	Budget    *Budget
 	CreatedAt time.Time
 }
 
@@ -62,14 +66,17 @@ type Account struct {
 	// narrowing at this level.
 	Models   []string
 	Disabled bool
-	// Limits override the group's limits field by field.
-	Limits    Limits
+	// Limits narrow the group's limits field by field.
+	Limits Limits
+	// Budget is what the account may spend, within its group's; nil means
+	// none at this level.
+	Budget    *Budget
 	CreatedAt time.Time
 }
 
 // Limits are the rate limits set on a group or an account. A nil field is
-// not set at that level. They are data here: the ratelimit package enforces
-// them.
+// not set at that level (it inherits); zero allows nothing. They are data
+// here: the ratelimit package enforces them.
 type Limits struct {
 	RequestsPerMinute  *int64
 	TokensPerMinute    *int64
@@ -77,20 +84,35 @@ type Limits struct {
 	ConcurrentRequests *int64
 }
 
-// Or returns l with every unset field taken from fallback, as an account's
-// overrides apply over its group's limits.
+// Or returns l with every unset field taken from fallback: defaults
+// under explicit settings.
 func (l Limits) Or(fallback Limits) Limits {
-	or := func(a, b *int64) *int64 {
-		if a != nil {
+	return l.merge(fallback, func(a, _ int64) int64 { return a })
+}
+
+// Within returns the limits of an account whose own are l in a group
+// whose limits are cap: field by field, the lower of the two where both
+// are set, else the one set. An account narrows its group's limits and
+// cannot escape them.
+func (l Limits) Within(cap Limits) Limits {
+	return l.merge(cap, func(a, b int64) int64 { return min(a, b) })
+}
+
+func (l Limits) merge(o Limits, both func(a, b int64) int64) Limits {
+	f := func(a, b *int64) *int64 {
+		switch {
+		case a == nil:
+			return b
+		case b == nil:
 			return a
 		}
-		return b
+		return new(both(*a, *b))
 	}
 	return Limits{
-		RequestsPerMinute:  or(l.RequestsPerMinute, fallback.RequestsPerMinute),
-		TokensPerMinute:    or(l.TokensPerMinute, fallback.TokensPerMinute),
-		TokensPerDay:       or(l.TokensPerDay, fallback.TokensPerDay),
-		ConcurrentRequests: or(l.ConcurrentRequests, fallback.ConcurrentRequests),
+		RequestsPerMinute:  f(l.RequestsPerMinute, o.RequestsPerMinute),
+		TokensPerMinute:    f(l.TokensPerMinute, o.TokensPerMinute),
+		TokensPerDay:       f(l.TokensPerDay, o.TokensPerDay),
+		ConcurrentRequests: f(l.ConcurrentRequests, o.ConcurrentRequests),
 	}
 }
 
@@ -107,6 +129,9 @@ type Key struct {
 	// and group's; empty means no narrowing at this level.
 	Models   []string
 	Disabled bool
+	// Budget is what the key may spend, within its account's; nil means
+	// none at this level.
+	Budget *Budget
 	// ExpiresAt is when the key stops authenticating; nil means never.
 	ExpiresAt *time.Time
 	RevokedAt *time.Time
@@ -132,9 +157,13 @@ type Principal struct {
 	// NoModels is set when the levels restrict models with nothing in
 	// common, so that no model is allowed.
 	NoModels bool
-	// Limits are the effective limits: the account's overrides, else the
+	// Limits are the effective limits: the account's within the
 	// group's.
 	Limits Limits
+	// KeyBudget, AccountBudget and GroupBudget are the budgets set on the
+	// key, its account and the account's group (nil where none is): each
+	// applies, on its own counter.
+	KeyBudget, AccountBudget, GroupBudget *Budget
 }
 
 // Allows reports whether the principal may use the model.

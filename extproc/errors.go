@@ -26,6 +26,7 @@ type APIError struct {
 
 	retryAfter time.Duration       // a Retry-After header, when set
 	decision   *ratelimit.Decision // x-ratelimit-* headers of a refused admission
+	noRetry    bool                // x-should-retry: false, for OpenAI's SDKs
 }
 
 // Error implements error.

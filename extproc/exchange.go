@@ -64,6 +64,11 @@ type exchange struct {
 	limit      *ratelimit.Decision // the admission, nil if none was made
 	reserved   int64               // tokens the admission reserved
 
+	budgets       []ratelimit.Budget // the principal's budgets, nil if none was admitted
+	spendAt       time.Time          // when they were: the period the exchange settles in
+	spendReserved int64              // what the admission reserved from them
+	spendSettled  bool
+
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream
 	prompt    int64     // estimated prompt tokens
@@ -167,14 +172,15 @@ func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
 	return bodyReply(nil, false, nil)
 }
 
-// beforeSend settles rate limits before the final reply goes out: a
-// client that sees its answer end has its concurrency slot back, so
-// sequential requests under a limit of one never collide.
+// beforeSend settles rate limits and budgets before the final reply goes
+// out: a client that sees its answer end has its concurrency slot back and
+// its spending counted, so sequential requests never collide.
 func (ex *exchange) beforeSend(ctx context.Context) {
 	defer ex.recoverFinish()
 	if ex.phase == phaseDone && !ex.settled {
 		u, _ := ex.usageToCharge()
 		ex.settleRate(ctx, u.TotalTokens)
+		ex.settleSpend(ctx, u)
 	}
 }
 

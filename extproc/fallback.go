@@ -386,7 +386,7 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 	if ex.endpoint != endpointTranscriptions {
 		ex.prompt = promptEstimate(body)
 	}
-	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
+	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies

@@ -22,6 +22,11 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	limiter  prometheus.Counter
 	panics   prometheus.Counter
+	// budgetRefusals and budgetAlerts count requests refused by a spent
+	// budget and budgets reaching an alert, by subject type (key,
+	// account, group) and percent.
+	budgetRefusals *prometheus.CounterVec
+	budgetAlerts   *prometheus.CounterVec
 	// attempts and retries count a Fallback model's upstream attempts by
 	// model and backend: every attempt, and those after the first
 	// (Envoy's retries, on the same deployment or a fallback).
@@ -78,6 +83,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "modelgate_extproc_panics_total",
 			Help: "Panics recovered while processing a request; each failed that request alone with a 500.",
 		}),
+		budgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_budget_refusals_total",
+			Help: "Requests refused with 429 insufficient_quota because a budget was spent, by the budget's subject (key, account, group).",
+		}, []string{"subject"}),
+		budgetAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_budget_alerts_total",
+			Help: "Budgets with alerts whose spending reached 80 or 100 percent of the amount in a period, by subject and percent.",
+		}, []string{"subject", "percent"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "modelgate_extproc_upstream_attempts_total",
 			Help: "Upstream attempts of models with Envoy fallback, by model and the backend Envoy chose.",
@@ -87,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Upstream attempts after a request's first (retries and fallbacks), by model and the backend Envoy chose.",
 		}, []string{"model", "backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics, m.attempts, m.retries} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics, m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -149,6 +162,20 @@ func (m *Metrics) panicked() {
 func (m *Metrics) limiterError() {
 	if m != nil {
 		m.limiter.Inc()
+	}
+}
+
+// budgetRefused counts a request a spent budget refused.
+func (m *Metrics) budgetRefused(subject string) {
+	if m != nil {
+		m.budgetRefusals.WithLabelValues(subject).Inc()
+	}
+}
+
+// budgetAlert counts a budget reaching an alert.
+func (m *Metrics) budgetAlert(subject string, percent int) {
+	if m != nil {
+		m.budgetAlerts.WithLabelValues(subject, strconv.Itoa(percent)).Inc()
 	}
 }
 

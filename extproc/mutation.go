@@ -184,6 +184,9 @@ func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
 	if e.retryAfter > 0 {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
 	}
+	if e.noRetry {
+		h.Set("x-should-retry", "false")
+	}
 	rateHeaders(e.decision, &h)
 	return localReply(e.Status, &h, e.Body(), "modelgate_"+strconv.Itoa(e.Status))
 }

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,26 +16,31 @@ import (
 )
 
 // rules are the rate limit rules of a principal: the key's (every key
-// gets Config.KeyLimits) and the account's (its own limits, else its
-// group's, else Config.AccountLimits). Group limits apply to each account
-// of the group, as authz documents.
-func (s *Server) rules(p *authz.Principal) []ratelimit.Rule {
-	var out []ratelimit.Rule
-	out = appendRules(out, "key:"+p.KeyID, s.cfg.KeyLimits)
-	return appendRules(out, "account:"+p.AccountID, p.Limits.Or(s.cfg.AccountLimits))
+// gets Config.KeyLimits) and the account's (its own within its group's,
+// else Config.AccountLimits). Group limits apply to each account of the
+// group, as authz documents. A limit of zero allows nothing: zero is the
+// first such limit's Limit (with Max 0), else nil.
+func (s *Server) rules(p *authz.Principal) (rules []ratelimit.Rule, zero *ratelimit.Limit) {
+	rules, zero = appendRules(nil, "key:"+p.KeyID, s.cfg.KeyLimits)
+	rules, z := appendRules(rules, "account:"+p.AccountID, p.Limits.Or(s.cfg.AccountLimits))
+	return rules, cmp.Or(zero, z)
 }
 
-func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) []ratelimit.Rule {
+func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []ratelimit.Rule, zero *ratelimit.Limit) {
 	add := func(v *int64, limit func(int64) ratelimit.Limit) {
-		if v != nil && *v > 0 {
+		switch {
+		case v == nil:
+		case *v > 0:
 			out = append(out, ratelimit.Rule{Key: subject, Limit: limit(*v)})
+		case zero == nil:
+			zero = new(limit(0))
 		}
 	}
 	add(l.RequestsPerMinute, ratelimit.RequestsPerMinute)
 	add(l.TokensPerMinute, ratelimit.TokensPerMinute)
 	add(l.TokensPerDay, ratelimit.TokensPerDay)
 	add(l.ConcurrentRequests, ratelimit.ConcurrentRequests)
-	return out
+	return out, zero
 }
 
 // reservation is what the request may consume, reserved from its token
@@ -55,7 +61,10 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 	if ex.s.cfg.Limiter == nil {
 		return nil
 	}
-	rules := ex.s.rules(ex.principal)
+	rules, zero := ex.s.rules(ex.principal)
+	if zero != nil {
+		return errNothingAllowed(*zero)
+	}
 	if len(rules) == 0 {
 		return nil
 	}
@@ -137,25 +146,39 @@ func resetString(d time.Duration) string {
 
 // errRateLimited is the 429 of a refused admission, worded as OpenAI's.
 func errRateLimited(d ratelimit.Decision) *APIError {
-	kind, what := "requests", "requests per min (RPM)"
 	var st ratelimit.Status
 	for _, s := range d.Statuses {
 		if !s.Allowed && s.RetryAfter >= st.RetryAfter {
 			st = s
 		}
 	}
-	switch {
-	case st.Rule.Limit.Kind == ratelimit.Tokens && st.Rule.Limit.Window >= 24*time.Hour:
-		kind, what = "tokens", "tokens per day (TPD)"
-	case st.Rule.Limit.Kind == ratelimit.Tokens:
-		kind, what = "tokens", "tokens per min (TPM)"
-	case st.Rule.Limit.Kind == ratelimit.Concurrent:
-		kind, what = "requests", "concurrent requests"
-	}
+	kind, what := limitNames(st.Rule.Limit)
 	return &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
 		Message: fmt.Sprintf("Rate limit reached for %s on %s: Limit %d. Please try again in %s.",
 			kind, what, st.Rule.Limit.Max, retryString(d.RetryAfter)),
 		retryAfter: d.RetryAfter, decision: &d}
+}
+
+// limitNames are what a limit counts and its name in OpenAI's messages.
+func limitNames(l ratelimit.Limit) (kind, what string) {
+	switch {
+	case l.Kind == ratelimit.Tokens && l.Window >= 24*time.Hour:
+		return "tokens", "tokens per day (TPD)"
+	case l.Kind == ratelimit.Tokens:
+		return "tokens", "tokens per min (TPM)"
+	case l.Kind == ratelimit.Concurrent:
+		return "requests", "concurrent requests"
+	}
+	return "requests", "requests per min (RPM)"
+}
+
+// errNothingAllowed is the 429 of a limit set to zero: waiting will not
+// help, so OpenAI's SDKs are told not to retry.
+func errNothingAllowed(l ratelimit.Limit) *APIError {
+	kind, what := limitNames(l)
+	return &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+		Message: fmt.Sprintf("Rate limit reached for %s on %s: Limit 0. This key is allowed none; ask your administrator.",
+			kind, what), noRetry: true}
 }
 
 // retryString rounds up to what the client should wait.

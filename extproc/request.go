@@ -243,7 +243,7 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	if ex.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
 		ex.prompt = promptEstimate(up.Body)
 	}
-	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
+	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies

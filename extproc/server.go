@@ -88,8 +88,14 @@ type Config struct {
 	// KeyLimits apply to every key; AccountLimits to every account that
 	// has no limits of its own or of its group (field by field).
 	KeyLimits, AccountLimits authz.Limits
+	// Spender enforces the budgets of keys, accounts and groups, in the
+	// currency of Prices; nil enforces none.
+	Spender ratelimit.Spender
+	// Currency names the unit of Prices and budgets in messages; zero
+	// means "USD".
+	Currency string
 	// RateLimitFailClosed refuses requests with a 503 while the limiter
-	// fails; by default they are admitted (fail open), logged and counted.
+	// or the Spender fails; by default they are admitted (fail open), logged and counted.
 	RateLimitFailClosed bool
 	// PublicBaseURL is the scheme and host clients reach the gateway at,
 	// for image URLs; empty takes them from each request.
@@ -154,6 +160,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.MetadataNamespace == "" {
 		cfg.MetadataNamespace = "io.modelgate"
+	}
+	if cfg.Currency == "" {
+		cfg.Currency = "USD"
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -63,6 +63,7 @@ func (ex *exchange) record(ctx context.Context) {
 	u, estimated := ex.usageToCharge()
 	ex.s.cfg.Metrics.observe(ex, u, end)
 	ex.settleRate(ctx, u.TotalTokens)
+	ex.settleSpend(ctx, u)
 	// A Fallback model's request is recorded also when no deployment
 	// answered (Envoy's 503 after every attempt failed).
 	if ex.tr == nil && ex.fallback == nil || ex.principal == nil {

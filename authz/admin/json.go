@@ -22,12 +22,13 @@ type groupJSON struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
 	Models    []string   `json:"models"`
-	Limits    limitsJSON `json:"limits"`
-	CreatedAt time.Time  `json:"created_at"`
+	Limits    limitsJSON    `json:"limits"`
+	Budget    *authz.Budget `json:"budget"`
+	CreatedAt time.Time     `json:"created_at"`
 }
 
 func groupOut(g authz.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, nonNil(g.Models), limitsJSON(g.Limits), g.CreatedAt}
+	return groupJSON{g.ID, g.Name, nonNil(g.Models), limitsJSON(g.Limits), g.Budget, g.CreatedAt}
 }
 
 type accountJSON struct {
@@ -35,13 +36,14 @@ type accountJSON struct {
 	Name      string     `json:"name"`
 	GroupID   string     `json:"group_id"`
 	Models    []string   `json:"models"`
-	Disabled  bool       `json:"disabled"`
-	Limits    limitsJSON `json:"limits"`
-	CreatedAt time.Time  `json:"created_at"`
+	Disabled  bool          `json:"disabled"`
+	Limits    limitsJSON    `json:"limits"`
+	Budget    *authz.Budget `json:"budget"`
+	CreatedAt time.Time     `json:"created_at"`
 }
 
 func accountOut(a authz.Account) accountJSON {
-	return accountJSON{a.ID, a.Name, a.GroupID, nonNil(a.Models), a.Disabled, limitsJSON(a.Limits), a.CreatedAt}
+	return accountJSON{a.ID, a.Name, a.GroupID, nonNil(a.Models), a.Disabled, limitsJSON(a.Limits), a.Budget, a.CreatedAt}
 }
 
 // keyJSON never holds the secret or its hash: only the visible prefix.
@@ -53,7 +55,8 @@ type keyJSON struct {
 	Models    []string `json:"models"`
 	Disabled  bool     `json:"disabled"`
 	// State is active, disabled, expired or revoked.
-	State      string     `json:"state"`
+	State      string        `json:"state"`
+	Budget     *authz.Budget `json:"budget"`
 	ExpiresAt  *time.Time `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
 	CreatedAt  time.Time  `json:"created_at"`
@@ -61,7 +64,7 @@ type keyJSON struct {
 }
 
 func (h *Handler) keyOut(k authz.Key) keyJSON {
-	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, h.cfg.Now()),
+	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, h.cfg.Now()), k.Budget,
 		k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
 }
 
@@ -111,6 +114,8 @@ type groupBody struct {
 	Name   *string     `json:"name"`
 	Models *[]string   `json:"models"`
 	Limits *limitsJSON `json:"limits"`
+	// Budget null removes the budget.
+	Budget optional[authz.Budget] `json:"budget"`
 }
 
 func (b groupBody) apply(g *authz.Group) {
@@ -119,6 +124,7 @@ func (b groupBody) apply(g *authz.Group) {
 	if b.Limits != nil {
 		g.Limits = authz.Limits(*b.Limits)
 	}
+	b.Budget.apply(&g.Budget)
 }
 
 type accountBody struct {
@@ -128,9 +134,12 @@ type accountBody struct {
 	Models   *[]string   `json:"models"`
 	Limits   *limitsJSON `json:"limits"`
 	Disabled *bool       `json:"disabled"`
+	// Budget null removes the budget.
+	Budget optional[authz.Budget] `json:"budget"`
 }
 
 func (b accountBody) apply(a *authz.Account) {
+	b.Budget.apply(&a.Budget)
 	set(&a.Name, b.Name)
 	set(&a.GroupID, b.GroupID)
 	set(&a.Models, b.Models)
@@ -146,9 +155,12 @@ type keyBody struct {
 	Disabled *bool     `json:"disabled"`
 	// ExpiresAt null clears the expiry.
 	ExpiresAt optionalTime `json:"expires_at"`
+	// Budget null removes the budget.
+	Budget optional[authz.Budget] `json:"budget"`
 }
 
 func (b keyBody) apply(k *authz.Key) {
+	b.Budget.apply(&k.Budget)
 	set(&k.Name, b.Name)
 	set(&k.Models, b.Models)
 	set(&k.Disabled, b.Disabled)
@@ -160,6 +172,30 @@ func (b keyBody) apply(k *authz.Key) {
 func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
+	}
+}
+
+// optional tells a member left out (Set false) from null (V nil).
+type optional[T any] struct {
+	Set bool
+	V   *T
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it is called for null too.
+func (o *optional[T]) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.V = nil
+		return nil
+	}
+	o.V = new(T)
+	return json.Unmarshal(b, o.V)
+}
+
+// apply sets *dst when the member was sent.
+func (o optional[T]) apply(dst **T) {
+	if o.Set {
+		*dst = o.V
 	}
 }
 

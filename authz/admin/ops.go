@@ -60,11 +60,24 @@ func checkLimits(l authz.Limits) error {
 	return nil
 }
 
+func checkBudget(b *authz.Budget) error {
+	if b == nil {
+		return nil
+	}
+	if err := b.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}
+
 func (h *Handler) checkGroup(g *authz.Group) (err error) {
 	if g.Name, err = cleanName(g.Name, true); err != nil {
 		return err
 	}
 	if g.Models, err = h.cleanModels(g.Models); err != nil {
+		return err
+	}
+	if err := checkBudget(g.Budget); err != nil {
 		return err
 	}
 	return checkLimits(g.Limits)
@@ -83,6 +96,9 @@ func (h *Handler) checkAccount(ctx context.Context, a *authz.Account) (err error
 		} else if err != nil {
 			return err
 		}
+	}
+	if err := checkBudget(a.Budget); err != nil {
+		return err
 	}
 	return checkLimits(a.Limits)
 }
@@ -117,7 +133,7 @@ func (h *Handler) createAccount(ctx context.Context, a authz.Account) (authz.Acc
 		return authz.Account{}, fmt.Errorf("account %q: %w", a.Name, err)
 	}
 	a.ID, a.CreatedAt = created.ID, created.CreatedAt
-	if a.GroupID != "" || len(a.Models) > 0 || a.Disabled || a.Limits != (authz.Limits{}) {
+	if a.GroupID != "" || len(a.Models) > 0 || a.Disabled || a.Limits != (authz.Limits{}) || a.Budget != nil {
 		if err := h.store.UpdateAccount(ctx, a); err != nil {
 			return created, fmt.Errorf("setting up account %s: %w", a.ID, err)
 		}
@@ -142,6 +158,9 @@ func (h *Handler) issueKey(ctx context.Context, k authz.Key) (string, authz.Key,
 	if k.Models, err = h.cleanModels(k.Models); err != nil {
 		return "", authz.Key{}, err
 	}
+	if err := checkBudget(k.Budget); err != nil {
+		return "", authz.Key{}, err
+	}
 	if _, err := h.store.AccountByID(ctx, k.AccountID); err != nil {
 		return "", authz.Key{}, fmt.Errorf("account %q: %w", k.AccountID, err)
 	}
@@ -158,6 +177,9 @@ func (h *Handler) updateKey(ctx context.Context, k authz.Key) error {
 		return err
 	}
 	if k.Models, err = h.cleanModels(k.Models); err != nil {
+		return err
+	}
+	if err := checkBudget(k.Budget); err != nil {
 		return err
 	}
 	defer h.cfg.Invalidate()

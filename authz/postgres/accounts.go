@@ -10,7 +10,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, created_at`
+const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, budget, created_at`
 
 // CreateAccount implements authz.Store.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
@@ -44,8 +44,8 @@ func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 		group = &a.GroupID
 	}
 	err := s.update(ctx, `UPDATE accounts SET name = $2, group_id = $3, models = $4, disabled = $5, requests_per_minute = $6,
-		tokens_per_minute = $7, tokens_per_day = $8, concurrent_requests = $9 WHERE id = $1`,
-		append([]any{a.ID, a.Name, group, modelsArg(a.Models), a.Disabled}, limitArgs(a.Limits)...)...)
+		tokens_per_minute = $7, tokens_per_day = $8, concurrent_requests = $9, budget = $10 WHERE id = $1`,
+		append([]any{a.ID, a.Name, group, modelsArg(a.Models), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget))...)...)
 	switch pgCode(err) {
 	case uniqueViolation:
 		return fmt.Errorf("account %q: %w", a.Name, authz.ErrExists)
@@ -69,7 +69,7 @@ func (s *Store) account(ctx context.Context, sql, arg string) (authz.Account, er
 func scanAccount(row pgx.Row) (authz.Account, error) {
 	var a authz.Account
 	var group *string
-	dests := append([]any{&a.ID, &a.Name, &group, &a.Models, &a.Disabled}, append(limitDests(&a.Limits), &a.CreatedAt)...)
+	dests := append([]any{&a.ID, &a.Name, &group, &a.Models, &a.Disabled}, append(limitDests(&a.Limits), storesql.BudgetDest(&a.Budget), &a.CreatedAt)...)
 	if err := row.Scan(dests...); err != nil {
 		return authz.Account{}, err
 	}

@@ -11,7 +11,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at`
+const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
 // CreateKey implements authz.Store.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
@@ -22,9 +22,10 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.CreatedAt = s.now()
 	}
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
-	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, disabled, expires_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], modelsArg(k.Models), k.Disabled, k.ExpiresAt, k.CreatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, disabled, expires_at, created_at, budget)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], modelsArg(k.Models), k.Disabled, k.ExpiresAt, k.CreatedAt,
+		storesql.BudgetArg(k.Budget))
 	switch pgCode(err) {
 	case "":
 		return k, err
@@ -68,8 +69,8 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, er
 
 // UpdateKey implements authz.Store.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
-	return s.update(ctx, `UPDATE keys SET name = $2, models = $3, disabled = $4, expires_at = $5 WHERE id = $1`,
-		k.ID, k.Name, modelsArg(k.Models), k.Disabled, msPtr(k.ExpiresAt))
+	return s.update(ctx, `UPDATE keys SET name = $2, models = $3, disabled = $4, expires_at = $5, budget = $6 WHERE id = $1`,
+		k.ID, k.Name, modelsArg(k.Models), k.Disabled, msPtr(k.ExpiresAt), storesql.BudgetArg(k.Budget))
 }
 
 // SetKeyDisabled implements authz.Store.
@@ -98,7 +99,7 @@ func scanKey(row pgx.Row) (authz.Key, error) {
 	var k authz.Key
 	var hash []byte
 	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &k.Models, &k.Disabled, &k.ExpiresAt, &k.RevokedAt,
-		&k.CreatedAt, &k.LastUsedAt); err != nil {
+		&k.CreatedAt, &k.LastUsedAt, storesql.BudgetDest(&k.Budget)); err != nil {
 		return authz.Key{}, err
 	}
 	copy(k.Hash[:], hash)

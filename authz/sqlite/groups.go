@@ -8,7 +8,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const groupColumns = `id, name, models, ` + limitColumns + `, created_at`
+const groupColumns = `id, name, models, ` + limitColumns + `, budget, created_at`
 
 // CreateGroup implements authz.Store.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
@@ -19,8 +19,8 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 		g.CreatedAt = s.now()
 	}
 	g.CreatedAt = ms(g.CreatedAt)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		append([]any{g.ID, g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), g.CreatedAt.UnixMilli())...)...)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{g.ID, g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.CreatedAt.UnixMilli())...)...)
 	if isUnique(err) {
 		return authz.Group{}, fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
 	}
@@ -46,8 +46,8 @@ func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
 
 // UpdateGroup implements authz.Store.
 func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
-	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, `+limitAssignments+` WHERE id = ?`,
-		append([]any{g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), g.ID)...)...)
+	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
+		append([]any{g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.ID)...)...)
 	if isUnique(err) {
 		return fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
 	}
@@ -59,7 +59,7 @@ func scanGroup(row scanner) (authz.Group, error) {
 	var models string
 	var lim limits
 	var created int64
-	if err := row.Scan(&g.ID, &g.Name, &models, &lim[0], &lim[1], &lim[2], &lim[3], &created); err != nil {
+	if err := row.Scan(&g.ID, &g.Name, &models, &lim[0], &lim[1], &lim[2], &lim[3], storesql.BudgetDest(&g.Budget), &created); err != nil {
 		return authz.Group{}, err
 	}
 	g.Models, g.Limits, g.CreatedAt = splitModels(models), lim.Limits(), fromMS(created)

@@ -10,7 +10,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at`
+const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
 // CreateKey implements authz.Store.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
@@ -21,9 +21,9 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.CreatedAt = s.now()
 	}
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
-	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
+	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
 		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt),
-		k.CreatedAt.UnixMilli())
+		k.CreatedAt.UnixMilli(), storesql.BudgetArg(k.Budget))
 	switch {
 	case isUnique(err):
 		return authz.Key{}, fmt.Errorf("key: %w", authz.ErrExists)
@@ -65,8 +65,8 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, er
 
 // UpdateKey implements authz.Store.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
-	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, disabled = ?, expires_at = ? WHERE id = ?`,
-		k.Name, joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt), k.ID)
+	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, disabled = ?, expires_at = ?, budget = ? WHERE id = ?`,
+		k.Name, joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt), storesql.BudgetArg(k.Budget), k.ID)
 }
 
 // SetKeyDisabled implements authz.Store.
@@ -96,7 +96,7 @@ func scanKey(row scanner) (authz.Key, error) {
 	var expires, revoked, lastUsed sql.NullInt64
 	var created int64
 	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &models, &k.Disabled, &expires, &revoked,
-		&created, &lastUsed); err != nil {
+		&created, &lastUsed, storesql.BudgetDest(&k.Budget)); err != nil {
 		return authz.Key{}, err
 	}
 	copy(k.Hash[:], hash)

@@ -29,6 +29,8 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"UpdateKey", testUpdateKey},
 		{"TouchKey", testTouchKey},
 		{"EffectiveAccess", testEffectiveAccess},
+		{"Budgets", testBudgets},
+		{"GroupLimitsAreACap", testGroupLimitsAreACap},
 		{"AuthenticateStates", testAuthenticateStates},
 		{"AuthenticateExpiry", testAuthenticateExpiry},
 		{"AuthenticateLastUsed", testAuthenticateLastUsed},

@@ -190,11 +190,10 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	if ecfg.Metrics, err = extproc.NewMetrics(reg); err != nil {
 		return nil, err
 	}
-	lim, closeLimiter, pingLimiter, err := newLimiter(cfg, getenv)
+	closeLimiter, pingLimiter, err := newLimiter(cfg, &ecfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	ecfg.Limiter = lim
 	g := &gateway{cfg: cfg, reg: reg, log: log, ecfg: ecfg, proc: &processor{}, health: health.NewServer(),
 		streams: &streamCount{}, grace: cfg.Server.ShutdownGrace.Duration, closeLimiter: closeLimiter, pingLimiter: pingLimiter,
 		errc: make(chan error, 2), grpcClosed: make(chan struct{}), quit: make(chan struct{})}

@@ -20,7 +20,6 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
-	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
 )
@@ -49,7 +48,7 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 	if err != nil {
 		return extproc.Config{}, fmt.Errorf("prices: %w", err)
 	}
-	out.Prices = prices
+	out.Prices, out.Currency = prices, cfg.Prices.Currency
 	if env := cfg.Images.URLKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {
@@ -163,19 +162,21 @@ func limitsOf(l config.RateLimit) authz.Limits {
 		TokensPerDay: set(l.TokensPerDay), ConcurrentRequests: set(l.ConcurrentRequests)}
 }
 
-// newLimiter builds the configured rate limiter, what closes it, and what
-// pings its Redis (nil for the in-memory limiter).
-func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limiter, func() error, func(context.Context) error, error) {
+// newLimiter builds the configured rate limiter and budget counters, in
+// the same store, sets them on ecfg, and returns what closes them and what
+// pings their Redis (nil in memory).
+func newLimiter(cfg *config.Config, ecfg *extproc.Config, getenv func(string) string) (func() error, func(context.Context) error, error) {
 	if cfg.RateLimits.Store != "redis" {
-		return memory.New(memory.Config{}), func() error { return nil }, nil, nil
+		ecfg.Limiter, ecfg.Spender = memory.New(memory.Config{}), memory.NewSpender()
+		return func() error { return nil }, nil, nil
 	}
 	url := getenv(cfg.RateLimits.RedisURLEnv)
 	if url == "" {
-		return nil, nil, nil, fmt.Errorf("rate_limits.redis_url_env: environment variable %s is not set", cfg.RateLimits.RedisURLEnv)
+		return nil, nil, fmt.Errorf("rate_limits.redis_url_env: environment variable %s is not set", cfg.RateLimits.RedisURLEnv)
 	}
 	opts, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("rate_limits: parsing the Redis URL: %w", err)
+		return nil, nil, fmt.Errorf("rate_limits: parsing the Redis URL: %w", err)
 	}
 	// Calls are bounded by the limiter's timeout; a retry after a lost
 	// reply would count a request twice.
@@ -184,10 +185,16 @@ func newLimiter(cfg *config.Config, getenv func(string) string) (ratelimit.Limit
 	lim, err := redislimit.New(client, redislimit.Config{})
 	if err != nil {
 		client.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
+	spender, err := redislimit.NewSpender(client, redislimit.Config{})
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	ecfg.Limiter, ecfg.Spender = lim, spender
 	ping := func(ctx context.Context) error { return client.Ping(ctx).Err() }
-	return lim, client.Close, ping, nil
+	return client.Close, ping, nil
 }
 
 // openStore opens the store serve, keys and dev share: the PostgreSQL

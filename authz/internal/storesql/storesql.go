@@ -5,6 +5,7 @@ package storesql
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -116,4 +117,42 @@ func (d Dialect) UsageReport(q authz.UsageQuery) (string, []any) {
 	}
 	cols := strings.Join(group, ", ")
 	return query + ` GROUP BY ` + cols + ` ORDER BY ` + cols, args
+}
+
+// BudgetArg is the value of a budget column: its JSON, or NULL for none.
+func BudgetArg(b *authz.Budget) any {
+	if b == nil {
+		return nil
+	}
+	j, err := json.Marshal(b)
+	if err != nil {
+		panic(err) // a Budget always marshals
+	}
+	return string(j)
+}
+
+// BudgetDest is the Scan destination of a budget column into *b.
+func BudgetDest(b **authz.Budget) any { return budgetDest{b} }
+
+type budgetDest struct{ b **authz.Budget }
+
+func (d budgetDest) Scan(v any) error {
+	var text []byte
+	switch v := v.(type) {
+	case nil:
+		*d.b = nil
+		return nil
+	case string:
+		text = []byte(v)
+	case []byte:
+		text = v
+	default:
+		return fmt.Errorf("scanning a budget from %T", v)
+	}
+	b := new(authz.Budget)
+	if err := json.Unmarshal(text, b); err != nil {
+		return fmt.Errorf("scanning budget %s: %w", text, err)
+	}
+	*d.b = b
+	return nil
 }

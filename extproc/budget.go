@@ -1,0 +1,175 @@
+package extproc
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"modelgate/authz"
+	"modelgate/authz/pricing"
+	"modelgate/ratelimit"
+	"modelgate/translate"
+)
+
+// budgets are the principal's budgets as the Spender counts them: the
+// key's, the account's and the group's, each on its own counter.
+func budgets(p *authz.Principal) []ratelimit.Budget {
+	if p.KeyBudget == nil && p.AccountBudget == nil && p.GroupBudget == nil {
+		return nil
+	}
+	out := make([]ratelimit.Budget, 0, 3)
+	add := func(subject string, b *authz.Budget) {
+		if b == nil {
+			return
+		}
+		r := ratelimit.Budget{Key: subject, Max: int64(b.Amount), Window: b.Window, Alerts: b.Alerts}
+		switch b.Period {
+		case authz.PeriodDay:
+			r.Renewal = ratelimit.Daily
+		case authz.PeriodMonth:
+			r.Renewal = ratelimit.Monthly
+		default:
+			r.Renewal = ratelimit.Windowed
+		}
+		out = append(out, r)
+	}
+	add("key:"+p.KeyID, p.KeyBudget)
+	add("account:"+p.AccountID, p.AccountBudget)
+	if p.GroupID != "" {
+		add("group:"+p.GroupID, p.GroupBudget)
+	}
+	return out
+}
+
+// admitRouted admits a routed request against its budgets and its rate limits,
+// before anything reaches a provider. A request the rate limits refuse
+// gets its budget reservation back.
+func (ex *exchange) admitRouted(ctx context.Context) error {
+	if err := ex.admitSpend(ctx); err != nil {
+		return err
+	}
+	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
+		ex.settleSpend(ctx, translate.Usage{})
+		return err
+	}
+	return nil
+}
+
+// admitSpend reserves the request's estimated cost from its budgets, and
+// refuses it with OpenAI's 429 insufficient_quota when one is spent. A
+// Spender failure fails open or closed as rate limits do.
+func (ex *exchange) admitSpend(ctx context.Context) error {
+	sp := ex.s.cfg.Spender
+	if sp == nil {
+		return nil
+	}
+	bs := budgets(ex.principal)
+	if len(bs) == 0 {
+		return nil
+	}
+	ex.spendAt = ex.s.now()
+	amount := ex.costEstimate(ex.spendAt)
+	d, err := sp.Reserve(ctx, bs, ex.spendAt, amount)
+	if err != nil {
+		ex.s.cfg.Metrics.limiterError()
+		if ex.s.cfg.RateLimitFailClosed {
+			ex.log.Error("budgets failed; refusing (fail closed)", zap.Error(err))
+			return errLimiterUnavailable(err)
+		}
+		ex.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
+		ex.budgets = bs // charged in full when the exchange ends
+		return nil
+	}
+	if st, refused := d.Refused(); refused {
+		ex.s.cfg.Metrics.budgetRefused(subjectType(st.Budget.Key))
+		return errBudgetSpent(st, ex.s.cfg.Currency)
+	}
+	ex.budgets, ex.spendReserved = bs, amount
+	return nil
+}
+
+// costEstimate is what the request may cost at the price in effect at
+// at: its estimated prompt and its bound on the answer, as the token
+// reservation counts them. Zero without a price.
+func (ex *exchange) costEstimate(at time.Time) int64 {
+	p, ok := ex.s.cfg.Prices.At(ex.model, at)
+	if !ok {
+		return 0
+	}
+	out := int64(0)
+	if ex.endpoint.generates() {
+		out = ex.reservation() - ex.prompt
+	}
+	c, _ := p.Cost(pricing.Usage{PromptTokens: ex.prompt, CompletionTokens: out})
+	return min(int64(c), ratelimit.MaxSpend)
+}
+
+// settleSpend charges the exchange's budgets what it cost, less what it
+// reserved, once, however the exchange ended: u is the usage the ledger
+// charges, estimates included, priced as the ledger prices it.
+func (ex *exchange) settleSpend(ctx context.Context, u translate.Usage) {
+	if ex.budgets == nil || ex.spendSettled {
+		return
+	}
+	ex.spendSettled = true
+	c, _ := ex.cost(pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens}, ex.s.now())
+	delta := min(int64(c), ratelimit.MaxSpend) - ex.spendReserved
+	if delta == 0 && !alerting(ex.budgets) {
+		return
+	}
+	alerts, err := ex.s.cfg.Spender.Charge(ex.bookkeeping(ctx), ex.budgets, ex.spendAt, delta)
+	if err != nil {
+		ex.s.cfg.Metrics.limiterError()
+		ex.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))
+		return
+	}
+	for _, a := range alerts {
+		ex.s.cfg.Metrics.budgetAlert(subjectType(a.Budget.Key), a.Percent)
+		ex.log.Warn("budget alert", zap.String("subject", a.Budget.Key), zap.Int("percent", a.Percent),
+			zap.String("spent", pricing.Nanos(a.Spent).String()), zap.String("budget", pricing.Nanos(a.Budget.Max).String()),
+			zap.String("currency", ex.s.cfg.Currency), zap.Stringer("period", a.Budget.Renewal), zap.Time("renews", a.Renews))
+	}
+}
+
+func alerting(bs []ratelimit.Budget) bool {
+	for _, b := range bs {
+		if b.Alerts {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectType is "key", "account" or "group": a budget's metric label.
+func subjectType(key string) string {
+	for i := range len(key) {
+		if key[i] == ':' {
+			return key[:i]
+		}
+	}
+	return key
+}
+
+// errBudgetSpent is OpenAI's answer to an account out of credit, 429
+// insufficient_quota, saying which budget is spent and when it renews.
+// x-should-retry tells OpenAI's SDKs not to retry what will not pass
+// before then.
+func errBudgetSpent(st ratelimit.BudgetStatus, currency string) *APIError {
+	whose := map[string]string{"key": "this API key's", "account": "your account's", "group": "your group's"}[subjectType(st.Budget.Key)]
+	period := map[ratelimit.Renewal]string{ratelimit.Daily: "daily", ratelimit.Monthly: "monthly"}[st.Budget.Renewal]
+	if period == "" {
+		period = st.Budget.Window.String()
+	}
+	msg := fmt.Sprintf("You exceeded your current quota: %s %s budget of %s %s is spent. It renews at %s.",
+		whose, period, currency, pricing.Nanos(st.Budget.Max), st.Renews.UTC().Format(time.RFC3339))
+	if st.Budget.Max == 0 {
+		msg = fmt.Sprintf("You exceeded your current quota: %s %s budget is %s 0, which allows no requests.",
+			whose, period, currency)
+	}
+	return &APIError{Status: http.StatusTooManyRequests, Type: "insufficient_quota", Code: "insufficient_quota",
+		Message: msg, noRetry: true}
+}

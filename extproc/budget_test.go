@@ -1,0 +1,158 @@
+package extproc_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/authz"
+	"modelgate/authz/pricing"
+	"modelgate/extproc"
+	"modelgate/extproc/extproctest"
+	"modelgate/ratelimit"
+	"modelgate/ratelimit/memory"
+)
+
+// budgetFixture prices gpt-4o (its recorded JSON answer, 8 prompt and 377
+// completion tokens, costs 0.00379) and counts budgets in memory.
+func budgetFixture(t *testing.T, opts ...func(*extproc.Config)) (*fixture, *memory.Spender) {
+	t.Helper()
+	prices, err := pricing.NewTable([]pricing.Price{
+		{Model: "gpt-4o", Input: 2_500_000_000, Output: 10 * pricing.NanosPerUnit},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := memory.NewSpender()
+	f := newFixture(t, extproctest.Config{}, append([]func(*extproc.Config){func(c *extproc.Config) {
+		c.Prices, c.Spender, c.Currency = prices, sp, "EUR"
+	}}, opts...)...)
+	return f, sp
+}
+
+func setAccountBudget(t *testing.T, f *fixture, a authz.Account, b *authz.Budget) {
+	t.Helper()
+	a, err := f.store.AccountByID(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Budget = b
+	if err := f.store.UpdateAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func spent(t *testing.T, sp ratelimit.Spender, b ratelimit.Budget) int64 {
+	t.Helper()
+	got, err := sp.Spent(context.Background(), []ratelimit.Budget{b}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[0]
+}
+
+// An account with a monthly budget of 0.004 gets two requests (0.00379 and a stream)
+// (the first reserves more than the budget, and is admitted on an empty
+// one; the second sees only what the first really cost), then OpenAI's
+// 429 insufficient_quota before anything reaches the provider. The
+// budget's counter holds exactly what the ledger charged.
+func TestBudgetStopsSpending(t *testing.T) {
+	f, sp := budgetFixture(t)
+	setAccountBudget(t, f, f.account, &authz.Budget{Amount: 4_000_000, Period: authz.PeriodMonth})
+	stream := `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
+	for i, body := range []string{chatBody, stream} {
+		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
+			t.Fatalf("request %d: %d %s", i+1, res.Status, res.Body)
+		}
+	}
+	res := f.gw.Post(t, "/v1/chat/completions", f.keys["limited"], chatBody) // the same account
+	checkError(t, res, wantError{status: 429, typ: "insufficient_quota", code: "insufficient_quota"})
+	renews := time.Date(time.Now().UTC().Year(), time.Now().UTC().Month()+1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	if body := string(res.Body); !strings.Contains(body, "your account's monthly budget of EUR 0.004 is spent") ||
+		!strings.Contains(body, "renews at "+renews) {
+		t.Errorf("429 body = %s", body)
+	}
+	if res.Header.Get("X-Should-Retry") != "false" || res.Header.Get("Retry-After") != "" {
+		t.Errorf("429 headers = %v: OpenAI's SDKs should not retry", res.Header)
+	}
+	if len(res.Upstream) != 0 {
+		t.Error("a request over budget reached the provider")
+	}
+	waitRequests(t, f.store, f.account.ID, 3)
+	totals, err := f.store.UsageSince(context.Background(), f.account.ID, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ratelimit.Budget{Key: "account:" + f.account.ID, Max: 4_000_000, Renewal: ratelimit.Monthly}
+	if got := spent(t, sp, b); got != int64(totals.Cost) || got <= 4_000_000 || totals.UnknownCost != 0 {
+		t.Errorf("budget counter %d, ledger %v (%d unpriced): want equal, past the budget", got, totals.Cost, totals.UnknownCost)
+	}
+	// Another account is not affected.
+	other := f.mustAccount(t, "other")
+	if res := f.gw.Post(t, "/v1/chat/completions", f.mustKey(t, other, nil), chatBody); res.Status != 200 {
+		t.Errorf("another account: %d %s", res.Status, res.Body)
+	}
+}
+
+// A key's budget of zero allows it nothing, and other keys of its account
+// go on.
+func TestBudgetOfZeroAllowsNothing(t *testing.T) {
+	f, _ := budgetFixture(t)
+	ctx := context.Background()
+	k, err := f.store.KeyByHash(ctx, authz.HashKey(f.keys["limited"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Budget = &authz.Budget{Amount: 0, Period: authz.PeriodDay}
+	if err := f.store.UpdateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	res := f.gw.Post(t, "/v1/chat/completions", f.keys["limited"], chatBody)
+	checkError(t, res, wantError{status: 429, typ: "insufficient_quota", code: "insufficient_quota"})
+	if !strings.Contains(string(res.Body), "this API key's daily budget is EUR 0, which allows no requests") {
+		t.Errorf("429 body = %s", res.Body)
+	}
+	if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
+		t.Errorf("another key: %d %s", res.Status, res.Body)
+	}
+}
+
+// A request the rate limits refuse gives its budget reservation back: the
+// counter holds only what the admitted request cost.
+func TestBudgetReservationReturnedWhenRateLimited(t *testing.T) {
+	f, sp := budgetFixture(t, func(c *extproc.Config) {
+		c.Limiter = memory.New(memory.Config{})
+		c.KeyLimits = authz.Limits{RequestsPerMinute: limit(1)}
+	})
+	setAccountBudget(t, f, f.account, &authz.Budget{Amount: pricing.NanosPerUnit, Period: authz.PeriodWindow, Window: time.Hour})
+	if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
+		t.Fatalf("first request: %d %s", res.Status, res.Body)
+	}
+	res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody)
+	checkError(t, res, wantError{status: 429, typ: "rate_limit_error", code: "rate_limit_exceeded"})
+	b := ratelimit.Budget{Key: "account:" + f.account.ID, Max: pricing.NanosPerUnit, Renewal: ratelimit.Windowed, Window: time.Hour}
+	if got, want := spent(t, sp, b), int64(8*2500+377*10_000); got != want {
+		t.Errorf("budget counter %d after one admitted request, want its cost %d", got, want)
+	}
+}
+
+// A limit of zero allows nothing, and tells OpenAI's SDKs not to retry.
+func TestLimitOfZeroAllowsNothing(t *testing.T) {
+	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
+		c.Limiter = memory.New(memory.Config{})
+	})
+	a, _ := f.store.AccountByID(context.Background(), f.account.ID)
+	a.Limits = authz.Limits{TokensPerMinute: limit(0)}
+	if err := f.store.UpdateAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody)
+	checkError(t, res, wantError{status: 429, typ: "rate_limit_error", code: "rate_limit_exceeded"})
+	if !strings.Contains(string(res.Body), "tokens per min (TPM): Limit 0") || res.Header.Get("X-Should-Retry") != "false" {
+		t.Errorf("429 = %v %s", res.Header, res.Body)
+	}
+	if len(res.Upstream) != 0 {
+		t.Error("the request reached the provider")
+	}
+}
