@@ -19,9 +19,9 @@ type limitsJSON struct {
 }
 
 type groupJSON struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	Models    []string   `json:"models"`
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	Models    []string      `json:"models"`
 	Limits    limitsJSON    `json:"limits"`
 	Budget    *authz.Budget `json:"budget"`
 	CreatedAt time.Time     `json:"created_at"`
@@ -32,10 +32,10 @@ func groupOut(g authz.Group) groupJSON {
 }
 
 type accountJSON struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	GroupID   string     `json:"group_id"`
-	Models    []string   `json:"models"`
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	GroupID   string        `json:"group_id"`
+	Models    []string      `json:"models"`
 	Disabled  bool          `json:"disabled"`
 	Limits    limitsJSON    `json:"limits"`
 	Budget    *authz.Budget `json:"budget"`
@@ -57,10 +57,10 @@ type keyJSON struct {
 	// State is active, disabled, expired or revoked.
 	State      string        `json:"state"`
 	Budget     *authz.Budget `json:"budget"`
-	ExpiresAt  *time.Time `json:"expires_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time    `json:"expires_at"`
+	RevokedAt  *time.Time    `json:"revoked_at"`
+	CreatedAt  time.Time     `json:"created_at"`
+	LastUsedAt *time.Time    `json:"last_used_at"`
 }
 
 func (h *Handler) keyOut(k authz.Key) keyJSON {
