@@ -17,6 +17,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"modelgate/authz"
+	"modelgate/authz/postgres"
 	"modelgate/translate/api/spec"
 )
 
@@ -176,5 +178,114 @@ rate_limits:
 	}
 	if count[200] != 10 || count[429] != 20 {
 		t.Errorf("statuses = %v, want 10 × 200 and 20 × 429", count)
+	}
+}
+
+// Two gateways on one PostgreSQL and one Redis, waves of 30 concurrent
+// requests against an account's monthly budget: the account spends its
+// budget, and never more than the budget plus one request's cost; the
+// budget's refusals are OpenAI's 429 insufficient_quota.
+func TestReplicasHoldBudgetsThroughRedis(t *testing.T) {
+	redisURL := os.Getenv("MODELGATE_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Skip("MODELGATE_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping the shared budget test")
+	}
+	db := postgresSchema(t)
+	getenv := func(name string) string {
+		switch name {
+		case "MODELGATE_REPLICA_DB":
+			return db
+		case "MODELGATE_REPLICA_REDIS":
+			return redisURL
+		case "MODELGATE_REPLICA_IMAGE_KEY":
+			return "an image URL key the replicas share, 32+ characters"
+		case "MODELGATE_ADMIN_TOKEN":
+			return "an admin token for the budget test, 32+ characters"
+		}
+		return ""
+	}
+	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
+	conf := replicaConfig + `
+rate_limits:
+  store: redis
+  redis_url_env: MODELGATE_REPLICA_REDIS
+  fail_closed: true
+prices:
+  currency: EUR
+  models:
+    - {model: gpt-4o-mini, input: "1", output: "4"}
+`
+	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replicas := []*replica{startReplica(t, cfgPath, getenv), startReplica(t, cfgPath, getenv)}
+	var out, errOut strings.Builder
+	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "acme"},
+		env{getenv: getenv, stdout: &out, stderr: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(out.String())
+	store, err := postgres.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	acct, err := store.AccountByName(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 10_000_000 // EUR 0.01
+	if status, body := replicas[0].admin(t, "PATCH", "/admin/v1/accounts/"+acct.ID,
+		`{"budget":{"amount":"0.01","period":"month"}}`); status != 200 {
+		t.Fatalf("setting the budget: %d %s", status, body)
+	}
+	// Each request states max_tokens above what the recorded answer uses,
+	// so its reservation covers its cost.
+	chat := `{"model":"gpt-4o-mini","max_tokens":1000,"messages":[{"role":"user","content":"Hello!"}]}`
+	count := map[int]int{}
+	for wave := 0; wave < 20; wave++ {
+		statuses := make(chan int, 30)
+		var wg sync.WaitGroup
+		for i := range 30 {
+			wg.Go(func() {
+				status, body := replicas[i%2].call(t, "POST", "/chat/completions", key, chat)
+				if status == 429 && !strings.Contains(string(body), `"insufficient_quota"`) {
+					t.Errorf("a 429 that is not the budget's: %s", body)
+				}
+				statuses <- status
+			})
+		}
+		wg.Wait()
+		close(statuses)
+		ok := 0
+		for s := range statuses {
+			count[s]++
+			if s == 200 {
+				ok++
+			}
+		}
+		if ok == 0 {
+			break
+		}
+	}
+	if len(count) != 2 || count[200] == 0 || count[429] == 0 {
+		t.Fatalf("statuses = %v: want some served and then budget refusals", count)
+	}
+	for _, r := range replicas {
+		r.stop() // flushing the ledgers
+	}
+	rows, err := store.UsageReport(context.Background(), authz.UsageQuery{AccountID: acct.ID, By: authz.ByModel})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("usage: %v %v", rows, err)
+	}
+	// The ledger records the refusals too, at no cost.
+	total := int64(rows[0].Cost)
+	if rows[0].UnknownCost != 0 || rows[0].Requests != int64(count[200]+count[429]) {
+		t.Fatalf("ledger: %d requests, %d unpriced; statuses %v", rows[0].Requests, rows[0].UnknownCost, count)
+	}
+	perRequest := total / int64(count[200]) // the recorded answer: every request costs the same
+	t.Logf("statuses %v; spent %d of %d nanos, %d a request", count, total, budget, perRequest)
+	if total < budget || total > budget+perRequest {
+		t.Errorf("the account spent %d against a budget of %d: want at least the budget and at most one request (%d) more", total, budget, perRequest)
 	}
 }
