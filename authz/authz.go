@@ -355,6 +355,20 @@ type Store interface {
 	// day, account, key and model; groups without records are absent.
 	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
 
+	// ListPrices returns the prices set at run time (through the admin),
+	// by model and From; the config file's are not stored.
+	ListPrices(ctx context.Context) ([]pricing.Price, error)
+	// SetPrice stores a price, replacing the one of the same model and
+	// From.
+	SetPrice(ctx context.Context, p pricing.Price) error
+	// DeletePrice removes the price of a model from a time; ErrNotFound
+	// when there is none.
+	DeletePrice(ctx context.Context, model string, from time.Time) error
+	// AppendAudit records an admin change; the store numbers it.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// ListAudit returns admin changes, newest first.
+	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+
 	// SaveResponse stores a response of the account until expires, and
 	// drops expired ones. ErrExists if the id is taken.
 	SaveResponse(ctx context.Context, accountID, id string, r StoredResponse, expires time.Time) error
@@ -379,4 +393,33 @@ type Store interface {
 
 	// Close releases the store.
 	Close() error
+}
+
+// AuditEntry is one change an admin made.
+type AuditEntry struct {
+	// ID orders entries: a later entry has a larger ID.
+	ID int64
+	At time.Time
+	// Actor is who made the change: "admin API token", or "dashboard
+	// session" and the session's short id.
+	Actor string
+	// Action is what was done, as "account.update" or "key.revoke".
+	Action string
+	// Target names what changed: an id, or for a price its model and
+	// From.
+	Target string
+	// Before and After are the target's admin API JSON around the change;
+	// nil where it did not exist.
+	Before, After json.RawMessage
+}
+
+// AuditQuery selects audit entries.
+type AuditQuery struct {
+	// Before, when not zero, returns only entries with a smaller ID: the
+	// cursor of the next page.
+	Before int64
+	// Limit is the most entries to return; zero means 50.
+	Limit int
+	// Target, when set, returns only entries about it.
+	Target string
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 // apiFunc handles an authenticated admin API request and returns the
@@ -246,15 +247,9 @@ func apiUsageQuery(r *http.Request) (authz.UsageQuery, error) {
 // parseInstant reads an RFC 3339 time or a YYYY-MM-DD date (midnight UTC);
 // empty is the zero time.
 func parseInstant(name, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	t, err := time.Parse(time.DateOnly, s)
+	t, err := pricing.ParseInstant(s)
 	if err != nil {
-		return t, badRequest("%s: want an RFC 3339 time or a YYYY-MM-DD date, not %q", name, s)
+		return t, badRequest("%s: %v", name, err)
 	}
 	return t, nil
 }

@@ -31,6 +31,8 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"EffectiveAccess", testEffectiveAccess},
 		{"Budgets", testBudgets},
 		{"GroupLimitsAreACap", testGroupLimitsAreACap},
+		{"Prices", testPrices},
+		{"Audit", testAudit},
 		{"AuthenticateStates", testAuthenticateStates},
 		{"AuthenticateExpiry", testAuthenticateExpiry},
 		{"AuthenticateLastUsed", testAuthenticateLastUsed},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 // NewID returns a random id of a kind, such as key_0123456789abcdef.
@@ -155,4 +156,52 @@ func (d budgetDest) Scan(v any) error {
 	}
 	*d.b = b
 	return nil
+}
+
+// FromMS is a price's From as the prices table keys it: Unix
+// milliseconds, 0 for always.
+func FromMS(from time.Time) int64 {
+	if from.IsZero() {
+		return 0
+	}
+	return from.UnixMilli()
+}
+
+// PriceArg is a price's JSON for the prices table.
+func PriceArg(p pricing.Price) (string, error) {
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// ScanPrice reads a prices row's JSON.
+func ScanPrice(text string) (pricing.Price, error) {
+	var p pricing.Price
+	if err := json.Unmarshal([]byte(text), &p); err != nil {
+		return p, fmt.Errorf("a stored price: %w", err)
+	}
+	return p, nil
+}
+
+// AuditLimit is the number of entries ListAudit returns for q.
+func AuditLimit(q authz.AuditQuery) int {
+	if q.Limit <= 0 {
+		return 50
+	}
+	return min(q.Limit, 1000)
+}
+
+// NullJSON is a JSON column's value: NULL for none.
+func NullJSON(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// JSONOf is a JSON column's scanned value: nil for NULL.
+func JSONOf(s *string) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return json.RawMessage(*s)
 }

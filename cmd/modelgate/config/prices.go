@@ -101,19 +101,7 @@ func (a *Amount) nanosOrNil() *pricing.Nanos {
 }
 
 // parseFrom reads a price's From: a date, or an RFC 3339 time.
-func parseFrom(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.Parse(time.DateOnly, s); err == nil {
-		return d, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not a date (2026-06-01) or an RFC 3339 time", s)
-	}
-	return t, nil
-}
+func parseFrom(s string) (time.Time, error) { return pricing.ParseInstant(s) }
 
 // PriceTable is the prices as the gateway uses them.
 func (c *Config) PriceTable() (*pricing.Table, error) {
