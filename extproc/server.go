@@ -57,8 +57,9 @@ type Config struct {
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
 	// Prices give each usage record its cost; nil (or a model without a
-	// price in effect) records it as unknown.
-	Prices *pricing.Table
+	// price in effect) records it as unknown. A *pricing.Live table may
+	// change while the server runs.
+	Prices pricing.Source
 	// UsageTimeout bounds the bookkeeping after a reply, on contexts
 	// that outlive the client: an exchange's usage records and rate-limit
 	// charges together, and storing a response or each image on its own;
@@ -160,6 +161,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.MetadataNamespace == "" {
 		cfg.MetadataNamespace = "io.modelgate"
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = (*pricing.Table)(nil) // no prices
 	}
 	if cfg.Currency == "" {
 		cfg.Currency = "USD"

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 //go:embed templates/*.html
@@ -43,6 +44,13 @@ type Config struct {
 	// Currency is the unit of usage costs (the config's prices.currency);
 	// empty means USD.
 	Currency string
+	// ConfigPrices are the config file's prices. Prices set through the
+	// admin are stored, and replace those of the same model and From.
+	ConfigPrices []pricing.Price
+	// PricesChanged is called after a price is set or deleted, before the
+	// answer is written, so that this process's gateway prices requests
+	// with it at once; nil calls nothing.
+	PricesChanged func()
 	// Logger logs errors the client is not told about; nil logs nothing.
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
@@ -66,6 +74,9 @@ func New(store authz.Store, cfg Config) (*Handler, error) {
 	}
 	if cfg.Invalidate == nil {
 		cfg.Invalidate = func() {}
+	}
+	if cfg.PricesChanged == nil {
+		cfg.PricesChanged = func() {}
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
@@ -114,6 +125,10 @@ func (h *Handler) routes() {
 	api("PATCH /admin/v1/keys/{id}", h.apiUpdateKey)
 	api("POST /admin/v1/keys/{id}/revoke", h.apiRevokeKey)
 	api("GET /admin/v1/usage", h.apiUsage)
+	api("GET /admin/v1/prices", h.apiPrices)
+	api("PUT /admin/v1/prices", h.apiSetPrice)
+	api("DELETE /admin/v1/prices", h.apiDeletePrice)
+	api("GET /admin/v1/audit", h.apiAudit)
 	api("/admin/v1/", h.apiNoRoute) // after the token check, so routes are not probed
 
 	page := func(pattern string, fn pageFunc) { h.mux.Handle(pattern, h.page(fn)) }

@@ -56,11 +56,15 @@ type harness struct {
 	auth  *authz.Authenticator
 }
 
-func newHarness(t *testing.T, store authz.Store) *harness {
+func newHarness(t *testing.T, store authz.Store, opts ...func(*Config)) *harness {
 	t.Helper()
 	// A long TTL: only invalidation can make changes visible in time.
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{TTL: 1 << 40})
-	h, err := New(store, Config{TokenSHA256: sha256.Sum256([]byte(testToken)), Invalidate: auth.Invalidate, Models: testModels})
+	cfg := Config{TokenSHA256: sha256.Sum256([]byte(testToken)), Invalidate: auth.Invalidate, Models: testModels}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h, err := New(store, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

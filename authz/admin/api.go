@@ -25,6 +25,7 @@ func (h *Handler) api(fn apiFunc) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxAPIBody)
+		r = r.WithContext(withActor(r.Context(), actorAPI))
 		status, v, err := fn(r)
 		if err != nil {
 			writeAPIError(w, h.toAPIError(r, err))

@@ -111,6 +111,7 @@ func (h *Handler) createGroup(ctx context.Context, g authz.Group) (authz.Group, 
 	if err != nil {
 		return authz.Group{}, fmt.Errorf("group %q: %w", g.Name, err)
 	}
+	h.audit(ctx, "group.create", g.ID, nil, groupOut(g))
 	return g, nil
 }
 
@@ -118,8 +119,16 @@ func (h *Handler) updateGroup(ctx context.Context, g authz.Group) error {
 	if err := h.checkGroup(&g); err != nil {
 		return err
 	}
+	before, err := h.store.GroupByID(ctx, g.ID)
+	if err != nil {
+		return fmt.Errorf("group %q: %w", g.ID, err)
+	}
 	defer h.cfg.Invalidate()
-	return h.store.UpdateGroup(ctx, g)
+	if err := h.store.UpdateGroup(ctx, g); err != nil {
+		return err
+	}
+	h.audit(ctx, "group.update", g.ID, groupOut(before), groupOut(g))
+	return nil
 }
 
 // createAccount creates an account and then sets what CreateAccount does
@@ -135,9 +144,11 @@ func (h *Handler) createAccount(ctx context.Context, a authz.Account) (authz.Acc
 	a.ID, a.CreatedAt = created.ID, created.CreatedAt
 	if a.GroupID != "" || len(a.Models) > 0 || a.Disabled || a.Limits != (authz.Limits{}) || a.Budget != nil {
 		if err := h.store.UpdateAccount(ctx, a); err != nil {
+			h.audit(ctx, "account.create", a.ID, nil, accountOut(created))
 			return created, fmt.Errorf("setting up account %s: %w", a.ID, err)
 		}
 	}
+	h.audit(ctx, "account.create", a.ID, nil, accountOut(a))
 	return a, nil
 }
 
@@ -145,8 +156,16 @@ func (h *Handler) updateAccount(ctx context.Context, a authz.Account) error {
 	if err := h.checkAccount(ctx, &a); err != nil {
 		return err
 	}
+	before, err := h.store.AccountByID(ctx, a.ID)
+	if err != nil {
+		return fmt.Errorf("account %q: %w", a.ID, err)
+	}
 	defer h.cfg.Invalidate()
-	return h.store.UpdateAccount(ctx, a)
+	if err := h.store.UpdateAccount(ctx, a); err != nil {
+		return err
+	}
+	h.audit(ctx, "account.update", a.ID, accountOut(before), accountOut(a))
+	return nil
 }
 
 // issueKey generates a key; the secret is returned only here.
@@ -164,7 +183,11 @@ func (h *Handler) issueKey(ctx context.Context, k authz.Key) (string, authz.Key,
 	if _, err := h.store.AccountByID(ctx, k.AccountID); err != nil {
 		return "", authz.Key{}, fmt.Errorf("account %q: %w", k.AccountID, err)
 	}
-	return authz.IssueKey(ctx, h.store, k)
+	secret, k, err := authz.IssueKey(ctx, h.store, k)
+	if err == nil {
+		h.audit(ctx, "key.create", k.ID, nil, h.keyOut(k))
+	}
+	return secret, k, err
 }
 
 // updateKey saves a key's name, models, disabled flag and expiry.
@@ -182,16 +205,32 @@ func (h *Handler) updateKey(ctx context.Context, k authz.Key) error {
 	if err := checkBudget(k.Budget); err != nil {
 		return err
 	}
+	before, err := h.store.KeyByID(ctx, k.ID)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", k.ID, err)
+	}
 	defer h.cfg.Invalidate()
-	return h.store.UpdateKey(ctx, k)
+	if err := h.store.UpdateKey(ctx, k); err != nil {
+		return err
+	}
+	h.audit(ctx, "key.update", k.ID, h.keyOut(before), h.keyOut(k))
+	return nil
 }
 
 // revokeKey revokes a key for good and returns it as revoked.
 func (h *Handler) revokeKey(ctx context.Context, id string) (authz.Key, error) {
-	err := h.store.RevokeKey(ctx, id)
+	before, err := h.store.KeyByID(ctx, id)
+	if err != nil {
+		return authz.Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	err = h.store.RevokeKey(ctx, id)
 	h.cfg.Invalidate()
 	if err != nil {
 		return authz.Key{}, fmt.Errorf("key %q: %w", id, err)
 	}
-	return h.store.KeyByID(ctx, id)
+	k, err := h.store.KeyByID(ctx, id)
+	if err == nil && before.RevokedAt == nil {
+		h.audit(ctx, "key.revoke", id, h.keyOut(before), h.keyOut(k))
+	}
+	return k, err
 }

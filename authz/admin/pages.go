@@ -56,6 +56,7 @@ func (h *Handler) page(fn pageFunc) http.Handler {
 				return
 			}
 		}
+		r = r.WithContext(withActor(r.Context(), sessionActor(c)))
 		v := view{CSRF: h.sessions.csrfToken(c), SignedIn: true, Models: h.cfg.Models, Notice: notices[r.URL.Query().Get("done")]}
 		if err := fn(w, r, v); err != nil {
 			h.renderError(w, r, v, err)

@@ -1,6 +1,7 @@
 package pricing
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -78,7 +79,9 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 		priceJSON
 		From *string `json:"from"`
 	}
-	if err := json.Unmarshal(b, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt amount must not read as free
+	if err := dec.Decode(&j); err != nil {
 		return err
 	}
 	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, Output: j.Output,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -21,7 +22,8 @@ const minAdminToken = 32
 // mountAdmin serves the admin API and dashboard under /admin/ on the admin
 // mux when the admin token's variable is set. Only the token's SHA-256 is
 // kept.
-func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth *authz.Authenticator, getenv func(string) string, log *zap.Logger) error {
+func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth *authz.Authenticator, prices *livePrices,
+	getenv func(string) string, log *zap.Logger) error {
 	token := getenv(cfg.Admin.TokenEnv)
 	if token == "" {
 		log.Info("admin API and dashboard off", zap.String("reason", cfg.Admin.TokenEnv+" is not set"))
@@ -35,7 +37,8 @@ func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth 
 		models = append(models, m.ID)
 	}
 	h, err := admin.New(store, admin.Config{TokenSHA256: sha256.Sum256([]byte(token)), Invalidate: auth.Invalidate,
-		Models: models, SecureCookies: cfg.Admin.SecureCookies, Currency: cfg.Prices.Currency, Logger: log.Named("admin")})
+		Models: models, SecureCookies: cfg.Admin.SecureCookies, Currency: cfg.Prices.Currency, Logger: log.Named("admin"),
+		ConfigPrices: prices.base, PricesChanged: func() { prices.reload(context.Background()) }})
 	if err != nil {
 		return err
 	}

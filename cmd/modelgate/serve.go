@@ -27,6 +27,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/pricing"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
 )
@@ -231,6 +232,10 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if is, ok := store.(extproc.ImageStore); ok {
 		ecfg.Images = is
 	}
+	base, _ := ecfg.Prices.(*pricing.Table) // as extprocConfig made it
+	prices := newLivePrices(base, store, g.log.Named("prices"))
+	prices.reload(context.Background())
+	ecfg.Prices = prices
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	ledger, err := ledger.New(store, g.reg, ledger.Config{Logger: g.log.Named("ledger")})
 	if err != nil {
@@ -240,7 +245,7 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	if err := mountAdmin(g.mux, g.cfg, store, auth, getenv, g.log); err != nil {
+	if err := mountAdmin(g.mux, g.cfg, store, auth, prices, getenv, g.log); err != nil {
 		return err
 	}
 	registerAuthStats(g.reg, auth)
@@ -260,6 +265,7 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	defer cancel()
 	g.ready.check(ctx)
 	go g.watchReadiness()
+	go prices.watch(g.quit)
 	return nil
 }
 
