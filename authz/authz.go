@@ -250,7 +250,14 @@ type UsageTotals struct {
 	UnknownCost int64
 	Audio       time.Duration
 	Images      int64
+	// Refused counts the requests the gateway refused: a model the key
+	// may not use (403) or a rate limit or budget (429). Failed counts
+	// the other errors (4xx, 5xx, no answer). The rest succeeded.
+	Refused, Failed int64
 }
+
+// Succeeded counts the requests that got a 2xx answer.
+func (t UsageTotals) Succeeded() int64 { return t.Requests - t.Refused - t.Failed }
 
 // UsageGrouping says which columns UsageReport groups by; zero sums
 // everything into one row.

@@ -22,19 +22,9 @@ func budgets(p *authz.Principal) []ratelimit.Budget {
 	}
 	out := make([]ratelimit.Budget, 0, 3)
 	add := func(subject string, b *authz.Budget) {
-		if b == nil {
-			return
+		if b != nil {
+			out = append(out, BudgetOf(subject, *b))
 		}
-		r := ratelimit.Budget{Key: subject, Max: int64(b.Amount), Window: b.Window, Alerts: b.Alerts}
-		switch b.Period {
-		case authz.PeriodDay:
-			r.Renewal = ratelimit.Daily
-		case authz.PeriodMonth:
-			r.Renewal = ratelimit.Monthly
-		default:
-			r.Renewal = ratelimit.Windowed
-		}
-		out = append(out, r)
 	}
 	add("key:"+p.KeyID, p.KeyBudget)
 	add("account:"+p.AccountID, p.AccountBudget)
@@ -42,6 +32,21 @@ func budgets(p *authz.Principal) []ratelimit.Budget {
 		add("group:"+p.GroupID, p.GroupBudget)
 	}
 	return out
+}
+
+// BudgetOf is a subject's budget ("key:<id>", "account:<id>",
+// "group:<id>") as the Spender counts it.
+func BudgetOf(subject string, b authz.Budget) ratelimit.Budget {
+	r := ratelimit.Budget{Key: subject, Max: int64(b.Amount), Window: b.Window, Alerts: b.Alerts}
+	switch b.Period {
+	case authz.PeriodDay:
+		r.Renewal = ratelimit.Daily
+	case authz.PeriodMonth:
+		r.Renewal = ratelimit.Monthly
+	default:
+		r.Renewal = ratelimit.Windowed
+	}
+	return r
 }
 
 // admitRouted admits a routed request against its budgets and its rate limits,

@@ -68,6 +68,7 @@ type exchange struct {
 	spendAt       time.Time          // when they were: the period the exchange settles in
 	spendReserved int64              // what the admission reserved from them
 	spendSettled  bool
+	refusedModel  bool // refused a model the principal may not use: recorded with its 403
 
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream

@@ -337,6 +337,9 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 	}
 	m, err := ex.s.router.lookup(ex.principal, model)
 	if err != nil {
+		if ae, ok := err.(*APIError); ok && ae.Status == http.StatusForbidden {
+			ex.model, ex.refusedModel = model, true // the ledger shows refusals beside successes
+		}
 		return err
 	}
 	if m.Fallback {

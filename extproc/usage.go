@@ -66,7 +66,8 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.settleSpend(ctx, u)
 	// A Fallback model's request is recorded also when no deployment
 	// answered (Envoy's 503 after every attempt failed).
-	if ex.tr == nil && ex.fallback == nil || ex.principal == nil {
+	// A request refused a model it may not use is recorded too.
+	if ex.tr == nil && ex.fallback == nil && !ex.refusedModel || ex.principal == nil {
 		return
 	}
 	rec := authz.UsageRecord{

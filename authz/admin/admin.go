@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -47,6 +48,10 @@ type Config struct {
 	// ConfigPrices are the config file's prices. Prices set through the
 	// admin are stored, and replace those of the same model and From.
 	ConfigPrices []pricing.Price
+	// Spent reads what a subject's budget has spent in the period holding
+	// at, and when that period ends, for the pages; nil shows budgets
+	// without their spending.
+	Spent func(ctx context.Context, subject string, b authz.Budget, at time.Time) (pricing.Nanos, time.Time, error)
 	// PricesChanged is called after a price is set or deleted, before the
 	// answer is written, so that this process's gateway prices requests
 	// with it at once; nil calls nothing.
@@ -62,6 +67,7 @@ type Handler struct {
 	store    authz.Store
 	cfg      Config
 	sessions *sessions
+	throttle *throttle
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	cop      *http.CrossOriginProtection
@@ -94,7 +100,7 @@ func New(store authz.Store, cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{store: store, cfg: cfg, sessions: sess, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	h := &Handler{store: store, cfg: cfg, sessions: sess, throttle: newThrottle(), mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
 	h.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, view{}, &apiError{Status: http.StatusForbidden, Type: "permission_error",
 			Message: "cross-origin requests are refused"})
@@ -124,6 +130,7 @@ func (h *Handler) routes() {
 	api("GET /admin/v1/keys/{id}", h.apiKey)
 	api("PATCH /admin/v1/keys/{id}", h.apiUpdateKey)
 	api("POST /admin/v1/keys/{id}/revoke", h.apiRevokeKey)
+	api("POST /admin/v1/keys/{id}/rotate", h.apiRotateKey)
 	api("GET /admin/v1/usage", h.apiUsage)
 	api("GET /admin/v1/prices", h.apiPrices)
 	api("PUT /admin/v1/prices", h.apiSetPrice)
@@ -141,11 +148,18 @@ func (h *Handler) routes() {
 	page("POST /admin/accounts", h.accountsCreate)
 	page("GET /admin/accounts/{id}", h.accountPage)
 	page("POST /admin/accounts/{id}", h.accountUpdate)
+	page("POST /admin/accounts/{id}/{action}", h.accountAction)
 	page("POST /admin/accounts/{id}/keys", h.keyCreate)
 	page("GET /admin/keys/{id}", h.keyPage)
+	page("GET /admin/keys/{id}/created", h.keyCreatedPage)
 	page("POST /admin/keys/{id}", h.keyUpdate)
 	page("POST /admin/keys/{id}/{action}", h.keyAction)
 	page("GET /admin/usage", h.usagePage)
+	page("GET /admin/usage.csv", h.usageCSV)
+	page("GET /admin/prices", h.pricesPage)
+	page("POST /admin/prices", h.pricesSet)
+	page("POST /admin/prices/delete", h.pricesDelete)
+	page("GET /admin/audit", h.auditPageHTML)
 	page("POST /admin/logout", h.logout)
 	h.mux.Handle("GET /admin/login", h.dashboard(http.HandlerFunc(h.loginPage)))
 	h.mux.Handle("POST /admin/login", h.dashboard(http.HandlerFunc(h.login)))

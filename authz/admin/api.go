@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"modelgate/authz"
@@ -67,9 +69,34 @@ func listOf[S, T any](items []S, conv func(S) T) list[T] {
 	return out
 }
 
+// pageJSON is a page of a list; NextAfter, when set, is the after of the
+// next page.
+type pageJSON[T any] struct {
+	Data      []T     `json:"data"`
+	NextAfter *string `json:"next_after"`
+}
+
+func pageJSONOf[S, T any](items []S, conv func(S) T, next string) pageJSON[T] {
+	p := pageJSON[T]{Data: listOf(items, conv).Data}
+	if next != "" {
+		p.NextAfter = &next
+	}
+	return p
+}
+
 func (h *Handler) apiListGroups(r *http.Request) (int, any, error) {
+	limit, err := readLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		return 0, nil, err
+	}
 	gs, err := h.store.ListGroups(r.Context())
-	return http.StatusOK, listOf(gs, groupOut), err
+	if err != nil {
+		return 0, nil, err
+	}
+	order := func(g authz.Group) string { return g.Name + "\x00" + g.ID }
+	slices.SortFunc(gs, func(a, b authz.Group) int { return cmp.Compare(order(a), order(b)) })
+	gs, next, err := pageOf(gs, order, r.URL.Query().Get("after"), limit)
+	return http.StatusOK, pageJSONOf(gs, groupOut, next), err
 }
 
 func (h *Handler) apiCreateGroup(r *http.Request) (int, any, error) {
@@ -113,8 +140,23 @@ func (h *Handler) apiUpdateGroup(r *http.Request) (int, any, error) {
 }
 
 func (h *Handler) apiListAccounts(r *http.Request) (int, any, error) {
-	as, err := h.store.ListAccounts(r.Context())
-	return http.StatusOK, listOf(as, accountOut), err
+	f, err := readAccountFind(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	gs, err := h.store.ListGroups(r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	as, next, err := h.findAccounts(r.Context(), f, gs)
+	if err != nil {
+		return 0, nil, err
+	}
+	after := ""
+	if next != nil {
+		after = next.After
+	}
+	return http.StatusOK, pageJSONOf(as, accountOut, after), nil
 }
 
 func (h *Handler) apiCreateAccount(r *http.Request) (int, any, error) {
@@ -161,8 +203,46 @@ func (h *Handler) apiListKeys(r *http.Request) (int, any, error) {
 	if _, err := h.account(r); err != nil {
 		return 0, nil, err
 	}
+	limit, err := readLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		return 0, nil, err
+	}
 	ks, err := h.store.ListKeys(r.Context(), r.PathValue("id"))
-	return http.StatusOK, listOf(ks, h.keyOut), err
+	if err != nil {
+		return 0, nil, err
+	}
+	order := func(k authz.Key) string { return fmt.Sprintf("%019d\x00%s", k.CreatedAt.UnixNano(), k.ID) }
+	slices.SortFunc(ks, func(a, b authz.Key) int { return cmp.Compare(order(a), order(b)) })
+	ks, next, err := pageOf(ks, order, r.URL.Query().Get("after"), limit)
+	return http.StatusOK, pageJSONOf(ks, h.keyOut, next), err
+}
+
+// rotatedKey answers a rotation: the successor's secret and the old key,
+// which works until its expiry.
+type rotatedKey struct {
+	Secret string  `json:"secret"`
+	Key    keyJSON `json:"key"`
+	Old    keyJSON `json:"old"`
+}
+
+func (h *Handler) apiRotateKey(r *http.Request) (int, any, error) {
+	var b struct {
+		// Grace is how long the old secret keeps working, as "24h".
+		Grace string `json:"grace"`
+	}
+	if err := decode(r, &b); err != nil {
+		return 0, nil, err
+	}
+	grace, err := time.ParseDuration(b.Grace)
+	if err != nil || grace < 0 {
+		return 0, nil, badRequest("grace: want how long the old secret keeps working, as 24h, not %q", b.Grace)
+	}
+	secret, k, err := h.rotateKey(r.Context(), r.PathValue("id"), grace)
+	if err != nil {
+		return 0, nil, err
+	}
+	old, err := h.store.KeyByID(r.Context(), r.PathValue("id"))
+	return http.StatusCreated, rotatedKey{secret, h.keyOut(k), h.keyOut(old)}, err
 }
 
 // createdKey is the one answer that holds a key's secret.

@@ -1,38 +1,90 @@
 package admin
 
 import (
+	"context"
+	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 )
 
 // The dashboard's pages for groups, accounts and keys. Each POST redirects
-// back to a page (post/redirect/get), except key creation, whose answer is
-// the only page that ever shows the secret.
+// to a page (post/redirect/get), so reloading never posts again. A form the
+// server refuses is shown again, with what was typed and the reason in it.
+
+// refused reports whether err is a refusal of what a form holds (a 4xx
+// other than "not found"), which the page shows in the form; it sets the
+// view's Error and Form then. Other errors get the error page.
+func (h *Handler) refused(r *http.Request, err error, form string, v *view) (status int, ok bool) {
+	var ae *apiError
+	if !errors.As(err, &ae) && !errors.Is(err, authz.ErrExists) && !errors.Is(err, errRevoked) {
+		return 0, false
+	}
+	e := h.toAPIError(r, err)
+	if e.Status < 400 || e.Status >= 500 || e.Status == http.StatusNotFound {
+		return 0, false
+	}
+	v.Error, v.Form, v.Typed = e.Message, form, r.PostForm
+	return e.Status, true
+}
+
+// groupsData is the groups page, with the new group form's values.
+type groupsData struct {
+	Groups []authz.Group
+	New    authz.Group
+}
 
 func (h *Handler) groupsPage(w http.ResponseWriter, r *http.Request, v view) error {
+	return h.renderGroups(w, r, v, http.StatusOK, authz.Group{})
+}
+
+func (h *Handler) renderGroups(w http.ResponseWriter, r *http.Request, v view, status int, typed authz.Group) error {
 	gs, err := h.store.ListGroups(r.Context())
 	if err != nil {
 		return err
 	}
-	h.renderPage(w, r, v, http.StatusOK, "groups", "Groups", gs)
+	h.renderPage(w, r, v, status, "groups", "Groups", groupsData{gs, typed})
 	return nil
 }
 
-func (h *Handler) groupsCreate(w http.ResponseWriter, r *http.Request, _ view) error {
-	g := authz.Group{Name: r.PostFormValue("name"), Models: formModels(r)}
-	var err error
+// formGroup reads a group's form fields over g.
+func formGroup(r *http.Request, g *authz.Group) (err error) {
+	g.Name, g.Models = r.PostFormValue("name"), formModels(r)
 	if g.Limits, err = formLimits(r); err != nil {
 		return err
 	}
-	if g, err = h.createGroup(r.Context(), g); err != nil {
+	g.Budget, err = formBudget(r)
+	return err
+}
+
+func (h *Handler) groupsCreate(w http.ResponseWriter, r *http.Request, v view) error {
+	var g authz.Group
+	err := formGroup(r, &g)
+	if err == nil {
+		g, err = h.createGroup(r.Context(), g)
+	}
+	if status, ok := h.refused(r, err, "new-group", &v); ok {
+		return h.renderGroups(w, r, v, status, g)
+	}
+	if err != nil {
 		return err
 	}
 	return seeOther(w, r, "/admin/groups/"+url.PathEscape(g.ID), "created")
+}
+
+// groupData is a group's page.
+type groupData struct {
+	Group authz.Group
+	// Spent is what the group's budget has spent this period.
+	Spent *spend
 }
 
 func (h *Handler) groupPage(w http.ResponseWriter, r *http.Request, v view) error {
@@ -40,86 +92,171 @@ func (h *Handler) groupPage(w http.ResponseWriter, r *http.Request, v view) erro
 	if err != nil {
 		return err
 	}
-	h.renderPage(w, r, v, http.StatusOK, "group", "Group "+g.Name, g)
+	return h.renderGroup(w, r, v, http.StatusOK, g)
+}
+
+func (h *Handler) renderGroup(w http.ResponseWriter, r *http.Request, v view, status int, g authz.Group) error {
+	stored, err := h.store.GroupByID(r.Context(), g.ID)
+	if err != nil {
+		return err
+	}
+	d := groupData{Group: g, Spent: h.spent(r.Context(), "group:"+g.ID, stored.Budget)}
+	h.renderPage(w, r, v, status, "group", "Group "+stored.Name, d)
 	return nil
 }
 
-func (h *Handler) groupUpdate(w http.ResponseWriter, r *http.Request, _ view) error {
+func (h *Handler) groupUpdate(w http.ResponseWriter, r *http.Request, v view) error {
 	g, err := h.group(r)
 	if err != nil {
 		return err
 	}
-	g.Name, g.Models = r.PostFormValue("name"), formModels(r)
-	if g.Limits, err = formLimits(r); err != nil {
-		return err
+	if err = formGroup(r, &g); err == nil {
+		err = h.updateGroup(r.Context(), g)
 	}
-	if err := h.updateGroup(r.Context(), g); err != nil {
+	if status, ok := h.refused(r, err, "group-settings", &v); ok {
+		return h.renderGroup(w, r, v, status, g)
+	}
+	if err != nil {
 		return err
 	}
 	return seeOther(w, r, "/admin/groups/"+url.PathEscape(g.ID), "saved")
 }
 
-// accountsData is the accounts page: every account with its group's name.
+// accountsData is the accounts page: a page of accounts, found and sorted
+// as asked, with their groups.
 type accountsData struct {
 	Accounts []authz.Account
 	Groups   []authz.Group
+	Find     accountFind
+	// Next is the query of the next page; empty on the last.
+	Next template.URL
+	// New holds the new account form's values.
+	New authz.Account
 }
 
 // GroupName returns the name of a group by id.
 func (d accountsData) GroupName(id string) string {
-	for _, g := range d.Groups {
-		if g.ID == id {
-			return g.Name
-		}
+	if g := d.group(id); g != nil {
+		return g.Name
 	}
 	return ""
 }
 
+func (d accountsData) group(id string) *authz.Group {
+	for i := range d.Groups {
+		if d.Groups[i].ID == id {
+			return &d.Groups[i]
+		}
+	}
+	return nil
+}
+
 func (h *Handler) accountsPage(w http.ResponseWriter, r *http.Request, v view) error {
-	var d accountsData
+	return h.renderAccounts(w, r, v, http.StatusOK, authz.Account{})
+}
+
+func (h *Handler) renderAccounts(w http.ResponseWriter, r *http.Request, v view, status int, typed authz.Account) error {
+	d := accountsData{New: typed}
 	var err error
-	if d.Accounts, err = h.store.ListAccounts(r.Context()); err != nil {
+	if d.Find, err = readAccountFind(r.URL.Query()); err != nil {
 		return err
 	}
 	if d.Groups, err = h.store.ListGroups(r.Context()); err != nil {
 		return err
 	}
-	h.renderPage(w, r, v, http.StatusOK, "accounts", "Accounts", d)
+	var next *accountFind
+	if d.Accounts, next, err = h.findAccounts(r.Context(), d.Find, d.Groups); err != nil {
+		return err
+	}
+	if next != nil {
+		d.Next = next.query()
+	}
+	h.renderPage(w, r, v, status, "accounts", "Accounts", d)
 	return nil
 }
 
-func (h *Handler) accountsCreate(w http.ResponseWriter, r *http.Request, _ view) error {
-	a, err := h.createAccount(r.Context(), authz.Account{Name: r.PostFormValue("name"), GroupID: r.PostFormValue("group_id")})
+func (h *Handler) accountsCreate(w http.ResponseWriter, r *http.Request, v view) error {
+	a := authz.Account{Name: r.PostFormValue("name"), GroupID: r.PostFormValue("group_id")}
+	created, err := h.createAccount(r.Context(), a)
+	if status, ok := h.refused(r, err, "new-account", &v); ok {
+		return h.renderAccounts(w, r, v, status, a)
+	}
 	if err != nil {
 		return err
 	}
-	return seeOther(w, r, "/admin/accounts/"+url.PathEscape(a.ID), "created")
+	return seeOther(w, r, "/admin/accounts/"+url.PathEscape(created.ID), "created")
 }
 
 // accountData is an account's page.
 type accountData struct {
 	accountsData
-	Account authz.Account
-	Keys    []authz.Key
+	// Account is as stored, or as typed when the settings form was
+	// refused; Stored is as stored.
+	Account, Stored authz.Account
+	// Group is the account's group, nil without one.
+	Group *authz.Group
+	Keys  []authz.Key
 	// Usage sums the account's last 30 days.
 	Usage authz.UsageTotals
-	// Created is set on the page that answers key creation, the only one
-	// that shows the secret.
-	Created *createdKey
+	// Effective are the models and limits the account's keys get: its
+	// own within its group's.
+	Effective effective
+	// Spent is what the account's budget, and its group's, have spent
+	// this period.
+	Spent, GroupSpent *spend
+	// NewKey holds the new key form's values.
+	NewKey authz.Key
+}
+
+// effective is what a principal of an account gets from its settings and
+// its group's.
+type effective struct {
+	Models   []string
+	NoModels bool
+	Limits   authz.Limits
+}
+
+// Allowed are the models the account's keys may be narrowed to: the
+// account's effective models, or every configured one.
+func (e effective) Allowed(configured []string) []string {
+	if e.NoModels {
+		return []string{}
+	}
+	if len(e.Models) == 0 {
+		return configured
+	}
+	return e.Models
+}
+
+func effectiveOf(a authz.Account, g *authz.Group) effective {
+	var gm []string
+	var gl authz.Limits
+	if g != nil {
+		gm, gl = g.Models, g.Limits
+	}
+	m, none := authz.EffectiveModels(a.Models, gm)
+	return effective{Models: m, NoModels: none, Limits: a.Limits.Within(gl)}
 }
 
 func (h *Handler) accountData(r *http.Request, id string) (accountData, error) {
 	ctx := r.Context()
 	var d accountData
 	var err error
-	if d.Account, err = h.store.AccountByID(ctx, id); err != nil {
+	if d.Stored, err = h.store.AccountByID(ctx, id); err != nil {
 		return d, err
 	}
+	d.Account = d.Stored
 	if d.Groups, err = h.store.ListGroups(ctx); err != nil {
 		return d, err
 	}
+	d.Group = d.group(d.Stored.GroupID)
+	d.Effective = effectiveOf(d.Stored, d.Group)
 	if d.Keys, err = h.store.ListKeys(ctx, id); err != nil {
 		return d, err
+	}
+	d.Spent = h.spent(ctx, "account:"+id, d.Stored.Budget)
+	if d.Group != nil {
+		d.GroupSpent = h.spent(ctx, "group:"+d.Group.ID, d.Group.Budget)
 	}
 	d.Usage, err = h.store.UsageSince(ctx, id, h.cfg.Now().AddDate(0, 0, -30))
 	return d, err
@@ -130,90 +267,203 @@ func (h *Handler) accountPage(w http.ResponseWriter, r *http.Request, v view) er
 	if err != nil {
 		return err
 	}
-	h.renderPage(w, r, v, http.StatusOK, "account", "Account "+d.Account.Name, d)
+	h.renderPage(w, r, v, http.StatusOK, "account", "Account "+d.Stored.Name, d)
 	return nil
 }
 
-func (h *Handler) accountUpdate(w http.ResponseWriter, r *http.Request, _ view) error {
+func (h *Handler) accountUpdate(w http.ResponseWriter, r *http.Request, v view) error {
 	a, err := h.account(r)
 	if err != nil {
 		return err
 	}
 	a.Name, a.GroupID, a.Models = r.PostFormValue("name"), r.PostFormValue("group_id"), formModels(r)
-	a.Disabled = r.PostFormValue("disabled") == "on"
-	if a.Limits, err = formLimits(r); err != nil {
-		return err
+	if a.Limits, err = formLimits(r); err == nil {
+		if a.Budget, err = formBudget(r); err == nil {
+			err = h.updateAccount(r.Context(), a)
+		}
 	}
-	if err := h.updateAccount(r.Context(), a); err != nil {
+	if status, ok := h.refused(r, err, "account-settings", &v); ok {
+		d, err := h.accountData(r, a.ID)
+		if err != nil {
+			return err
+		}
+		d.Account = a
+		h.renderPage(w, r, v, status, "account", "Account "+d.Stored.Name, d)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	return seeOther(w, r, "/admin/accounts/"+url.PathEscape(a.ID), "saved")
 }
 
-// keyCreate issues a key and answers with the page that shows its secret,
-// once: the secret is in no URL, store or later page.
+// accountAction disables or enables an account (the page asks first).
+func (h *Handler) accountAction(w http.ResponseWriter, r *http.Request, _ view) error {
+	a, err := h.account(r)
+	if err != nil {
+		return err
+	}
+	switch action := r.PathValue("action"); action {
+	case "disable", "enable":
+		a.Disabled = action == "disable"
+		if err := h.updateAccount(r.Context(), a); err != nil {
+			return err
+		}
+		return seeOther(w, r, "/admin/accounts/"+url.PathEscape(a.ID), action+"d")
+	}
+	return &apiError{Status: http.StatusNotFound, Type: "not_found_error", Message: "There is no such action."}
+}
+
+// keyCreate issues a key and redirects to the page that shows its secret,
+// once: the secret waits in this process's memory for that one page, and
+// is in no URL, store or later page.
 func (h *Handler) keyCreate(w http.ResponseWriter, r *http.Request, v view) error {
 	k := authz.Key{AccountID: r.PathValue("id"), Name: r.PostFormValue("name"), Models: formModels(r)}
 	var err error
-	if k.ExpiresAt, err = formTime(r, "expires_at"); err != nil {
-		return err
+	var secret string
+	if k.ExpiresAt, err = formTime(r, "expires_at", "Expires"); err == nil {
+		if k.Budget, err = formBudget(r); err == nil {
+			secret, k, err = h.issueKey(r.Context(), k)
+		}
 	}
-	secret, k, err := h.issueKey(r.Context(), k)
+	if status, ok := h.refused(r, err, "new-key", &v); ok {
+		d, err := h.accountData(r, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		d.NewKey = k
+		h.renderPage(w, r, v, status, "account", "Account "+d.Stored.Name, d)
+		return nil
+	}
 	if err != nil {
 		return err
+	}
+	h.sessions.putFlash(h.cookie(r), k.ID, secret, h.cfg.Now())
+	http.Redirect(w, r, "/admin/keys/"+url.PathEscape(k.ID)+"/created", http.StatusSeeOther)
+	return nil
+}
+
+// keyCreatedPage shows a new key's secret, the first time it is asked
+// for; after that it is the key's page.
+func (h *Handler) keyCreatedPage(w http.ResponseWriter, r *http.Request, v view) error {
+	k, err := h.key(r)
+	if err != nil {
+		return err
+	}
+	secret, ok := h.sessions.takeFlash(h.cookie(r), k.ID, h.cfg.Now())
+	if !ok {
+		http.Redirect(w, r, "/admin/keys/"+url.PathEscape(k.ID)+"?done=shown", http.StatusSeeOther)
+		return nil
 	}
 	d, err := h.accountData(r, k.AccountID)
 	if err != nil {
 		return err
 	}
-	d.Created = &createdKey{Secret: secret, Key: h.keyOut(k)}
-	h.renderPage(w, r, v, http.StatusCreated, "key_created", "Key created", d)
+	created := &createdKey{Secret: secret, Key: h.keyOut(k)}
+	h.renderPage(w, r, v, http.StatusOK, "key_created", "Key created", keyCreatedData{d, created})
 	return nil
+}
+
+// keyCreatedData is the page of a new key's secret.
+type keyCreatedData struct {
+	accountData
+	Created *createdKey
 }
 
 // keyData is a key's page.
 type keyData struct {
-	Key     authz.Key
-	Account authz.Account
+	// Key is as stored, or as typed when its settings form was refused;
+	// Stored is as stored.
+	Key, Stored authz.Key
+	Account     authz.Account
+	// Allowed are the models the key may be narrowed to.
+	Allowed []string
+	Spent   *spend
+}
+
+func (h *Handler) keyData(r *http.Request, k authz.Key) (keyData, error) {
+	ctx := r.Context()
+	d := keyData{Key: k}
+	var err error
+	if d.Stored, err = h.store.KeyByID(ctx, k.ID); err != nil {
+		return d, err
+	}
+	if d.Account, err = h.store.AccountByID(ctx, k.AccountID); err != nil {
+		return d, err
+	}
+	var g *authz.Group
+	if d.Account.GroupID != "" {
+		grp, err := h.store.GroupByID(ctx, d.Account.GroupID)
+		if err != nil {
+			return d, err
+		}
+		g = &grp
+	}
+	d.Allowed = effectiveOf(d.Account, g).Allowed(h.cfg.Models)
+	d.Spent = h.spent(ctx, "key:"+k.ID, d.Stored.Budget)
+	return d, nil
 }
 
 func (h *Handler) keyPage(w http.ResponseWriter, r *http.Request, v view) error {
-	var d keyData
-	var err error
-	if d.Key, err = h.key(r); err != nil {
+	k, err := h.key(r)
+	if err != nil {
 		return err
 	}
-	if d.Account, err = h.store.AccountByID(r.Context(), d.Key.AccountID); err != nil {
+	d, err := h.keyData(r, k)
+	if err != nil {
 		return err
 	}
-	h.renderPage(w, r, v, http.StatusOK, "key", "Key "+d.Key.Prefix+"…", d)
+	h.renderPage(w, r, v, http.StatusOK, "key", "Key "+k.Prefix+"…", d)
 	return nil
 }
 
-func (h *Handler) keyUpdate(w http.ResponseWriter, r *http.Request, _ view) error {
+func (h *Handler) keyUpdate(w http.ResponseWriter, r *http.Request, v view) error {
 	k, err := h.key(r)
 	if err != nil {
 		return err
 	}
 	k.Name, k.Models = r.PostFormValue("name"), formModels(r)
-	if k.ExpiresAt, err = formTime(r, "expires_at"); err != nil {
-		return err
+	if k.ExpiresAt, err = formTime(r, "expires_at", "Expires"); err == nil {
+		if k.Budget, err = formBudget(r); err == nil {
+			err = h.updateKey(r.Context(), k)
+		}
 	}
-	if err := h.updateKey(r.Context(), k); err != nil {
+	if status, ok := h.refused(r, err, "key-settings", &v); ok {
+		d, err := h.keyData(r, k)
+		if err != nil {
+			return err
+		}
+		h.renderPage(w, r, v, status, "key", "Key "+k.Prefix+"…", d)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	return seeOther(w, r, "/admin/keys/"+url.PathEscape(k.ID), "saved")
 }
 
-// keyAction disables, enables, expires (now) or revokes a key.
+// keyAction disables, enables, expires (now), rotates or revokes a key.
 func (h *Handler) keyAction(w http.ResponseWriter, r *http.Request, _ view) error {
 	action := r.PathValue("action")
-	if action == "revoke" {
+	switch action {
+	case "revoke":
 		k, err := h.revokeKey(r.Context(), r.PathValue("id"))
 		if err != nil {
 			return err
 		}
 		return seeOther(w, r, "/admin/keys/"+url.PathEscape(k.ID), "revoked")
+	case "rotate":
+		grace, err := time.ParseDuration(r.PostFormValue("grace"))
+		if err != nil || grace < 0 {
+			return badRequest("Choose how long the old secret keeps working.")
+		}
+		secret, k, err := h.rotateKey(r.Context(), r.PathValue("id"), grace)
+		if err != nil {
+			return err
+		}
+		h.sessions.putFlash(h.cookie(r), k.ID, secret, h.cfg.Now())
+		http.Redirect(w, r, "/admin/keys/"+url.PathEscape(k.ID)+"/created", http.StatusSeeOther)
+		return nil
 	}
 	k, err := h.key(r)
 	if err != nil {
@@ -243,29 +493,56 @@ func formModels(r *http.Request) []string {
 	return out
 }
 
-// limitFields are the form fields of authz.Limits, in its field order.
-var limitFields = [4]string{"requests_per_minute", "tokens_per_minute", "tokens_per_day", "concurrent_requests"}
+// limitFields are the form fields of authz.Limits, in its field order,
+// with their labels.
+var limitFields = [4]struct{ name, label string }{
+	{"requests_per_minute", "Requests / minute"}, {"tokens_per_minute", "Tokens / minute"},
+	{"tokens_per_day", "Tokens / day"}, {"concurrent_requests", "Concurrent requests"},
+}
 
 // formLimits reads the limit fields; an empty one is unset.
 func formLimits(r *http.Request) (authz.Limits, error) {
 	var vals [4]*int64
-	for i, name := range limitFields {
-		s := strings.TrimSpace(r.PostFormValue(name))
+	for i, f := range limitFields {
+		s := strings.TrimSpace(r.PostFormValue(f.name))
 		if s == "" {
 			continue
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return authz.Limits{}, badRequest("%s: %q is not a whole number", name, s)
+		if err != nil || n < 0 {
+			return authz.Limits{}, badRequest("%s: %q is not a whole number of 0 or more.", f.label, s)
 		}
 		vals[i] = &n
 	}
 	return authz.Limits{RequestsPerMinute: vals[0], TokensPerMinute: vals[1], TokensPerDay: vals[2], ConcurrentRequests: vals[3]}, nil
 }
 
+// formBudget reads the budget fields; an empty amount is no budget.
+func formBudget(r *http.Request) (*authz.Budget, error) {
+	amount := strings.TrimSpace(r.PostFormValue("budget_amount"))
+	if amount == "" {
+		return nil, nil
+	}
+	n, err := pricing.ParseAmount(amount)
+	if err != nil {
+		return nil, badRequest("Budget: %q is not an amount such as 12.50.", amount)
+	}
+	b := &authz.Budget{Amount: n, Period: authz.Period(r.PostFormValue("budget_period")), Alerts: r.PostFormValue("budget_alerts") == "on"}
+	if b.Period == authz.PeriodWindow {
+		w := strings.TrimSpace(r.PostFormValue("budget_window"))
+		if b.Window, err = time.ParseDuration(w); err != nil {
+			return nil, badRequest("Budget window: %q is not a length of time such as 168h (a week).", w)
+		}
+	}
+	if err := b.Validate(); err != nil {
+		return nil, badRequest("Budget: %v.", err)
+	}
+	return b, nil
+}
+
 // formTime reads a datetime-local field as UTC (the form says so); empty
-// is nil.
-func formTime(r *http.Request, name string) (*time.Time, error) {
+// is nil. label names the field in errors.
+func formTime(r *http.Request, name, label string) (*time.Time, error) {
 	s := strings.TrimSpace(r.PostFormValue(name))
 	if s == "" {
 		return nil, nil
@@ -275,5 +552,41 @@ func formTime(r *http.Request, name string) (*time.Time, error) {
 			return &t, nil
 		}
 	}
-	return nil, badRequest("%s: %q is not a date and time", name, s)
+	return nil, badRequest("%s: %q is not a date and time.", label, s)
+}
+
+// spend is a budget's state this period, for the pages.
+type spend struct {
+	Budget authz.Budget
+	Spent  pricing.Nanos
+	// Known is false when the spending could not be read.
+	Known  bool
+	Renews time.Time
+}
+
+// Percent is how much of the budget is spent, 0 to 100 (and beyond).
+func (s spend) Percent() int64 {
+	if s.Budget.Amount == 0 {
+		return 100
+	}
+	return int64(s.Spent) * 100 / int64(s.Budget.Amount)
+}
+
+// spent reads what a subject's budget has spent this period; nil without
+// a budget.
+func (h *Handler) spent(ctx context.Context, subject string, b *authz.Budget) *spend {
+	if b == nil {
+		return nil
+	}
+	s := &spend{Budget: *b}
+	if h.cfg.Spent == nil {
+		return s
+	}
+	n, renews, err := h.cfg.Spent(ctx, subject, *b, h.cfg.Now())
+	if err != nil {
+		h.cfg.Logger.Warn("reading a budget's spending", zap.String("subject", subject), zap.Error(err))
+		return s
+	}
+	s.Spent, s.Known, s.Renews = n, true, renews
+	return s
 }

@@ -87,13 +87,19 @@ type usageJSON struct {
 	UnpricedRequests int64   `json:"unpriced_requests"`
 	AudioSeconds     float64 `json:"audio_seconds"`
 	Images           int64   `json:"images"`
+	// RefusedRequests were refused by the gateway (403 for a model the
+	// key may not use, 429 for a rate limit or budget); FailedRequests
+	// got another error.
+	RefusedRequests int64 `json:"refused_requests"`
+	FailedRequests  int64 `json:"failed_requests"`
 }
 
 func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
 	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
-		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images}
+		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images,
+		RefusedRequests: u.Refused, FailedRequests: u.Failed}
 	if by&authz.ByDay != 0 {
 		out.Day = u.Day.UTC().Format(time.DateOnly)
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"modelgate/authz"
 )
@@ -24,8 +27,8 @@ func cleanName(name string, required bool) (string, error) {
 	switch {
 	case name == "" && required:
 		return "", badRequest("a name is required")
-	case len(name) > maxNameLen:
-		return "", badRequest("a name may have at most %d bytes", maxNameLen)
+	case utf8.RuneCountInString(name) > maxNameLen: // as the forms' maxlength counts
+		return "", badRequest("a name may have at most %d characters", maxNameLen)
 	case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0:
 		return "", badRequest("a name must be printable text")
 	}
@@ -233,4 +236,39 @@ func (h *Handler) revokeKey(ctx context.Context, id string) (authz.Key, error) {
 		h.audit(ctx, "key.revoke", id, h.keyOut(before), h.keyOut(k))
 	}
 	return k, err
+}
+
+// rotateKey gives a key a successor with a new secret and the same
+// settings, and lets the old secret work for grace more (never longer than
+// it would have): clients switch without an outage. A key's budget starts
+// afresh on its successor.
+func (h *Handler) rotateKey(ctx context.Context, id string, grace time.Duration) (string, authz.Key, error) {
+	old, err := h.store.KeyByID(ctx, id)
+	if err != nil {
+		return "", authz.Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	now := h.cfg.Now()
+	switch {
+	case old.RevokedAt != nil:
+		return "", authz.Key{}, errRevoked
+	case old.ExpiresAt != nil && !now.Before(*old.ExpiresAt):
+		return "", authz.Key{}, &apiError{Status: http.StatusConflict, Type: "conflict_error",
+			Message: "the key has expired; create a new one"}
+	}
+	secret, next, err := h.issueKey(ctx, authz.Key{AccountID: old.AccountID, Name: old.Name, Models: old.Models,
+		Disabled: old.Disabled, ExpiresAt: old.ExpiresAt, Budget: old.Budget})
+	if err != nil {
+		return "", authz.Key{}, err
+	}
+	until := now.Add(grace)
+	rotated := old
+	if old.ExpiresAt == nil || until.Before(*old.ExpiresAt) {
+		rotated.ExpiresAt = &until
+	}
+	defer h.cfg.Invalidate()
+	if err := h.store.UpdateKey(ctx, rotated); err != nil {
+		return "", authz.Key{}, fmt.Errorf("key %q: ending the old secret: %w", id, err)
+	}
+	h.audit(ctx, "key.rotate", old.ID, h.keyOut(old), h.keyOut(rotated))
+	return secret, next, nil
 }

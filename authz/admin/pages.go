@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,13 @@ type view struct {
 	Models []string
 	// Notice is a confirmation such as "Key revoked.", after a redirect.
 	Notice string
+	// Error is why the server refused the form whose id is Form; the
+	// page shows it in that form, which keeps what was typed.
+	Error, Form string
+	// Typed is what that form posted.
+	Typed url.Values
+	// Currency is the unit of prices, costs and budgets.
+	Currency string
 }
 
 // pageFunc handles a dashboard request of a signed-in browser. An error
@@ -57,7 +65,8 @@ func (h *Handler) page(fn pageFunc) http.Handler {
 			}
 		}
 		r = r.WithContext(withActor(r.Context(), sessionActor(c)))
-		v := view{CSRF: h.sessions.csrfToken(c), SignedIn: true, Models: h.cfg.Models, Notice: notices[r.URL.Query().Get("done")]}
+		v := view{CSRF: h.sessions.csrfToken(c), SignedIn: true, Models: h.cfg.Models, Notice: notices[r.URL.Query().Get("done")],
+			Currency: h.cfg.Currency}
 		if err := fn(w, r, v); err != nil {
 			h.renderError(w, r, v, err)
 		}
@@ -68,6 +77,8 @@ func (h *Handler) page(fn pageFunc) http.Handler {
 var notices = map[string]string{
 	"created": "Created.", "saved": "Saved.", "disabled": "Disabled.", "enabled": "Enabled.",
 	"revoked": "Key revoked: it no longer authenticates.", "expired": "Key expired: it no longer authenticates.",
+	"shown":   "This key's secret was shown once, when it was made, and cannot be shown again.",
+	"deleted": "Deleted.",
 }
 
 // seeOther redirects after a successful POST, so reloading does not post
@@ -122,7 +133,7 @@ func (h *Handler) noPage(http.ResponseWriter, *http.Request, view) error {
 
 // pageNames are the templates under templates/, each executed with
 // layout.html and parts.html.
-var pageNames = []string{"login", "error", "groups", "group", "accounts", "account", "key", "key_created", "usage"}
+var pageNames = []string{"login", "error", "groups", "group", "accounts", "account", "key", "key_created", "usage", "prices", "audit"}
 
 func parsePages(funcs template.FuncMap) (map[string]*template.Template, error) {
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html")
@@ -150,8 +161,47 @@ func (h *Handler) funcs() template.FuncMap {
 		"cost":     func(t authz.UsageTotals) string { return formatCost(t, h.cfg.Currency) },
 		"keyState": func(k authz.Key) string { return keyState(k, h.cfg.Now()) },
 		"picker":   newPicker,
-		"join":     func(m []string) string { return strings.Join(m, ", ") },
-		"noLimits": func() authz.Limits { return authz.Limits{} },
+		"refusal": func(p pageData, form string) string {
+			if p.Form == form {
+				return p.Error
+			}
+			return ""
+		},
+		"limitsForm": func(l, inherited authz.Limits, hint string) limitsForm { return limitsForm{l, inherited, hint} },
+		"budgetForm": func(b *authz.Budget, s *spend, currency, hint, id string) budgetForm {
+			f := budgetForm{Period: "month", Currency: currency, Hint: hint, Spend: s, ID: id}
+			if b != nil {
+				f.Amount, f.Period, f.Alerts = b.Amount.String(), string(b.Period), b.Alerts
+				if b.Window != 0 {
+					f.Window = b.Window.String()
+				}
+			}
+			return f
+		},
+		"period": periodText,
+		"effectiveKeyState": func(k authz.Key, accountDisabled bool) keyStateView {
+			return effectiveKeyState(k, accountDisabled, h.cfg.Now())
+		},
+		"keyRows": func(keys []authz.Key, accountDisabled bool, currency string) any {
+			return struct {
+				Keys            []authz.Key
+				AccountDisabled bool
+				Currency        string
+			}{keys, accountDisabled, currency}
+		},
+		"fromInput": fromInput,
+		"limits":    limitsText,
+		"typedBudget": func(p pageData, form string, f budgetForm) budgetForm {
+			if p.Form != form || p.Typed == nil {
+				return f
+			}
+			f.Amount, f.Period, f.Window = p.Typed.Get("budget_amount"), p.Typed.Get("budget_period"), p.Typed.Get("budget_window")
+			f.Alerts = p.Typed.Get("budget_alerts") == "on"
+			return f
+		},
+		"narrowed":  func(p picker, none string) picker { p.None = none; return p },
+		"join":      func(m []string) string { return strings.Join(m, ", ") },
+		"noLimits":  func() authz.Limits { return authz.Limits{} },
 		"groupChoice": func(groups []authz.Group, selected string) any {
 			return struct {
 				Groups   []authz.Group
@@ -240,6 +290,8 @@ type picker struct {
 	Free     bool
 	Known    []string
 	Selected []string
+	// None says what checking nothing means.
+	None string
 }
 
 func newPicker(known, selected []string) picker {
@@ -249,8 +301,72 @@ func newPicker(known, selected []string) picker {
 			all = append(all, m)
 		}
 	}
-	return picker{Free: len(known) == 0, Known: all, Selected: selected}
+	return picker{Free: known == nil, Known: all, Selected: selected, None: "no narrowing at this level."}
 }
 
 // Has reports whether a model is selected.
 func (p picker) Has(m string) bool { return slices.Contains(p.Selected, m) }
+
+// limitsForm is the limit fields: the values set at this level and those
+// inherited from above, shown as placeholders.
+type limitsForm struct {
+	Limits, Inherited authz.Limits
+	Hint              string
+}
+
+// Placeholder is what an empty field means: the inherited limit, or none.
+func (limitsForm) Placeholder(inherited *int64) string {
+	if inherited == nil {
+		return "no limit"
+	}
+	return "inherits " + formatNum(*inherited)
+}
+
+// budgetForm is the budget fields, as stored or as typed.
+type budgetForm struct {
+	Amount, Period, Window string
+	Alerts                 bool
+	Currency, Hint, ID     string
+	Spend                  *spend
+}
+
+// periodText names a budget's period: "per month", "per day", "per 168h0m0s".
+func periodText(b authz.Budget) string {
+	switch b.Period {
+	case authz.PeriodDay:
+		return "per day"
+	case authz.PeriodMonth:
+		return "per month"
+	}
+	return "per " + b.Window.String()
+}
+
+// keyStateView is a key's state as its account makes it: an active key of
+// a disabled account is refused too.
+type keyStateView struct{ Class, Text string }
+
+func effectiveKeyState(k authz.Key, accountDisabled bool, now time.Time) keyStateView {
+	s := keyState(k, now)
+	if s == "active" && accountDisabled {
+		return keyStateView{"disabled", "disabled (account)"}
+	}
+	return keyStateView{s, s}
+}
+
+// limitsText lists the limits set, or says there are none.
+func limitsText(l authz.Limits) string {
+	var parts []string
+	for _, f := range []struct {
+		v    *int64
+		unit string
+	}{{l.RequestsPerMinute, "requests/min"}, {l.TokensPerMinute, "tokens/min"}, {l.TokensPerDay, "tokens/day"},
+		{l.ConcurrentRequests, "concurrent requests"}} {
+		if f.v != nil {
+			parts = append(parts, formatNum(*f.v)+" "+f.unit)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

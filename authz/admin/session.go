@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -21,7 +22,20 @@ type sessions struct {
 
 	mu      sync.Mutex
 	expires map[[32]byte]time.Time
+	// flashes hold a new key's secret from the POST that made it to the
+	// one page that shows it, by session: taken once, or gone after
+	// flashTTL.
+	flashes map[[32]byte]flash
 }
+
+// flash is a secret waiting to be shown once.
+type flash struct {
+	keyID, secret string
+	expires       time.Time
+}
+
+// flashTTL is how long a new key's secret waits for its page.
+const flashTTL = 5 * time.Minute
 
 // maxSessions bounds memory; only holders of the admin token can add one.
 const maxSessions = 1000
@@ -31,7 +45,7 @@ func newSessions(ttl time.Duration) (*sessions, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("reading random bytes: %w", err)
 	}
-	return &sessions{ttl: ttl, csrfKey: key, expires: make(map[[32]byte]time.Time)}, nil
+	return &sessions{ttl: ttl, csrfKey: key, expires: make(map[[32]byte]time.Time), flashes: make(map[[32]byte]flash)}, nil
 }
 
 // randomValue is a fresh cookie value.
@@ -82,6 +96,33 @@ func (s *sessions) end(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.expires, sha256.Sum256([]byte(v)))
+	delete(s.flashes, sha256.Sum256([]byte(v)))
+}
+
+// putFlash keeps a new key's secret for the session's next page of that
+// key; a session has one at most.
+func (s *sessions) putFlash(v, keyID, secret string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, f := range s.flashes {
+		if !now.Before(f.expires) {
+			delete(s.flashes, h)
+		}
+	}
+	s.flashes[sha256.Sum256([]byte(v))] = flash{keyID, secret, now.Add(flashTTL)}
+}
+
+// takeFlash returns the secret kept for the session and key, once.
+func (s *sessions) takeFlash(v, keyID string, now time.Time) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := sha256.Sum256([]byte(v))
+	f, ok := s.flashes[h]
+	if !ok || f.keyID != keyID {
+		return "", false
+	}
+	delete(s.flashes, h)
+	return f.secret, now.Before(f.expires)
 }
 
 // csrfToken is the token forms of the session (or of the pre-sign-in
@@ -154,11 +195,19 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, view{}, errStaleForm)
 		return
 	}
+	addr, now := clientAddr(r), h.cfg.Now()
+	if wait := h.throttle.wait(addr, now); wait > 0 {
+		h.renderPage(w, r, view{CSRF: h.sessions.csrfToken(v)}, http.StatusTooManyRequests, "login", "Sign in",
+			fmt.Sprintf("Too many failed sign-ins from your address: try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
+		return
+	}
 	if !h.tokenOK(r.PostFormValue("token")) {
+		h.throttle.failed(addr, now)
 		h.renderPage(w, r, view{CSRF: h.sessions.csrfToken(v)}, http.StatusUnauthorized, "login", "Sign in",
 			"That is not the admin token.")
 		return
 	}
+	h.throttle.succeeded(addr)
 	ttl := h.cfg.SessionTTL
 	h.setCookie(w, r, h.sessions.start(h.cfg.Now()), int(ttl/time.Second))
 	http.Redirect(w, r, "/admin/", http.StatusSeeOther)

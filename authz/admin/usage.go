@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,23 +122,50 @@ type usageData struct {
 	Lines    []usageLine
 	Total    authz.UsageTotals
 	Chart    chart
+	// Budgets are the budgets in the filter's scope, with their spending
+	// this period: the selected account's, its group's and its keys', or
+	// every group's and account's.
+	Budgets []budgetLine
+	// CSV is the query of the same rows as CSV.
+	CSV template.URL
+}
+
+// budgetLine is a budget on the usage page.
+type budgetLine struct {
+	Kind, Name, Link string
+	Spend            *spend
+}
+
+// usageFilter reads the usage form, with the accounts it offers and the
+// keys of the selected account. A key filter is kept only with its own
+// account selected: one left from another account would show nothing.
+func (h *Handler) usageFilter(r *http.Request, d *usageData) (authz.UsageQuery, error) {
+	q, err := d.Form.query(r.URL.Query(), h.cfg.Now())
+	if err != nil {
+		return q, err
+	}
+	ctx := r.Context()
+	if d.Accounts, err = h.store.ListAccounts(ctx); err != nil {
+		return q, err
+	}
+	if q.AccountID != "" {
+		if d.Keys, err = h.store.ListKeys(ctx, q.AccountID); err != nil {
+			return q, err
+		}
+	}
+	if q.KeyID != "" && !slices.ContainsFunc(d.Keys, func(k authz.Key) bool { return k.ID == q.KeyID }) {
+		q.KeyID, d.Form.KeyID = "", ""
+	}
+	return q, nil
 }
 
 func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v view) error {
 	var d usageData
-	q, err := d.Form.query(r.URL.Query(), h.cfg.Now())
+	q, err := h.usageFilter(r, &d)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if d.Accounts, err = h.store.ListAccounts(ctx); err != nil {
-		return err
-	}
-	if q.AccountID != "" {
-		if d.Keys, err = h.store.ListKeys(ctx, q.AccountID); err != nil {
-			return err
-		}
-	}
 	rows, err := h.store.UsageReport(ctx, q)
 	if err != nil {
 		return err
@@ -145,6 +176,10 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v view) erro
 	for _, l := range d.Lines {
 		d.Total = addTotals(d.Total, l.UsageTotals)
 	}
+	if d.Budgets, err = h.budgetLines(ctx, d.Accounts, q.AccountID, d.Keys); err != nil {
+		return err
+	}
+	d.CSV = template.URL(d.Form.values().Encode()) // an encoded query: safe in a link
 	daily := q
 	daily.By = authz.ByDay
 	if rows, err = h.store.UsageReport(ctx, daily); err != nil {
@@ -184,5 +219,103 @@ func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
 	return authz.UsageTotals{Requests: a.Requests + b.Requests, PromptTokens: a.PromptTokens + b.PromptTokens,
 		CompletionTokens: a.CompletionTokens + b.CompletionTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
 		CachedTokens: a.CachedTokens + b.CachedTokens, ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens,
-		Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images}
+		Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images,
+		Refused: a.Refused + b.Refused, Failed: a.Failed + b.Failed}
+}
+
+// values is the form as a query string.
+func (f usageForm) values() url.Values {
+	v := url.Values{"grouped": {"1"}, "from": {f.From}, "to": {f.To}}
+	for k, s := range map[string]string{"account_id": f.AccountID, "key_id": f.KeyID, "model": f.Model} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	for _, g := range groupings {
+		if f.By&g.by != 0 {
+			v.Add("by", g.name)
+		}
+	}
+	return v
+}
+
+// budgetLines are the budgets in scope: of the account, its group and its
+// keys when one is selected, else of every group and account.
+func (h *Handler) budgetLines(ctx context.Context, accounts []authz.Account, accountID string, keys []authz.Key) ([]budgetLine, error) {
+	groups, err := h.store.ListGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []budgetLine
+	add := func(kind, name, link, subject string, b *authz.Budget) {
+		if b != nil {
+			out = append(out, budgetLine{kind, name, link, h.spent(ctx, subject, b)})
+		}
+	}
+	for _, a := range accounts {
+		if accountID != "" && a.ID != accountID {
+			continue
+		}
+		for _, g := range groups {
+			if accountID != "" && g.ID == a.GroupID {
+				add("group", g.Name, "/admin/groups/"+g.ID, "group:"+g.ID, g.Budget)
+			}
+		}
+		add("account", a.Name, "/admin/accounts/"+a.ID, "account:"+a.ID, a.Budget)
+	}
+	if accountID == "" {
+		for _, g := range groups {
+			add("group", g.Name, "/admin/groups/"+g.ID, "group:"+g.ID, g.Budget)
+		}
+	}
+	for _, k := range keys {
+		add("key", strings.TrimSpace(k.Prefix+"… "+k.Name), "/admin/keys/"+k.ID, "key:"+k.ID, k.Budget)
+	}
+	return out, nil
+}
+
+// usageCSV answers the usage page's rows as CSV, for a spreadsheet.
+func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error {
+	var d usageData
+	q, err := h.usageFilter(r, &d)
+	if err != nil {
+		return err
+	}
+	rows, err := h.store.UsageReport(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	lines, err := h.usageLines(r.Context(), rows, d.Accounts)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write([]string{"day", "account_id", "account", "key_id", "key", "model", "requests", "succeeded", "refused", "failed", //nolint:errcheck // a bytes.Buffer
+		"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens",
+		"cost", "currency", "unpriced_requests", "audio_seconds", "images"})
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, l := range lines {
+		day := ""
+		if q.By&authz.ByDay != 0 {
+			day = l.Day.UTC().Format(time.DateOnly)
+		}
+		cw.Write([]string{day, l.AccountID, cell(l.Account), l.KeyID, cell(l.Key), cell(l.Model), n(l.Requests), //nolint:errcheck // a bytes.Buffer
+			n(l.Succeeded()), n(l.Refused), n(l.Failed), n(l.PromptTokens), n(l.CompletionTokens), n(l.TotalTokens),
+			n(l.CachedTokens), n(l.ReasoningTokens), l.Cost.String(), h.cfg.Currency, n(l.UnknownCost),
+			strconv.FormatFloat(l.Audio.Seconds(), 'f', -1, 64), n(l.Images)})
+	}
+	cw.Flush()
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="usage-`+d.Form.From+`-to-`+d.Form.To+`.csv"`)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+	return nil
+}
+
+// cell keeps a name from being read as a formula by a spreadsheet.
+func cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

@@ -5,13 +5,18 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
 	"modelgate/authz"
 	"modelgate/authz/admin"
+	"modelgate/authz/pricing"
+	"modelgate/extproc"
+	"modelgate/ratelimit"
 	"modelgate/cmd/modelgate/config"
 )
 
@@ -23,7 +28,7 @@ const minAdminToken = 32
 // mux when the admin token's variable is set. Only the token's SHA-256 is
 // kept.
 func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth *authz.Authenticator, prices *livePrices,
-	getenv func(string) string, log *zap.Logger) error {
+	spender ratelimit.Spender, getenv func(string) string, log *zap.Logger) error {
 	token := getenv(cfg.Admin.TokenEnv)
 	if token == "" {
 		log.Info("admin API and dashboard off", zap.String("reason", cfg.Admin.TokenEnv+" is not set"))
@@ -38,7 +43,19 @@ func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth 
 	}
 	h, err := admin.New(store, admin.Config{TokenSHA256: sha256.Sum256([]byte(token)), Invalidate: auth.Invalidate,
 		Models: models, SecureCookies: cfg.Admin.SecureCookies, Currency: cfg.Prices.Currency, Logger: log.Named("admin"),
-		ConfigPrices: prices.base, PricesChanged: func() { prices.reload(context.Background()) }})
+		ConfigPrices: prices.base, PricesChanged: func() { prices.reload(context.Background()) },
+		Spent: func(ctx context.Context, subject string, b authz.Budget, at time.Time) (pricing.Nanos, time.Time, error) {
+			rb := extproc.BudgetOf(subject, b)
+			_, end := rb.Period(at)
+			if spender == nil {
+				return 0, end, errors.New("no budget counters")
+			}
+			n, err := spender.Spent(ctx, []ratelimit.Budget{rb}, at)
+			if err != nil {
+				return 0, end, err
+			}
+			return pricing.Nanos(n[0]), end, nil
+		}})
 	if err != nil {
 		return err
 	}

@@ -245,7 +245,7 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	if err := mountAdmin(g.mux, g.cfg, store, auth, prices, getenv, g.log); err != nil {
+	if err := mountAdmin(g.mux, g.cfg, store, auth, prices, ecfg.Spender, getenv, g.log); err != nil {
 		return err
 	}
 	registerAuthStats(g.reg, auth)
