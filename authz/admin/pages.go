@@ -199,9 +199,9 @@ func (h *Handler) funcs() template.FuncMap {
 			f.Alerts = p.Typed.Get("budget_alerts") == "on"
 			return f
 		},
-		"narrowed":  func(p picker, none string) picker { p.None = none; return p },
-		"join":      func(m []string) string { return strings.Join(m, ", ") },
-		"noLimits":  func() authz.Limits { return authz.Limits{} },
+		"narrowed": func(p picker, none string) picker { p.None = none; return p },
+		"join":     func(m []string) string { return strings.Join(m, ", ") },
+		"noLimits": func() authz.Limits { return authz.Limits{} },
 		"groupChoice": func(groups []authz.Group, selected string) any {
 			return struct {
 				Groups   []authz.Group

@@ -15,9 +15,9 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/admin"
 	"modelgate/authz/pricing"
+	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
 	"modelgate/ratelimit"
-	"modelgate/cmd/modelgate/config"
 )
 
 // minAdminToken is the shortest admin token accepted: the token guards
