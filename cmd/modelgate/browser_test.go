@@ -33,14 +33,37 @@ type browserResult struct {
 	StateAfterRevoke  string   `json:"stateAfterRevoke"`
 	StatusAfterRevoke int      `json:"statusAfterRevoke"`
 	ErrorAfterRevoke  string   `json:"errorAfterRevoke"`
-	Screenshots       struct {
-		Key, Chart, Usage string
+
+	PriceRow          []string   `json:"priceRow"`
+	SpenderID         string     `json:"spenderId"`
+	SecretAfterReload bool       `json:"secretAfterReload"`
+	SpenderKeys       int        `json:"spenderKeys"`
+	BudgetRefusal     string     `json:"budgetRefusal"`
+	TypedKept         string     `json:"typedKept"`
+	EffectiveBudget   string     `json:"effectiveBudget"`
+	SpendStatuses     []int      `json:"spendStatuses"`
+	RefusalCode       string     `json:"refusalCode"`
+	RefusalMessage    string     `json:"refusalMessage"`
+	SpendRow          []string   `json:"spendRow"`
+	BudgetRow         []string   `json:"budgetRow"`
+	Audit             [][]string `json:"audit"`
+	DisableDialog     string     `json:"disableDialog"`
+	KeyStateDisabled  bool       `json:"keyStateDisabled"`
+	Narrow            map[string]struct {
+		Width, Nav float64
+	} `json:"narrow"`
+	Screenshots struct {
+		Key, Chart, Usage, Spend, Narrow string
 	} `json:"screenshots"`
 }
 
 // The dashboard in a real browser, end to end through `modelgate dev`:
 // sign in, create an account and a key, see the key once, use it, find
-// the request in the usage view, revoke the key and get 401 with it.
+// the request in the usage view, revoke the key and get 401 with it. Then
+// spend: set a price, set a monthly budget on an account, spend it through
+// the gateway, get the 429 insufficient_quota, see the spending on the
+// usage page and the changes in the audit log; disabling the account asks
+// first; and at 390 pixels wide nothing is wider than the screen.
 func TestDashboardInBrowser(t *testing.T) {
 	dir, _ := filepath.Abs(filepath.Join("testdata", "browser"))
 	node, nodeErr := exec.LookPath("node")
@@ -75,7 +98,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("dashboard.mjs printed %q: %v", out, err)
 	}
-	t.Logf("screenshots: key page %s, usage chart %s, usage page %s", r.Screenshots.Key, r.Screenshots.Chart, r.Screenshots.Usage)
+	t.Logf("screenshots: key page %s, usage chart %s, usage page %s, spending %s, 390px %s", r.Screenshots.Key, r.Screenshots.Chart,
+		r.Screenshots.Usage, r.Screenshots.Spend, r.Screenshots.Narrow)
 
 	if !strings.HasPrefix(r.Secret, "sk-mg-") || !r.ShownOnceWarning || r.SecretShownAgain || !r.PrefixListed {
 		t.Errorf("key display: secret %.12q…, warning %v, shown again %v, prefix listed %v", r.Secret, r.ShownOnceWarning, r.SecretShownAgain, r.PrefixListed)
@@ -87,10 +111,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("chat completion with the new key: %d %q", r.ChatStatus, r.ChatContent)
 	}
 	// One row per day, key and model: the day, "prefix… name", the model,
-	// then 1 request and the recording's 385 tokens among the sums, and
-	// its cost: the dev config has no prices.
-	if len(r.UsageRow) != 10 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
-		r.UsageRow[3] != "1" || r.UsageRow[6] != "385" || r.UsageRow[9] != "no price" {
+	// then 1 request, succeeded, none refused or failed, the recording's
+	// 385 tokens among the sums, and its cost: the dev config has no
+	// prices.
+	if len(r.UsageRow) != 13 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
+		r.UsageRow[3] != "1" || r.UsageRow[4] != "1" || r.UsageRow[5] != "0" || r.UsageRow[9] != "385" || r.UsageRow[12] != "no price" {
 		t.Errorf("usage row = %q", r.UsageRow)
 	}
 	if r.ChartBars != 30 {
@@ -99,7 +124,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if r.StateAfterRevoke != "revoked" || r.StatusAfterRevoke != 401 || r.ErrorAfterRevoke != "invalid_api_key" {
 		t.Errorf("after revoking: page says %q, gateway answers %d %q", r.StateAfterRevoke, r.StatusAfterRevoke, r.ErrorAfterRevoke)
 	}
-	for _, p := range []string{r.Screenshots.Key, r.Screenshots.Chart, r.Screenshots.Usage} {
+	checkSpendInBrowser(t, r)
+	for _, p := range []string{r.Screenshots.Key, r.Screenshots.Chart, r.Screenshots.Usage, r.Screenshots.Spend, r.Screenshots.Narrow} {
 		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("screenshot %s: %v", p, err)
 		}
@@ -189,5 +215,63 @@ func TestDevAnnouncesDashboard(t *testing.T) {
 				t.Errorf("accounts = %v", accounts.Data)
 			}
 		})
+	}
+}
+
+// checkSpendInBrowser checks the spending half of the browser walk.
+func checkSpendInBrowser(t *testing.T, r browserResult) {
+	t.Helper()
+	// The price: model, always, input 1000, cached as input, output 1000.
+	if len(r.PriceRow) < 9 || r.PriceRow[0] != "gpt-4o-mini" || r.PriceRow[1] != "always" || r.PriceRow[2] != "1000.00" ||
+		r.PriceRow[4] != "1000.00" || r.PriceRow[8] != "dashboard or API" {
+		t.Errorf("price row = %q", r.PriceRow)
+	}
+	if r.SecretAfterReload || r.SpenderKeys != 1 {
+		t.Errorf("reloading a new key's page: secret shown again %v, %d keys (want 1)", r.SecretAfterReload, r.SpenderKeys)
+	}
+	if !strings.Contains(r.BudgetRefusal, `"half a dollar" is not an amount such as 12.50`) || r.TypedKept != "half a dollar" {
+		t.Errorf("a refused budget: %q, field kept %q", r.BudgetRefusal, r.TypedKept)
+	}
+	if !strings.Contains(r.EffectiveBudget, "account: USD 0.00 of 0.50 per month") {
+		t.Errorf("in effect: %q", r.EffectiveBudget)
+	}
+	// 385 tokens at 1000 a million: 0.385 a request. Two fit in 0.50 (the
+	// second starts at 0.385 spent), the third is refused.
+	if len(r.SpendStatuses) != 3 || r.SpendStatuses[0] != 200 || r.SpendStatuses[1] != 200 || r.SpendStatuses[2] != 429 ||
+		r.RefusalCode != "insufficient_quota" || !strings.Contains(r.RefusalMessage, "your account's monthly budget of USD 0.50 is spent") {
+		t.Errorf("spending: %v, refusal %q %q", r.SpendStatuses, r.RefusalCode, r.RefusalMessage)
+	}
+	// By model: 3 requests, 2 succeeded, 1 refused, 0 failed; 770 tokens
+	// costing 0.77.
+	if len(r.SpendRow) != 11 || r.SpendRow[1] != "3" || r.SpendRow[2] != "2" || r.SpendRow[3] != "1" || r.SpendRow[4] != "0" ||
+		r.SpendRow[7] != "770" || r.SpendRow[10] != "USD 0.77" {
+		t.Errorf("usage of the spender = %q", r.SpendRow)
+	}
+	if len(r.BudgetRow) != 6 || r.BudgetRow[0] != "account spender" || r.BudgetRow[1] != "per month" ||
+		r.BudgetRow[2] != "USD 0.77" || r.BudgetRow[3] != "USD 0.50" || r.BudgetRow[4] != "154 %" {
+		t.Errorf("budget row = %q", r.BudgetRow)
+	}
+	// Newest first: the budget, then the key, the account and the price,
+	// each by this browser's session.
+	var got []string
+	for _, e := range r.Audit {
+		if len(e) == 3 && strings.HasPrefix(e[0], "dashboard session ") {
+			got = append(got, e[1])
+		}
+	}
+	want := []string{"account.update", "key.create", "account.create", "price.set"} // the refused save changed nothing
+	if len(got) < len(want) || strings.Join(got[:len(want)], " ") != strings.Join(want, " ") {
+		t.Errorf("audit actions by the session = %q, want them to start with %q (all: %q)", got, want, r.Audit)
+	}
+	if !strings.HasPrefix(r.DisableDialog, "Disable this account?") || !r.KeyStateDisabled {
+		t.Errorf("disabling: dialog %q, key shown disabled %v", r.DisableDialog, r.KeyStateDisabled)
+	}
+	for path, n := range r.Narrow {
+		if n.Width > 390 || n.Nav > 390 {
+			t.Errorf("%s at 390px: the page is %vpx wide, its navigation reaches %vpx", path, n.Width, n.Nav)
+		}
+	}
+	if len(r.Narrow) != 5 {
+		t.Errorf("checked %d pages at 390px, want 5", len(r.Narrow))
 	}
 }

@@ -161,6 +161,9 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 		}
 		want := *sent.by[k]
 		want.UnknownCost = want.Requests // the config has no prices
+		if k == "failed" {
+			want.Failed = want.Requests // every one an error
+		}
 		if k == "cancelled" {
 			checkCancelledRows(t, openLedger(t, filepath.Join(dataDir, "modelgate.db")), accounts[k], want.Requests, *sent.by["streamed"])
 			continue

@@ -1,7 +1,10 @@
 // Drives the dashboard of a running `modelgate dev` in Debian's headless
 // Chromium, for cmd/modelgate's TestDashboardInBrowser: sign in, create an
 // account and a key, see the key once, use it for a chat completion, find
-// the request in the usage view, revoke the key and see it refused.
+// the request in the usage view, revoke the key and see it refused; then
+// set a price, put a monthly budget on another account, spend it, see the
+// 429 insufficient_quota, the spending and the audit log, disable the
+// account, and look at the pages 390 pixels wide.
 //
 // Input comes from the environment (see need below); a JSON summary goes to
 // stdout for the Go test to assert on, screenshots to MODELGATE_ARTIFACTS.
@@ -115,6 +118,100 @@ try {
   const after = await chat(secret);
   result.statusAfterRevoke = after.status;
   result.errorAfterRevoke = after.body.error?.code ?? "";
+
+  // Spend: set a price, put a monthly budget on an account, spend it
+  // through the gateway, and see the refusal, the spending and the audit.
+  await page.goto(`${admin}/admin/prices`);
+  const setPrice = page.locator("#set-price");
+  await setPrice.getByLabel("Model").selectOption("gpt-4o-mini");
+  await setPrice.getByLabel("Input, per million tokens").fill("1000");
+  await setPrice.getByLabel("Output, per million tokens").fill("1000");
+  await setPrice.getByRole("button", { name: "Set price" }).click();
+  await page.waitForURL(/\/admin\/prices\?done=saved$/);
+  result.priceRow = (await page.locator("#prices tbody tr", { hasText: "gpt-4o-mini" }).first().innerText())
+    .split("\t").map((s) => s.trim());
+
+  await page.goto(`${admin}/admin/accounts`);
+  await newAccount.getByLabel("Name").fill("spender");
+  await newAccount.getByRole("button", { name: "Create account" }).click();
+  await page.waitForURL(/\/admin\/accounts\/[^/?]+\?done=created$/);
+  result.spenderId = new URL(page.url()).pathname.split("/").pop();
+  await newKey.getByLabel("Name").fill("spender key");
+  await newKey.getByRole("button", { name: "Create key" }).click();
+  const spenderKey = (await page.locator("#secret").textContent()).trim();
+  // Reloading the page of a new key does not make another one, nor show
+  // the secret again.
+  await page.reload();
+  result.secretAfterReload = (await page.content()).includes(spenderKey);
+  await page.goto(`${admin}/admin/accounts/${result.spenderId}`);
+  result.spenderKeys = await page.locator("#keys tbody tr").count();
+
+  const settings = page.locator("#account-settings");
+  // A refused form keeps what was typed and says why in plain words.
+  await settings.getByLabel("Amount (USD)").fill("half a dollar");
+  await settings.getByRole("button", { name: "Save account" }).click();
+  result.budgetRefusal = (await settings.locator("[role=alert]").textContent()).trim();
+  result.typedKept = await settings.getByLabel("Amount (USD)").inputValue();
+  await settings.getByLabel("Amount (USD)").fill("0.5");
+  await settings.locator("select[name=budget_period]").selectOption("month");
+  await settings.getByRole("button", { name: "Save account" }).click();
+  await page.waitForURL(/\?done=saved$/);
+  result.effectiveBudget = (await page.locator("#effective").innerText()).replace(/\s+/g, " ");
+
+  result.spendStatuses = [];
+  let refusal = null;
+  for (let i = 0; i < 3; i++) {
+    const r = await chat(spenderKey);
+    result.spendStatuses.push(r.status);
+    if (r.status === 429) refusal = r.body.error;
+  }
+  result.refusalCode = refusal?.code ?? "";
+  result.refusalMessage = refusal?.message ?? "";
+
+  const spendURL = `${admin}/admin/usage?account_id=${result.spenderId}&grouped=1&by=model`;
+  const spendRow = page.locator("#usage tbody tr", { hasText: "gpt-4o-mini" });
+  for (let i = 0; i < 50; i++) {
+    if (i > 0) await page.waitForTimeout(200);
+    await page.goto(spendURL);
+    if ((await spendRow.count()) > 0 && (await spendRow.first().innerText()).split("\t")[1].trim() === "3") break;
+  }
+  result.spendRow = (await spendRow.first().innerText()).split("\t").map((s) => s.trim());
+  result.budgetRow = (await page.locator("#budgets tbody tr").first().innerText()).split("\t").map((s) => s.trim());
+  result.screenshots.spend = join(artifacts, "usage-spend.png");
+  await page.screenshot({ path: result.screenshots.spend, fullPage: true });
+
+  await page.goto(`${admin}/admin/audit`);
+  result.audit = await page.locator("#audit tbody tr").evaluateAll((rows) =>
+    rows.map((r) => [...r.cells].slice(1, 4).map((c) => c.innerText.trim())));
+
+  // Disabling the account asks first; then its keys show as disabled.
+  let dialog = "";
+  page.removeAllListeners("dialog");
+  page.on("dialog", (d) => { dialog = d.message(); d.accept(); });
+  await page.goto(`${admin}/admin/accounts/${result.spenderId}`);
+  await page.getByRole("button", { name: "Disable account" }).click();
+  await page.waitForURL(/\?done=disabled$/);
+  result.disableDialog = dialog;
+  result.keyStateDisabled = (await page.locator("#keys tbody tr").first().innerText()).includes("disabled (account)");
+
+  // At 390 pixels wide, with a long name, nothing is wider than the
+  // screen and the navigation stays in view.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${admin}/admin/accounts/${result.spenderId}`);
+  await page.locator("#account-settings").getByLabel("Name").fill("a-very-long-account-name-".repeat(6));
+  await page.locator("#account-settings").getByRole("button", { name: "Save account" }).click();
+  await page.waitForURL(/\?done=saved$/);
+  result.narrow = {};
+  for (const path of ["/admin/accounts", `/admin/accounts/${result.spenderId}`, "/admin/usage", "/admin/prices", "/admin/audit"]) {
+    await page.goto(`${admin}${path}`);
+    result.narrow[path] = await page.evaluate(() => ({
+      width: document.documentElement.scrollWidth,
+      nav: Math.max(...[...document.querySelectorAll("header nav a")].map((a) => a.getBoundingClientRect().right)),
+    }));
+  }
+  result.screenshots.narrow = join(artifacts, "account-390px.png");
+  await page.goto(`${admin}/admin/accounts/${result.spenderId}`);
+  await page.screenshot({ path: result.screenshots.narrow }); // what a phone shows first
 } finally {
   await browser.close();
 }
