@@ -35,7 +35,7 @@ type browser struct {
 	client *http.Client
 }
 
-func newBrowser(t *testing.T, srv *httptest.Server) *browser {
+func newBrowser(t testing.TB, srv *httptest.Server) *browser {
 	jar, _ := cookiejar.New(nil)
 	c := *srv.Client() // a copy: srv.Client() is one client shared by all callers
 	c.Jar = jar
@@ -49,7 +49,7 @@ type page struct {
 	Body string
 }
 
-func (b *browser) do(t *testing.T, req *http.Request) page {
+func (b *browser) do(t testing.TB, req *http.Request) page {
 	t.Helper()
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -60,13 +60,13 @@ func (b *browser) do(t *testing.T, req *http.Request) page {
 	return page{resp, string(body)}
 }
 
-func (b *browser) get(t *testing.T, path string) page {
+func (b *browser) get(t testing.TB, path string) page {
 	t.Helper()
 	req, _ := http.NewRequest("GET", b.base+path, nil)
 	return b.do(t, req)
 }
 
-func (b *browser) post(t *testing.T, path string, form url.Values, header ...string) page {
+func (b *browser) post(t testing.TB, path string, form url.Values, header ...string) page {
 	t.Helper()
 	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -79,7 +79,7 @@ func (b *browser) post(t *testing.T, path string, form url.Values, header ...str
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf returns the CSRF token in a page's forms.
-func csrf(t *testing.T, p page) string {
+func csrf(t testing.TB, p page) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(p.Body)
 	if m == nil {
@@ -89,7 +89,7 @@ func csrf(t *testing.T, p page) string {
 }
 
 // signIn signs the browser in and returns its session's CSRF token.
-func (b *browser) signIn(t *testing.T) string {
+func (b *browser) signIn(t testing.TB) string {
 	t.Helper()
 	login := b.get(t, "/admin/login")
 	p := b.post(t, "/admin/login", url.Values{"csrf": {csrf(t, login)}, "token": {testToken}})
