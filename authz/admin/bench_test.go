@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"modelgate/authz"
-	"modelgate/authz/postgres"
 	"modelgate/authz/internal/pgtest"
+	"modelgate/authz/postgres"
 	"modelgate/authz/sqlite"
 )
 
