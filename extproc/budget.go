@@ -120,8 +120,7 @@ func (ex *exchange) settleSpend(ctx context.Context, u translate.Usage) {
 		return
 	}
 	ex.spendSettled = true
-	c, _ := ex.cost(pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
-		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens}, ex.s.now())
+	c, _ := ex.cost(ex.pricingUsage(u), ex.s.now())
 	delta := min(int64(c), ratelimit.MaxSpend) - ex.spendReserved
 	if delta == 0 && !alerting(ex.budgets) {
 		return

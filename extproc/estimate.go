@@ -117,6 +117,10 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.streamed)),
 		CachedTokens:     u.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens,
+		// Audio and images are not estimated: the provider's count, if
+		// any, stands.
+		AudioSeconds: u.AudioSeconds,
+		Images:       u.Images,
 	}
 	est.TotalTokens = est.PromptTokens + est.CompletionTokens
 	return est, true

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -9,6 +10,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/translate"
 )
 
 // metadata is the usage exposed to Envoy as dynamic metadata, for access
@@ -43,6 +45,33 @@ type metadataSlab struct {
 	values  [7]structpb.Value
 	strings [4]structpb.Value_StringValue
 	numbers [3]structpb.Value_NumberValue
+}
+
+// pricingUsage is u as prices count it: tokens, audio seconds and
+// images, the images of the size and quality the client asked for (empty
+// when it asked for none, which only prices for any size or quality
+// match).
+func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
+	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
+		AudioSeconds: u.AudioSeconds, Images: u.Images}
+	if ex.imgReq != nil {
+		p.ImageSize, p.ImageQuality = ex.imgReq.Size, ex.imgReq.Quality
+	}
+	return p
+}
+
+// audioDuration is seconds of audio as the ledger records it, to the
+// nanosecond; a duration past what time.Duration holds is its largest.
+func audioDuration(seconds float64) time.Duration {
+	switch d := seconds * float64(time.Second); {
+	case !(d > 0):
+		return 0
+	case d >= math.MaxInt64:
+		return math.MaxInt64
+	default:
+		return time.Duration(math.Round(d))
+	}
 }
 
 // cost is what u cost at the price of the exchange's model in effect at
@@ -83,12 +112,13 @@ func (ex *exchange) record(ctx context.Context) {
 		TotalTokens:      u.TotalTokens,
 		CachedTokens:     u.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens,
+		Audio:            audioDuration(u.AudioSeconds),
+		Images:           u.Images,
 		Estimated:        estimated,
 		Duration:         end.Sub(ex.start),
 		At:               end,
 	}
-	rec.Cost, rec.CostKnown = ex.cost(pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
-		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens}, end)
+	rec.Cost, rec.CostKnown = ex.cost(ex.pricingUsage(u), end)
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}

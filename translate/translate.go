@@ -81,14 +81,21 @@ type Head struct {
 	Stream bool
 }
 
-// Usage is the normalized token usage of one exchange. Zero means the
-// provider did not report that count.
+// Usage is the normalized usage of one exchange. Zero means the provider
+// did not report that count.
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	TotalTokens      int64
 	CachedTokens     int64
 	ReasoningTokens  int64
+	// AudioSeconds is the seconds of audio a transcription processed, as
+	// the provider's answer states them (its duration usage, else the
+	// verbose answer's duration); zero when the answer does not say.
+	AudioSeconds float64
+	// Images is the number of images an image generation returned to the
+	// client: the items of the answer's data array.
+	Images int64
 }
 
 // Translator translates one exchange between the OpenAI API and a provider.

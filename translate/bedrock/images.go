@@ -19,6 +19,7 @@ type images struct {
 	req    *api.ImagesRequest
 	now    func() time.Time
 	status int
+	usage  translate.Usage
 }
 
 // NewImages returns the image generation translator for provider bedrock:
@@ -161,7 +162,11 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return nil, api.ContentPolicyError(api.Clip(msg, api.MaxErrorMessage))
 	}
 	body, err := api.MarshalImagesResponse(im.now().Unix(), "", out)
-	return body, api.AsUnusable(err)
+	if err != nil {
+		return nil, api.AsUnusable(err)
+	}
+	im.usage.Images = int64(len(out))
+	return body, nil
 }
 
 // amazonImageError is chat's error normalization, except that a request
@@ -177,5 +182,6 @@ func amazonImageError(status int, body []byte) []byte {
 	return errorBody(status, body)
 }
 
-// Usage implements translate.Translator: Bedrock reports no image tokens.
-func (im *images) Usage() translate.Usage { return translate.Usage{} }
+// Usage implements translate.Translator: Bedrock reports no image tokens;
+// Images counts the images the client got.
+func (im *images) Usage() translate.Usage { return im.usage }

@@ -20,6 +20,7 @@ type images struct {
 	req    *api.ImagesRequest
 	now    func() time.Time
 	status int
+	usage  translate.Usage
 }
 
 // NewImages returns the image generation translator for provider gemini:
@@ -199,7 +200,11 @@ func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 		return nil, api.ContentPolicyError(api.Clip(msg, api.MaxErrorMessage))
 	}
 	body, err := api.MarshalImagesResponse(im.now().Unix(), format, out)
-	return body, api.AsUnusable(err)
+	if err != nil {
+		return nil, api.AsUnusable(err)
+	}
+	im.usage.Images = int64(len(out))
+	return body, nil
 }
 
 // imagenError is the chat error normalization, except that a prompt
@@ -218,5 +223,6 @@ func imagenError(status int, body []byte) []byte {
 	return errorBody(status, body)
 }
 
-// Usage implements translate.Translator: Imagen reports no tokens.
-func (im *images) Usage() translate.Usage { return translate.Usage{} }
+// Usage implements translate.Translator: Imagen reports no tokens;
+// Images counts the images the client got.
+func (im *images) Usage() translate.Usage { return im.usage }

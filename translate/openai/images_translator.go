@@ -145,7 +145,8 @@ func (im *images) ResponseHeaders(status int, contentType string) translate.Head
 	return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 }
 
-// ResponseBody normalizes the ImagesResponse or the error.
+// ResponseBody normalizes the ImagesResponse or the error. Usage counts
+// the images of a normalized answer (its data items) besides its tokens.
 func (im *images) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if im.status/100 != 2 {
 		return api.ProviderError(im.status, chunk), nil
@@ -174,7 +175,8 @@ var imagesEnums = map[string][]string{
 // values the schema lacks and usage not in ImageGenUsage's shape (after
 // it was counted); a missing created is set. An answer without a data
 // array of objects is an error wrapping translate.ErrUpstream: the schema
-// would allow it, but no image generation answers so.
+// would allow it, but no image generation answers so. The usage returned
+// counts the answer's images (the items of data) once it is normalized.
 func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, translate.Usage, error) {
 	small, lifted := api.LiftBase64(body)
 	var members map[string]json.RawMessage
@@ -218,7 +220,11 @@ func normalizeImagesResponse(body []byte, now func() time.Time) ([]byte, transla
 		return nil, usage, err
 	}
 	out, err := api.Marshal(members)
-	return lifted.Restore(out), usage, err
+	if err != nil {
+		return nil, usage, err
+	}
+	usage.Images = int64(len(items))
+	return lifted.Restore(out), usage, nil
 }
 
 // imageUsage reads ImageGenUsage; valid reports whether it has the

@@ -28,7 +28,7 @@ type transcription struct {
 	stream  bool
 	dec     sse.Decoder
 	usage   translate.Usage
-	seconds float64
+	seconds float64 // the seconds of the answer's usage, zero without
 }
 
 // NewCompatibleTranscription returns the transcription translator
@@ -197,7 +197,8 @@ func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
 
 // transcript reads a JSON transcription: its members without nulls (the
 // schema allows none), its text, and its usage, normalized to one of the
-// schema's two shapes and recorded.
+// schema's two shapes and recorded. The audio seconds recorded are the
+// usage's, else the duration member of a verbose answer.
 func (c *transcription) transcript(body []byte) (map[string]json.RawMessage, string, error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil || m == nil {
@@ -221,6 +222,12 @@ func (c *transcription) transcript(body []byte) (map[string]json.RawMessage, str
 			m["usage"] = u
 		}
 	}
+	c.usage.AudioSeconds = c.seconds
+	var duration float64
+	if c.seconds <= 0 && json.Unmarshal(m["duration"], &duration) == nil {
+		c.usage.AudioSeconds = duration
+	}
+	c.usage.AudioSeconds = max(c.usage.AudioSeconds, 0)
 	return m, text, nil
 }
 
@@ -364,8 +371,9 @@ func cues(m map[string]json.RawMessage, text string) []api.Cue {
 // token or duration shape (nil when it is neither and cannot be made one)
 // and returns what is recorded. Token usage is recorded as prompt
 // (input), completion (output) and total tokens. Duration usage records
-// no tokens; its seconds are returned for AudioSeconds. Mistral's
-// chat-style usage (prompt_tokens, completion_tokens) becomes token usage.
+// no tokens; its seconds are returned for AudioSeconds, as are Mistral's
+// prompt_audio_seconds. Mistral's chat-style usage (prompt_tokens,
+// completion_tokens) becomes token usage.
 func transcriptUsage(raw json.RawMessage) (json.RawMessage, translate.Usage, float64) {
 	var u struct {
 		Type              string          `json:"type"`
@@ -415,16 +423,17 @@ func (c *transcription) scanStream(chunk []byte) {
 		}
 		if json.Unmarshal(ev.Data, &done) == nil && done.Type == "transcript.text.done" && done.Usage != nil {
 			_, c.usage, c.seconds = transcriptUsage(done.Usage)
+			c.usage.AudioSeconds = max(c.seconds, 0)
 		}
 	}
 }
 
-// Usage implements translate.Translator.
+// Usage implements translate.Translator. AudioSeconds is the answer's
+// usage seconds (duration usage, Mistral's prompt_audio_seconds), else
+// the duration of a verbose_json answer; zero for answers that state
+// neither (text, srt and vtt as the server sent them, json without
+// usage). The format asked of the server is not changed to learn it.
 func (c *transcription) Usage() translate.Usage { return c.usage }
-
-// AudioSeconds is the audio duration a provider billed by (duration
-// usage), zero when it reported none. translate.Usage has no field for it.
-func (c *transcription) AudioSeconds() float64 { return c.seconds }
 
 // NewTranscription returns the transcription translator for OpenAI.
 func NewTranscription(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
