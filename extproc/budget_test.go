@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"modelgate/authz"
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
@@ -154,5 +158,67 @@ func TestLimitOfZeroAllowsNothing(t *testing.T) {
 	}
 	if len(res.Upstream) != 0 {
 		t.Error("the request reached the provider")
+	}
+}
+
+// A budget with alerts logs and counts the first time its spending
+// reaches 80 % and 100 % in a period, and only then.
+func TestBudgetAlerts(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := extproc.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	f, _ := budgetFixture(t, func(c *extproc.Config) { c.Metrics, c.Logger = m, zap.New(core) })
+	// 0.00379 a request: 76 % of 0.005 after one, past 100 % after two.
+	setAccountBudget(t, f, f.account, &authz.Budget{Amount: 5_000_000, Period: authz.PeriodDay, Alerts: true})
+	alerts := func() map[string]float64 {
+		out := map[string]float64{}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "modelgate_extproc_budget_alerts_total" {
+				continue
+			}
+			for _, mt := range mf.GetMetric() {
+				var subject, percent string
+				for _, l := range mt.GetLabel() {
+					switch l.GetName() {
+					case "subject":
+						subject = l.GetValue()
+					case "percent":
+						percent = l.GetValue()
+					}
+				}
+				out[subject+" "+percent] = mt.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	post := func() {
+		t.Helper()
+		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Body)
+		}
+	}
+	post()
+	if got := alerts(); len(got) != 0 {
+		t.Errorf("at 76 %%: alerts %v", got)
+	}
+	post()
+	if got := alerts(); got["account 80"] != 1 || got["account 100"] != 1 || len(got) != 2 {
+		t.Errorf("past 100 %%: alerts %v, want one of 80 and one of 100", got)
+	}
+	lines := logs.FilterMessage("budget alert").All()
+	if len(lines) != 2 || lines[0].ContextMap()["subject"] != "account:"+f.account.ID || lines[1].ContextMap()["percent"] != int64(100) ||
+		lines[0].ContextMap()["currency"] != "EUR" {
+		t.Errorf("alert log lines = %+v", lines)
+	}
+	// Refused from now on, and no alert again this period.
+	if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 429 {
+		t.Errorf("over budget: %d", res.Status)
+	}
+	if got := alerts(); got["account 80"] != 1 || got["account 100"] != 1 {
+		t.Errorf("after a refusal: alerts %v", got)
 	}
 }
