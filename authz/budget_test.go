@@ -46,3 +46,29 @@ func TestBudgetJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBudgetJSON: any bytes either fail to read or read as a valid budget
+// that writes and reads back the same.
+func FuzzBudgetJSON(f *testing.F) {
+	for _, s := range []string{`{"amount":"12.50","period":"month"}`, `{"amount":1e3,"period":"day","alerts":true}`,
+		`{"amount":"0","period":"window","window":"168h"}`, `{"amount":"99999999999","period":"window","window":"-1m"}`, `null`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b authz.Budget
+		if err := json.Unmarshal(data, &b); err != nil {
+			return
+		}
+		if err := b.Validate(); err != nil {
+			t.Fatalf("%s read as an invalid budget %+v: %v", data, b, err)
+		}
+		out, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again authz.Budget
+		if err := json.Unmarshal(out, &again); err != nil || again != b {
+			t.Fatalf("%s → %+v → %s → %+v, %v", data, b, out, again, err)
+		}
+	})
+}

@@ -208,3 +208,44 @@ func storedUsage(t *testing.T, s *Store) []authz.UsageRecord {
 	}
 	return out
 }
+
+// A limit of 0 stored before version 10 meant "no limit"; upgrading keeps
+// that meaning (unset), since 0 now allows nothing. Other limits stay.
+func TestUpgradeKeepsZeroLimitsUnlimited(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v9.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prepare []string
+	for _, m := range ms[:9] {
+		prepare = append(prepare, m.SQL)
+	}
+	prepare = append(prepare, `CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (9)`,
+		`INSERT INTO groups (id, name, models, requests_per_minute, tokens_per_day, created_at) VALUES ('grp_old', 'g', '', 0, 500, 1700000000000)`,
+		`INSERT INTO accounts (id, name, group_id, requests_per_minute, concurrent_requests, created_at) VALUES ('acct_old', 'a', 'grp_old', 0, 0, 1700000000000)`)
+	for _, q := range prepare {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("preparing version 9: %v\n%s", err, q)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g, _ := s.GroupByID(ctx, "grp_old")
+	a, _ := s.AccountByID(ctx, "acct_old")
+	if g.Limits.RequestsPerMinute != nil || g.Limits.TokensPerDay == nil || *g.Limits.TokensPerDay != 500 || g.Budget != nil {
+		t.Errorf("group after the upgrade: %+v", g)
+	}
+	if a.Limits != (authz.Limits{}) || a.Budget != nil {
+		t.Errorf("account after the upgrade: %+v", a.Limits)
+	}
+}
