@@ -306,3 +306,42 @@ func TestDashboardThrottlesSignIn(t *testing.T) {
 		t.Errorf("after the window: %d", p.StatusCode)
 	}
 }
+
+// The usage page exports its rows as CSV: the same filter, a header, costs
+// as exact decimals, and names that cannot run as spreadsheet formulas.
+func TestDashboardUsageCSV(t *testing.T) {
+	h, b, _ := dashboardWith(t, func(c *Config) { c.Currency = "EUR" })
+	ctx := context.Background()
+	var a, other accountJSON
+	h.call(t, "POST", "/admin/v1/accounts", `{"name":"=HYPERLINK(\"x\")"}`, &a)
+	h.call(t, "POST", "/admin/v1/accounts", `{"name":"other"}`, &other)
+	_, k, _ := authz.CreateKey(ctx, h.store, a.ID, "", nil)
+	_, ko, _ := authz.CreateKey(ctx, h.store, other.ID, "", nil)
+	now := time.Now()
+	for i, r := range []authz.UsageRecord{
+		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Cost: 1_500_000, CostKnown: true},
+		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 429},
+		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 502},
+		{KeyID: ko.ID, AccountID: other.ID, Model: "gpt-4o", Status: 200, TotalTokens: 99},
+	} {
+		r.RequestID, r.At = "r"+strconv.Itoa(i), now
+		if err := h.store.AppendUsage(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := b.get(t, "/admin/usage?grouped=1&by=account&by=model&account_id="+a.ID)
+	link := regexp.MustCompile(`href="(/admin/usage\.csv\?[^"]+)" id="usage-csv"`).FindStringSubmatch(page.Body)
+	if link == nil {
+		t.Fatal("no CSV link on the usage page")
+	}
+	p := b.get(t, strings.ReplaceAll(link[1], "&amp;", "&"))
+	if p.StatusCode != 200 || p.Header.Get("Content-Type") != "text/csv; charset=utf-8" ||
+		!strings.HasPrefix(p.Header.Get("Content-Disposition"), `attachment; filename="usage-`) {
+		t.Fatalf("CSV: %d %v", p.StatusCode, p.Header)
+	}
+	want := "day,account_id,account,key_id,key,model,requests,succeeded,refused,failed,prompt_tokens,completion_tokens,total_tokens,cached_tokens,reasoning_tokens,cost,currency,unpriced_requests,audio_seconds,images\n" +
+		`,` + a.ID + `,"'=HYPERLINK(""x"")",,,gpt-4o,3,1,1,1,10,5,15,0,0,0.0015,EUR,2,0,0` + "\n"
+	if p.Body != want {
+		t.Errorf("CSV =\n%s\nwant\n%s", p.Body, want)
+	}
+}
