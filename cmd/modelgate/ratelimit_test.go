@@ -128,40 +128,9 @@ func TestDevLimitsEditedThroughAdminAPI(t *testing.T) {
 // Two gateways on one PostgreSQL and one Redis, 30 concurrent requests
 // against a 10-per-minute key limit: exactly 10 are admitted.
 func TestReplicasShareRateLimitsThroughRedis(t *testing.T) {
-	redisURL := os.Getenv("MODELGATE_TEST_REDIS_URL")
-	if redisURL == "" {
-		t.Skip("MODELGATE_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping the shared rate limit test")
-	}
-	db := postgresSchema(t)
-	getenv := func(name string) string {
-		switch name {
-		case "MODELGATE_REPLICA_DB":
-			return db
-		case "MODELGATE_REPLICA_REDIS":
-			return redisURL
-		case "MODELGATE_REPLICA_IMAGE_KEY":
-			return "an image URL key the replicas share, 32+ characters"
-		}
-		return ""
-	}
-	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
-	conf := replicaConfig + `
-rate_limits:
-  store: redis
-  redis_url_env: MODELGATE_REPLICA_REDIS
-  fail_closed: true
+	replicas, key, _ := redisReplicas(t, `
   key: {requests_per_minute: 10}
-`
-	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	replicas := []*replica{startReplica(t, cfgPath, getenv), startReplica(t, cfgPath, getenv)}
-	var out strings.Builder
-	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "acme"},
-		env{getenv: getenv, stdout: &out, stderr: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(out.String())
+`)
 	statuses := make(chan int, 30)
 	var wg sync.WaitGroup
 	for i := range 30 {
@@ -186,45 +155,12 @@ rate_limits:
 // budget, and never more than the budget plus one request's cost; the
 // budget's refusals are OpenAI's 429 insufficient_quota.
 func TestReplicasHoldBudgetsThroughRedis(t *testing.T) {
-	redisURL := os.Getenv("MODELGATE_TEST_REDIS_URL")
-	if redisURL == "" {
-		t.Skip("MODELGATE_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping the shared budget test")
-	}
-	db := postgresSchema(t)
-	getenv := func(name string) string {
-		switch name {
-		case "MODELGATE_REPLICA_DB":
-			return db
-		case "MODELGATE_REPLICA_REDIS":
-			return redisURL
-		case "MODELGATE_REPLICA_IMAGE_KEY":
-			return "an image URL key the replicas share, 32+ characters"
-		case "MODELGATE_ADMIN_TOKEN":
-			return "an admin token for the budget test, 32+ characters"
-		}
-		return ""
-	}
-	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
-	conf := replicaConfig + `
-rate_limits:
-  store: redis
-  redis_url_env: MODELGATE_REPLICA_REDIS
-  fail_closed: true
+	replicas, key, db := redisReplicas(t, `
 prices:
   currency: EUR
   models:
     - {model: gpt-4o-mini, input: "1", output: "4"}
-`
-	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	replicas := []*replica{startReplica(t, cfgPath, getenv), startReplica(t, cfgPath, getenv)}
-	var out, errOut strings.Builder
-	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "acme"},
-		env{getenv: getenv, stdout: &out, stderr: &errOut}); err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(out.String())
+`)
 	store, err := postgres.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -288,4 +224,47 @@ prices:
 	if total < budget || total > budget+perRequest {
 		t.Errorf("the account spent %d against a budget of %d: want at least the budget and at most one request (%d) more", total, budget, perRequest)
 	}
+}
+
+// redisReplicas starts two gateways on one PostgreSQL schema and one
+// Redis (rate limits and budgets there, failing closed), with an admin
+// token, the replica config and extra (YAML appended under rate_limits,
+// or top-level sections); it returns them, a key of account "acme" and
+// the database's URL. It skips without MODELGATE_TEST_REDIS_URL.
+func redisReplicas(t *testing.T, extra string) ([]*replica, string, string) {
+	t.Helper()
+	redisURL := os.Getenv("MODELGATE_TEST_REDIS_URL")
+	if redisURL == "" {
+		t.Skip("MODELGATE_TEST_REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0): skipping a test of replicas sharing Redis")
+	}
+	db := postgresSchema(t)
+	getenv := func(name string) string {
+		switch name {
+		case "MODELGATE_REPLICA_DB":
+			return db
+		case "MODELGATE_REPLICA_REDIS":
+			return redisURL
+		case "MODELGATE_REPLICA_IMAGE_KEY":
+			return "an image URL key the replicas share, 32+ characters"
+		case "MODELGATE_ADMIN_TOKEN":
+			return "an admin token for the replica tests, 32+ characters"
+		}
+		return ""
+	}
+	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
+	conf := replicaConfig + `
+rate_limits:
+  store: redis
+  redis_url_env: MODELGATE_REPLICA_REDIS
+  fail_closed: true` + extra
+	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replicas := []*replica{startReplica(t, cfgPath, getenv), startReplica(t, cfgPath, getenv)}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "acme"},
+		env{getenv: getenv, stdout: &out, stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	return replicas, strings.TrimSpace(out.String()), db
 }
