@@ -48,10 +48,11 @@ type Config struct {
 	// ConfigPrices are the config file's prices. Prices set through the
 	// admin are stored, and replace those of the same model and From.
 	ConfigPrices []pricing.Price
-	// Spent reads what a subject's budget has spent in the period holding
-	// at, and when that period ends, for the pages; nil shows budgets
-	// without their spending.
-	Spent func(ctx context.Context, subject string, b authz.Budget, at time.Time) (pricing.Nanos, time.Time, error)
+	// Spent reads what budgets have spent in the period holding at, and
+	// when their periods end, for the pages: budgets[i] is subjects[i]'s
+	// ("key:<id>", "account:<id>", "group:<id>"), all read at once. Nil
+	// shows budgets without their spending.
+	Spent func(ctx context.Context, at time.Time, subjects []string, budgets []authz.Budget) ([]pricing.Nanos, []time.Time, error)
 	// PricesChanged is called after a price is set or deleted, before the
 	// answer is written, so that this process's gateway prices requests
 	// with it at once; nil calls nothing.

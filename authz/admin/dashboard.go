@@ -579,14 +579,26 @@ func (h *Handler) spent(ctx context.Context, subject string, b *authz.Budget) *s
 		return nil
 	}
 	s := &spend{Budget: *b}
-	if h.cfg.Spent == nil {
-		return s
-	}
-	n, renews, err := h.cfg.Spent(ctx, subject, *b, h.cfg.Now())
-	if err != nil {
-		h.cfg.Logger.Warn("reading a budget's spending", zap.String("subject", subject), zap.Error(err))
-		return s
-	}
-	s.Spent, s.Known, s.Renews = n, true, renews
+	h.readSpending(ctx, []string{subject}, []*spend{s})
 	return s
+}
+
+// readSpending fills in what budgets have spent this period, in one read;
+// on failure they stay unknown, and the failure is logged.
+func (h *Handler) readSpending(ctx context.Context, subjects []string, spends []*spend) {
+	if h.cfg.Spent == nil || len(spends) == 0 {
+		return
+	}
+	budgets := make([]authz.Budget, len(spends))
+	for i, s := range spends {
+		budgets[i] = s.Budget
+	}
+	n, renews, err := h.cfg.Spent(ctx, h.cfg.Now(), subjects, budgets)
+	if err != nil || len(n) != len(spends) || len(renews) != len(spends) {
+		h.cfg.Logger.Warn("reading budgets' spending", zap.Strings("subjects", subjects), zap.Error(err))
+		return
+	}
+	for i, s := range spends {
+		s.Spent, s.Known, s.Renews = n[i], true, renews[i]
+	}
 }

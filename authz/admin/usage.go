@@ -247,9 +247,13 @@ func (h *Handler) budgetLines(ctx context.Context, accounts []authz.Account, acc
 		return nil, err
 	}
 	var out []budgetLine
+	var subjects []string
+	var spends []*spend
 	add := func(kind, name, link, subject string, b *authz.Budget) {
 		if b != nil {
-			out = append(out, budgetLine{kind, name, link, h.spent(ctx, subject, b)})
+			s := &spend{Budget: *b}
+			out = append(out, budgetLine{kind, name, link, s})
+			subjects, spends = append(subjects, subject), append(spends, s)
 		}
 	}
 	for _, a := range accounts {
@@ -271,6 +275,7 @@ func (h *Handler) budgetLines(ctx context.Context, accounts []authz.Account, acc
 	for _, k := range keys {
 		add("key", strings.TrimSpace(k.Prefix+"… "+k.Name), "/admin/keys/"+k.ID, "key:"+k.ID, k.Budget)
 	}
+	h.readSpending(ctx, subjects, spends)
 	return out, nil
 }
 

@@ -44,17 +44,25 @@ func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth 
 	h, err := admin.New(store, admin.Config{TokenSHA256: sha256.Sum256([]byte(token)), Invalidate: auth.Invalidate,
 		Models: models, SecureCookies: cfg.Admin.SecureCookies, Currency: cfg.Prices.Currency, Logger: log.Named("admin"),
 		ConfigPrices: prices.base, PricesChanged: func() { prices.reload(context.Background()) },
-		Spent: func(ctx context.Context, subject string, b authz.Budget, at time.Time) (pricing.Nanos, time.Time, error) {
-			rb := extproc.BudgetOf(subject, b)
-			_, end := rb.Period(at)
+		Spent: func(ctx context.Context, at time.Time, subjects []string, budgets []authz.Budget) ([]pricing.Nanos, []time.Time, error) {
 			if spender == nil {
-				return 0, end, errors.New("no budget counters")
+				return nil, nil, errors.New("no budget counters")
 			}
-			n, err := spender.Spent(ctx, []ratelimit.Budget{rb}, at)
+			rbs := make([]ratelimit.Budget, len(budgets))
+			ends := make([]time.Time, len(budgets))
+			for i, b := range budgets {
+				rbs[i] = extproc.BudgetOf(subjects[i], b)
+				_, ends[i] = rbs[i].Period(at)
+			}
+			n, err := spender.Spent(ctx, rbs, at)
 			if err != nil {
-				return 0, end, err
+				return nil, nil, err
 			}
-			return pricing.Nanos(n[0]), end, nil
+			out := make([]pricing.Nanos, len(n))
+			for i, v := range n {
+				out[i] = pricing.Nanos(v)
+			}
+			return out, ends, nil
 		}})
 	if err != nil {
 		return err
