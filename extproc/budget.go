@@ -98,17 +98,21 @@ func (ex *exchange) admitSpend(ctx context.Context) error {
 
 // costEstimate is what the request may cost at the price in effect at
 // at: its estimated prompt and its bound on the answer, as the token
-// reservation counts them. Zero without a price.
+// reservation counts them, and the images it asks for. Zero without a
+// price.
 func (ex *exchange) costEstimate(at time.Time) int64 {
 	p, ok := ex.s.cfg.Prices.At(ex.model, at)
 	if !ok {
 		return 0
 	}
-	out := int64(0)
+	u := pricing.Usage{PromptTokens: ex.prompt}
 	if ex.endpoint.generates() {
-		out = ex.reservation() - ex.prompt
+		u.CompletionTokens = ex.reservation() - ex.prompt
 	}
-	c, _ := p.Cost(pricing.Usage{PromptTokens: ex.prompt, CompletionTokens: out})
+	if ex.imgReq != nil { // the images asked for; audio's length is known only after
+		u.Images, u.ImageSize, u.ImageQuality = int64(max(ex.imgReq.N, 1)), ex.imgReq.Size, ex.imgReq.Quality
+	}
+	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
 }
 

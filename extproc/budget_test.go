@@ -1,7 +1,11 @@
 package extproc_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"mime/multipart"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +224,94 @@ func TestBudgetAlerts(t *testing.T) {
 	}
 	if got := alerts(); got["account 80"] != 1 || got["account 100"] != 1 {
 		t.Errorf("after a refusal: alerts %v", got)
+	}
+}
+
+// mediaFixture is budgetFixture with whisper-1 and dall-e-2 on the mock:
+// whisper-1 priced at 0.0001 a second of audio, dall-e-2 by image size
+// (0.016 at 256x256, 0.02 at any other size).
+func mediaFixture(t *testing.T) (*fixture, *memory.Spender) {
+	t.Helper()
+	prices, err := pricing.NewTable([]pricing.Price{
+		{Model: "whisper-1", AudioSecond: 100_000},
+		{Model: "dall-e-2", Images: []pricing.ImagePrice{{Size: "256x256", Each: 16_000_000}, {Each: 20_000_000}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return budgetFixture(t, func(c *extproc.Config) {
+		c.Prices = prices
+		c.Models = append(c.Models,
+			extproc.Model{ID: "whisper-1", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "whisper-1"}}},
+			extproc.Model{ID: "dall-e-2", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "dall-e-2"}}})
+	})
+}
+
+func ledgerTotals(t *testing.T, f *fixture) authz.UsageTotals {
+	t.Helper()
+	totals, err := f.store.UsageSince(context.Background(), f.account.ID, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return totals
+}
+
+// A transcription records the seconds of audio the provider reports (the
+// recorded whisper-1 answer: duration usage of 7 seconds), priced by the
+// second, and the account's budget is charged that price.
+func TestLedgerRecordsTranscribedAudio(t *testing.T) {
+	f, sp := mediaFixture(t)
+	setAccountBudget(t, f, f.account, &authz.Budget{Amount: pricing.NanosPerUnit, Period: authz.PeriodMonth})
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
+	fw, _ := w.CreateFormFile("file", "speech.wav")
+	fw.Write([]byte("RIFF\x24\x00\x00\x00WAVEfmt "))
+	w.WriteField("model", "whisper-1")
+	w.Close()
+	req, _ := http.NewRequest(http.MethodPost, "/v1/audio/transcriptions", &form)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+f.keys["valid"])
+	if res := f.gw.Do(t, req); res.Status != 200 {
+		t.Fatalf("transcription: %d %s", res.Status, res.Body)
+	}
+	waitRequests(t, f.store, f.account.ID, 1)
+	totals := ledgerTotals(t, f)
+	if totals.Audio != 7*time.Second || totals.Images != 0 {
+		t.Errorf("ledger audio %v, %d images; want 7s, none", totals.Audio, totals.Images)
+	}
+	if want := pricing.Nanos(7 * 100_000); totals.Cost != want || totals.UnknownCost != 0 {
+		t.Errorf("ledger cost %v (%d unpriced), want 7 s × 0.0001 = %v", totals.Cost, totals.UnknownCost, want)
+	}
+	b := ratelimit.Budget{Key: "account:" + f.account.ID, Max: pricing.NanosPerUnit, Renewal: ratelimit.Monthly}
+	if got := spent(t, sp, b); got != int64(totals.Cost) {
+		t.Errorf("budget counter %d, want the ledger's cost %d", got, totals.Cost)
+	}
+}
+
+// An image generation records the images the client got, priced at the
+// requested size's price.
+func TestLedgerRecordsGeneratedImages(t *testing.T) {
+	f, sp := mediaFixture(t)
+	setAccountBudget(t, f, f.account, &authz.Budget{Amount: pricing.NanosPerUnit, Period: authz.PeriodMonth})
+	res := f.gw.Post(t, "/v1/images/generations", f.keys["valid"],
+		`{"model":"dall-e-2","prompt":"A lighthouse","n":2,"size":"256x256","response_format":"b64_json"}`)
+	if res.Status != 200 {
+		t.Fatalf("images: %d %s", res.Status, res.Body)
+	}
+	var answer struct{ Data []json.RawMessage }
+	if err := json.Unmarshal(res.Body, &answer); err != nil || len(answer.Data) != 2 {
+		t.Fatalf("answer has %d images (%v), want 2", len(answer.Data), err)
+	}
+	waitRequests(t, f.store, f.account.ID, 1)
+	totals := ledgerTotals(t, f)
+	if totals.Images != 2 || totals.Audio != 0 {
+		t.Errorf("ledger %d images, audio %v; want 2, none", totals.Images, totals.Audio)
+	}
+	if want := pricing.Nanos(2 * 16_000_000); totals.Cost != want || totals.UnknownCost != 0 {
+		t.Errorf("ledger cost %v (%d unpriced), want 2 × 0.016 = %v", totals.Cost, totals.UnknownCost, want)
+	}
+	b := ratelimit.Budget{Key: "account:" + f.account.ID, Max: pricing.NanosPerUnit, Renewal: ratelimit.Monthly}
+	if got := spent(t, sp, b); got != int64(totals.Cost) {
+		t.Errorf("budget counter %d, want the ledger's cost %d", got, totals.Cost)
 	}
 }

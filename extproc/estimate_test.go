@@ -3,6 +3,8 @@ package extproc
 import (
 	"encoding/json"
 	"testing"
+
+	"modelgate/translate"
 )
 
 // maxOutputTokens reads a member as encoding/json would, for any valid
@@ -23,4 +25,30 @@ func FuzzMaxOutputTokens(f *testing.F) {
 			t.Fatalf("maxOutputTokens(%s) = %d, want %d", raw, got, want)
 		}
 	})
+}
+
+// usageTranslator is a translator that only reports usage.
+type usageTranslator struct {
+	translate.Translator
+	u translate.Usage
+}
+
+func (t usageTranslator) Usage() translate.Usage { return t.u }
+
+// An exchange that broke off is charged an estimate of its tokens, and
+// the audio seconds and images the provider reported stand in it.
+func TestEstimateKeepsAudioAndImages(t *testing.T) {
+	for _, tt := range []struct {
+		endpoint endpoint
+		u        translate.Usage
+	}{
+		{endpointTranscriptions, translate.Usage{AudioSeconds: 7.5}},
+		{endpointImages, translate.Usage{Images: 2}},
+	} {
+		ex := &exchange{endpoint: tt.endpoint, tr: usageTranslator{u: tt.u}, sent: true, prompt: 10}
+		u, estimated := ex.usageToCharge()
+		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images {
+			t.Errorf("%s: charged %+v (estimated %v), want the provider's audio seconds and images", tt.endpoint, u, estimated)
+		}
+	}
 }

@@ -59,4 +59,15 @@ func TestImagesResponse(t *testing.T) {
 	if !bytes.Contains(out, []byte(`"revised_prompt":"A lighthouse at dusk"`)) || !bytes.Contains(out, []byte("?se=1&sig=a")) {
 		t.Errorf("body = %s", out)
 	}
+	if tr.Usage() != (translate.Usage{Images: 1}) {
+		t.Errorf("usage = %+v, want 1 image", tr.Usage())
+	}
+	tr = newImages(t, `{"model":"azure-images","prompt":"p","n":2}`, translate.Target{Model: "my images"})
+	tr.ResponseHeaders(200, "application/json")
+	if _, err := tr.ResponseBody([]byte(`{"created":1,"data":[{"b64_json":"AAAA"},{"b64_json":"QUJD"}]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Usage().Images != 2 {
+		t.Errorf("usage = %+v, want 2 images", tr.Usage())
+	}
 }

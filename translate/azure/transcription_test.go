@@ -82,7 +82,7 @@ func TestTranscriptionResponse(t *testing.T) {
 		t.Fatalf("head %+v, error %v", head, err)
 	}
 	spec.ValidateT(t, "CreateTranscriptionResponseJson", out)
-	if s := tr.(interface{ AudioSeconds() float64 }).AudioSeconds(); s != 7 {
+	if s := tr.Usage().AudioSeconds; s != 7 {
 		t.Errorf("audio seconds = %v, want 7", s)
 	}
 	tr = newTranscription(t, translate.Target{Provider: "azure", Model: "d"}, map[string]string{"model": "m"})
@@ -90,5 +90,28 @@ func TestTranscriptionResponse(t *testing.T) {
 	out, _ = tr.ResponseBody([]byte(`{"error":{"code":"401","message":"Access denied due to invalid subscription key."}}`), true)
 	if head.Status != 502 || !bytes.Contains(out, []byte("provider_authentication_failed")) {
 		t.Errorf("refused key: %d %s", head.Status, out)
+	}
+}
+
+// A verbose_json answer without usage records its duration as the audio
+// seconds; one with duration usage records the usage's seconds.
+func TestTranscriptionAudioSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		want       float64
+	}{
+		{"duration", `{"task":"transcribe","language":"english","duration":12.5,"text":"x","segments":[]}`, 12.5},
+		{"usage seconds", `{"task":"transcribe","language":"english","duration":12.5,"text":"x","usage":{"type":"duration","seconds":13}}`, 13},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTranscription(t, translate.Target{Provider: "azure", Model: "d"}, map[string]string{"model": "m", "response_format": "verbose_json"})
+			tr.ResponseHeaders(200, "application/json")
+			if _, err := tr.ResponseBody([]byte(tt.body), true); err != nil {
+				t.Fatal(err)
+			}
+			if got := tr.Usage().AudioSeconds; got != tt.want {
+				t.Errorf("AudioSeconds = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

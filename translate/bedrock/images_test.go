@@ -90,8 +90,8 @@ func TestImagesResponse(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
 	spec.ValidateT(t, "ImagesResponse", out)
-	if im.Usage() != (translate.Usage{}) {
-		t.Errorf("usage = %+v", im.Usage())
+	if im.Usage() != (translate.Usage{Images: 2}) { // no tokens: the images the client got
+		t.Errorf("usage = %+v, want 2 images", im.Usage())
 	}
 	for _, bad := range []string{`{"images":["%%%"]}`, `[]`, `{"images":"x"}`} {
 		im := newImages(t, `{"model":"nova-canvas","prompt":"p"}`, apiKeyTarget)

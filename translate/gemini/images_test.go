@@ -66,15 +66,16 @@ func TestImagenResponse(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n-not-really-a-png"))
 	tests := []struct {
 		name, body, want string
+		images           int64
 	}{
 		{"two images, enhanced prompt",
 			`{"predictions":[{"mimeType":"image/png","bytesBase64Encoded":"` + png + `","prompt":"A tall lighthouse"},{"bytesBase64Encoded":"QUJD","mimeType":"image/png"}]}`,
-			`{"created":1700000000,"data":[{"b64_json":"` + png + `","revised_prompt":"A tall lighthouse"},{"b64_json":"QUJD"}],"output_format":"png"}`},
+			`{"created":1700000000,"data":[{"b64_json":"` + png + `","revised_prompt":"A tall lighthouse"},{"b64_json":"QUJD"}],"output_format":"png"}`, 2},
 		{"one filtered, mixed types",
 			`{"predictions":[{"raiFilteredReason":"filtered"},{"bytesBase64Encoded":"QUJD","mimeType":"image/jpeg"},{"bytesBase64Encoded":"QUJD","mimeType":"image/png"}]}`,
-			`{"created":1700000000,"data":[{"b64_json":"QUJD"},{"b64_json":"QUJD"}]}`},
+			`{"created":1700000000,"data":[{"b64_json":"QUJD"},{"b64_json":"QUJD"}]}`, 2},
 		{"jpeg", `{"predictions":[{"bytesBase64Encoded":"QUJD","mimeType":"image/jpeg"}]}`,
-			`{"created":1700000000,"data":[{"b64_json":"QUJD"}],"output_format":"jpeg"}`},
+			`{"created":1700000000,"data":[{"b64_json":"QUJD"}],"output_format":"jpeg"}`, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +91,9 @@ func TestImagenResponse(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", out, tt.want)
 			}
 			spec.ValidateT(t, "ImagesResponse", out)
+			if got := im.Usage(); got != (translate.Usage{Images: tt.images}) {
+				t.Errorf("usage = %+v, want %d images and no tokens", got, tt.images)
+			}
 		})
 	}
 	for _, bad := range []string{`[1]`, `{"predictions":[{"bytesBase64Encoded":"not base64"}]}`, `<html>`} {

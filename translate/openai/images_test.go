@@ -162,14 +162,14 @@ func TestImagesResponseNormalized(t *testing.T) {
 			"size":"1024x1024","quality":"low","usage":{"input_tokens":10,"output_tokens":272,"total_tokens":282,` + details + `}}`,
 			`{"background":"opaque","created":1,"data":[{"b64_json":"AAAA"}],"output_format":"png","quality":"low","size":"1024x1024",` +
 				`"usage":{"input_tokens":10,"output_tokens":272,"total_tokens":282,` + details + `}}`,
-			translate.Usage{PromptTokens: 10, CompletionTokens: 272, TotalTokens: 282}},
+			translate.Usage{PromptTokens: 10, CompletionTokens: 272, TotalTokens: 282, Images: 1}},
 		{"usage counted, not shown", `{"created":1,"data":[],"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`,
 			`{"created":1,"data":[]}`, translate.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}},
 		{"off-schema values dropped", `{"created":1,"data":[{"url":"https://x/y.png"}],"size":"1536x864","quality":"auto","usage":null,"background":7}`,
-			`{"created":1,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{}},
-		{"created set", `{"data":[{"url":"https://x/y.png"}]}`, `{"created":1700000000,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{}},
+			`{"created":1,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{Images: 1}},
+		{"created set", `{"data":[{"url":"https://x/y.png"}]}`, `{"created":1700000000,"data":[{"url":"https://x/y.png"}]}`, translate.Usage{Images: 1}},
 		{"large image kept byte for byte", `{"created":1,"data":[{"b64_json":"` + largeB64 + `","revised_prompt":null}],"usage":null}`,
-			`{"created":1,"data":[{"b64_json":"` + largeB64 + `"}]}`, translate.Usage{}},
+			`{"created":1,"data":[{"b64_json":"` + largeB64 + `"}]}`, translate.Usage{Images: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +194,43 @@ func TestImagesResponseNormalized(t *testing.T) {
 		if _, err := im.ResponseBody([]byte(bad), true); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// Usage counts the images of the answer the client gets (its data
+// items), whatever token usage the provider reports; an error answer or
+// an unusable one counts none.
+func TestImagesUsageCountsImages(t *testing.T) {
+	tests := []struct {
+		name, body string
+		status     int
+		want       translate.Usage
+	}{
+		{"two urls (dall-e-2)", `{"created":1,"data":[{"url":"https://x/1.png"},{"url":"https://x/2.png"}]}`, 200, translate.Usage{Images: 2}},
+		{"two images with token usage (gpt-image-1)", `{"created":1,"data":[{"b64_json":"AAAA"},{"b64_json":"QUJD"}],` +
+			`"usage":{"input_tokens":10,"output_tokens":544,"total_tokens":554,"input_tokens_details":{"text_tokens":10,"image_tokens":0}}}`,
+			200, translate.Usage{PromptTokens: 10, CompletionTokens: 544, TotalTokens: 554, Images: 2}},
+		{"recorded answer", string(translatetest.ReadFile(t, "../../testdata/fixtures/openai/images/image-generation-basic.bodies/00.response.json")),
+			200, translate.Usage{Images: 1}},
+		{"provider error", `{"error":{"message":"Your request was rejected","type":"invalid_request_error","code":"content_policy_violation"}}`,
+			400, translate.Usage{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			im := newImages(t, `{"model":"m","prompt":"p","n":2}`, translate.Target{Provider: "openai", Model: "dall-e-2"})
+			im.ResponseHeaders(tt.status, "application/json")
+			if _, err := im.ResponseBody([]byte(tt.body), true); err != nil {
+				t.Fatal(err)
+			}
+			if got := im.Usage(); got != tt.want {
+				t.Errorf("usage = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	im := newImages(t, `{"model":"m","prompt":"p","n":2}`, imageTarget)
+	im.ResponseHeaders(200, "application/json")
+	if _, err := im.ResponseBody([]byte(`{"created":1,"data":[{"url":"u"},null]}`), true); err == nil || im.Usage().Images != 0 {
+		t.Errorf("unusable answer: error %v, usage %+v", err, im.Usage())
 	}
 }
 

@@ -130,19 +130,18 @@ func TestTranscriptionUsage(t *testing.T) {
 	tests := []struct {
 		name, body string
 		usage      translate.Usage
-		seconds    float64
 		wantUsage  string // the usage member the client gets; "" for none
 	}{
-		{"duration", `{"text":"x","usage":{"type":"duration","seconds":7}}`, translate.Usage{}, 7, `{"seconds":7,"type":"duration"}`},
+		{"duration", `{"text":"x","usage":{"type":"duration","seconds":7}}`, translate.Usage{AudioSeconds: 7}, `{"seconds":7,"type":"duration"}`},
 		{"tokens", `{"text":"x","usage":{"type":"tokens","input_tokens":14,"input_token_details":{"text_tokens":0,"audio_tokens":14},"output_tokens":45,"total_tokens":59}}`,
-			translate.Usage{PromptTokens: 14, CompletionTokens: 45, TotalTokens: 59}, 0,
+			translate.Usage{PromptTokens: 14, CompletionTokens: 45, TotalTokens: 59},
 			`{"input_token_details":{"text_tokens":0,"audio_tokens":14},"input_tokens":14,"output_tokens":45,"total_tokens":59,"type":"tokens"}`},
 		{"tokens without total", `{"text":"x","usage":{"type":"tokens","input_tokens":3,"output_tokens":4}}`,
-			translate.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, 0, `{"input_tokens":3,"output_tokens":4,"total_tokens":7,"type":"tokens"}`},
+			translate.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, `{"input_tokens":3,"output_tokens":4,"total_tokens":7,"type":"tokens"}`},
 		{"mistral chat-style", `{"model":"voxtral","text":"x","language":"en","usage":{"prompt_audio_seconds":7,"prompt_tokens":110,"total_tokens":135,"completion_tokens":25}}`,
-			translate.Usage{PromptTokens: 110, CompletionTokens: 25, TotalTokens: 135}, 7, `{"input_tokens":110,"output_tokens":25,"total_tokens":135,"type":"tokens"}`},
-		{"unknown shape", `{"text":"x","usage":{"credits":3}}`, translate.Usage{}, 0, ""},
-		{"null", `{"text":"x","usage":null,"x_groq":{"id":"req_1"}}`, translate.Usage{}, 0, ""},
+			translate.Usage{PromptTokens: 110, CompletionTokens: 25, TotalTokens: 135, AudioSeconds: 7}, `{"input_tokens":110,"output_tokens":25,"total_tokens":135,"type":"tokens"}`},
+		{"unknown shape", `{"text":"x","usage":{"credits":3}}`, translate.Usage{}, ""},
+		{"null", `{"text":"x","usage":null,"x_groq":{"id":"req_1"}}`, translate.Usage{}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,11 +155,57 @@ func TestTranscriptionUsage(t *testing.T) {
 			if string(got.Usage) != tt.wantUsage {
 				t.Errorf("client usage %s, want %s", got.Usage, tt.wantUsage)
 			}
-			if tr.Usage() != tt.usage || tr.(*transcription).AudioSeconds() != tt.seconds {
-				t.Errorf("recorded %+v and %v s, want %+v and %v s", tr.Usage(), tr.(*transcription).AudioSeconds(), tt.usage, tt.seconds)
+			if tr.Usage() != tt.usage {
+				t.Errorf("recorded %+v, want %+v", tr.Usage(), tt.usage)
 			}
 		})
 	}
+}
+
+// The audio seconds a transcription records are its usage's seconds,
+// else the duration of a verbose_json answer (Groq's has no usage), and
+// none when the answer says neither; the format asked of the server stays
+// the client's (or the one the gateway renders from).
+func TestTranscriptionAudioSeconds(t *testing.T) {
+	groq := CompatibleProviders()["groq"]
+	tests := []struct {
+		name, format string
+		quirks       Quirks
+		contentType  string
+		body         []byte
+		want         float64
+	}{
+		{"recorded json: usage.seconds", "json", Quirks{}, "application/json", translatetest.ReadFile(t, recordedTranscription), 7},
+		{"verbose_json: usage.seconds over duration", "verbose_json", Quirks{}, "application/json",
+			translatetest.ReadFile(t, "testdata/transcription/upstream-verbose.json"), 7},
+		{"verbose_json without usage: duration", "verbose_json", groq, "application/json",
+			translatetest.ReadFile(t, "testdata/transcription/upstream-verbose-groq.json"), 7.02},
+		{"srt rendered from verbose_json: duration", "srt", groq, "application/json",
+			translatetest.ReadFile(t, "testdata/transcription/upstream-verbose-groq.json"), 7.02},
+		{"json answered verbose: duration", "json", Quirks{}, "application/json", []byte(`{"text":"x","duration":3.5}`), 3.5},
+		{"json without usage", "json", Quirks{}, "application/json", []byte(`{"text":"x"}`), 0},
+		{"tokens usage only", "json", Quirks{}, "application/json",
+			[]byte(`{"text":"x","usage":{"type":"tokens","input_tokens":3,"output_tokens":4,"total_tokens":7}}`), 0},
+		{"text as sent", "text", Quirks{}, "text/plain", []byte("x\n"), 0},
+		{"negative duration", "verbose_json", groq, "application/json", []byte(`{"text":"x","duration":-2}`), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTranscriptionTr(t, tt.quirks, tt.format)
+			respond(t, tr, 200, tt.contentType, tt.body)
+			if got := tr.Usage().AudioSeconds; got != tt.want {
+				t.Errorf("AudioSeconds = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	t.Run("stream: done event's duration usage", func(t *testing.T) {
+		tr := newTranscriptionTr(t, Quirks{}, "")
+		tr.ResponseHeaders(200, "text/event-stream")
+		translatetest.Stream(t, tr, [][]byte{[]byte("data: {\"type\":\"transcript.text.done\",\"text\":\"x\",\"usage\":{\"type\":\"duration\",\"seconds\":4}}\n\n")})
+		if got := tr.Usage().AudioSeconds; got != 4 {
+			t.Errorf("AudioSeconds = %v, want 4", got)
+		}
+	})
 }
 
 func TestTranscriptionProviderErrors(t *testing.T) {

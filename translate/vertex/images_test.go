@@ -54,6 +54,9 @@ func TestImagesResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.ValidateT(t, "ImagesResponse", out)
+	if tr.Usage() != (translate.Usage{Images: 1}) {
+		t.Errorf("usage = %+v, want 1 image", tr.Usage())
+	}
 
 	tr = newImages(t, `{"model":"vertex-imagen","prompt":"p"}`, imageTarget)
 	if head := tr.ResponseHeaders(403, "application/json"); head.Status != 502 {
