@@ -69,6 +69,9 @@ type exchange struct {
 	spendReserved int64              // what the admission reserved from them
 	spendSettled  bool
 	refusedModel  bool // refused a model the principal may not use: recorded with its 403
+	// errType and errCode are those of the error the gateway answered
+	// with; empty when the answer was the provider's.
+	errType, errCode string
 
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream

@@ -32,6 +32,10 @@ type Metrics struct {
 	// (Envoy's retries, on the same deployment or a fallback).
 	attempts *prometheus.CounterVec
 	retries  *prometheus.CounterVec
+	// genAI are the GenAI semantic conventions' histograms; accounts
+	// labels them by account too.
+	genAI    *genAIMetrics
+	accounts bool
 
 	// exchanges and usage hold the children observe writes, looked up
 	// once per label set: each WithLabelValues hashes its labels and
@@ -54,9 +58,21 @@ type usageLabels struct{ endpoint, provider, model string }
 
 type usageSeries struct{ input, output prometheus.Counter }
 
+// MetricsConfig holds the optional knobs of Metrics.
+type MetricsConfig struct {
+	// AccountLabels labels the GenAI metrics by account id too: a series
+	// per account and model, so only for a bounded number of accounts.
+	AccountLabels bool
+}
+
 // NewMetrics registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+	return NewMetricsWith(reg, MetricsConfig{})
+}
+
+// NewMetricsWith registers the metrics on reg, as cfg says.
+func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, error) {
+	m := &Metrics{genAI: newGenAIMetrics(cfg.AccountLabels), accounts: cfg.AccountLabels,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "modelgate_extproc_requests_total",
 			Help: "Requests handled, by endpoint, provider and client-facing status code.",
@@ -100,7 +116,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Upstream attempts after a request's first (retries and fallbacks), by model and the backend Envoy chose.",
 		}, []string{"model", "backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics, m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics,
+		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries}, m.genAI.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -121,6 +138,7 @@ func (m *Metrics) observe(ex *exchange, u translate.Usage, end time.Time) {
 	if ex.tr == nil {
 		return
 	}
+	m.genAI.observe(ex, u, end, m.accounts)
 	if !ex.firstByte.IsZero() { // streams only: a series for them alone
 		m.ttft.WithLabelValues(ep, provider, ex.model).Observe(ex.firstByte.Sub(ex.start).Seconds())
 	}

@@ -372,7 +372,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 		ex.log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
 	}
 	ex.phase = phaseDone
-	ex.status = apiErr.Status
+	ex.status, ex.errType, ex.errCode = apiErr.Status, apiErr.Type, apiErr.Code
 	if ex.attempt != nil {
 		return attemptError(apiErr)
 	}

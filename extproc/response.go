@@ -185,7 +185,7 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 		return ex.fail(err)
 	}
 	apiErr := toAPIError(err)
-	ex.broken, ex.status = true, apiErr.Status
+	ex.broken, ex.status, ex.errType, ex.errCode = true, apiErr.Status, apiErr.Type, apiErr.Code
 	return bodyReply(sse.AppendData(nil, apiErr.Body()), true, nil)
 }
 

@@ -54,6 +54,10 @@ type Config struct {
 	// done"); nil means Logger. A busy gateway writes one a request, so
 	// serve buffers them.
 	RequestLogger *zap.Logger
+	// RequestLogSample is the share of successful requests whose
+	// "request done" line is written, in (0, 1]; refusals and errors are
+	// always written. Zero means 1.
+	RequestLogSample float64
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
 	// Prices give each usage record its cost; nil (or a model without a
@@ -164,6 +168,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Prices == nil {
 		cfg.Prices = (*pricing.Table)(nil) // no prices
+	}
+	if cfg.RequestLogSample <= 0 || cfg.RequestLogSample > 1 {
+		cfg.RequestLogSample = 1
 	}
 	if cfg.Currency == "" {
 		cfg.Currency = "USD"

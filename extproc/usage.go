@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,6 +98,7 @@ func (ex *exchange) record(ctx context.Context) {
 	// answered (Envoy's 503 after every attempt failed).
 	// A request refused a model it may not use is recorded too.
 	if ex.tr == nil && ex.fallback == nil && !ex.refusedModel || ex.principal == nil {
+		ex.logRequest(u, estimated, end, 0, false)
 		return
 	}
 	rec := authz.UsageRecord{
@@ -122,7 +124,47 @@ func (ex *exchange) record(ctx context.Context) {
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording usage", zap.Error(err))
 	}
-	ex.log.Request("request done", zap.Int("status", ex.status), zap.Duration("duration", rec.Duration),
-		zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens),
-		zap.Bool("estimated", estimated))
+	ex.logRequest(u, estimated, end, rec.Cost, rec.CostKnown)
+}
+
+// logRequest writes the line each exchange ends with: of every refusal
+// and error, and of the share Config.RequestLogSample of the rest. The
+// exchange's logger already names its request, account, provider and
+// model, as far as they are known.
+func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time, cost pricing.Nanos, costKnown bool) {
+	if ex.status < 400 && ex.s.cfg.RequestLogSample < 1 && rand.Float64() >= ex.s.cfg.RequestLogSample {
+		return
+	}
+	fs := make([]zap.Field, 0, 16)
+	fs = append(fs, zap.Int("status", ex.status), zap.String("endpoint", ex.endpoint.String()),
+		zap.Duration("duration", end.Sub(ex.start)))
+	if ex.principal != nil {
+		fs = append(fs, zap.String("key_prefix", ex.principal.KeyPrefix))
+	}
+	if ex.refusedModel { // never routed, so not yet named
+		fs = append(fs, zap.String("model", ex.model))
+	}
+	if ex.target.Backend != "" {
+		fs = append(fs, zap.String("backend", ex.target.Backend))
+	}
+	switch {
+	case ex.errType != "":
+		fs = append(fs, zap.String("error_type", ex.errType))
+		if ex.errCode != "" {
+			fs = append(fs, zap.String("error_code", ex.errCode))
+		}
+	case ex.status >= 400:
+		fs = append(fs, zap.String("error_type", "provider_error"))
+	}
+	if !ex.firstByte.IsZero() {
+		fs = append(fs, zap.Duration("time_to_first_token", ex.firstByte.Sub(ex.start)))
+	}
+	if ex.tr != nil {
+		fs = append(fs, zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens),
+			zap.Bool("estimated", estimated))
+	}
+	if costKnown {
+		fs = append(fs, zap.String("cost", cost.String()), zap.String("currency", ex.s.cfg.Currency))
+	}
+	ex.log.Request("request done", fs...)
 }
