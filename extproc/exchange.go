@@ -7,6 +7,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.opentelemetry.io/otel/trace"
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
@@ -72,6 +73,10 @@ type exchange struct {
 	// errType and errCode are those of the error the gateway answered
 	// with; empty when the answer was the provider's.
 	errType, errCode string
+	// span is the exchange's trace span, nil without tracing;
+	// finishReasons are those its answer named.
+	span          trace.Span
+	finishReasons []string
 
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream

@@ -118,6 +118,9 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	if err != nil {
 		return ex.failBody(err)
 	}
+	if ex.span != nil {
+		ex.noteFinishReasons(out)
+	}
 	if ex.head.Stream {
 		if len(out) > 0 && ex.firstByte.IsZero() {
 			ex.firstByte = ex.s.now()

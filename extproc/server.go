@@ -10,6 +10,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -58,6 +59,9 @@ type Config struct {
 	// "request done" line is written, in (0, 1]; refusals and errors are
 	// always written. Zero means 1.
 	RequestLogSample float64
+	// Tracer starts a span per exchange, a child of the request's W3C
+	// traceparent; nil traces nothing.
+	Tracer trace.Tracer
 	// Metrics records request metrics; nil records none.
 	Metrics *Metrics
 	// Prices give each usage record its cost; nil (or a model without a

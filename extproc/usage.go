@@ -92,6 +92,7 @@ func (ex *exchange) record(ctx context.Context) {
 	end := ex.s.now()
 	u, estimated := ex.usageToCharge()
 	ex.s.cfg.Metrics.observe(ex, u, end)
+	ex.endSpan(u, end)
 	ex.settleRate(ctx, u.TotalTokens)
 	ex.settleSpend(ctx, u)
 	// A Fallback model's request is recorded also when no deployment

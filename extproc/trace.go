@@ -1,0 +1,137 @@
+package extproc
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"modelgate/translate"
+)
+
+// Tracing: with Config.Tracer set, every exchange gets a span, a child of
+// the trace Envoy forwards in the W3C traceparent header (Envoy's own span
+// when its tracing is on), named and attributed as the OpenTelemetry GenAI
+// semantic conventions say. Attributes name the account and key by id,
+// never a secret. Without a Tracer nothing here runs.
+
+var traceContext propagation.TraceContext
+
+// headerCarrier reads a request's headers for the propagator.
+type headerCarrier struct{ h headerMap }
+
+func (c headerCarrier) Get(key string) string { return c.h.get(key) }
+func (headerCarrier) Set(string, string)      {}
+func (headerCarrier) Keys() []string          { return []string{"traceparent", "tracestate"} }
+
+// startSpan starts the exchange's span from its request headers.
+func (ex *exchange) startSpan(hm headerMap) {
+	t := ex.s.cfg.Tracer
+	if t == nil {
+		return
+	}
+	ctx := traceContext.Extract(context.Background(), headerCarrier{hm})
+	_, ex.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
+}
+
+// noteFinishReasons keeps the finish reasons an answer's bytes name, for
+// the span: the string values of its finish_reason members.
+func (ex *exchange) noteFinishReasons(out []byte) {
+	const member = `"finish_reason"`
+	for rest := out; ; {
+		i := bytes.Index(rest, []byte(member))
+		if i < 0 {
+			return
+		}
+		rest = bytes.TrimLeft(rest[i+len(member):], " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != '"' { // null
+			continue
+		}
+		rest = rest[1:]
+		end := bytes.IndexByte(rest, '"')
+		if end < 0 {
+			return
+		}
+		if r := string(rest[:end]); !containsString(ex.finishReasons, r) {
+			ex.finishReasons = append(ex.finishReasons, r)
+		}
+		rest = rest[end:]
+	}
+}
+
+func containsString(ss []string, s string) bool {
+	for _, v := range ss {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// endSpan names the span and gives it the exchange's attributes, then
+// ends it at end.
+func (ex *exchange) endSpan(u translate.Usage, end time.Time) {
+	span := ex.span
+	if span == nil {
+		return
+	}
+	ex.span = nil
+	op := genAIOperation(ex.endpoint)
+	name := op
+	if ex.model != "" {
+		name += " " + ex.model
+	}
+	span.SetName(name)
+	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs = append(attrs, attribute.String("gen_ai.operation.name", op),
+		attribute.Int("http.response.status_code", ex.status))
+	if ex.requestID != "" {
+		attrs = append(attrs, attribute.String("modelgate.request_id", ex.requestID))
+	}
+	if ex.model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", ex.model))
+	}
+	if ex.target.Provider != "" {
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", genAIProvider(ex.target.Provider)),
+			attribute.String("gen_ai.response.model", ex.target.Model),
+			attribute.String("modelgate.backend", ex.target.Backend))
+	}
+	if p := ex.principal; p != nil {
+		attrs = append(attrs, attribute.String("modelgate.account.id", p.AccountID), attribute.String("modelgate.key.id", p.KeyID))
+	}
+	if ex.tr != nil {
+		attrs = append(attrs, attribute.Int64("gen_ai.usage.input_tokens", u.PromptTokens),
+			attribute.Int64("gen_ai.usage.output_tokens", u.CompletionTokens))
+	}
+	if len(ex.finishReasons) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", ex.finishReasons))
+	}
+	if !ex.firstByte.IsZero() {
+		ttft := ex.firstByte.Sub(ex.start)
+		attrs = append(attrs, attribute.Float64("gen_ai.server.time_to_first_token", ttft.Seconds()))
+		span.AddEvent("gen_ai.first_token", trace.WithTimestamp(ex.firstByte))
+	}
+	if ex.status >= 400 || ex.status == 0 {
+		errType := ex.errType
+		if errType == "" {
+			errType = "provider_error"
+			if ex.status == 0 {
+				errType = "no_answer"
+			}
+		}
+		attrs = append(attrs, attribute.String("error.type", errType))
+		span.SetStatus(codes.Error, http.StatusText(ex.status)+" "+strconv.Itoa(ex.status))
+	}
+	span.SetAttributes(attrs...)
+	span.End(trace.WithTimestamp(end))
+}
