@@ -62,6 +62,12 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	tracing, err := tracingCluster(cfg)
+	if err != nil {
+		errs = append(errs, err)
+	} else if tracing != nil {
+		models = append(models, tracing)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -125,6 +131,7 @@ func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager 
 		UseRemoteAddress:  wrapperspb.Bool(cfg.UseRemoteAddress),
 		XffNumTrustedHops: cfg.XffNumTrustedHops,
 		AccessLog:         accessLogs(cfg),
+		Tracing:           connectionTracing(cfg),
 		LocalReplyConfig:  localReplyConfig(),
 		// Every answer carries the request's id, Envoy's own replies too
 		// (the ext_proc server sets it on the answers it sees).

@@ -103,6 +103,9 @@ type Config struct {
 	// Fallbacks are models served across backends by Envoy's retries and
 	// priorities: one cluster and route each, before the backends' routes.
 	Fallbacks []Fallback
+	// Tracing turns on Envoy's own OpenTelemetry tracing; off when its
+	// Collector is empty.
+	Tracing Tracing
 }
 
 // AccessLog selects the access log's output.
@@ -158,6 +161,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.MetadataNamespace, defaultMetadataNamespace)
 	setDefault(&c.CAFile, defaultCAFile)
 	setDefault(&c.AdminListen, defaultAdminListen)
+	setDefault(&c.Tracing.ServiceName, "modelgate-envoy")
 	if c.AccessLog == "" {
 		c.AccessLog = AccessLogStdout
 	}

@@ -8,6 +8,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -102,9 +103,30 @@ func checkFilterChains(at string, fcs []*listenerv3.FilterChain, clusters map[st
 			hat := fmt.Sprintf("%s.filter_chains[%d].filters[%d].typed_config", at, i, j)
 			ps = append(ps, checkRoutes(hat+".route_config", hcm.GetRouteConfig(), clusters)...)
 			ps = append(ps, checkHTTPFilters(hat, hcm.GetHttpFilters(), clusters)...)
+			ps = append(ps, checkTracing(hat+".tracing.provider.typed_config", hcm.GetTracing(), clusters)...)
 		}
 	}
 	return ps
+}
+
+// checkTracing: an OpenTelemetry tracer's gRPC collector is a cluster that
+// speaks HTTP/2.
+func checkTracing(at string, t *hcmv3.HttpConnectionManager_Tracing, clusters map[string]*clusterv3.Cluster) []*Problem {
+	otel := &tracev3.OpenTelemetryConfig{}
+	if tc := t.GetProvider().GetTypedConfig(); tc == nil || tc.UnmarshalTo(otel) != nil {
+		return nil
+	}
+	name := otel.GetGrpcService().GetEnvoyGrpc().GetClusterName()
+	if name == "" {
+		return nil
+	}
+	switch c := clusters[name]; {
+	case c == nil:
+		return []*Problem{{Path: at + ".grpc_service.envoy_grpc.cluster_name", Message: fmt.Sprintf("unknown cluster %q", name)}}
+	case !speaksHTTP2(c):
+		return []*Problem{{Path: at + ".grpc_service.envoy_grpc.cluster_name", Message: fmt.Sprintf("cluster %q must speak HTTP/2 for gRPC", name)}}
+	}
+	return nil
 }
 
 func checkRoutes(at string, rc *routev3.RouteConfiguration, clusters map[string]*clusterv3.Cluster) []*Problem {

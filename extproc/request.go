@@ -108,7 +108,7 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	hm := readHeaders(h.GetHeaders())
 	ex.requestID = hm.get(requestIDHeader)
 	ex.log.with(zap.String("request_id", ex.requestID))
-	ex.startSpan(hm)
+	ex.startSpan(ctx, hm)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
 		return ex.fail(err)

@@ -11,15 +11,18 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/metadata"
 
 	"modelgate/translate"
 )
 
-// Tracing: with Config.Tracer set, every exchange gets a span, a child of
-// the trace Envoy forwards in the W3C traceparent header (Envoy's own span
-// when its tracing is on), named and attributed as the OpenTelemetry GenAI
-// semantic conventions say. Attributes name the account and key by id,
-// never a secret. Without a Tracer nothing here runs.
+// Tracing: with Config.Tracer set, every exchange gets a span, named and
+// attributed as the OpenTelemetry GenAI semantic conventions say. Its
+// parent is the W3C trace context of the ext_proc stream's gRPC metadata,
+// which Envoy sends when its own tracing is on (its span of the ext_proc
+// call), else the request's traceparent header (the client's trace).
+// Attributes name the account and key by id, never a secret. Without a
+// Tracer nothing here runs.
 
 var traceContext propagation.TraceContext
 
@@ -30,13 +33,30 @@ func (c headerCarrier) Get(key string) string { return c.h.get(key) }
 func (headerCarrier) Set(string, string)      {}
 func (headerCarrier) Keys() []string          { return []string{"traceparent", "tracestate"} }
 
-// startSpan starts the exchange's span from its request headers.
-func (ex *exchange) startSpan(hm headerMap) {
+// metadataCarrier reads a gRPC stream's metadata for the propagator.
+type metadataCarrier struct{ md metadata.MD }
+
+func (c metadataCarrier) Get(key string) string {
+	if v := c.md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+func (metadataCarrier) Set(string, string) {}
+func (metadataCarrier) Keys() []string     { return []string{"traceparent", "tracestate"} }
+
+// startSpan starts the exchange's span, the child of the stream's trace
+// context or else of its request headers'.
+func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
 	t := ex.s.cfg.Tracer
 	if t == nil {
 		return
 	}
-	ctx := traceContext.Extract(context.Background(), headerCarrier{hm})
+	var carrier propagation.TextMapCarrier = headerCarrier{hm}
+	if md, ok := metadata.FromIncomingContext(stream); ok && len(md.Get("traceparent")) > 0 {
+		carrier = metadataCarrier{md}
+	}
+	ctx := traceContext.Extract(context.Background(), carrier)
 	_, ex.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
 }
 

@@ -462,6 +462,12 @@ func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
 func (d *devStack) startProxy(cfg *config.Config, listen, extprocAddr string) (string, error) {
 	ec := cfg.EnvoyConfig()
 	ec.Listen, ec.ExtProcAddress = listen, extprocAddr
+	if ec.Tracing.Collector != "" {
+		// The stand-in makes no spans of its own; the gateway's are
+		// children of each request's traceparent.
+		d.log.Info("observability.tracing.envoy: the Envoy stand-in does not trace; a real Envoy would")
+		ec.Tracing = envoy.Tracing{}
+	}
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {
 		return "", err

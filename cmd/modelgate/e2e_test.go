@@ -48,6 +48,7 @@ func launchDev(t *testing.T, getenv func(string) string, logs io.Writer, args ..
 	select {
 	case a = <-ready:
 	case err := <-done:
+		once.Do(cancel) // it has ended: stop has nothing to wait for
 		t.Fatalf("dev failed to start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("dev did not start")

@@ -1,8 +1,17 @@
 package main
 
 import (
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"modelgate/extproc/extproctest"
 )
 
 // /metrics carries the OpenTelemetry GenAI semantic conventions' metrics
@@ -46,5 +55,51 @@ func TestGenAIMetricsScraped(t *testing.T) {
 		if strings.HasPrefix(line, "gen_ai_") && (strings.Contains(line, "acct_") || strings.Contains(line, "key_")) {
 			t.Errorf("a GenAI series names an account or key without account labels configured: %s", line)
 		}
+	}
+}
+
+// With observability.tracing, `modelgate dev` exports a span per request
+// to the collector, a child of the request's traceparent, and flushes the
+// last ones when it stops; Envoy's own tracing goes to the same collector
+// in the generated bootstrap, which the stand-in runs.
+func TestDevExportsTraces(t *testing.T) {
+	recv := extproctest.StartOTLPReceiver(t)
+	path := filepath.Join(t.TempDir(), "modelgate.yaml")
+	conf := `backends:
+  - {name: mock, provider: openai, base_url: "http://127.0.0.1:1"}
+models:
+  - {id: gpt-4o-mini, deployments: [{backend: mock, model: gpt-4o-mini}]}
+observability:
+  tracing: {otlp_endpoint: "http://` + recv.Addr + `", envoy: true, service_name: mg-test}
+`
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, stop := launchDev(t, func(string) string { return "" }, io.Discard, "--data-dir", t.TempDir(), "--config", path)
+	req, _ := http.NewRequest("POST", a.Gateway+"/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}]}`))
+	req.Header.Set("Authorization", "Bearer "+a.APIKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chat: %d", resp.StatusCode)
+	}
+	stop() // flushes the spans the batcher holds
+	var span *tracepb.Span
+	for _, s := range recv.Wait(t, 1) {
+		if hex.EncodeToString(s.GetTraceId()) == "0af7651916cd43dd8448eb211c80319c" {
+			span = s
+		}
+	}
+	if span == nil || hex.EncodeToString(span.GetParentSpanId()) != "b7ad6b7169203331" || span.GetName() != "chat gpt-4o-mini" {
+		t.Fatalf("span = %v", span)
+	}
+	if at := extproctest.Attributes(span); at["gen_ai.usage.output_tokens"].GetIntValue() != 377 || at["gen_ai.provider.name"].GetStringValue() != "openai" {
+		t.Errorf("attributes = %v", at)
 	}
 }

@@ -79,7 +79,8 @@ where Envoy looks for this server.`,
 	g.ecfg.RequestLogger = requests.Named("extproc")
 	grpcL, adminL, err := listenPair(cfg.Server.GRPCListen, cfg.Server.AdminListen)
 	if err != nil {
-		g.closeLimiter() //nolint:errcheck // failing anyway
+		g.closeLimiter()                    //nolint:errcheck // failing anyway
+		g.closeTracer(context.Background()) //nolint:errcheck // failing anyway
 		return err
 	}
 	// Probes get answers (not ready) while the store is being opened.
@@ -157,7 +158,9 @@ type gateway struct {
 	// Nil until attach.
 	ledger       *ledger.Ledger
 	closeLimiter func() error
-	pingLimiter  func(context.Context) error // nil for the in-memory limiter
+	// closeTracer flushes the spans not yet exported and stops tracing.
+	closeTracer func(context.Context) error
+	pingLimiter func(context.Context) error // nil for the in-memory limiter
 
 	errc       chan error
 	grpcClosed chan struct{} // closed once the gRPC listener is
@@ -172,7 +175,8 @@ func newGateway(cfg *config.Config, store authz.Store, getenv func(string) strin
 		return nil, err
 	}
 	if err := g.attach(store, getenv); err != nil {
-		g.closeLimiter() //nolint:errcheck // failing anyway
+		g.closeLimiter()                    //nolint:errcheck // failing anyway
+		g.closeTracer(context.Background()) //nolint:errcheck // failing anyway
 		return nil, err
 	}
 	return g, nil
@@ -188,16 +192,22 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if ecfg.Metrics, err = extproc.NewMetrics(reg); err != nil {
+	if ecfg.Metrics, err = extproc.NewMetricsWith(reg, extproc.MetricsConfig{AccountLabels: cfg.Observability.Metrics.AccountLabels}); err != nil {
 		return nil, err
 	}
+	tracer, closeTracer, err := newTracer(context.Background(), cfg, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("observability.tracing: %w", err)
+	}
+	ecfg.Tracer = tracer
 	closeLimiter, pingLimiter, err := newLimiter(cfg, &ecfg, getenv)
 	if err != nil {
 		return nil, err
 	}
 	g := &gateway{cfg: cfg, reg: reg, log: log, ecfg: ecfg, proc: &processor{}, health: health.NewServer(),
 		streams: &streamCount{}, grace: cfg.Server.ShutdownGrace.Duration, closeLimiter: closeLimiter, pingLimiter: pingLimiter,
-		errc: make(chan error, 2), grpcClosed: make(chan struct{}), quit: make(chan struct{})}
+		closeTracer: closeTracer,
+		errc:        make(chan error, 2), grpcClosed: make(chan struct{}), quit: make(chan struct{})}
 	g.ready = newReadiness(g.health, log)
 	// WaitForHandlers: the hard stop returns once every cut stream has
 	// handed its usage record to the ledger.
@@ -365,6 +375,9 @@ func (g *gateway) drain() {
 	defer cancel()
 	g.admin.Shutdown(ctx) //nolint:errcheck // shutting down anyway
 	g.closeLimiter()      //nolint:errcheck // shutting down anyway
+	if err := g.closeTracer(ctx); err != nil {
+		g.log.Warn("flushing the last spans", zap.Error(err))
+	}
 }
 
 // ledgerFlushTimeout bounds writing the queued usage records at shutdown,

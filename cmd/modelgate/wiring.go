@@ -41,7 +41,7 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		ResponseRetention: cfg.Storage.ResponseRetention.Duration, MaxAudioBodyBytes: cfg.Limits.MaxAudioBytes,
 		ImageURLTTL: cfg.Images.URLTTL.Duration, PublicBaseURL: cfg.Images.PublicBaseURL,
 		KeyLimits: limitsOf(cfg.RateLimits.Key), AccountLimits: limitsOf(cfg.RateLimits.Account),
-		RateLimitFailClosed: cfg.RateLimits.FailClosed,
+		RateLimitFailClosed: cfg.RateLimits.FailClosed, RequestLogSample: cfg.RequestLogSample(),
 		// Half the buffer: headers and the translation's growth fit beside.
 		MaxBufferedResponseBytes: cfg.EnvoyBufferLimit() / 2, MaxResponseBytes: maxResponseBytes}
 	prices, err := cfg.PriceTable()

@@ -44,6 +44,8 @@ type Config struct {
 	Fallback Fallback `json:"fallback"`
 	// Prices are what models cost; see Prices.
 	Prices Prices `json:"prices"`
+	// Observability is the request log, metrics and tracing.
+	Observability Observability `json:"observability"`
 }
 
 // Server holds the listen addresses of `modelgate serve` and how it stops.
@@ -433,6 +435,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
 	setDefault(&c.Prices.Currency, "USD")
+	setDefault(&c.Observability.Tracing.ServiceName, "modelgate")
 	if c.Server.ShutdownGrace.Duration == 0 {
 		c.Server.ShutdownGrace.Duration = 10 * time.Minute
 	}
@@ -488,6 +491,7 @@ var backendName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate(p *problems) {
+	c.validateObservability(p)
 	if g := c.Server.ShutdownGrace.Duration; g < time.Second || g > 24*time.Hour {
 		p.add("server.shutdown_grace", "must be between 1s and 24h")
 	}

@@ -28,6 +28,9 @@ func (cfg *Config) EnvoyConfig() envoy.Config {
 		UseRemoteAddress:  cfg.Envoy.UseRemoteAddress,
 		XffNumTrustedHops: uint32(cfg.Envoy.XffNumTrustedHops),
 	}
+	if t := cfg.Observability.Tracing; t.Envoy {
+		out.Tracing = envoy.Tracing{Collector: t.collectorAddress(), ServiceName: t.ServiceName + "-envoy"}
+	}
 	for _, b := range cfg.Backends {
 		eb := envoy.Backend{Name: b.Name, BaseURL: b.BaseURL, Timeouts: envoyTimeouts(b.Timeouts)}
 		for _, m := range cfg.Models {
