@@ -209,6 +209,7 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 		closeTracer: closeTracer,
 		errc:        make(chan error, 2), grpcClosed: make(chan struct{}), quit: make(chan struct{})}
 	g.ready = newReadiness(g.health, log)
+	registerStreamStats(reg, g.streams, cfg.Envoy.MaxRequestsInFlight)
 	// WaitForHandlers: the hard stop returns once every cut stream has
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
@@ -561,6 +562,26 @@ func (c *streamCount) intercept(srv any, ss grpc.ServerStream, info *grpc.Stream
 	c.mu.Unlock()
 	defer c.done()
 	return h(srv, ss)
+}
+
+// count is the number of ext_proc streams open.
+func (c *streamCount) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open
+}
+
+// registerStreamStats exports the open ext_proc streams and the most
+// Envoy opens (its circuit breakers' max requests): one stream a request
+// in flight, so their ratio is how close the gateway is to refusing.
+func registerStreamStats(reg prometheus.Registerer, c *streamCount, limit int64) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "modelgate_extproc_streams_open",
+			Help: "ext_proc streams open: requests in flight."}, func() float64 { return float64(c.count()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "modelgate_extproc_streams_limit",
+			Help: "The most requests Envoy sends at once (envoy.max_requests_in_flight): beyond, it refuses with 503."},
+			func() float64 { return float64(limit) }),
+	)
 }
 
 func (c *streamCount) done() {
