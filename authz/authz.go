@@ -362,6 +362,10 @@ type Store interface {
 	// day, account, key and model; groups without records are absent.
 	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
 
+	// DeleteUsageBefore deletes at most limit usage records from before
+	// before, oldest first, and returns how many it deleted: retention,
+	// in batches that never hold the database long.
+	DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error)
 	// ListPrices returns the prices set at run time (through the admin),
 	// by model and From; the config file's are not stored.
 	ListPrices(ctx context.Context) ([]pricing.Price, error)

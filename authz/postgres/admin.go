@@ -62,3 +62,13 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 	}, `SELECT id, at, actor, action, target, before, after FROM audit
 		WHERE id < $1 AND ($2 = '' OR target = $2) ORDER BY id DESC LIMIT $3`, before, q.Target, storesql.AuditLimit(q))
 }
+
+// DeleteUsageBefore implements authz.Store.
+func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM usage WHERE ctid IN (SELECT ctid FROM usage WHERE at < $1 ORDER BY at LIMIT $2)`,
+		before, limit)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}

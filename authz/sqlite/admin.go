@@ -61,3 +61,13 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 	}, `SELECT id, at, actor, action, target, before, after FROM audit
 		WHERE id < ? AND (? = '' OR target = ?) ORDER BY id DESC LIMIT ?`, before, q.Target, q.Target, storesql.AuditLimit(q))
 }
+
+// DeleteUsageBefore implements authz.Store.
+func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM usage WHERE rowid IN (SELECT rowid FROM usage WHERE at < ? ORDER BY at LIMIT ?)`,
+		before.UnixMilli(), limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -95,3 +95,38 @@ func testAudit(t *testing.T, s authz.Store) {
 		t.Errorf("acct_1's entries: %+v", byTarget)
 	}
 }
+
+// testUsageRetention: records before the cut-off go, oldest first and at
+// most the limit at a time; later ones stay.
+func testUsageRetention(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "retained")
+	_, k, err := authz.CreateKey(ctx, s, a.ID, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := time.UnixMilli(1_800_000_000_000).UTC()
+	for i := range 5 {
+		at := cut.Add(time.Duration(i-3) * time.Hour) // 3 before the cut, 2 after
+		if err := s.AppendUsage(ctx, authz.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
+			Status: 200, TotalTokens: int64(i + 1), At: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.DeleteUsageBefore(ctx, cut, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("first batch: %d, %v; want 2", n, err)
+	}
+	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 3 || u.TotalTokens != 3+4+5 {
+		t.Errorf("after the first batch: %+v; want the oldest two gone", u)
+	}
+	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 1 {
+		t.Errorf("second batch: %d, %v; want 1", n, err)
+	}
+	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 0 {
+		t.Errorf("third batch: %d, %v; want 0", n, err)
+	}
+	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 2 || u.TotalTokens != 9 {
+		t.Errorf("after retention: %+v; want the two after the cut", u)
+	}
+}

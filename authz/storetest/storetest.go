@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"GroupLimitsAreACap", testGroupLimitsAreACap},
 		{"Prices", testPrices},
 		{"Audit", testAudit},
+		{"UsageRetention", testUsageRetention},
 		{"AuthenticateStates", testAuthenticateStates},
 		{"AuthenticateExpiry", testAuthenticateExpiry},
 		{"AuthenticateLastUsed", testAuthenticateLastUsed},

@@ -277,6 +277,9 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	g.ready.check(ctx)
 	go g.watchReadiness()
 	go prices.watch(g.quit)
+	if days := g.cfg.Storage.UsageRetentionDays; days > 0 {
+		go newRetention(store, days, g.reg, g.log.Named("retention")).run(g.quit)
+	}
 	return nil
 }
 

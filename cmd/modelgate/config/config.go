@@ -146,6 +146,10 @@ type Storage struct {
 	// for previous_response_id; default 720h (30 days, as OpenAI keeps
 	// them).
 	ResponseRetention Duration `json:"response_retention"`
+	// UsageRetentionDays is how many days of usage records the gateway
+	// keeps: older ones are deleted, every hour; 0 (the default) keeps
+	// them all.
+	UsageRetentionDays int `json:"usage_retention_days"`
 }
 
 // Limits bounds what clients may send.
@@ -492,6 +496,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate(p *problems) {
 	c.validateObservability(p)
+	if d := c.Storage.UsageRetentionDays; d < 0 || d > 100*366 {
+		p.add("storage.usage_retention_days", "must be 0 (keep all) or a number of days")
+	}
 	if g := c.Server.ShutdownGrace.Duration; g < time.Second || g > 24*time.Hour {
 		p.add("server.shutdown_grace", "must be between 1s and 24h")
 	}

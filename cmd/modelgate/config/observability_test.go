@@ -39,3 +39,13 @@ func TestObservability(t *testing.T) {
 		}
 	}
 }
+
+func TestUsageRetentionDays(t *testing.T) {
+	cfg, err := Parse([]byte("storage: {usage_retention_days: 400}\n"))
+	if err != nil || cfg.Storage.UsageRetentionDays != 400 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if _, err := Parse([]byte("storage: {usage_retention_days: -1}\n")); err == nil || !strings.Contains(err.Error(), "storage.usage_retention_days") {
+		t.Errorf("-1 days: %v", err)
+	}
+}
