@@ -33,7 +33,7 @@ func TestTracing(t *testing.T) {
 	}
 	otel.GetGrpcService().GetEnvoyGrpc().ClusterName = "nowhere"
 	hcm := hcmOf(t, b)
-	hcm.Tracing.Provider.GetTypedConfig().MarshalFrom(otel) //nolint:errcheck // a known message
+	hcm.Tracing.Provider.GetTypedConfig().MarshalFrom(otel)                                     //nolint:errcheck // a known message
 	b.StaticResources.Listeners[0].FilterChains[0].Filters[0].GetTypedConfig().MarshalFrom(hcm) //nolint:errcheck
 	if err := Validate(b); err == nil || !strings.Contains(err.Error(), `unknown cluster "nowhere"`) {
 		t.Errorf("a tracer of an unknown cluster: %v", err)
