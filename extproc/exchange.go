@@ -77,6 +77,7 @@ type exchange struct {
 	// finishReasons are those its answer named.
 	span          trace.Span
 	finishReasons []string
+	capture       *captureState // the payload capture, nil without one
 
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream

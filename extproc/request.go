@@ -231,6 +231,7 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 }
 
 func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+	ex.captureRequest(body)
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
 	}
@@ -374,6 +375,9 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	}
 	ex.phase = phaseDone
 	ex.status, ex.errType, ex.errCode = apiErr.Status, apiErr.Type, apiErr.Code
+	if ex.capture != nil {
+		ex.captureResponse(apiErr.Body())
+	}
 	if ex.attempt != nil {
 		return attemptError(apiErr)
 	}

@@ -121,6 +121,7 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	if ex.span != nil {
 		ex.noteFinishReasons(out)
 	}
+	ex.captureResponse(out)
 	if ex.head.Stream {
 		if len(out) > 0 && ex.firstByte.IsZero() {
 			ex.firstByte = ex.s.now()

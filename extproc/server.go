@@ -59,6 +59,8 @@ type Config struct {
 	// "request done" line is written, in (0, 1]; refusals and errors are
 	// always written. Zero means 1.
 	RequestLogSample float64
+	// Capture keeps exchanges' bodies, redacted; nil keeps none.
+	Capture *Capture
 	// Tracer starts a span per exchange, a child of the request's W3C
 	// traceparent; nil traces nothing.
 	Tracer trace.Tracer
@@ -172,6 +174,11 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.Prices == nil {
 		cfg.Prices = (*pricing.Table)(nil) // no prices
+	}
+	if cfg.Capture != nil && cfg.Capture.MaxBytes <= 0 {
+		c := *cfg.Capture
+		c.MaxBytes = 64 << 10
+		cfg.Capture = &c
 	}
 	if cfg.RequestLogSample <= 0 || cfg.RequestLogSample > 1 {
 		cfg.RequestLogSample = 1

@@ -100,6 +100,7 @@ func (ex *exchange) record(ctx context.Context) {
 	// A request refused a model it may not use is recorded too.
 	if ex.tr == nil && ex.fallback == nil && !ex.refusedModel || ex.principal == nil {
 		ex.logRequest(u, estimated, end, 0, false)
+		ex.saveCapture(ctx, end)
 		return
 	}
 	rec := authz.UsageRecord{
@@ -126,6 +127,7 @@ func (ex *exchange) record(ctx context.Context) {
 		ex.log.Error("recording usage", zap.Error(err))
 	}
 	ex.logRequest(u, estimated, end, rec.Cost, rec.CostKnown)
+	ex.saveCapture(ctx, end)
 }
 
 // logRequest writes the line each exchange ends with: of every refusal
