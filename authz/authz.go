@@ -366,6 +366,17 @@ type Store interface {
 	// before, oldest first, and returns how many it deleted: retention,
 	// in batches that never hold the database long.
 	DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error)
+	// ListRequests returns usage records (requests, not failed attempts),
+	// newest first, as the query selects.
+	ListRequests(ctx context.Context, q RequestQuery) ([]UsageRecord, error)
+	// SaveCapture keeps an exchange's captured bodies.
+	SaveCapture(ctx context.Context, c Capture) error
+	// CaptureOf returns the capture of a request; ErrNotFound when there
+	// is none.
+	CaptureOf(ctx context.Context, requestID string) (Capture, error)
+	// DeleteCapturesBefore deletes at most limit captures from before
+	// before, oldest first, and returns how many it deleted.
+	DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error)
 	// ListPrices returns the prices set at run time (through the admin),
 	// by model and From; the config file's are not stored.
 	ListPrices(ctx context.Context) ([]pricing.Price, error)
@@ -433,4 +444,30 @@ type AuditQuery struct {
 	Limit int
 	// Target, when set, returns only entries about it.
 	Target string
+}
+
+// RequestQuery selects requests from the usage ledger, a page at a time.
+type RequestQuery struct {
+	AccountID, KeyID, Model string
+	// Outcome is "ok" (2xx and 3xx), "refused" (401, 403, 429), "failed"
+	// (the other errors) or empty for all.
+	Outcome string
+	// BeforeAt and BeforeID, when BeforeAt is not zero, return only the
+	// requests older than the one at BeforeAt with request id BeforeID:
+	// the cursor of the next page.
+	BeforeAt time.Time
+	BeforeID string
+	// Limit is the most requests returned; zero means 50.
+	Limit int
+}
+
+// Capture is an exchange's bodies as payload capture kept them: the
+// request as the client sent it and the answer as the client got it,
+// redacted and cut at a size (Truncated).
+type Capture struct {
+	RequestID, AccountID, KeyID, Endpoint, Model string
+	Status                                       int
+	At                                           time.Time
+	Request, Response                            string
+	RequestTruncated, ResponseTruncated          bool
 }

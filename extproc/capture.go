@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"modelgate/authz"
 )
 
 // Payload capture, opt-in: an exchange's request body as the client sent
@@ -46,20 +48,9 @@ const Redacted = "[redacted]"
 // AWS access key ids.
 var keyLike = regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|AKIA[0-9A-Z]{16})\b`)
 
-// CaptureSink keeps captures: a file or the store.
+// CaptureSink keeps captures: the store (authz.Store is one), or a file.
 type CaptureSink interface {
-	SaveCapture(ctx context.Context, c CapturedExchange) error
-}
-
-// CapturedExchange is one exchange's capture.
-type CapturedExchange struct {
-	RequestID, AccountID, KeyID, Endpoint, Model string
-	Status                                       int
-	At                                           time.Time
-	// Request and Response are the bodies, redacted; a body cut at the
-	// size cap has its Truncated flag set.
-	Request, Response                   string
-	RequestTruncated, ResponseTruncated bool
+	SaveCapture(ctx context.Context, c authz.Capture) error
 }
 
 // captureBuf gathers one body up to the cap.
@@ -109,7 +100,7 @@ func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
 	if c == nil || st == nil {
 		return
 	}
-	rec := CapturedExchange{RequestID: ex.requestID, Endpoint: ex.endpoint.String(), Model: ex.model, Status: ex.status, At: end,
+	rec := authz.Capture{RequestID: ex.requestID, Endpoint: ex.endpoint.String(), Model: ex.model, Status: ex.status, At: end,
 		RequestTruncated: st.req.truncated, ResponseTruncated: st.resp.truncated}
 	if p := ex.principal; p != nil {
 		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/authz"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 )
@@ -15,22 +16,22 @@ import (
 // captureLog is a CaptureSink that keeps captures in memory.
 type captureLog struct {
 	mu sync.Mutex
-	cs []extproc.CapturedExchange
+	cs []authz.Capture
 }
 
-func (l *captureLog) SaveCapture(_ context.Context, c extproc.CapturedExchange) error {
+func (l *captureLog) SaveCapture(_ context.Context, c authz.Capture) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cs = append(l.cs, c)
 	return nil
 }
 
-func (l *captureLog) wait(t *testing.T, n int) []extproc.CapturedExchange {
+func (l *captureLog) wait(t *testing.T, n int) []authz.Capture {
 	t.Helper()
 	waitFor(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.cs) >= n })
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]extproc.CapturedExchange(nil), l.cs...)
+	return append([]authz.Capture(nil), l.cs...)
 }
 
 // Payload capture keeps the request as the client sent it and the answer
@@ -57,7 +58,7 @@ func TestCaptureRedacts(t *testing.T) {
 	big := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 20000) + `"}]}`
 	f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], big)
 	cs := sink.wait(t, 3) // saved after each answer: in any order
-	var json, sse, cut extproc.CapturedExchange
+	var json, sse, cut authz.Capture
 	for _, c := range cs {
 		switch {
 		case c.RequestTruncated:

@@ -72,3 +72,49 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit i
 	}
 	return tag.RowsAffected(), nil
 }
+
+// ListRequests implements authz.Store.
+func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
+	query, args := dialect.Requests(q)
+	return list(ctx, s, func(row pgx.Row) (authz.UsageRecord, error) {
+		var r authz.UsageRecord
+		var cost storesql.NullCost
+		var duration int64
+		if err := row.Scan(append(storesql.RequestDest(&r, &cost, &duration), &r.At)...); err != nil {
+			return r, err
+		}
+		r.Cost, r.CostKnown, r.Duration, r.At = pricing.Nanos(cost.N), cost.Valid, time.Duration(duration)*time.Millisecond, r.At.UTC()
+		return r, nil
+	}, query, args...)
+}
+
+// SaveCapture implements authz.Store.
+func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
+		response, request_truncated, response_truncated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		c.RequestID, ms(c.At), c.AccountID, c.KeyID, c.Endpoint, c.Model, c.Status, c.Request, c.Response,
+		c.RequestTruncated, c.ResponseTruncated)
+	return err
+}
+
+// CaptureOf implements authz.Store.
+func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
+	var c authz.Capture
+	err := s.row(ctx, func(row pgx.Row) error {
+		return row.Scan(&c.RequestID, &c.At, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Status, &c.Request, &c.Response,
+			&c.RequestTruncated, &c.ResponseTruncated)
+	}, `SELECT request_id, at, account_id, key_id, endpoint, model, status, request, response,
+		request_truncated, response_truncated FROM captures WHERE request_id = $1 ORDER BY at DESC LIMIT 1`, requestID)
+	c.At = c.At.UTC()
+	return c, err
+}
+
+// DeleteCapturesBefore implements authz.Store.
+func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM captures WHERE ctid IN (SELECT ctid FROM captures WHERE at < $1 ORDER BY at LIMIT $2)`,
+		before, limit)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}

@@ -71,3 +71,49 @@ func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit i
 	}
 	return res.RowsAffected()
 }
+
+// ListRequests implements authz.Store.
+func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
+	query, args := dialect.Requests(q)
+	return list(ctx, s, func(row scanner) (authz.UsageRecord, error) {
+		var r authz.UsageRecord
+		var cost storesql.NullCost
+		var duration, at int64
+		if err := row.Scan(append(storesql.RequestDest(&r, &cost, &duration), &at)...); err != nil {
+			return r, err
+		}
+		r.Cost, r.CostKnown, r.Duration, r.At = pricing.Nanos(cost.N), cost.Valid, time.Duration(duration)*time.Millisecond, fromMS(at)
+		return r, nil
+	}, query, args...)
+}
+
+// SaveCapture implements authz.Store.
+func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
+		response, request_truncated, response_truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.RequestID, c.At.UnixMilli(), c.AccountID, c.KeyID, c.Endpoint, c.Model, c.Status, c.Request, c.Response,
+		c.RequestTruncated, c.ResponseTruncated)
+	return err
+}
+
+// CaptureOf implements authz.Store.
+func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
+	var c authz.Capture
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT request_id, at, account_id, key_id, endpoint, model, status, request, response,
+		request_truncated, response_truncated FROM captures WHERE request_id = ? ORDER BY at DESC LIMIT 1`, requestID).Scan(
+		&c.RequestID, &at, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Status, &c.Request, &c.Response,
+		&c.RequestTruncated, &c.ResponseTruncated)
+	c.At = fromMS(at)
+	return c, notFound(err)
+}
+
+// DeleteCapturesBefore implements authz.Store.
+func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM captures WHERE rowid IN (SELECT rowid FROM captures WHERE at < ? ORDER BY at LIMIT ?)`,
+		before.UnixMilli(), limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -130,3 +130,86 @@ func testUsageRetention(t *testing.T, s authz.Store) {
 		t.Errorf("after retention: %+v; want the two after the cut", u)
 	}
 }
+
+// testRequests: the ledger's requests come newest first, filtered, a page
+// at a time by cursor, without failed attempts.
+func testRequests(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "requester")
+	b := mustAccount(t, s, "other requester")
+	_, k, _ := authz.CreateKey(ctx, s, a.ID, "", nil)
+	_, kb, _ := authz.CreateKey(ctx, s, b.ID, "", nil)
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	recs := []authz.UsageRecord{
+		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at},
+		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
+		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 502, At: at.Add(2 * time.Second)},
+		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 503, Attempt: 1, At: at.Add(2 * time.Second)},
+		{RequestID: "r4", KeyID: kb.ID, AccountID: b.ID, Model: "m1", Status: 200, At: at.Add(2 * time.Second)},
+		{RequestID: "r5", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 403, At: at.Add(2 * time.Second)},
+	}
+	for _, r := range recs {
+		if err := s.AppendUsage(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(q authz.RequestQuery) []string {
+		t.Helper()
+		rs, err := s.ListRequests(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.RequestID)
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		q    authz.RequestQuery
+		want []string
+	}{
+		"all, newest first": {authz.RequestQuery{}, []string{"r5", "r4", "r3", "r2", "r1"}},
+		"an account":        {authz.RequestQuery{AccountID: a.ID}, []string{"r5", "r3", "r2", "r1"}},
+		"a key and a model": {authz.RequestQuery{KeyID: k.ID, Model: "m1"}, []string{"r5", "r3", "r1"}},
+		"refused":           {authz.RequestQuery{Outcome: "refused"}, []string{"r5", "r2"}},
+		"failed":            {authz.RequestQuery{Outcome: "failed"}, []string{"r3"}},
+		"ok":                {authz.RequestQuery{Outcome: "ok"}, []string{"r4", "r1"}},
+		"a page":            {authz.RequestQuery{Limit: 2}, []string{"r5", "r4"}},
+		"the next page":     {authz.RequestQuery{Limit: 2, BeforeAt: at.Add(2 * time.Second), BeforeID: "r4"}, []string{"r3", "r2"}},
+	} {
+		if got := ids(c.q); cmp.Diff(c.want, got) != "" {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
+	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
+		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID {
+		t.Errorf("r1 = %+v", rs)
+	}
+}
+
+// testCaptures: a capture is kept and found by its request, and goes with
+// retention.
+func testCaptures(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	c := authz.Capture{RequestID: "req-1", AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m", Status: 200,
+		At: at, Request: `{"a":1}`, Response: "data: x", ResponseTruncated: true}
+	if err := s.SaveCapture(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.CaptureOf(ctx, "req-1")
+	if err != nil || cmp.Diff(c, got) != "" {
+		t.Errorf("CaptureOf = %+v, %v (-want +got):\n%s", got, err, cmp.Diff(c, got))
+	}
+	if _, err := s.CaptureOf(ctx, "req-2"); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("no capture: %v", err)
+	}
+	if n, err := s.DeleteCapturesBefore(ctx, at.Add(time.Millisecond), 10); err != nil || n != 1 {
+		t.Errorf("retention: %d, %v", n, err)
+	}
+	if _, err := s.CaptureOf(ctx, "req-1"); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("after retention: %v", err)
+	}
+}

@@ -34,6 +34,8 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"Prices", testPrices},
 		{"Audit", testAudit},
 		{"UsageRetention", testUsageRetention},
+		{"Requests", testRequests},
+		{"Captures", testCaptures},
 		{"AuthenticateStates", testAuthenticateStates},
 		{"AuthenticateExpiry", testAuthenticateExpiry},
 		{"AuthenticateLastUsed", testAuthenticateLastUsed},

@@ -207,3 +207,74 @@ func JSONOf(s *string) json.RawMessage {
 	}
 	return json.RawMessage(*s)
 }
+
+// RequestColumns are the columns ListRequests selects, in the order of
+// RequestDest (with the row's time scanned by the dialect's store).
+const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens, completion_tokens,
+	total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, cost_nanos, audio_ms, images, at`
+
+// RequestDest are the Scan destinations of RequestColumns but the last
+// (at), into r; cost and duration need the scanners given.
+func RequestDest(r *authz.UsageRecord, cost *NullCost, duration *int64) []any {
+	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
+		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
+		millis{&r.Audio}, &r.Images}
+}
+
+// NullCost scans a cost_nanos column.
+type NullCost struct {
+	N     int64
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (c *NullCost) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		c.Valid = false
+	case int64:
+		c.N, c.Valid = v, true
+	default:
+		return fmt.Errorf("cost: unexpected %T", v)
+	}
+	return nil
+}
+
+// Requests returns the query and arguments of ListRequests, newest
+// first.
+func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
+	where := []string{"attempt = 0"}
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", d.Param(len(args))))
+	}
+	if q.AccountID != "" {
+		add("account_id = ?", q.AccountID)
+	}
+	if q.KeyID != "" {
+		add("key_id = ?", q.KeyID)
+	}
+	if q.Model != "" {
+		add("model = ?", q.Model)
+	}
+	switch q.Outcome {
+	case "ok":
+		where = append(where, "status BETWEEN 200 AND 399")
+	case "refused":
+		where = append(where, "status IN (401, 403, 429)")
+	case "failed":
+		where = append(where, "NOT (status BETWEEN 200 AND 399 OR status IN (401, 403, 429))")
+	}
+	if !q.BeforeAt.IsZero() {
+		args = append(args, d.Time(q.BeforeAt), d.Time(q.BeforeAt), q.BeforeID)
+		n := len(args)
+		where = append(where, fmt.Sprintf("(at < %s OR (at = %s AND request_id < %s))", d.Param(n-2), d.Param(n-1), d.Param(n)))
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	return `SELECT ` + RequestColumns + ` FROM usage WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY at DESC, request_id DESC LIMIT ` + strconv.Itoa(min(limit, 1000)), args
+}
