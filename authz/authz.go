@@ -448,6 +448,8 @@ type AuditQuery struct {
 
 // RequestQuery selects requests from the usage ledger, a page at a time.
 type RequestQuery struct {
+	// RequestID selects one request's record.
+	RequestID               string
 	AccountID, KeyID, Model string
 	// Outcome is "ok" (2xx and 3xx), "refused" (401, 403, 429), "failed"
 	// (the other errors) or empty for all.

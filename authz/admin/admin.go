@@ -161,6 +161,8 @@ func (h *Handler) routes() {
 	page("POST /admin/prices", h.pricesSet)
 	page("POST /admin/prices/delete", h.pricesDelete)
 	page("GET /admin/audit", h.auditPageHTML)
+	page("GET /admin/requests", h.requestsPage)
+	page("GET /admin/requests/{id}", h.requestPage)
 	page("POST /admin/logout", h.logout)
 	h.mux.Handle("GET /admin/login", h.dashboard(http.HandlerFunc(h.loginPage)))
 	h.mux.Handle("POST /admin/login", h.dashboard(http.HandlerFunc(h.login)))

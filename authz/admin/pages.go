@@ -133,7 +133,7 @@ func (h *Handler) noPage(http.ResponseWriter, *http.Request, view) error {
 
 // pageNames are the templates under templates/, each executed with
 // layout.html and parts.html.
-var pageNames = []string{"login", "error", "groups", "group", "accounts", "account", "key", "key_created", "usage", "prices", "audit"}
+var pageNames = []string{"login", "error", "groups", "group", "accounts", "account", "key", "key_created", "usage", "prices", "audit", "requests", "request"}
 
 func parsePages(funcs template.FuncMap) (map[string]*template.Template, error) {
 	base, err := template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/parts.html")

@@ -2,12 +2,17 @@ package main
 
 import (
 	"encoding/hex"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
@@ -102,4 +107,98 @@ observability:
 	if at := extproctest.Attributes(span); at["gen_ai.usage.output_tokens"].GetIntValue() != 377 || at["gen_ai.provider.name"].GetStringValue() != "openai" {
 		t.Errorf("attributes = %v", at)
 	}
+}
+
+// Payload capture through `modelgate dev`: to a file, as JSON lines with
+// the config's redaction applied; to the store, shown on the dashboard's
+// request page.
+func TestDevCapture(t *testing.T) {
+	for _, to := range []string{"file", "store"} {
+		t.Run(to, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "captures.jsonl")
+			path := filepath.Join(dir, "modelgate.yaml")
+			conf := `backends:
+  - {name: mock, provider: openai, base_url: "http://127.0.0.1:1"}
+models:
+  - {id: gpt-4o-mini, deployments: [{backend: mock, model: gpt-4o-mini}]}
+observability:
+  capture:
+    to: ` + to + `
+    file: ` + file + `
+    redact: {members: [content], patterns: ['\d{3}-\d{2}-\d{4}']}
+`
+			if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a, stop := launchDev(t, func(string) string { return "" }, io.Discard, "--data-dir", t.TempDir(), "--config", path)
+			status, _ := a.call(t, "POST", "/chat/completions", a.APIKey,
+				`{"model":"gpt-4o-mini","user":"ssn 123-45-6789","messages":[{"role":"user","content":"my diary"}]}`)
+			if status != 200 {
+				t.Fatalf("chat: %d", status)
+			}
+			var captured string
+			if to == "file" {
+				stop()
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				captured = string(b)
+				if lines := strings.Split(strings.TrimSpace(captured), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"status":200`) {
+					t.Errorf("capture file: %s", captured)
+				}
+			} else {
+				var id []string
+				for deadline := time.Now().Add(10 * time.Second); id == nil; time.Sleep(20 * time.Millisecond) {
+					// the ledger writes in batches
+					id = regexp.MustCompile(`href="/admin/requests/([^"]+)"`).FindStringSubmatch(dashboardPage(t, a, "/admin/requests"))
+					if id == nil && time.Now().After(deadline) {
+						t.Fatal("no request on the requests page")
+					}
+				}
+				captured = html.UnescapeString(dashboardPage(t, a, "/admin/requests/"+id[1]))
+			}
+			for _, leak := range []string{"my diary", "123-45-6789", "Hi there", a.APIKey} {
+				if strings.Contains(captured, leak) {
+					t.Errorf("the capture keeps %q", leak)
+				}
+			}
+			if !strings.Contains(captured, `ssn [redacted]`) || !strings.Contains(captured, `[redacted]`) || !strings.Contains(captured, "total_tokens") {
+				t.Errorf("capture: %.600s", captured)
+			}
+		})
+	}
+}
+
+// dashboardPage signs in to dev's dashboard and returns a page's body.
+func dashboardPage(t *testing.T, a devAddrs, path string) string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	login, err := c.Get(a.Admin + "/admin/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(login.Body)
+	login.Body.Close()
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(body))
+	if csrf == nil {
+		t.Fatalf("no CSRF token on the sign-in page")
+	}
+	resp, err := c.PostForm(a.Admin+"/admin/login", url.Values{"csrf": {csrf[1]}, "token": {a.AdminToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.Get(a.Admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
 }

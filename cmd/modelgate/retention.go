@@ -10,10 +10,12 @@ import (
 	"modelgate/authz"
 )
 
-// Usage retention: with storage.usage_retention_days, the gateway deletes
-// older usage records at start and every retentionInterval, in batches of
-// retentionBatch so the database is never held long. Replicas sharing a
-// database may all run it: each deletes what is left.
+// Retention: with storage.usage_retention_days, the gateway deletes older
+// usage records, and with captures in the store, those older than
+// observability.capture.retention_days, at start and every
+// retentionInterval, in batches of retentionBatch so the database is never
+// held long. Replicas sharing a database may all run it: each deletes what
+// is left.
 const (
 	retentionInterval = time.Hour
 	retentionBatch    = 10_000
@@ -21,20 +23,24 @@ const (
 	retentionTimeout = 30 * time.Second
 )
 
-// retention deletes the usage records older than keep.
+// retention deletes the usage records older than keep, and the captures
+// older than keepCaptures; zero keeps them.
 type retention struct {
-	store   authz.Store
-	keep    time.Duration
-	now     func() time.Time
-	log     *zap.Logger
-	deleted prometheus.Counter
+	store              authz.Store
+	keep, keepCaptures time.Duration
+	now                func() time.Time
+	log                *zap.Logger
+	deleted, captures  prometheus.Counter
 }
 
-func newRetention(store authz.Store, days int, reg prometheus.Registerer, log *zap.Logger) *retention {
-	r := &retention{store: store, keep: time.Duration(days) * 24 * time.Hour, now: time.Now, log: log,
+func newRetention(store authz.Store, days, captureDays int, reg prometheus.Registerer, log *zap.Logger) *retention {
+	r := &retention{store: store, keep: time.Duration(days) * 24 * time.Hour, keepCaptures: time.Duration(captureDays) * 24 * time.Hour,
+		now: time.Now, log: log,
 		deleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "modelgate_ledger_records_expired_total",
-			Help: "Usage records deleted for being older than storage.usage_retention_days."})}
-	reg.MustRegister(r.deleted)
+			Help: "Usage records deleted for being older than storage.usage_retention_days."}),
+		captures: prometheus.NewCounter(prometheus.CounterOpts{Name: "modelgate_captures_expired_total",
+			Help: "Payload captures deleted for being older than observability.capture.retention_days."})}
+	reg.MustRegister(r.deleted, r.captures)
 	return r
 }
 
@@ -53,19 +59,28 @@ func (r *retention) run(quit <-chan struct{}) {
 	}
 }
 
-// sweep deletes the records older than keep, a batch at a time, until
-// none is left or quit closes.
+// sweep deletes what is due, a batch at a time, until none is left or
+// quit closes.
 func (r *retention) sweep(quit <-chan struct{}) {
-	before := r.now().Add(-r.keep)
+	if r.keep > 0 {
+		r.expire(quit, "usage records", r.now().Add(-r.keep), r.store.DeleteUsageBefore, r.deleted)
+	}
+	if r.keepCaptures > 0 {
+		r.expire(quit, "captures", r.now().Add(-r.keepCaptures), r.store.DeleteCapturesBefore, r.captures)
+	}
+}
+
+func (r *retention) expire(quit <-chan struct{}, what string, before time.Time,
+	del func(context.Context, time.Time, int) (int64, error), counted prometheus.Counter) {
 	var total int64
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), retentionTimeout)
-		n, err := r.store.DeleteUsageBefore(ctx, before, retentionBatch)
+		n, err := del(ctx, before, retentionBatch)
 		cancel()
 		total += n
-		r.deleted.Add(float64(n))
+		counted.Add(float64(n))
 		if err != nil {
-			r.log.Error("deleting expired usage records", zap.Error(err))
+			r.log.Error("deleting expired "+what, zap.Error(err))
 			break
 		}
 		select {
@@ -78,6 +93,6 @@ func (r *retention) sweep(quit <-chan struct{}) {
 		}
 	}
 	if total > 0 {
-		r.log.Info("expired usage records deleted", zap.Int64("records", total), zap.Time("before", before))
+		r.log.Info("expired "+what+" deleted", zap.Int64("deleted", total), zap.Time("before", before))
 	}
 }

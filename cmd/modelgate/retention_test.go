@@ -33,7 +33,7 @@ func TestUsageRetention(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	r := newRetention(store, 30, reg, zap.NewNop())
+	r := newRetention(store, 30, 0, reg, zap.NewNop())
 	r.now = func() time.Time { return now }
 	quit := make(chan struct{})
 	done := make(chan struct{})

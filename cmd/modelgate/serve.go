@@ -160,7 +160,9 @@ type gateway struct {
 	closeLimiter func() error
 	// closeTracer flushes the spans not yet exported and stops tracing.
 	closeTracer func(context.Context) error
-	pingLimiter func(context.Context) error // nil for the in-memory limiter
+	// closeCapture closes a capture file; nil before attach.
+	closeCapture func() error
+	pingLimiter  func(context.Context) error // nil for the in-memory limiter
 
 	errc       chan error
 	grpcClosed chan struct{} // closed once the gRPC listener is
@@ -243,6 +245,11 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if is, ok := store.(extproc.ImageStore); ok {
 		ecfg.Images = is
 	}
+	capture, closeCapture, err := captureConfig(g.cfg, store)
+	if err != nil {
+		return err
+	}
+	ecfg.Capture, g.closeCapture = capture, closeCapture
 	base, _ := ecfg.Prices.(*pricing.Table) // as extprocConfig made it
 	prices := newLivePrices(base, store, g.log.Named("prices"))
 	prices.reload(context.Background())
@@ -277,8 +284,12 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	g.ready.check(ctx)
 	go g.watchReadiness()
 	go prices.watch(g.quit)
-	if days := g.cfg.Storage.UsageRetentionDays; days > 0 {
-		go newRetention(store, days, g.reg, g.log.Named("retention")).run(g.quit)
+	captureDays := 0
+	if g.cfg.Observability.Capture.To == "store" {
+		captureDays = g.cfg.Observability.Capture.RetentionDays
+	}
+	if days := g.cfg.Storage.UsageRetentionDays; days > 0 || captureDays > 0 {
+		go newRetention(store, days, captureDays, g.reg, g.log.Named("retention")).run(g.quit)
 	}
 	return nil
 }
@@ -381,6 +392,9 @@ func (g *gateway) drain() {
 	g.closeLimiter()      //nolint:errcheck // shutting down anyway
 	if err := g.closeTracer(ctx); err != nil {
 		g.log.Warn("flushing the last spans", zap.Error(err))
+	}
+	if g.closeCapture != nil {
+		g.closeCapture() //nolint:errcheck // shutting down anyway
 	}
 }
 

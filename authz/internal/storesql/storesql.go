@@ -249,6 +249,9 @@ func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
 		args = append(args, v)
 		where = append(where, strings.ReplaceAll(cond, "?", d.Param(len(args))))
 	}
+	if q.RequestID != "" {
+		add("request_id = ?", q.RequestID)
+	}
 	if q.AccountID != "" {
 		add("account_id = ?", q.AccountID)
 	}

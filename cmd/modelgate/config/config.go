@@ -440,6 +440,9 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
 	setDefault(&c.Prices.Currency, "USD")
 	setDefault(&c.Observability.Tracing.ServiceName, "modelgate")
+	if c.Observability.Capture.RetentionDays == 0 {
+		c.Observability.Capture.RetentionDays = 7
+	}
 	if c.Server.ShutdownGrace.Duration == 0 {
 		c.Server.ShutdownGrace.Duration = 10 * time.Minute
 	}

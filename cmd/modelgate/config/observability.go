@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -12,6 +14,34 @@ type Observability struct {
 	RequestLog RequestLog `json:"request_log"`
 	Metrics    Metrics    `json:"metrics"`
 	Tracing    Tracing    `json:"tracing"`
+	Capture    Capture    `json:"capture"`
+}
+
+// Capture keeps requests' and answers' bodies, redacted: opt-in.
+type Capture struct {
+	// To is where captures go: "store" (the database, shown on the
+	// dashboard's request pages) or "file" (JSON lines); empty: none.
+	To string `json:"to"`
+	// File is the JSON-lines file of To: file, opened for appending.
+	File string `json:"file"`
+	// MaxBytes is the most of each body kept; default 65536.
+	MaxBytes int `json:"max_bytes"`
+	// RetentionDays is how long captures in the store are kept; default
+	// 7. (A file is left to log rotation.)
+	RetentionDays int `json:"retention_days"`
+	// Redact are the redaction rules; strings that look like API keys are
+	// always hidden.
+	Redact Redact `json:"redact"`
+}
+
+// Redact are a capture's redaction rules.
+type Redact struct {
+	// Members are JSON member names whose values are replaced whole, at
+	// any depth.
+	Members []string `json:"members"`
+	// Patterns are regular expressions (Go's syntax) replaced wherever
+	// they match in the bodies' strings.
+	Patterns []string `json:"patterns"`
 }
 
 // RequestLog is the "request done" line every exchange ends with.
@@ -75,6 +105,26 @@ func (t Tracing) collectorAddress() string {
 
 func (c *Config) validateObservability(p *problems) {
 	o := c.Observability
+	switch cp := o.Capture; cp.To {
+	case "", "store":
+	case "file":
+		if cp.File == "" {
+			p.add("observability.capture.file", "is required with to: file")
+		}
+	default:
+		p.add("observability.capture.to", "%q: want store or file", cp.To)
+	}
+	if o.Capture.MaxBytes < 0 || o.Capture.MaxBytes > 16<<20 {
+		p.add("observability.capture.max_bytes", "must be between 0 (the default, 65536) and 16 MiB")
+	}
+	if o.Capture.RetentionDays < 0 {
+		p.add("observability.capture.retention_days", "must not be negative")
+	}
+	for i, pat := range o.Capture.Redact.Patterns {
+		if _, err := regexp.Compile(pat); err != nil {
+			p.add(fmt.Sprintf("observability.capture.redact.patterns[%d]", i), "%v", err)
+		}
+	}
 	for path, s := range map[string]*float64{"observability.request_log.sample": o.RequestLog.Sample, "observability.tracing.sample": o.Tracing.Sample} {
 		if s != nil && (*s <= 0 || *s > 1) {
 			p.add(path, "must be above 0 and at most 1")

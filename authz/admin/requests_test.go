@@ -1,0 +1,60 @@
+package admin
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/authz"
+)
+
+// The requests page lists the ledger's requests newest first, filters
+// them, pages them, and opens one with its captured bodies, escaped.
+func TestDashboardRequests(t *testing.T) {
+	h, b, _ := dashboardWith(t)
+	ctx := context.Background()
+	var a accountJSON
+	h.call(t, "POST", "/admin/v1/accounts", `{"name":"acme"}`, &a)
+	_, k, _ := authz.CreateKey(ctx, h.store, a.ID, "", nil)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range 60 {
+		status := 200
+		if i%10 == 0 {
+			status = 429
+		}
+		if err := h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "req-" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
+			KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: status, TotalTokens: int64(i), At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.store.SaveCapture(ctx, authz.Capture{RequestID: "req-Ch", AccountID: a.ID, Status: 200, At: at,
+		Request: `{"messages":[{"content":"<script>alert(1)</script>"}]}`, Response: "data: [DONE]", ResponseTruncated: true})
+	rows := regexp.MustCompile(`<a href="/admin/requests/(req-[A-Za-z]+)">`)
+	p := b.get(t, "/admin/requests")
+	ids := rows.FindAllStringSubmatch(p.Body, -1)
+	next := regexp.MustCompile(`href="/admin/requests\?([^"]+)" rel="next"`).FindStringSubmatch(p.Body)
+	if len(ids) != 50 || ids[0][1] != "req-Ch" || next == nil { // the newest: i = 59
+		t.Fatalf("first page: %d rows from %v, next %v", len(ids), ids[:1], next)
+	}
+	older := rows.FindAllStringSubmatch(b.get(t, "/admin/requests?"+strings.ReplaceAll(next[1], "&amp;", "&")).Body, -1)
+	if len(older) != 10 || older[0][1] != "req-Aj" {
+		t.Errorf("second page: %d rows from %v", len(older), older)
+	}
+	refused := rows.FindAllStringSubmatch(b.get(t, "/admin/requests?outcome=refused&account_id="+a.ID).Body, -1)
+	if len(refused) != 6 {
+		t.Errorf("refused: %d rows, want 6", len(refused))
+	}
+	one := b.get(t, "/admin/requests/req-Ch")
+	if one.StatusCode != 200 || !strings.Contains(one.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(one.Body, "<script>alert") ||
+		!strings.Contains(one.Body, "Answer (cut)") || !strings.Contains(one.Body, `id="captured-response">data: [DONE]`) {
+		t.Errorf("the request's page: %d %s", one.StatusCode, one.Body)
+	}
+	if p := b.get(t, "/admin/requests/req-Aa"); !strings.Contains(p.Body, "Not captured") {
+		t.Error("a request without a capture does not say so")
+	}
+	if p := b.get(t, "/admin/requests/nope"); p.StatusCode != 404 {
+		t.Errorf("an unknown request: %d", p.StatusCode)
+	}
+}
