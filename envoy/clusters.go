@@ -55,20 +55,25 @@ func extProcCluster(cfg Config) (*clusterv3.Cluster, error) {
 		LoadAssignment:                loadAssignment(ExtProcCluster, host, port),
 		CircuitBreakers:               circuitBreakers(cfg),
 		HealthChecks:                  []*corev3.HealthCheck{extProcHealthCheck()},
-		TypedExtensionProtocolOptions: map[string]*anypb.Any{
-			httpProtocolOptionsKey: mustAny(&upstreamsv3.HttpProtocolOptions{
-				UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{
-					ExplicitHttpConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig{
-						ProtocolConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
-							Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
-						},
-					},
-				},
-			}),
-		},
+		TypedExtensionProtocolOptions: http2Only(),
 	}
 	setDiscovery(c, net.ParseIP(host) != nil, clusterv3.Cluster_STRICT_DNS)
 	return c, nil
+}
+
+// http2Only are the protocol options of a gRPC cluster: HTTP/2, always.
+func http2Only() map[string]*anypb.Any {
+	return map[string]*anypb.Any{
+		httpProtocolOptionsKey: mustAny(&upstreamsv3.HttpProtocolOptions{
+			UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{
+				ExplicitHttpConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig{
+					ProtocolConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
+						Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
+					},
+				},
+			},
+		}),
+	}
 }
 
 // circuitBreakers lift Envoy's default of 1,024 requests, pending

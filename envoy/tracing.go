@@ -9,8 +9,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tracev3 "github.com/envoyproxy/go-control-plane/envoy/config/trace/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -67,20 +65,10 @@ func tracingCluster(cfg Config) (*clusterv3.Cluster, error) {
 		return nil, fmt.Errorf("tracing collector: %w", err)
 	}
 	c := &clusterv3.Cluster{
-		Name:           TracingCluster,
-		ConnectTimeout: durationpb.New(extProcConnectTimeout),
-		LoadAssignment: loadAssignment(TracingCluster, host, port),
-		TypedExtensionProtocolOptions: map[string]*anypb.Any{
-			httpProtocolOptionsKey: mustAny(&upstreamsv3.HttpProtocolOptions{
-				UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{
-					ExplicitHttpConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig{
-						ProtocolConfig: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{
-							Http2ProtocolOptions: &corev3.Http2ProtocolOptions{},
-						},
-					},
-				},
-			}),
-		},
+		Name:                          TracingCluster,
+		ConnectTimeout:                durationpb.New(extProcConnectTimeout),
+		LoadAssignment:                loadAssignment(TracingCluster, host, port),
+		TypedExtensionProtocolOptions: http2Only(),
 		PerConnectionBufferLimitBytes: wrapperspb.UInt32(1 << 20),
 	}
 	setDiscovery(c, net.ParseIP(host) != nil, clusterv3.Cluster_STRICT_DNS)

@@ -65,7 +65,13 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 
 // DeleteUsageBefore implements authz.Store.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM usage WHERE ctid IN (SELECT ctid FROM usage WHERE at < $1 ORDER BY at LIMIT $2)`,
+	return s.deleteBefore(ctx, "usage", before, limit)
+}
+
+// deleteBefore deletes at most limit rows of a table with an at column,
+// oldest first, from before before.
+func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE ctid IN (SELECT ctid FROM `+table+` WHERE at < $1 ORDER BY at LIMIT $2)`,
 		before, limit)
 	if err != nil {
 		return 0, err
@@ -111,10 +117,5 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 
 // DeleteCapturesBefore implements authz.Store.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM captures WHERE ctid IN (SELECT ctid FROM captures WHERE at < $1 ORDER BY at LIMIT $2)`,
-		before, limit)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
+	return s.deleteBefore(ctx, "captures", before, limit)
 }

@@ -64,7 +64,13 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 
 // DeleteUsageBefore implements authz.Store.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM usage WHERE rowid IN (SELECT rowid FROM usage WHERE at < ? ORDER BY at LIMIT ?)`,
+	return s.deleteBefore(ctx, "usage", before, limit)
+}
+
+// deleteBefore deletes at most limit rows of a table with an at column,
+// oldest first, from before before.
+func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time, limit int) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM `+table+` WHERE rowid IN (SELECT rowid FROM `+table+` WHERE at < ? ORDER BY at LIMIT ?)`,
 		before.UnixMilli(), limit)
 	if err != nil {
 		return 0, err
@@ -110,10 +116,5 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 
 // DeleteCapturesBefore implements authz.Store.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM captures WHERE rowid IN (SELECT rowid FROM captures WHERE at < ? ORDER BY at LIMIT ?)`,
-		before.UnixMilli(), limit)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return s.deleteBefore(ctx, "captures", before, limit)
 }
