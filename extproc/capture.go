@@ -69,9 +69,8 @@ func (c *captureBuf) add(p []byte) {
 
 // captureState is an exchange's capture in progress.
 type captureState struct {
-	req, resp   captureBuf
-	reqType     string
-	respIsError bool
+	req, resp captureBuf
+	reqType   string
 }
 
 func (ex *exchange) captureRequest(body []byte) {
@@ -140,7 +139,7 @@ func (r Redaction) unsafe(b []byte) bool {
 	if len(r.Members) == 0 {
 		return false
 	}
-	if bytes.IndexAny(b, "{[") >= 0 {
+	if bytes.ContainsAny(b, "{[") {
 		return true
 	}
 	for _, m := range r.Members {
