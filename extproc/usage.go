@@ -139,8 +139,10 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 		return
 	}
 	fs := make([]zap.Field, 0, 16)
+	// Durations as whole milliseconds: integers cost the encoder less
+	// than the floats of zap.Duration, on every request.
 	fs = append(fs, zap.Int("status", ex.status), zap.String("endpoint", ex.endpoint.String()),
-		zap.Duration("duration", end.Sub(ex.start)))
+		zap.Int64("duration_ms", end.Sub(ex.start).Milliseconds()))
 	if ex.principal != nil {
 		fs = append(fs, zap.String("key_prefix", ex.principal.KeyPrefix))
 	}
@@ -160,7 +162,7 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 		fs = append(fs, zap.String("error_type", "provider_error"))
 	}
 	if !ex.firstByte.IsZero() {
-		fs = append(fs, zap.Duration("time_to_first_token", ex.firstByte.Sub(ex.start)))
+		fs = append(fs, zap.Int64("time_to_first_token_ms", ex.firstByte.Sub(ex.start).Milliseconds()))
 	}
 	if ex.tr != nil {
 		fs = append(fs, zap.Int64("prompt_tokens", u.PromptTokens), zap.Int64("completion_tokens", u.CompletionTokens),
