@@ -41,7 +41,20 @@ func (l *exchangeLog) Debug(msg string, fs ...zap.Field) { l.write(zapcore.Debug
 func (l *exchangeLog) Warn(msg string, fs ...zap.Field)  { l.write(zapcore.WarnLevel, msg, fs) }
 func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.ErrorLevel, msg, fs) }
 
-// Request writes the line a request ends with, at Info.
-func (l *exchangeLog) Request(msg string, fs ...zap.Field) {
-	l.writeTo(l.requests, zapcore.InfoLevel, msg, fs)
+// requestLine returns the fields naming the exchange, with room for n
+// more, when the line a request ends with will be written; nil when the
+// level is off. Appending the line's own fields to it and passing it to
+// writeRequest costs one slice.
+func (l *exchangeLog) requestLine(n int) []zap.Field {
+	if !l.requests.Core().Enabled(zapcore.InfoLevel) {
+		return nil
+	}
+	return append(make([]zap.Field, 0, len(l.fields)+n), l.fields...)
+}
+
+// writeRequest writes the line of requestLine's fields.
+func (l *exchangeLog) writeRequest(msg string, all []zap.Field) {
+	if ce := l.requests.Check(zapcore.InfoLevel, msg); ce != nil {
+		ce.Write(all...)
+	}
 }

@@ -138,7 +138,10 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 	if ex.status < 400 && ex.s.cfg.RequestLogSample < 1 && rand.Float64() >= ex.s.cfg.RequestLogSample {
 		return
 	}
-	fs := make([]zap.Field, 0, 16)
+	fs := ex.log.requestLine(14)
+	if fs == nil {
+		return
+	}
 	// Durations as whole milliseconds: integers cost the encoder less
 	// than the floats of zap.Duration, on every request.
 	fs = append(fs, zap.Int("status", ex.status), zap.String("endpoint", ex.endpoint.String()),
@@ -171,5 +174,5 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 	if costKnown {
 		fs = append(fs, zap.String("cost", cost.String()), zap.String("currency", ex.s.cfg.Currency))
 	}
-	ex.log.Request("request done", fs...)
+	ex.log.writeRequest("request done", fs)
 }
