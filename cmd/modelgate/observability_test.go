@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"html"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc/extproctest"
 )
 
@@ -201,4 +203,38 @@ func dashboardPage(t *testing.T, a devAddrs, path string) string {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// Tracing follows the standard OTEL_* variables when the config names no
+// collector, and is off without them or with OTEL_SDK_DISABLED.
+func TestTracerFromEnvironment(t *testing.T) {
+	recv := extproctest.StartOTLPReceiver(t)
+	cfg, err := config.Parse([]byte("{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if tr, _, err := newTracer(context.Background(), cfg, getenv); err != nil || tr != nil {
+		t.Fatalf("without a collector: %v %v", tr, err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+recv.Addr) // the exporter reads it itself
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://" + recv.Addr
+	env["OTEL_SDK_DISABLED"] = "true"
+	if tr, _, err := newTracer(context.Background(), cfg, getenv); err != nil || tr != nil {
+		t.Fatalf("OTEL_SDK_DISABLED: %v %v", tr, err)
+	}
+	delete(env, "OTEL_SDK_DISABLED")
+	tr, stop, err := newTracer(context.Background(), cfg, getenv)
+	if err != nil || tr == nil {
+		t.Fatalf("with OTEL_EXPORTER_OTLP_ENDPOINT: %v %v", tr, err)
+	}
+	_, span := tr.Start(context.Background(), "probe")
+	span.End()
+	if err := stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if spans := recv.Wait(t, 1); spans[0].GetName() != "probe" {
+		t.Errorf("spans = %v", spans)
+	}
 }
