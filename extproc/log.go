@@ -1,6 +1,8 @@
 package extproc
 
 import (
+	"sync"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -41,20 +43,28 @@ func (l *exchangeLog) Debug(msg string, fs ...zap.Field) { l.write(zapcore.Debug
 func (l *exchangeLog) Warn(msg string, fs ...zap.Field)  { l.write(zapcore.WarnLevel, msg, fs) }
 func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.ErrorLevel, msg, fs) }
 
-// requestLine returns the fields naming the exchange, with room for n
-// more, when the line a request ends with will be written; nil when the
-// level is off. Appending the line's own fields to it and passing it to
-// writeRequest costs one slice.
-func (l *exchangeLog) requestLine(n int) []zap.Field {
+// requestFields recycles the slices of request lines: one a request
+// would be a kilobyte of garbage each.
+var requestFields = sync.Pool{New: func() any { return new([]zap.Field) }}
+
+// requestLine returns the fields naming the exchange, to which the line
+// a request ends with appends its own before writeRequest writes it; nil
+// when the level is off.
+func (l *exchangeLog) requestLine() *[]zap.Field {
 	if !l.requests.Core().Enabled(zapcore.InfoLevel) {
 		return nil
 	}
-	return append(make([]zap.Field, 0, len(l.fields)+n), l.fields...)
+	fs := requestFields.Get().(*[]zap.Field)
+	*fs = append((*fs)[:0], l.fields...)
+	return fs
 }
 
-// writeRequest writes the line of requestLine's fields.
-func (l *exchangeLog) writeRequest(msg string, all []zap.Field) {
+// writeRequest writes the line of requestLine's fields and recycles
+// them. The encoder is done with the fields once Write returns.
+func (l *exchangeLog) writeRequest(msg string, fs *[]zap.Field) {
 	if ce := l.requests.Check(zapcore.InfoLevel, msg); ce != nil {
-		ce.Write(all...)
+		ce.Write(*fs...)
 	}
+	clear(*fs) // let go of what the fields point to
+	requestFields.Put(fs)
 }

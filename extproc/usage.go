@@ -138,10 +138,11 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 	if ex.status < 400 && ex.s.cfg.RequestLogSample < 1 && rand.Float64() >= ex.s.cfg.RequestLogSample {
 		return
 	}
-	fs := ex.log.requestLine(14)
-	if fs == nil {
+	line := ex.log.requestLine()
+	if line == nil {
 		return
 	}
+	fs := *line
 	// Durations as whole milliseconds: integers cost the encoder less
 	// than the floats of zap.Duration, on every request.
 	fs = append(fs, zap.Int("status", ex.status), zap.String("endpoint", ex.endpoint.String()),
@@ -174,5 +175,6 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 	if costKnown {
 		fs = append(fs, zap.String("cost", cost.String()), zap.String("currency", ex.s.cfg.Currency))
 	}
-	ex.log.writeRequest("request done", fs)
+	*line = fs
+	ex.log.writeRequest("request done", line)
 }

@@ -14,6 +14,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,17 +57,23 @@ func ParseAmount(s string) (Nanos, error) {
 // String writes the amount as ParseAmount reads it, without trailing
 // zeros beyond two decimals: 2500000000 is "2.50", 125000 "0.000125".
 func (n Nanos) String() string {
-	sign := ""
+	var b [32]byte
+	out := b[:0]
 	u := uint64(n)
 	if n < 0 {
-		sign, u = "-", uint64(-n) // -MinInt64 wraps to itself, which uint64 reads right
+		out, u = append(out, '-'), uint64(-n) // -MinInt64 wraps to itself, which uint64 reads right
 	}
-	frac := fmt.Sprintf("%09d", u%NanosPerUnit)
-	frac = strings.TrimRight(frac, "0")
-	for len(frac) < 2 {
-		frac += "0"
+	out = strconv.AppendUint(out, u/NanosPerUnit, 10)
+	out = append(out, '.')
+	var frac [9]byte
+	for i, f := 8, u%NanosPerUnit; i >= 0; i, f = i-1, f/10 {
+		frac[i] = byte('0' + f%10)
 	}
-	return fmt.Sprintf("%s%d.%s", sign, u/NanosPerUnit, frac)
+	digits := 9
+	for digits > 2 && frac[digits-1] == '0' {
+		digits--
+	}
+	return string(append(out, frac[:digits]...))
 }
 
 // Price is what one model costs from a date. Token prices are per
