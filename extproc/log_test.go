@@ -55,6 +55,7 @@ func TestRequestLogHasEveryExchange(t *testing.T) {
 		{200, "", "", true, true},
 		{429, "rate_limit_error", "rate_limit_exceeded", true, true},
 	}
+	waitFor(t, func() bool { return logs.FilterMessage("request done").Len() >= len(want) }) // written after each answer
 	lines := logs.FilterMessage("request done").All()
 	if len(lines) != len(want) {
 		t.Fatalf("%d request lines, want %d: %+v", len(lines), len(want), lines)
@@ -93,6 +94,7 @@ func TestRequestLogSamplesSuccesses(t *testing.T) {
 		f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody)
 	}
 	f.gw.Post(t, "/v1/chat/completions", f.keys["disabled"], chatBody)
+	waitFor(t, func() bool { return logs.FilterMessage("request done").Len() >= 1 })
 	lines := logs.FilterMessage("request done").All()
 	if len(lines) != 1 || lines[0].ContextMap()["status"] != int64(403) {
 		t.Errorf("lines = %+v, want the refusal's alone", lines)
