@@ -137,6 +137,8 @@ func (h *Handler) routes() {
 	api("PUT /admin/v1/prices", h.apiSetPrice)
 	api("DELETE /admin/v1/prices", h.apiDeletePrice)
 	api("GET /admin/v1/audit", h.apiAudit)
+	api("GET /admin/v1/requests", h.apiRequests)
+	api("GET /admin/v1/requests/{id}", h.apiRequest)
 	api("/admin/v1/", h.apiNoRoute) // after the token check, so routes are not probed
 
 	page := func(pattern string, fn pageFunc) { h.mux.Handle(pattern, h.page(fn)) }

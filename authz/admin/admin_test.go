@@ -139,7 +139,8 @@ func TestAPIRequiresToken(t *testing.T) {
 		"GET /admin/v1/accounts", "POST /admin/v1/accounts", "GET /admin/v1/accounts/" + a.ID,
 		"PATCH /admin/v1/accounts/" + a.ID, "GET /admin/v1/accounts/" + a.ID + "/keys",
 		"POST /admin/v1/accounts/" + a.ID + "/keys", "GET /admin/v1/keys/k", "PATCH /admin/v1/keys/k",
-		"POST /admin/v1/keys/k/revoke", "GET /admin/v1/usage", "GET /admin/v1/nothing", "DELETE /admin/v1/accounts",
+		"POST /admin/v1/keys/k/revoke", "GET /admin/v1/usage", "GET /admin/v1/requests", "GET /admin/v1/requests/r",
+		"GET /admin/v1/prices", "PUT /admin/v1/prices", "GET /admin/v1/audit", "POST /admin/v1/keys/k/rotate", "GET /admin/v1/nothing", "DELETE /admin/v1/accounts",
 	}
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")

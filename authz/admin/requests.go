@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -145,4 +146,110 @@ func (h *Handler) requestPage(w http.ResponseWriter, r *http.Request, v view) er
 	}
 	h.renderPage(w, r, v, http.StatusOK, "request", "Request "+id, d)
 	return nil
+}
+
+// requestJSON is a request of the ledger in the admin API.
+type requestJSON struct {
+	RequestID        string    `json:"request_id"`
+	At               time.Time `json:"at"`
+	AccountID        string    `json:"account_id"`
+	KeyID            string    `json:"key_id"`
+	Endpoint         string    `json:"endpoint"`
+	Model            string    `json:"model"`
+	Backend          string    `json:"backend"`
+	Status           int       `json:"status"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+	TotalTokens      int64     `json:"total_tokens"`
+	Estimated        bool      `json:"estimated"`
+	// Cost is a decimal string; null when the model had no price.
+	Cost       *string `json:"cost"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+func requestOut(r authz.UsageRecord) requestJSON {
+	out := requestJSON{RequestID: r.RequestID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
+		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+		TotalTokens: r.TotalTokens, Estimated: r.Estimated, DurationMS: r.Duration.Milliseconds()}
+	if r.CostKnown {
+		c := r.Cost.String()
+		out.Cost = &c
+	}
+	return out
+}
+
+// requestsPage is a page of requests; NextBefore, when set, is the
+// before of the next page.
+type requestsPageJSON struct {
+	Data       []requestJSON `json:"data"`
+	NextBefore *string       `json:"next_before"`
+}
+
+// apiRequests lists the ledger's requests, newest first: account_id,
+// key_id, model, outcome (ok, refused, failed), limit, before.
+func (h *Handler) apiRequests(r *http.Request) (int, any, error) {
+	qv := r.URL.Query()
+	q := authz.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
+	if q.Outcome != "" && !slices.Contains(outcomes, q.Outcome) {
+		return 0, nil, badRequest("outcome: want ok, refused or failed, not %q", q.Outcome)
+	}
+	var err error
+	if q.Limit, err = readLimit(qv.Get("limit")); err != nil {
+		return 0, nil, err
+	}
+	if before := qv.Get("before"); before != "" {
+		ms, id, ok := strings.Cut(before, "-")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			return 0, nil, badRequest("before: %q is not a next_before this list gave", before)
+		}
+		q.BeforeAt, q.BeforeID = time.UnixMilli(n).UTC(), id
+	}
+	rs, err := h.store.ListRequests(r.Context(), q)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := requestsPageJSON{Data: make([]requestJSON, 0, len(rs))}
+	for _, rec := range rs {
+		out.Data = append(out.Data, requestOut(rec))
+	}
+	if len(rs) == q.Limit {
+		last := rs[len(rs)-1]
+		next := strconv.FormatInt(last.At.UnixMilli(), 10) + "-" + last.RequestID
+		out.NextBefore = &next
+	}
+	return http.StatusOK, out, nil
+}
+
+// requestDetailJSON is one request with its capture, null when none was
+// kept.
+type requestDetailJSON struct {
+	requestJSON
+	Capture *captureJSON `json:"capture"`
+}
+
+type captureJSON struct {
+	Request           string `json:"request"`
+	Response          string `json:"response"`
+	RequestTruncated  bool   `json:"request_truncated"`
+	ResponseTruncated bool   `json:"response_truncated"`
+}
+
+func (h *Handler) apiRequest(r *http.Request) (int, any, error) {
+	id := r.PathValue("id")
+	rs, err := h.store.ListRequests(r.Context(), authz.RequestQuery{RequestID: id, Limit: 1})
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(rs) == 0 {
+		return 0, nil, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Message: fmt.Sprintf("request %q is not in the ledger", id)}
+	}
+	out := requestDetailJSON{requestJSON: requestOut(rs[0])}
+	switch c, err := h.store.CaptureOf(r.Context(), id); {
+	case err == nil:
+		out.Capture = &captureJSON{c.Request, c.Response, c.RequestTruncated, c.ResponseTruncated}
+	case !errors.Is(err, authz.ErrNotFound):
+		return 0, nil, err
+	}
+	return http.StatusOK, out, nil
 }

@@ -57,4 +57,28 @@ func TestDashboardRequests(t *testing.T) {
 	if p := b.get(t, "/admin/requests/nope"); p.StatusCode != 404 {
 		t.Errorf("an unknown request: %d", p.StatusCode)
 	}
+
+	// The admin API: the same requests, paged by next_before, and one with
+	// its capture.
+	var page, rest requestsPageJSON
+	h.call(t, "GET", "/admin/v1/requests?limit=40&account_id="+a.ID, nil, &page)
+	if len(page.Data) != 40 || page.Data[0].RequestID != "req-Ch" || page.NextBefore == nil || page.Data[0].Cost != nil {
+		t.Fatalf("API page: %d from %+v, next %v", len(page.Data), page.Data[:1], page.NextBefore)
+	}
+	h.call(t, "GET", "/admin/v1/requests?limit=40&before="+*page.NextBefore, nil, &rest)
+	if len(rest.Data) != 20 || rest.NextBefore != nil || rest.Data[19].RequestID != "req-Aa" {
+		t.Errorf("API second page: %d, next %v", len(rest.Data), rest.NextBefore)
+	}
+	var detail requestDetailJSON
+	if st := h.call(t, "GET", "/admin/v1/requests/req-Ch", nil, &detail); st != 200 || detail.Capture == nil ||
+		!strings.Contains(detail.Capture.Request, "<script>") || !detail.Capture.ResponseTruncated || detail.TotalTokens != 59 {
+		t.Errorf("API request: %d %+v", st, detail)
+	}
+	var e errorBody
+	if st := h.call(t, "GET", "/admin/v1/requests?outcome=maybe", nil, &e); st != 400 {
+		t.Errorf("a bad outcome: %d", st)
+	}
+	if st := h.call(t, "GET", "/admin/v1/requests/nope", nil, &e); st != 404 {
+		t.Errorf("an unknown request: %d", st)
+	}
 }
