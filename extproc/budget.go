@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -154,12 +155,8 @@ func alerting(bs []ratelimit.Budget) bool {
 
 // subjectType is "key", "account" or "group": a budget's metric label.
 func subjectType(key string) string {
-	for i := range len(key) {
-		if key[i] == ':' {
-			return key[:i]
-		}
-	}
-	return key
+	kind, _, _ := strings.Cut(key, ":")
+	return kind
 }
 
 // errBudgetSpent is OpenAI's answer to an account out of credit, 429

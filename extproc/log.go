@@ -47,24 +47,23 @@ func (l *exchangeLog) Error(msg string, fs ...zap.Field) { l.write(zapcore.Error
 // would be a kilobyte of garbage each.
 var requestFields = sync.Pool{New: func() any { return new([]zap.Field) }}
 
-// requestLine returns the fields naming the exchange, to which the line
-// a request ends with appends its own before writeRequest writes it; nil
-// when the level is off.
-func (l *exchangeLog) requestLine() *[]zap.Field {
-	if !l.requests.Core().Enabled(zapcore.InfoLevel) {
-		return nil
+// requestLine is the line a request ends with, when its level is on
+// (nil otherwise), and the fields naming the exchange, to which it
+// appends its own before writeRequest writes them.
+func (l *exchangeLog) requestLine(msg string) (*zapcore.CheckedEntry, *[]zap.Field) {
+	ce := l.requests.Check(zapcore.InfoLevel, msg)
+	if ce == nil {
+		return nil, nil
 	}
 	fs := requestFields.Get().(*[]zap.Field)
 	*fs = append((*fs)[:0], l.fields...)
-	return fs
+	return ce, fs
 }
 
-// writeRequest writes the line of requestLine's fields and recycles
-// them. The encoder is done with the fields once Write returns.
-func (l *exchangeLog) writeRequest(msg string, fs *[]zap.Field) {
-	if ce := l.requests.Check(zapcore.InfoLevel, msg); ce != nil {
-		ce.Write(*fs...)
-	}
+// writeRequest writes the line and recycles its fields: the encoder is
+// done with them once Write returns.
+func writeRequest(ce *zapcore.CheckedEntry, fs *[]zap.Field) {
+	ce.Write(*fs...)
 	clear(*fs) // let go of what the fields point to
 	requestFields.Put(fs)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -82,20 +83,11 @@ func (ex *exchange) noteFinishReasons(out []byte) {
 		if end < 0 {
 			return
 		}
-		if r := string(rest[:end]); !containsString(ex.finishReasons, r) {
+		if r := string(rest[:end]); !slices.Contains(ex.finishReasons, r) {
 			ex.finishReasons = append(ex.finishReasons, r)
 		}
 		rest = rest[end:]
 	}
-}
-
-func containsString(ss []string, s string) bool {
-	for _, v := range ss {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // endSpan names the span and gives it the exchange's attributes, then

@@ -138,8 +138,8 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 	if ex.status < 400 && ex.s.cfg.RequestLogSample < 1 && rand.Float64() >= ex.s.cfg.RequestLogSample {
 		return
 	}
-	line := ex.log.requestLine()
-	if line == nil {
+	ce, line := ex.log.requestLine("request done")
+	if ce == nil {
 		return
 	}
 	fs := *line
@@ -176,5 +176,5 @@ func (ex *exchange) logRequest(u translate.Usage, estimated bool, end time.Time,
 		fs = append(fs, zap.String("cost", cost.String()), zap.String("currency", ex.s.cfg.Currency))
 	}
 	*line = fs
-	ex.log.writeRequest("request done", line)
+	writeRequest(ce, line)
 }

@@ -93,11 +93,8 @@ func (h *Handler) auditPage(r *http.Request) (auditList, error) {
 			return auditList{}, badRequest("before: %q is not a cursor from next_before", s)
 		}
 	}
-	aq.Limit = 50
-	if s := q.Get("limit"); s != "" {
-		if aq.Limit, err = strconv.Atoi(s); err != nil || aq.Limit < 1 || aq.Limit > 1000 {
-			return auditList{}, badRequest("limit: want a whole number from 1 to 1000, not %q", s)
-		}
+	if aq.Limit, err = readLimit(q.Get("limit")); err != nil {
+		return auditList{}, err
 	}
 	aq.Target = q.Get("target")
 	es, err := h.store.ListAudit(r.Context(), aq)

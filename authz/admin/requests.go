@@ -52,21 +52,11 @@ var outcomes = []string{"ok", "refused", "failed"}
 
 func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, v view) error {
 	ctx := r.Context()
-	qv := r.URL.Query()
-	d := requestsData{Filter: requestFilter{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"),
-		Outcome: qv.Get("outcome")}}
-	if d.Filter.Outcome != "" && !slices.Contains(outcomes, d.Filter.Outcome) {
-		return badRequest("outcome: want ok, refused or failed, not %q", d.Filter.Outcome)
+	q, err := readRequestQuery(r.URL.Query())
+	if err != nil {
+		return err
 	}
-	q := authz.RequestQuery{AccountID: d.Filter.AccountID, KeyID: d.Filter.KeyID, Model: d.Filter.Model, Outcome: d.Filter.Outcome, Limit: defaultPage}
-	if before := qv.Get("before"); before != "" {
-		ms, id, ok := strings.Cut(before, "-")
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || err != nil {
-			return badRequest("before: %q is not a cursor this page gave", before)
-		}
-		q.BeforeAt, q.BeforeID = time.UnixMilli(n).UTC(), id
-	}
+	d := requestsData{Filter: requestFilter{AccountID: q.AccountID, KeyID: q.KeyID, Model: q.Model, Outcome: q.Outcome}}
 	rs, err := h.store.ListRequests(ctx, q)
 	if err != nil {
 		return err
@@ -77,9 +67,8 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, v view) e
 	if d.Requests, err = h.requestLines(r, rs, d.Accounts); err != nil {
 		return err
 	}
-	if len(rs) == q.Limit {
-		last := rs[len(rs)-1]
-		next := url.Values{"before": {strconv.FormatInt(last.At.UnixMilli(), 10) + "-" + last.RequestID}}
+	if cursor := nextRequests(rs, q.Limit); cursor != "" {
+		next := url.Values{"before": {cursor}}
 		for k, s := range map[string]string{"account_id": d.Filter.AccountID, "key_id": d.Filter.KeyID, "model": d.Filter.Model, "outcome": d.Filter.Outcome} {
 			if s != "" {
 				next.Set(k, s)
@@ -188,22 +177,9 @@ type requestsPageJSON struct {
 // apiRequests lists the ledger's requests, newest first: account_id,
 // key_id, model, outcome (ok, refused, failed), limit, before.
 func (h *Handler) apiRequests(r *http.Request) (int, any, error) {
-	qv := r.URL.Query()
-	q := authz.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
-	if q.Outcome != "" && !slices.Contains(outcomes, q.Outcome) {
-		return 0, nil, badRequest("outcome: want ok, refused or failed, not %q", q.Outcome)
-	}
-	var err error
-	if q.Limit, err = readLimit(qv.Get("limit")); err != nil {
+	q, err := readRequestQuery(r.URL.Query())
+	if err != nil {
 		return 0, nil, err
-	}
-	if before := qv.Get("before"); before != "" {
-		ms, id, ok := strings.Cut(before, "-")
-		n, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || err != nil {
-			return 0, nil, badRequest("before: %q is not a next_before this list gave", before)
-		}
-		q.BeforeAt, q.BeforeID = time.UnixMilli(n).UTC(), id
 	}
 	rs, err := h.store.ListRequests(r.Context(), q)
 	if err != nil {
@@ -213,9 +189,7 @@ func (h *Handler) apiRequests(r *http.Request) (int, any, error) {
 	for _, rec := range rs {
 		out.Data = append(out.Data, requestOut(rec))
 	}
-	if len(rs) == q.Limit {
-		last := rs[len(rs)-1]
-		next := strconv.FormatInt(last.At.UnixMilli(), 10) + "-" + last.RequestID
+	if next := nextRequests(rs, q.Limit); next != "" {
 		out.NextBefore = &next
 	}
 	return http.StatusOK, out, nil
@@ -252,4 +226,37 @@ func (h *Handler) apiRequest(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, out, nil
+}
+
+// readRequestQuery reads the filter and page of a requests list, the
+// dashboard's or the admin API's: account_id, key_id, model, outcome,
+// limit and before (a cursor nextRequests gave).
+func readRequestQuery(qv url.Values) (authz.RequestQuery, error) {
+	q := authz.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
+	if q.Outcome != "" && !slices.Contains(outcomes, q.Outcome) {
+		return q, badRequest("outcome: want ok, refused or failed, not %q", q.Outcome)
+	}
+	var err error
+	if q.Limit, err = readLimit(qv.Get("limit")); err != nil {
+		return q, err
+	}
+	if before := qv.Get("before"); before != "" {
+		ms, id, ok := strings.Cut(before, "-")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			return q, badRequest("before: %q is not a cursor this list gave", before)
+		}
+		q.BeforeAt, q.BeforeID = time.UnixMilli(n).UTC(), id
+	}
+	return q, nil
+}
+
+// nextRequests is the cursor of the page after rs, a full page of limit
+// requests; empty after a shorter one, the last.
+func nextRequests(rs []authz.UsageRecord, limit int) string {
+	if len(rs) < limit {
+		return ""
+	}
+	last := rs[len(rs)-1]
+	return strconv.FormatInt(last.At.UnixMilli(), 10) + "-" + last.RequestID
 }
