@@ -46,6 +46,7 @@ func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	ups, backendErrs := parseBackends(cfg.Backends)
 	errs = append(errs, backendErrs...)
 	errs = append(errs, checkFallbacks(cfg.Fallbacks, ups)...)
+	errs = append(errs, cfg.checkVersion()...)
 	listener, err := buildListener(cfg, ups)
 	if err != nil {
 		errs = append(errs, err)
@@ -132,7 +133,9 @@ func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager 
 		XffNumTrustedHops: cfg.XffNumTrustedHops,
 		AccessLog:         accessLogs(cfg),
 		Tracing:           connectionTracing(cfg),
-		LocalReplyConfig:  localReplyConfig(),
+		LocalReplyConfig:  localReplyConfig(cfg.MetadataNamespace),
+		// Clients never steer the router's retries or timeouts.
+		EarlyHeaderMutationExtensions: earlyHeaderMutations(),
 		// Every answer carries the request's id, Envoy's own replies too
 		// (the ext_proc server sets it on the answers it sees).
 		AlwaysSetRequestIdInResponse: true,

@@ -61,8 +61,8 @@ type Config struct {
 	// large request bodies. Zero means 32 MiB.
 	BufferLimitBytes uint32
 	// StreamIdleTimeout ends streams idle this long, downstream or
-	// upstream; it is raised to outlast every backend's StreamIdle. Zero
-	// means 300s.
+	// upstream; it is raised to outlast every route's ResponseHeaders and
+	// StreamIdle by idleMargin (longestPath). Zero means 300s.
 	StreamIdleTimeout time.Duration
 	// RequestTimeout bounds receiving the client's whole request (the
 	// connection manager's request_timeout): 408 while the body is still
@@ -106,6 +106,10 @@ type Config struct {
 	// Tracing turns on Envoy's own OpenTelemetry tracing; off when its
 	// Collector is empty.
 	Tracing Tracing
+	// EnvoyVersion is the Envoy release that will run the bootstrap; the
+	// zero Version means the reference release (1.37 or later). Bootstrap
+	// refuses a release that lacks what the config needs (checkVersion).
+	EnvoyVersion Version
 }
 
 // AccessLog selects the access log's output.
@@ -180,18 +184,39 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = defaultRequestTimeout
 	}
-	// The connection manager's idle timeout must not cut a stream a
-	// backend's own idle timeout allows.
-	for _, b := range c.Backends {
-		if c.StreamIdleTimeout < 0 {
-			break // reported by checkSettings
-		}
-		c.StreamIdleTimeout = max(c.StreamIdleTimeout, b.Timeouts.StreamIdle+10*time.Second)
-		for _, m := range b.Models {
-			c.StreamIdleTimeout = max(c.StreamIdleTimeout, m.Timeouts.StreamIdle+10*time.Second)
-		}
+	if c.StreamIdleTimeout > 0 {
+		c.StreamIdleTimeout = max(c.StreamIdleTimeout, c.longestPath()+idleMargin)
 	}
 	return c
+}
+
+// idleMargin keeps the connection manager's idle timer behind the
+// routes' own timers, so that a route's timeout, with its clearer reply,
+// fires first.
+const idleMargin = 10 * time.Second
+
+// longestPath is the longest silence any route allows: a model's wait
+// for its answer to start, or the longest gap in a stream. The connection
+// manager's stream_idle_timeout must outlast both. Its timer is restarted
+// only by what crosses the downstream codec or the filter chain's
+// events (conn_manager_impl.cc, resetIdleTimer), so while a provider
+// works on an answer nothing restarts it, and while ext_proc buffers a
+// JSON answer neither does the provider's body: with the idle timeout
+// below a route's per_try_timeout, a long answer is cut with 504 "stream
+// timeout" whatever the model allows.
+func (c Config) longestPath() time.Duration {
+	var d time.Duration
+	add := func(t Timeouts) { d = max(d, t.ResponseHeaders, t.StreamIdle) }
+	for _, b := range c.Backends {
+		add(b.Timeouts)
+		for _, m := range b.Models {
+			add(m.Timeouts)
+		}
+	}
+	for _, f := range c.Fallbacks {
+		add(f.Timeouts)
+	}
+	return d
 }
 
 func setDefault(s *string, v string) {

@@ -28,9 +28,10 @@
 // translating filter (envoyproxy/envoy#29318), and one cluster keeps
 // priorities, ejection and previous_priorities in one load balancer, as
 // Envoy AI Gateway does. The price: every endpoint of the cluster shares
-// its connect timeout and protocol options, and TLS is chosen per
-// endpoint by transport_socket_matches with the SNI taken from the
-// endpoint's hostname.
+// its connect timeout and protocol options, TLS is chosen per endpoint by
+// transport_socket_matches (each https deployment gets its backend's own
+// SNI and SAN), and a deployment whose name resolves to several addresses
+// is several hosts to the load balancer and to outlier detection.
 //
 // Validation reports each Problem at a path of proto field names, such as
 // static_resources.clusters[2].name, so that a hand-edited file can be fixed

@@ -15,7 +15,6 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	previoushosts "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	previouspriorities "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/priority/previous_priorities/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -109,7 +108,13 @@ const (
 	defaultBaseEjection   = 30 * time.Second
 	minRetryConcurrency   = 3
 	maxEjection           = 300 * time.Second
-	upstreamExtProcFilter = "envoy.filters.http.ext_proc"
+	// upstreamExtProcFilter is the upstream ext_proc's name, not the
+	// router-level filter's: ext_proc keeps its logging info in the
+	// request's filter state under the filter's configured name
+	// (ext_proc.cc, filterConfigName), and upstream filters share the
+	// request's stream info, so two filters of one name would write one
+	// record. The extension is found by the type of its typed_config.
+	upstreamExtProcFilter = "modelgate.upstream_ext_proc"
 	upstreamCodecFilter   = "envoy.filters.http.upstream_codec"
 )
 
@@ -228,18 +233,23 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 		f = f.withDefaults()
 		name := ModelCluster(f.Model)
 		la := &endpointv3.ClusterLoadAssignment{ClusterName: name}
-		allIP, anyTLS := true, false
+		allIP := true
+		var tlsMatches []*clusterv3.Cluster_TransportSocketMatch
 		for _, d := range f.Deployments {
 			up := byName[d.Backend]
 			allIP = allIP && up.isIP()
-			anyTLS = anyTLS || up.tls
 			md, err := structpb.NewStruct(map[string]any{BackendMetadataKey: d.Backend})
 			if err != nil {
 				return nil, err
 			}
 			filterMD := map[string]*structpb.Struct{cfg.MetadataNamespace: md}
 			if up.tls {
-				filterMD[transportSocketMatchKey] = tlsMatch()
+				filterMD[transportSocketMatchKey] = tlsMatch(d.Backend)
+				tlsMatches = append(tlsMatches, &clusterv3.Cluster_TransportSocketMatch{
+					Name:            "tls-" + d.Backend,
+					Match:           tlsMatch(d.Backend),
+					TransportSocket: tlsSocket(up, cfg.CAFile),
+				})
 			}
 			// The weight is the endpoint's: Envoy ignores a locality's
 			// without locality-weighted balancing.
@@ -282,15 +292,14 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 			TypedExtensionProtocolOptions: map[string]*anypb.Any{httpProtocolOptionsKey: mustAny(upstreamProtocolOptions(cfg))},
 		}
 		// STRICT_DNS resolves every endpoint's host, IP literals included;
-		// STATIC takes only literals.
+		// STATIC takes only literals. LOGICAL_DNS, as the backends'
+		// own clusters have, cannot be: it takes exactly one endpoint.
+		// So a deployment is one host per address its name resolves to,
+		// and outlier detection counts and ejects each address on its
+		// own: a provider behind several addresses is set aside one
+		// address at a time, each after Consecutive failures of its own.
 		setDiscovery(c, allIP, clusterv3.Cluster_STRICT_DNS)
-		if anyTLS {
-			c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{{
-				Name:            "tls",
-				Match:           tlsMatch(),
-				TransportSocket: autoSNISocket(cfg.CAFile),
-			}}
-		}
+		c.TransportSocketMatches = tlsMatches
 		out = append(out, c)
 	}
 	return out, nil
@@ -300,25 +309,16 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 // transport_socket_matches against.
 const transportSocketMatchKey = "envoy.transport_socket_match"
 
-func tlsMatch() *structpb.Struct {
-	return &structpb.Struct{Fields: map[string]*structpb.Value{"tls": structpb.NewBoolValue(true)}}
-}
-
-// autoSNISocket verifies each https endpoint against its own hostname:
-// the SNI and the verified name come from the endpoint the attempt goes
-// to, not from the request (ENVOY_EXTPROC.md §11.2).
-func autoSNISocket(caFile string) *corev3.TransportSocket {
-	return &corev3.TransportSocket{Name: tlsSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{
-		TypedConfig: mustAny(&tlsv3.UpstreamTlsContext{
-			AutoHostSni:          true,
-			AutoSniSanValidation: true,
-			CommonTlsContext: &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{
-				ValidationContext: &tlsv3.CertificateValidationContext{
-					TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: caFile}},
-				},
-			}},
-		}),
-	}}
+// tlsMatch labels a deployment's endpoint with its backend, and picks
+// that backend's TLS settings in transport_socket_matches: each https
+// deployment is verified as its backend's own cluster is, with the bare
+// host name as SNI and SAN. Not auto_host_sni: it takes the endpoint's
+// hostname verbatim, which carries the port when it is not 443 (the
+// hostname is also what auto_host_rewrite sends as Host, where the port
+// belongs), so SNI and the verified name would be "host:8443" and every
+// handshake would fail.
+func tlsMatch(backend string) *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{BackendMetadataKey: structpb.NewStringValue(backend)}}
 }
 
 // upstreamProtocolOptions carry the model cluster's upstream filters:

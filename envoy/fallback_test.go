@@ -9,7 +9,10 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 )
 
 func fallbackConfig() Config {
@@ -80,8 +83,8 @@ func TestFallbackBootstrap(t *testing.T) {
 			t.Errorf("endpoint %d: priority %d, %v", i, eps[i].GetPriority(), ep)
 		}
 	}
-	if len(c.GetTransportSocketMatches()) != 1 {
-		t.Errorf("transport socket matches %v", c.GetTransportSocketMatches())
+	if len(c.GetTransportSocketMatches()) != 2 {
+		t.Errorf("transport socket matches %v, want one per https deployment", c.GetTransportSocketMatches())
 	}
 	var opts upstreamsv3.HttpProtocolOptions
 	if err := c.GetTypedExtensionProtocolOptions()[httpProtocolOptionsKey].UnmarshalTo(&opts); err != nil {
@@ -159,5 +162,67 @@ func TestFallbackErrors(t *testing.T) {
 		if _, err := Bootstrap(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// A deployment on https://host:8443 is verified as host: the SNI and the
+// SAN are the bare host name, as its backend's own cluster has them, while
+// the endpoint's hostname, which auto_host_rewrite sends as Host, keeps
+// the port. (auto_host_sni would send the hostname verbatim, port and all,
+// and auto_sni_san_validation would then want a SAN "host:8443": Envoy's
+// client_context_impl.cc and default_validator.cc.)
+func TestFallbackTLSNames(t *testing.T) {
+	t.Parallel()
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051",
+		Backends: []Backend{
+			{Name: "odd-port", BaseURL: "https://llm.internal.example:8443"},
+			{Name: "ip", BaseURL: "https://10.1.2.3:8443"},
+			{Name: "plain", BaseURL: "http://127.0.0.1:9000"},
+		},
+		Fallbacks: []Fallback{{Model: "m", Deployments: []Deployment{{Backend: "odd-port"}, {Backend: "ip", Priority: 1}, {Backend: "plain", Priority: 2}}}},
+	}
+	b := generate(t, cfg)
+	var c *clusterv3.Cluster
+	for _, cl := range b.GetStaticResources().GetClusters() {
+		if cl.GetName() == ModelCluster("m") {
+			c = cl
+		}
+	}
+	if c == nil {
+		t.Fatal("no model cluster")
+	}
+	type names struct{ hostname, sni, san, sanType string }
+	got := map[string]names{}
+	for _, lle := range c.GetLoadAssignment().GetEndpoints() {
+		le := lle.GetLbEndpoints()[0]
+		backend := le.GetMetadata().GetFilterMetadata()[defaultMetadataNamespace].GetFields()[BackendMetadataKey].GetStringValue()
+		n := names{hostname: le.GetEndpoint().GetHostname()}
+		label := le.GetMetadata().GetFilterMetadata()[transportSocketMatchKey]
+		for _, m := range c.GetTransportSocketMatches() {
+			if label == nil || !proto.Equal(m.GetMatch(), label) {
+				continue
+			}
+			var tc tlsv3.UpstreamTlsContext
+			if err := m.GetTransportSocket().GetTypedConfig().UnmarshalTo(&tc); err != nil {
+				t.Fatal(err)
+			}
+			if tc.GetAutoHostSni() || tc.GetAutoSniSanValidation() {
+				t.Errorf("%s: auto_host_sni or auto_sni_san_validation set: %v", backend, &tc)
+			}
+			n.sni = tc.GetSni()
+			for _, san := range tc.GetCommonTlsContext().GetValidationContext().GetMatchTypedSubjectAltNames() {
+				n.san, n.sanType = san.GetMatcher().GetExact(), san.GetSanType().String()
+			}
+			break
+		}
+		got[backend] = n
+	}
+	want := map[string]names{
+		"odd-port": {hostname: "llm.internal.example:8443", sni: "llm.internal.example", san: "llm.internal.example", sanType: "DNS"},
+		"ip":       {hostname: "10.1.2.3:8443", san: "10.1.2.3", sanType: "IP_ADDRESS"},
+		"plain":    {hostname: "127.0.0.1:9000"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(names{})); diff != "" {
+		t.Errorf("endpoint names (-want +got):\n%s", diff)
 	}
 }

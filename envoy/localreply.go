@@ -6,6 +6,8 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // LocalReplyHeader marks a reply Envoy made itself (a timeout, a connect
@@ -22,12 +24,10 @@ type localReply struct {
 	body   string
 }
 
-// localReplies turn Envoy's own replies into OpenAI errors. Flags pick
-// Envoy's replies apart from the ext_proc server's immediate responses,
-// which carry none: a mapper by status alone would rewrite those too
-// (HTTP connection manager docs, local_reply). The statuses mapped by
-// status alone (413, 408, 500, 504) carry messages the server's own
-// replies of that status share, or are never sent by the server.
+// localReplies turn Envoy's own replies into OpenAI errors, after the
+// mapper that leaves the ext_proc server's replies alone (GatewayReplyKey).
+// Flags name the cause where Envoy sets one (HTTP connection manager docs,
+// local_reply); the rest are mapped by status.
 var localReplies = []localReply{
 	{flags: []string{"UT"}, body: errorJSON("The model's provider did not answer in time.", "server_error", "timeout")},
 	{flags: []string{"UPE"}, body: errorJSON("The model's provider broke off its answer or sent a broken one.", "server_error", "")},
@@ -40,8 +40,8 @@ var localReplies = []localReply{
 	{status: 504, body: errorJSON("The gateway timed out while processing the request.", "server_error", "timeout")},
 }
 
-// Messages the server's own replies share with local_reply_config, which
-// rewrites every local reply of their status.
+// Messages of Envoy's own 413 and 500, the texts of the server's replies
+// for the same errors, so that a client reads one text whoever answered.
 const (
 	TooLargeMessage = "The request body is larger than the gateway accepts."
 	InternalMessage = "The gateway had an internal error while processing your request."
@@ -58,10 +58,26 @@ func errorJSON(message, typ, code string) string {
 	return `{"error":{"message":` + strconv.Quote(message) + `,"type":` + strconv.Quote(typ) + `,"param":null,"code":` + c + `}}`
 }
 
+// GatewayReplyKey is the dynamic metadata key, in the server's metadata
+// namespace, that the ext_proc server sets to true with each of its
+// immediate responses. Envoy makes those local replies too, and
+// local_reply_config would otherwise rewrite them: a 413 or 500 of the
+// server's would get the mapper's generic body and LocalReplyHeader, and
+// after a fallback's retries ran out, the router's sticky URX or UO flag
+// would make the "could not be reached" mapper replace the server's
+// normalized provider error. ext_proc applies a reply's dynamic_metadata
+// before it acts on its immediate_response (ext_proc.cc,
+// onReceiveMessage), and mappers are evaluated when the local reply is
+// made (local_reply.cc, rewrite), so the marker is there in time.
+const GatewayReplyKey = "gateway_reply"
+
 // localReplyConfig maps Envoy's local replies to OpenAI errors, each marked
-// with LocalReplyHeader.
-func localReplyConfig() *hcmv3.LocalReplyConfig {
-	var ms []*hcmv3.ResponseMapper
+// with LocalReplyHeader. Its first mapper matches the ext_proc server's
+// own replies and changes nothing: the first matching mapper wins, and
+// without a format of its own or a top-level one the body stays as the
+// server wrote it.
+func localReplyConfig(namespace string) *hcmv3.LocalReplyConfig {
+	ms := []*hcmv3.ResponseMapper{{Filter: gatewayReplyFilter(namespace)}}
 	for _, lr := range localReplies {
 		ms = append(ms, &hcmv3.ResponseMapper{
 			Filter: lr.filter(),
@@ -92,5 +108,22 @@ func (lr localReply) filter() *accesslogv3.AccessLogFilter {
 			Value: &corev3.RuntimeUInt32{DefaultValue: lr.status,
 				RuntimeKey: "modelgate.local_reply." + strconv.Itoa(int(lr.status))},
 		}},
+	}}
+}
+
+// gatewayReplyFilter matches a local reply the ext_proc server made: its
+// GatewayReplyKey is true. match_if_key_not_found is false, so Envoy's own
+// replies, which lack it, do not match (access_log_impl.cc,
+// MetadataFilter::evaluate).
+func gatewayReplyFilter(namespace string) *accesslogv3.AccessLogFilter {
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_MetadataFilter{
+		MetadataFilter: &accesslogv3.MetadataFilter{
+			Matcher: &matcherv3.MetadataMatcher{
+				Filter: namespace,
+				Path:   []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: GatewayReplyKey}}},
+				Value:  &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_BoolMatch{BoolMatch: true}},
+			},
+			MatchIfKeyNotFound: wrapperspb.Bool(false),
+		},
 	}}
 }

@@ -1,8 +1,15 @@
 package envoy
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/google/go-cmp/cmp"
@@ -89,14 +96,22 @@ func TestBackendTimeoutsRejected(t *testing.T) {
 	}
 }
 
-// Every local reply mapper marks the reply and answers an OpenAI error.
+// The first mapper leaves the ext_proc server's own replies as they are;
+// every other mapper marks the reply and answers an OpenAI error.
 func TestLocalReplyConfig(t *testing.T) {
 	t.Parallel()
 	lrc := hcmOf(t, generate(t, testConfig)).GetLocalReplyConfig()
-	if len(lrc.GetMappers()) != len(localReplies) || lrc.GetBodyFormat() != nil {
-		t.Fatalf("local_reply_config = %v, want one mapper per entry and no top-level body_format (it would rewrite /v1/models)", lrc)
+	if len(lrc.GetMappers()) != len(localReplies)+1 || lrc.GetBodyFormat() != nil {
+		t.Fatalf("local_reply_config = %v, want the server's mapper, one mapper per entry and no top-level body_format (it would rewrite /v1/models)", lrc)
 	}
-	for i, m := range lrc.GetMappers() {
+	first := lrc.GetMappers()[0]
+	mf := first.GetFilter().GetMetadataFilter()
+	if mf.GetMatcher().GetFilter() != defaultMetadataNamespace || mf.GetMatcher().GetPath()[0].GetKey() != GatewayReplyKey ||
+		!mf.GetMatcher().GetValue().GetBoolMatch() || mf.GetMatchIfKeyNotFound() == nil || mf.GetMatchIfKeyNotFound().GetValue() ||
+		first.GetBodyFormatOverride() != nil || first.GetBody() != nil || first.GetStatusCode() != nil || len(first.GetHeadersToAdd()) > 0 {
+		t.Errorf("first mapper %v: want the server's marker and no rewrite", first)
+	}
+	for i, m := range lrc.GetMappers()[1:] {
 		if m.GetFilter().GetResponseFlagFilter() == nil && m.GetFilter().GetStatusCodeFilter() == nil {
 			t.Errorf("mapper %d filter %v: want response flags or a status", i, m.GetFilter())
 		}
@@ -111,5 +126,90 @@ func TestLocalReplyConfig(t *testing.T) {
 		if err := spec.Validate("ErrorResponse", []byte(f.GetTextFormatSource().GetInlineString())); err != nil {
 			t.Errorf("mapper %d body: %v", i, err)
 		}
+	}
+}
+
+// shortTimeouts lists every timer on the path of model's requests that
+// would end an exchange its timeouts allow: the connection manager's
+// stream_idle_timeout (no event restarts it while the provider works on
+// an answer), and on each of the model's routes the route timeout, the
+// route idle_timeout and the per-try timeouts.
+func shortTimeouts(b *bootstrapv3.Bootstrap, model string, want Timeouts) []string {
+	var short []string
+	longest := max(want.ResponseHeaders, want.StreamIdle)
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := b.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(hcm); err != nil {
+		return []string{err.Error()}
+	}
+	if d := hcm.GetStreamIdleTimeout().AsDuration(); hcm.GetStreamIdleTimeout() == nil || d > 0 && d <= longest {
+		short = append(short, fmt.Sprintf("stream_idle_timeout %v (Envoy's default 5m when unset)", d))
+	}
+	routes := 0
+	for _, r := range hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
+		if !slices.ContainsFunc(r.GetMatch().GetHeaders(), func(h *routev3.HeaderMatcher) bool {
+			return h.GetName() == ModelHeader && h.GetStringMatch().GetExact() == model
+		}) {
+			continue
+		}
+		routes++
+		ra := r.GetRoute()
+		stream := slices.ContainsFunc(r.GetMatch().GetHeaders(), func(h *routev3.HeaderMatcher) bool { return h.GetName() == StreamHeader })
+		if d := ra.GetTimeout().AsDuration(); ra.GetTimeout() == nil || d > 0 && d < longest {
+			short = append(short, fmt.Sprintf("%s: timeout %v (15s when unset)", r.GetName(), d))
+		}
+		if d := ra.GetIdleTimeout().AsDuration(); d > 0 && d <= longest {
+			short = append(short, fmt.Sprintf("%s: idle_timeout %v", r.GetName(), d))
+		}
+		rp := ra.GetRetryPolicy()
+		if d := rp.GetPerTryTimeout().AsDuration(); d > 0 && d < want.ResponseHeaders {
+			short = append(short, fmt.Sprintf("%s: per_try_timeout %v", r.GetName(), d))
+		}
+		// A buffered answer is silent until it is whole: a per-try idle
+		// timeout on its route would cut it as the stream's would.
+		if d := rp.GetPerTryIdleTimeout().AsDuration(); d > 0 && (stream && d < want.StreamIdle || !stream && d < want.ResponseHeaders) {
+			short = append(short, fmt.Sprintf("%s: per_try_idle_timeout %v", r.GetName(), d))
+		}
+	}
+	if routes == 0 {
+		short = append(short, "no route of its own")
+	}
+	return short
+}
+
+// A reasoning model may take 900s to start answering: nothing on its path
+// may end the exchange sooner, whether its timeouts are its own, its
+// backend's or a fallback's. Before the connection manager's idle timeout
+// followed response_headers, it was 310s here and cut every such answer
+// with 504 "stream timeout".
+func TestNoTimeoutShorterThanTheModels(t *testing.T) {
+	t.Parallel()
+	slow := Timeouts{ResponseHeaders: 900 * time.Second, StreamIdle: 300 * time.Second}
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051",
+		Backends: []Backend{
+			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 30 * time.Second},
+				Models: []ModelTimeouts{{Model: "o3", Timeouts: slow}}},
+			{Name: "anthropic", BaseURL: "https://api.anthropic.com"},
+		},
+		Fallbacks: []Fallback{{Model: "thinker", Timeouts: slow,
+			Deployments: []Deployment{{Backend: "anthropic"}, {Backend: "openai", Priority: 1}}}},
+	}
+	b := generate(t, cfg)
+	for _, model := range []string{"o3", "thinker"} {
+		if short := shortTimeouts(b, model, slow); len(short) > 0 {
+			t.Errorf("%s: timeouts shorter than response_headers %v / stream_idle %v: %v", model, slow.ResponseHeaders, slow.StreamIdle, short)
+		}
+	}
+	if got := hcmOf(t, b).GetStreamIdleTimeout().AsDuration(); got != 910*time.Second {
+		t.Errorf("stream_idle_timeout %v, want 910s (the longest path and the margin)", got)
+	}
+
+	// The check finds what the old bootstrap had: the idle timeout above
+	// stream_idle only.
+	hcm := hcmOf(t, b)
+	hcm.StreamIdleTimeout = durationpb.New(310 * time.Second)
+	b.GetStaticResources().GetListeners()[0].GetFilterChains()[0].GetFilters()[0].ConfigType =
+		&listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}
+	if short := shortTimeouts(b, "o3", slow); len(short) != 1 || !strings.Contains(short[0], "stream_idle_timeout 5m10s") {
+		t.Errorf("shortTimeouts with a 310s idle timeout = %v", short)
 	}
 }

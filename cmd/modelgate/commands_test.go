@@ -81,7 +81,7 @@ backends:
 
 func TestValidate(t *testing.T) {
 	out, _, err := runCmd(t, "validate", "--config", "../../deploy/compose/modelgate.yaml")
-	if err != nil || !strings.Contains(out, "ok (4 backends, 4 models)") {
+	if err != nil || !strings.Contains(out, "ok (4 backends, 4 models; needs Envoy 1.34 or later)") {
 		t.Errorf("validate compose config: %q, %v", out, err)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -91,6 +91,37 @@ func TestValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate bad config: error %v, want it to mention %s", err, want)
 		}
+	}
+}
+
+// A model with fallback needs Envoy 1.37: envoy-config and validate say
+// so in their output, and refuse an older release when asked for one.
+func TestEnvoyVersionForFallback(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte(`backends:
+  - {name: a, provider: openai, base_url: "https://api.openai.com"}
+  - {name: b, provider: anthropic, base_url: "https://api.anthropic.com"}
+models:
+  - {id: m, fallback: {}, deployments: [{backend: a, model: gpt-up}, {backend: b, model: claude-up, priority: 1}]}
+`), 0o644)
+	out, _, err := runCmd(t, "envoy-config", "--config", cfg)
+	if err != nil || !strings.Contains(out, "# Needs Envoy 1.37 or later (its models with fallback do") {
+		t.Errorf("envoy-config: %v, output starts %.300q", err, out)
+	}
+	if out, _, err := runCmd(t, "validate", "--config", cfg, "--envoy-version", "1.37.2"); err != nil || !strings.Contains(out, "needs Envoy 1.37 or later") {
+		t.Errorf("validate for 1.37.2: %q, %v", out, err)
+	}
+	for _, cmd := range []string{"envoy-config", "validate"} {
+		_, _, err := runCmd(t, cmd, "--config", cfg, "--envoy-version", "1.36")
+		if err == nil || !strings.Contains(err.Error(), `fallback of model "m" needs Envoy 1.37 or later, not 1.36`) {
+			t.Errorf("%s --envoy-version 1.36: %v", cmd, err)
+		}
+	}
+	if _, _, err := runCmd(t, "validate", "--config", cfg, "--envoy-version", "1.33"); err == nil || !strings.Contains(err.Error(), "needs Envoy 1.34 or later") {
+		t.Errorf("validate for 1.33: %v", err)
+	}
+	if _, _, err := runCmd(t, "validate", "--config", cfg, "--envoy-version", "latest"); err == nil || !strings.Contains(err.Error(), "want major.minor") {
+		t.Errorf("validate for latest: %v", err)
 	}
 }
 

@@ -6,12 +6,30 @@ import (
 )
 
 // Clock is the time source of outlier detection (ejection times, interval
-// sweeps) and of retry back-off waits. Tests inject one with WithClock;
-// the stream timers (timers.go) keep running on real time.
+// sweeps) and of retry back-off waits. Tests inject one with WithClock.
+// The stream timers (timers.go) run on it too when it is a TimerClock,
+// else on real time.
 type Clock interface {
 	Now() time.Time
 	// After is time.After: the channel gets a value once d has passed.
 	After(d time.Duration) <-chan time.Time
+}
+
+// TimerClock is a Clock that also runs the stream timers: the connection
+// manager's stream_idle_timeout and request_timeout, the route timeout,
+// per_try_timeout and per_try_idle_timeout. A test that moves it can let
+// hours of a slow provider pass in no time.
+type TimerClock interface {
+	Clock
+	// AfterFunc is time.AfterFunc: f runs in its own goroutine once d
+	// has passed, unless the timer was stopped.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a timer of a TimerClock, as *time.Timer.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 type realClock struct{}
@@ -19,7 +37,16 @@ type realClock struct{}
 func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
-// WithClock replaces the clock of outlier detection and retry back-off.
+// afterFunc runs the stream timers on c when it can, else on real time.
+func afterFunc(c Clock, d time.Duration, f func()) Timer {
+	if tc, ok := c.(TimerClock); ok {
+		return tc.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f)
+}
+
+// WithClock replaces the clock of outlier detection and retry back-off,
+// and of the stream timers when c is a TimerClock.
 // Outlier detection's interval sweeps run at New's time plus whole
 // intervals, as Envoy's interval timer does from cluster creation; the
 // stand-in runs the sweeps that are due whenever it looks at a cluster, so

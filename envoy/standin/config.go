@@ -17,6 +17,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	earlyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/http/early_header_mutation/header_mutation/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -122,6 +123,35 @@ type plan struct {
 	// the x-forwarded-for header (see requestHeaders).
 	useRemoteAddress bool
 	xffTrustedHops   uint32
+	// earlyRemove are the headers the early header mutations remove.
+	earlyRemove []string
+	// internal are internal_address_config's cidr_ranges; internalAll
+	// says an internal_address_config without any, which counts RFC 1918,
+	// RFC 4193 and loopback addresses as internal. Without the config no
+	// client is internal.
+	internal    []*net.IPNet
+	internalAll bool
+}
+
+// isInternal reports whether the trusted client address is internal
+// (http_connection_manager/config.h, InternalAddressConfig;
+// network/utility.cc, isInternalAddress).
+func (p *plan) isInternal(addr string) bool {
+	ip := net.ParseIP(addr)
+	switch {
+	case ip == nil:
+		return false
+	case len(p.internal) > 0:
+		for _, n := range p.internal {
+			if n.Contains(ip) {
+				return true
+			}
+		}
+		return false
+	case p.internalAll:
+		return ip.IsPrivate() || ip.IsLoopback()
+	}
+	return false
 }
 
 func unsupported(format string, args ...any) error {
@@ -193,7 +223,7 @@ func (p *plan) listener(l *listenerv3.Listener) error {
 // or that do not change what it does (stat_prefix, codec_type).
 var hcmFields = []string{"stat_prefix", "codec_type", "route_config", "http_filters", "stream_idle_timeout",
 	"request_timeout", "local_reply_config", "always_set_request_id_in_response", "access_log",
-	"use_remote_address", "xff_num_trusted_hops"}
+	"use_remote_address", "xff_num_trusted_hops", "early_header_mutation_extensions", "internal_address_config"}
 
 func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	if hcm.GetRouteConfig() == nil {
@@ -215,6 +245,22 @@ func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	}
 	p.useRemoteAddress = hcm.GetUseRemoteAddress().GetValue()
 	p.xffTrustedHops = hcm.GetXffNumTrustedHops()
+	if p.earlyRemove, err = compileEarlyMutations(hcm.GetEarlyHeaderMutationExtensions()); err != nil {
+		return err
+	}
+	if iac := hcm.GetInternalAddressConfig(); iac != nil {
+		if extra := extraFields(iac, "cidr_ranges"); len(extra) > 0 {
+			return unsupported("internal_address_config %v (cidr_ranges are implemented)", extra)
+		}
+		p.internalAll = len(iac.GetCidrRanges()) == 0
+		for _, r := range iac.GetCidrRanges() {
+			_, n, err := net.ParseCIDR(fmt.Sprintf("%s/%d", r.GetAddressPrefix(), r.GetPrefixLen().GetValue()))
+			if err != nil {
+				return fmt.Errorf("standin: internal_address_config: %w", err)
+			}
+			p.internal = append(p.internal, n)
+		}
+	}
 	p.routes = hcm.GetRouteConfig()
 	p.idleTimeout = 5 * time.Minute
 	if d := hcm.GetStreamIdleTimeout(); d != nil {
@@ -423,4 +469,29 @@ func checkDirectResponse(r *routev3.Route) error {
 		}
 	}
 	return nil
+}
+
+// compileEarlyMutations reads the connection manager's early header
+// mutations: the header_mutation extension removing headers by name
+// (header_mutation.cc, RemoveMutation). Appending and remove_on_match are
+// not implemented.
+func compileEarlyMutations(exts []*corev3.TypedExtensionConfig) ([]string, error) {
+	var names []string
+	for _, e := range exts {
+		hm := &earlyv3.HeaderMutation{}
+		if e.GetTypedConfig() == nil || e.GetTypedConfig().UnmarshalTo(hm) != nil {
+			return nil, unsupported("early header mutation %q (only the header_mutation extension is implemented)", e.GetName())
+		}
+		if len(hm.GetMutations()) == 0 {
+			return nil, fmt.Errorf("standin: early header mutation %q: mutations must have at least 1 item", e.GetName())
+		}
+		for _, m := range hm.GetMutations() {
+			name := m.GetRemove()
+			if name == "" {
+				return nil, unsupported("early header mutation %q: %v (only remove is implemented)", e.GetName(), m)
+			}
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }

@@ -126,42 +126,33 @@ func (x *exchange) bytesReceived() int64 {
 
 // requestHeaders builds the headers as Envoy's connection manager hands
 // them to filters (conn_manager_utility.cc, mutateRequestHeaders), and
-// notes the client address it trusts. No client is internal, as in Envoy
-// 1.33 and later without internal_address_config: with use_remote_address
-// every request is an edge request, whose x-request-id is replaced and
-// whose x-envoy-* headers are dropped.
+// notes the client address it trusts. In Envoy's order: the early header
+// mutations first; then x-forwarded-for and the trusted client address;
+// then whether the request is internal (its trusted address in
+// internal_address_config's cidr_ranges: without one, no client is, as in
+// Envoy 1.34 and later) and whether it is an edge request (external, with
+// use_remote_address). An internal request gets x-envoy-internal: true
+// and keeps its x-envoy-* headers; every external one loses the router's
+// control headers (cleanInternalHeaders), an edge request a few more and
+// its x-request-id.
 func (x *exchange) requestHeaders() headerMap {
 	r, pl := x.r, x.p.plan
-	edge := pl.useRemoteAddress
-	// x-forwarded-proto is the client's unless an edge request's prior hop
-	// is not trusted; set when missing.
-	proto := r.Header.Get("X-Forwarded-Proto")
-	if proto == "" || edge && pl.xffTrustedHops == 0 {
-		proto = "http"
+	in := r.Header.Clone()
+	for _, name := range pl.earlyRemove {
+		in.Del(name)
 	}
-	h := headerMap{{":authority", r.Host}, {":path", r.URL.RequestURI()}, {":method", r.Method}, {":scheme", "http"},
-		{"x-forwarded-proto", proto}}
-	if id := r.Header.Get("X-Request-Id"); id != "" && !edge {
-		h = append(h, header{"x-request-id", id})
-	} else {
-		h = append(h, header{"x-request-id", x.p.ids.next()})
-	}
-	for name, values := range r.Header {
-		key := strings.ToLower(name)
-		if hopByHop[key] || key == "x-request-id" || key == "host" || key == "x-forwarded-for" || key == "x-forwarded-proto" ||
-			key == "x-envoy-internal" || edge && strings.HasPrefix(key, "x-envoy-") {
-			continue
-		}
-		for _, v := range values {
-			h = append(h, header{key, v})
-		}
-	}
-	xff := strings.Join(r.Header.Values("X-Forwarded-For"), ",")
+	// x-forwarded-for and the trusted client address.
+	xff := strings.Join(in.Values("X-Forwarded-For"), ",")
 	peer, _, _ := net.SplitHostPort(r.RemoteAddr)
-	var client string
-	if edge {
+	var trusted string
+	var allowTrusted bool // allow_trusted_address_checks
+	if pl.useRemoteAddress {
+		allowTrusted = len(in.Values("X-Forwarded-For")) == 0
 		if pl.xffTrustedHops > 0 {
-			client = fromXFF(xff, pl.xffTrustedHops-1)
+			trusted = fromXFF(xff, pl.xffTrustedHops-1)
+		}
+		if trusted == "" {
+			trusted = peer
 		}
 		appended := peer
 		if ip := net.ParseIP(peer); ip != nil && ip.IsLoopback() {
@@ -175,13 +166,43 @@ func (x *exchange) requestHeaders() headerMap {
 			xff += "," + appended
 		}
 	} else {
-		client = fromXFF(xff, pl.xffTrustedHops)
+		trusted = fromXFF(xff, pl.xffTrustedHops)
+		allowTrusted = trusted != "" && pl.xffTrustedHops == 0 && !strings.Contains(xff, ",")
 	}
+	internal := allowTrusted && pl.isInternal(trusted)
+	edge := !internal && pl.useRemoteAddress
+	client := trusted
 	if client == "" {
 		client = peer
 	}
+	// x-forwarded-proto is the client's unless an edge request's prior hop
+	// is not trusted; set when missing.
+	proto := in.Get("X-Forwarded-Proto")
+	if proto == "" || pl.useRemoteAddress && pl.xffTrustedHops == 0 {
+		proto = "http"
+	}
+	h := headerMap{{":authority", r.Host}, {":path", r.URL.RequestURI()}, {":method", r.Method}, {":scheme", "http"},
+		{"x-forwarded-proto", proto}}
+	if id := in.Get("X-Request-Id"); id != "" && !edge {
+		h = append(h, header{"x-request-id", id})
+	} else {
+		h = append(h, header{"x-request-id", x.p.ids.next()})
+	}
+	for name, values := range in {
+		key := strings.ToLower(name)
+		if hopByHop[key] || key == "x-request-id" || key == "host" || key == "x-forwarded-for" || key == "x-forwarded-proto" ||
+			key == "x-envoy-internal" || !internal && externalStripped[key] || edge && edgeStripped[key] {
+			continue
+		}
+		for _, v := range values {
+			h = append(h, header{key, v})
+		}
+	}
 	if xff != "" {
 		h = append(h, header{"x-forwarded-for", xff})
+	}
+	if internal {
+		h = append(h, header{"x-envoy-internal", "true"})
 	}
 	if edge {
 		h = append(h, header{"x-envoy-external-address", client})
@@ -191,6 +212,27 @@ func (x *exchange) requestHeaders() headerMap {
 		h = h.set("content-length", strconv.FormatInt(r.ContentLength, 10))
 	}
 	return h
+}
+
+// externalStripped are the headers the connection manager removes from
+// every request it does not count as internal, edgeStripped those it also
+// removes from edge requests (conn_manager_utility.cc,
+// cleanInternalHeaders, Envoy 1.37).
+var (
+	externalStripped = setOf("x-envoy-retriable-status-codes", "x-envoy-retriable-header-names", "x-envoy-retry-on",
+		"x-envoy-retry-grpc-on", "x-envoy-max-retries", "x-envoy-upstream-alt-stat-name", "x-envoy-upstream-rq-timeout-ms",
+		"x-envoy-upstream-rq-per-try-timeout-ms", "x-envoy-upstream-rq-timeout-alt-response", "x-envoy-expected-rq-timeout-ms",
+		"x-envoy-force-trace", "x-envoy-ip-tags", "x-envoy-original-url", "x-envoy-hedge-on-per-try-timeout")
+	edgeStripped = setOf("x-envoy-decorator-operation", "x-envoy-downstream-service-cluster",
+		"x-envoy-downstream-service-node", "x-envoy-original-path", "x-envoy-original-host")
+)
+
+func setOf(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
 }
 
 // fromXFF is the IP address hops entries left of the last one in an

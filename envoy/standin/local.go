@@ -92,7 +92,10 @@ func (x *exchange) sendLocalReply(lr *localReply) {
 		x.reset()
 		return
 	}
-	status, h, body := x.p.plan.localReply.prepare(lr, x.flags)
+	x.mdMu.Lock()
+	md := x.entry.Metadata // mergeMetadataFrom replaces values, never edits them
+	status, h, body := x.p.plan.localReply.prepare(lr, x.flags, md)
+	x.mdMu.Unlock()
 	if x.respStarted || lr.skipFilters || !x.active.Load() {
 		x.respStarted = true
 		x.writeResponse(status, h, []byte(body))

@@ -9,6 +9,7 @@ import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
 // localReplyConfig is the connection manager's local_reply_config, as
@@ -30,7 +31,16 @@ type mapper struct {
 }
 
 // replyFilter is an access-log filter evaluated on a local reply.
-type replyFilter func(code int, flags []string) bool
+type replyFilter func(in replyInput) bool
+
+// replyInput is what the filters see of a local reply when it is made
+// (local_reply.cc, rewrite): its status, the response flags and the
+// request's dynamic metadata at that moment.
+type replyInput struct {
+	code     int
+	flags    []string
+	metadata map[string]map[string]any
+}
 
 type headerToAdd struct {
 	opt   *corev3.HeaderValueOption
@@ -81,13 +91,13 @@ func (f format) render(s replyState) string {
 // local_reply_config rewrite, then content-length and content-type (a
 // body changed by the rewrite gets the format's content type unless the
 // rewrite set one; an empty body has neither header).
-func (c *localReplyConfig) prepare(lr *localReply, flags []string) (int, headerMap, string) {
+func (c *localReplyConfig) prepare(lr *localReply, flags []string, metadata map[string]map[string]any) (int, headerMap, string) {
 	h := lr.headers.clone()
 	ctBefore, _ := h.get("content-type")
 	s := replyState{code: lr.status, details: lr.details, flags: flagString(flags), body: lr.body}
 	final := c.format
 	for _, m := range c.mappers {
-		if !m.filter(s.code, flags) {
+		if !m.filter(replyInput{code: s.code, flags: flags, metadata: metadata}) {
 			continue
 		}
 		if m.body != nil {
@@ -190,21 +200,23 @@ func compileFilter(f *accesslogv3.AccessLogFilter) (replyFilter, error) {
 		v := int(cmp.GetValue().GetDefaultValue())
 		switch cmp.GetOp() {
 		case accesslogv3.ComparisonFilter_EQ:
-			return func(code int, _ []string) bool { return code == v }, nil
+			return func(in replyInput) bool { return in.code == v }, nil
 		case accesslogv3.ComparisonFilter_GE:
-			return func(code int, _ []string) bool { return code >= v }, nil
+			return func(in replyInput) bool { return in.code >= v }, nil
 		case accesslogv3.ComparisonFilter_LE:
-			return func(code int, _ []string) bool { return code <= v }, nil
+			return func(in replyInput) bool { return in.code <= v }, nil
 		}
 		return nil, unsupported("status_code_filter op %v (EQ, GE and LE are implemented)", cmp.GetOp())
 	case *accesslogv3.AccessLogFilter_ResponseFlagFilter:
 		want := spec.ResponseFlagFilter.GetFlags()
-		return func(_ int, flags []string) bool {
+		return func(in replyInput) bool {
 			if len(want) == 0 { // any flag set
-				return len(flags) > 0
+				return len(in.flags) > 0
 			}
-			return slices.ContainsFunc(want, func(f string) bool { return slices.Contains(flags, f) })
+			return slices.ContainsFunc(want, func(f string) bool { return slices.Contains(in.flags, f) })
 		}, nil
+	case *accesslogv3.AccessLogFilter_MetadataFilter:
+		return compileMetadataFilter(spec.MetadataFilter)
 	case *accesslogv3.AccessLogFilter_AndFilter, *accesslogv3.AccessLogFilter_OrFilter:
 		var subs []*accesslogv3.AccessLogFilter
 		and := false
@@ -221,16 +233,69 @@ func compileFilter(f *accesslogv3.AccessLogFilter) (replyFilter, error) {
 			}
 			fs = append(fs, sf)
 		}
-		return func(code int, flags []string) bool {
+		return func(in replyInput) bool {
 			for _, sf := range fs {
-				if sf(code, flags) != and {
+				if sf(in) != and {
 					return !and
 				}
 			}
 			return and
 		}, nil
 	}
-	return nil, unsupported("filter %T (status_code_filter, response_flag_filter, and_filter and or_filter are implemented)", f.GetFilterSpecifier())
+	return nil, unsupported("filter %T (status_code_filter, response_flag_filter, metadata_filter, and_filter and or_filter are implemented)",
+		f.GetFilterSpecifier())
+}
+
+// compileMetadataFilter is Envoy's MetadataFilter (access_log_impl.cc):
+// the value at the matcher's path in its namespace of the dynamic
+// metadata; when it is there, the filter is the value matcher's answer,
+// else match_if_key_not_found (default true). The matcher's invert is not
+// read there, and is refused here. Value matchers: bool_match,
+// string_match exact and present_match.
+func compileMetadataFilter(f *accesslogv3.MetadataFilter) (replyFilter, error) {
+	m := f.GetMatcher()
+	if m == nil || m.GetInvert() || len(m.GetPath()) == 0 {
+		return nil, unsupported("metadata_filter without a matcher, without a path or with invert")
+	}
+	var path []string
+	for _, seg := range m.GetPath() {
+		path = append(path, seg.GetKey())
+	}
+	var match func(v any) bool
+	switch vm := m.GetValue().GetMatchPattern().(type) {
+	case *matcherv3.ValueMatcher_BoolMatch:
+		match = func(v any) bool { b, ok := v.(bool); return ok && b == vm.BoolMatch }
+	case *matcherv3.ValueMatcher_PresentMatch:
+		match = func(any) bool { return vm.PresentMatch }
+	case *matcherv3.ValueMatcher_StringMatch:
+		exact, ok := vm.StringMatch.GetMatchPattern().(*matcherv3.StringMatcher_Exact)
+		if !ok || vm.StringMatch.GetIgnoreCase() {
+			return nil, unsupported("metadata_filter string_match other than a case-sensitive exact match")
+		}
+		match = func(v any) bool { s, ok := v.(string); return ok && s == exact.Exact }
+	default:
+		return nil, unsupported("metadata_filter value %T (bool_match, string_match and present_match are implemented)", m.GetValue().GetMatchPattern())
+	}
+	notFound := f.GetMatchIfKeyNotFound() == nil || f.GetMatchIfKeyNotFound().GetValue()
+	ns := m.GetFilter()
+	return func(in replyInput) bool {
+		var v any
+		if m := in.metadata[ns]; m != nil {
+			v = m
+		}
+		for _, k := range path {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = obj[k]
+		}
+		if v == nil {
+			return notFound
+		}
+		return match(v)
+	}, nil
 }
 
 func compileBodyFormat(f *corev3.SubstitutionFormatString) (*bodyFormat, error) {

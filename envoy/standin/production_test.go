@@ -112,8 +112,8 @@ func TestProductionConfigRefused(t *testing.T) {
 		}
 	}
 	tests := map[string]setup{
-		"internal_address_config": withHCM(func(h *hcmv3.HttpConnectionManager) {
-			h.InternalAddressConfig = &hcmv3.HttpConnectionManager_InternalAddressConfig{}
+		"internal_address_config for unix sockets": withHCM(func(h *hcmv3.HttpConnectionManager) {
+			h.InternalAddressConfig = &hcmv3.HttpConnectionManager_InternalAddressConfig{UnixSockets: true}
 		}),
 		"generate_request_id off": withHCM(func(h *hcmv3.HttpConnectionManager) { h.GenerateRequestId = wrapperspb.Bool(false) }),
 		"HTTP/3 codec":            withHCM(func(h *hcmv3.HttpConnectionManager) { h.CodecType = hcmv3.HttpConnectionManager_HTTP3 }),
@@ -350,20 +350,32 @@ func TestForwardedFor(t *testing.T) {
 		peer, xff              string
 		wantClient, wantXFF    string
 		wantExternal           string // x-envoy-external-address; "" for none
-		wantIDKept, wantEnvoyX bool   // the client's x-request-id and x-envoy-retry-on survive
+		// wantIDKept: the client's x-request-id survives; wantInternal: the
+		// request is internal (x-envoy-internal) and keeps x-envoy-retry-on,
+		// which every external request loses.
+		wantIDKept, wantInternal bool
+		internal                 []string // internal_address_config cidr_ranges
 	}{
 		{"edge, no trusted proxy (example 1)", true, 0, "192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1",
-			"192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1,192.0.2.5", "192.0.2.5", false, false},
+			"192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1,192.0.2.5", "192.0.2.5", false, false, nil},
 		{"internal proxy behind the edge (example 2)", false, 0, "10.11.12.13", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5",
-			"192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5", "", true, true},
+			"192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5", "", true, false, nil},
 		{"edge behind two trusted proxies (example 3)", true, 2, "192.0.2.5", "203.0.113.128, 203.0.113.10, 203.0.113.1",
-			"203.0.113.10", "203.0.113.128, 203.0.113.10, 203.0.113.1,192.0.2.5", "203.0.113.10", false, false},
+			"203.0.113.10", "203.0.113.128, 203.0.113.10, 203.0.113.1,192.0.2.5", "203.0.113.10", false, false, nil},
 		{"internal proxy, two trusted hops (example 4)", false, 2, "10.11.12.13", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5",
-			"203.0.113.10", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5", "", true, true},
-		{"default, no x-forwarded-for: the peer", false, 0, "198.51.100.7", "", "198.51.100.7", "", "", true, true},
-		{"default, a forged entry is believed", false, 0, "198.51.100.7", "1.2.3.4", "1.2.3.4", "1.2.3.4", "", true, true},
-		{"too few entries for the hops: the peer", true, 3, "192.0.2.5", "203.0.113.1", "192.0.2.5", "203.0.113.1,192.0.2.5", "192.0.2.5", false, false},
-		{"not an address: the peer", false, 0, "198.51.100.7", "unknown", "198.51.100.7", "unknown", "", true, true},
+			"203.0.113.10", "203.0.113.128, 203.0.113.10, 203.0.113.1, 192.0.2.5", "", true, false, nil},
+		{"default, no x-forwarded-for: the peer", false, 0, "198.51.100.7", "", "198.51.100.7", "", "", true, false, nil},
+		{"default, a forged entry is believed", false, 0, "198.51.100.7", "1.2.3.4", "1.2.3.4", "1.2.3.4", "", true, false, nil},
+		{"too few entries for the hops: the peer", true, 3, "192.0.2.5", "203.0.113.1", "192.0.2.5", "203.0.113.1,192.0.2.5", "192.0.2.5", false, false, nil},
+		{"not an address: the peer", false, 0, "198.51.100.7", "unknown", "198.51.100.7", "unknown", "", true, false, nil},
+		// With internal_address_config a client in its ranges is internal:
+		// not an edge request, x-envoy-internal set, its x-envoy-* kept.
+		{"internal peer at the edge", true, 0, "10.11.12.13", "", "10.11.12.13", "10.11.12.13", "", true, true, []string{"10.0.0.0/8"}},
+		// An x-forwarded-for of one address is trusted for the check: a
+		// forged entry makes the client internal.
+		{"internal by a forged entry", false, 0, "198.51.100.7", "10.1.1.1", "10.1.1.1", "10.1.1.1", "", true, true, []string{"10.0.0.0/8"}},
+		// Two entries are not: the request is external.
+		{"two entries are never internal", false, 0, "10.11.12.13", "10.1.1.1, 10.2.2.2", "10.2.2.2", "10.1.1.1, 10.2.2.2", "", true, false, []string{"10.0.0.0/8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -375,7 +387,12 @@ func TestForwardedFor(t *testing.T) {
 			if tt.xff != "" {
 				r.Header.Set("X-Forwarded-For", tt.xff)
 			}
-			x := &exchange{p: &Proxy{plan: &plan{useRemoteAddress: tt.useRemoteAddress, xffTrustedHops: tt.hops}}, r: r}
+			pl := &plan{useRemoteAddress: tt.useRemoteAddress, xffTrustedHops: tt.hops}
+			for _, c := range tt.internal {
+				_, n, _ := net.ParseCIDR(c)
+				pl.internal = append(pl.internal, n)
+			}
+			x := &exchange{p: &Proxy{plan: pl}, r: r}
 			h := x.requestHeaders()
 			xff, _ := h.get("x-forwarded-for")
 			ext, _ := h.get("x-envoy-external-address")
@@ -383,7 +400,7 @@ func TestForwardedFor(t *testing.T) {
 			_, retry := h.get("x-envoy-retry-on")
 			_, internal := h.get("x-envoy-internal")
 			if x.entry.ClientAddress != tt.wantClient || xff != tt.wantXFF || ext != tt.wantExternal ||
-				(id == "client-id") != tt.wantIDKept || retry != tt.wantEnvoyX || internal {
+				(id == "client-id") != tt.wantIDKept || retry != tt.wantInternal || internal != tt.wantInternal {
 				t.Errorf("client %q xff %q external %q id %q x-envoy-retry-on %v x-envoy-internal %v", x.entry.ClientAddress, xff, ext, id, retry, internal)
 			}
 		})

@@ -85,7 +85,7 @@ type timers struct {
 	x  *exchange
 	mu sync.Mutex
 
-	idle, request, route, perTry, perTryIdle *time.Timer
+	idle, request, route, perTry, perTryIdle Timer
 	idleD, perTryIdleD                       time.Duration
 	upstreamStarted                          bool // the response was handed downstream: per_try_timeout no longer applies
 	attempt                                  int  // counts startAttempt calls
@@ -102,10 +102,10 @@ func (t *timers) start(idle, request time.Duration) {
 	defer t.mu.Unlock()
 	if idle > 0 {
 		t.idleD = idle
-		t.idle = time.AfterFunc(idle, t.fire(t.x.streamIdleReply))
+		t.idle = t.afterFunc(idle, t.fire(t.x.streamIdleReply))
 	}
 	if request > 0 {
-		t.request = time.AfterFunc(request, t.fire(t.x.requestTimeoutReply))
+		t.request = t.afterFunc(request, t.fire(t.x.requestTimeoutReply))
 	}
 }
 
@@ -135,7 +135,7 @@ func (t *timers) startRoute(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
-		t.route = time.AfterFunc(d, t.fire(func() *localReply {
+		t.route = t.afterFunc(d, t.fire(func() *localReply {
 			return upstreamTimeout("response_timeout")
 		}))
 	}
@@ -176,7 +176,7 @@ func (t *timers) startAttempt(perTry, perTryIdle time.Duration, abort func(error
 		return t.upstreamStarted, t.attempt == gen
 	}
 	if perTry > 0 {
-		t.perTry = time.AfterFunc(perTry, func() {
+		t.perTry = t.afterFunc(perTry, func() {
 			if started, _ := state(); !started {
 				abort(errPerTryTimeout)
 			}
@@ -184,7 +184,7 @@ func (t *timers) startAttempt(perTry, perTryIdle time.Duration, abort func(error
 	}
 	if perTryIdle > 0 {
 		t.perTryIdleD = perTryIdle
-		t.perTryIdle = time.AfterFunc(perTryIdle, func() {
+		t.perTryIdle = t.afterFunc(perTryIdle, func() {
 			started, current := state()
 			switch {
 			case !current:
@@ -245,16 +245,18 @@ func (t *timers) stopAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done = true
-	for _, tm := range []*time.Timer{t.idle, t.request, t.route, t.perTry, t.perTryIdle} {
+	for _, tm := range []Timer{t.idle, t.request, t.route, t.perTry, t.perTryIdle} {
 		stopTimer(tm)
 	}
 }
 
-func stopTimer(t *time.Timer) {
+func stopTimer(t Timer) {
 	if t != nil {
 		t.Stop()
 	}
 }
+
+func (t *timers) afterFunc(d time.Duration, f func()) Timer { return afterFunc(t.x.p.clock, d, f) }
 
 // upstreamTimeout is the router's reply to its timeouts (router.cc,
 // onUpstreamTimeoutAbort).
