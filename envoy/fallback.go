@@ -101,13 +101,13 @@ type Outlier struct {
 
 // Defaults of Fallback's zero values.
 const (
-	defaultMaxRetryAfter  = 10 * time.Second
-	defaultBudgetPercent  = 20
-	defaultConsecutive    = 3
-	defaultOutlierSweep   = 5 * time.Second
-	defaultBaseEjection   = 30 * time.Second
-	minRetryConcurrency   = 3
-	maxEjection           = 300 * time.Second
+	defaultMaxRetryAfter = 10 * time.Second
+	defaultBudgetPercent = 20
+	defaultConsecutive   = 3
+	defaultOutlierSweep  = 5 * time.Second
+	defaultBaseEjection  = 30 * time.Second
+	minRetryConcurrency  = 3
+	maxEjection          = 300 * time.Second
 	// upstreamExtProcFilter is the upstream ext_proc's name, not the
 	// router-level filter's: ext_proc keeps its logging info in the
 	// request's filter state under the filter's configured name

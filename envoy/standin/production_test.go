@@ -344,12 +344,12 @@ func (s *syncBuffer) String() string {
 // edge request loses.
 func TestForwardedFor(t *testing.T) {
 	tests := []struct {
-		name                   string
-		useRemoteAddress       bool
-		hops                   uint32
-		peer, xff              string
-		wantClient, wantXFF    string
-		wantExternal           string // x-envoy-external-address; "" for none
+		name                string
+		useRemoteAddress    bool
+		hops                uint32
+		peer, xff           string
+		wantClient, wantXFF string
+		wantExternal        string // x-envoy-external-address; "" for none
 		// wantIDKept: the client's x-request-id survives; wantInternal: the
 		// request is internal (x-envoy-internal) and keeps x-envoy-retry-on,
 		// which every external request loses.
