@@ -347,9 +347,13 @@ func upstreamProtocolOptions(cfg Config) *upstreamsv3.HttpProtocolOptions {
 		// the client's request (its path and content type: Envoy shares
 		// one header map across attempts, and the first attempt rewrote
 		// both) as dynamic metadata; each attempt's stream reads it.
-		MetadataOptions: &extprocv3.MetadataOptions{ForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{
-			Untyped: []string{cfg.MetadataNamespace},
-		}},
+		// It also receives the namespace: an attempt's own error reply
+		// carries the server's GatewayReplyKey, which keeps
+		// local_reply_config from rewriting it.
+		MetadataOptions: &extprocv3.MetadataOptions{
+			ForwardingNamespaces: &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{cfg.MetadataNamespace}},
+			ReceivingNamespaces:  &extprocv3.MetadataOptions_MetadataNamespaces{Untyped: []string{cfg.MetadataNamespace}},
+		},
 	}
 	return &upstreamsv3.HttpProtocolOptions{
 		UpstreamProtocolOptions: &upstreamsv3.HttpProtocolOptions_ExplicitHttpConfig_{

@@ -141,7 +141,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		if err := ex.expect(phaseResponseHeaders); err != nil {
 			return nil, err
 		}
-		return ex.responseHeaders(r.ResponseHeaders), nil
+		return ex.responseHeaders(r.ResponseHeaders, req.GetAttributes()), nil
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		if ex.phase == phaseDone {
 			return ex.settledBody(), nil

@@ -420,11 +420,11 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 // upstream stream's error (passed on), or a reply of Envoy's without the
 // local-reply mark (answered as Envoy's own replies are); nil lets
 // responseHeaders go on, to the fault path for Envoy's marked replies.
-func (ex *exchange) answered(status int, hm headerMap, eos bool) *extprocv3.ProcessingResponse {
+func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse {
 	if _, ok := hm.lookup(attemptReplyHeader); ok {
 		return ex.attemptReplyHeaders(status)
 	}
-	if _, ok := hm.lookup(localReplyHeader); ok {
+	if envoyReply {
 		return nil
 	}
 	backend, ok := hm.lookup(deploymentHeader)

@@ -229,7 +229,7 @@ func TestEnvoyLocalReplies(t *testing.T) {
 		t.Fatal("the headers the bootstrap and the server share differ")
 	}
 	if errTooLarge().Message != envoy.TooLargeMessage || errInternal(nil).Message != envoy.InternalMessage {
-		t.Fatal("messages local_reply_config gives every 413 and 500 differ from the server's own")
+		t.Fatal("the messages of Envoy's own 413 and 500 differ from the server's for the same errors")
 	}
 	t.Run("per-try timeout after routing", func(t *testing.T) {
 		s, usage, _ := newFaultServer(t)

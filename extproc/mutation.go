@@ -11,6 +11,7 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Envoy reads only raw_value (since 1.32 `value` is ignored, and setting both
@@ -161,6 +162,32 @@ func immediate(status int, body []byte) *extprocv3.ProcessingResponse {
 	var h headers
 	h.Set("content-type", "application/json")
 	return localReply(status, &h, body, "modelgate_"+strconv.Itoa(status))
+}
+
+// gatewayReplyKey marks the server's immediate responses in its metadata
+// namespace (envoy.GatewayReplyKey): Envoy makes each a local reply, and
+// the bootstrap's local_reply_config leaves the marked ones as they are
+// instead of rewriting them as Envoy's own.
+const gatewayReplyKey = "gateway_reply"
+
+// markGatewayReply sets gatewayReplyKey in r's dynamic metadata, beside
+// whatever else r writes there.
+func (s *Server) markGatewayReply(r *extprocv3.ProcessingResponse) {
+	if r.DynamicMetadata == nil {
+		r.DynamicMetadata = &structpb.Struct{}
+	}
+	if r.DynamicMetadata.Fields == nil {
+		r.DynamicMetadata.Fields = map[string]*structpb.Value{}
+	}
+	ns := r.DynamicMetadata.Fields[s.cfg.MetadataNamespace].GetStructValue()
+	if ns == nil {
+		ns = &structpb.Struct{}
+		r.DynamicMetadata.Fields[s.cfg.MetadataNamespace] = structpb.NewStructValue(ns)
+	}
+	if ns.Fields == nil {
+		ns.Fields = map[string]*structpb.Value{}
+	}
+	ns.Fields[gatewayReplyKey] = structpb.NewBoolValue(true)
 }
 
 // localReply builds an immediate response: Envoy answers the client with

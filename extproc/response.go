@@ -9,6 +9,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
@@ -16,17 +17,24 @@ import (
 )
 
 // responseHeaders lets the translator decide the client-facing head and
-// switches successful streams to STREAMED. Envoy's own replies (marked by
-// the bootstrap's local_reply_config) become the gateway's errors.
-func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+// switches successful streams to STREAMED. Envoy's own replies become the
+// gateway's errors: those the bootstrap's local_reply_config marks, and,
+// where the server asks for the response attribute (Envoy Gateway, which
+// has no local_reply_config to mark them), every response whose
+// response.code_details is not via_upstream.
+func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*structpb.Struct) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
 	status, _ := strconv.Atoi(hm.get(":status"))
+	details, envoyReply := hm.lookup(localReplyHeader)
+	if !envoyReply {
+		details, envoyReply = localReplyDetails(attrs)
+	}
 	if ex.fallback != nil && ex.tr == nil {
-		if resp := ex.answered(status, hm, h.GetEndOfStream()); resp != nil {
+		if resp := ex.answered(status, hm, envoyReply, h.GetEndOfStream()); resp != nil {
 			return resp
 		}
 	}
-	if details, ok := hm.lookup(localReplyHeader); ok {
+	if envoyReply {
 		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
 	}
 	ex.status = status
@@ -258,4 +266,22 @@ func newChunkReply() *chunkReply {
 func (c *chunkReply) with(body []byte) *extprocv3.ProcessingResponse {
 	c.replace.Body = body
 	return &c.resp
+}
+
+// codeDetailsAttribute is the response attribute that tells Envoy's own
+// replies from the upstream's: via_upstream for a response that came from
+// the provider, the reply's details otherwise (such as
+// upstream_per_try_timeout or no_healthy_upstream).
+const codeDetailsAttribute = "response.code_details"
+
+// localReplyDetails reads codeDetailsAttribute, when Envoy sent it: the
+// details of one of Envoy's own replies, or false for a provider's
+// response or when the attribute was not asked for.
+func localReplyDetails(attrs map[string]*structpb.Struct) (string, bool) {
+	v, ok := attrs[extProcAttributes].GetFields()[codeDetailsAttribute]
+	if !ok {
+		return "", false
+	}
+	d := v.GetStringValue()
+	return d, d != "via_upstream"
 }

@@ -236,6 +236,9 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
 		withRequestID(resp, ex.requestID)
+		if resp.GetImmediateResponse() != nil {
+			s.markGatewayReply(resp)
+		}
 		ex.beforeSend(ctx)
 		if err := stream.Send(resp); err != nil {
 			return quietClose(err)
