@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -18,6 +19,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -368,8 +370,12 @@ func checkHealthChecks(c *clusterv3.Cluster, http2, matters bool) error {
 }
 
 // tlsConfig is the cluster's UpstreamTlsContext: sni, or auto_host_sni
-// (each host's hostname; Go then verifies the certificate against it, as
-// auto_sni_san_validation does), and the trusted CA.
+// (each host's hostname, verbatim: a port in it is sent too;
+// client_context_impl.cc), and the trusted CA. The certificate is
+// verified against match_typed_subject_alt_names when there are any
+// (DNS and IP address SANs, exact), else against the SNI as Go does;
+// auto_sni_san_validation replaces the matchers with the SNI sent
+// (default_validator.cc), which is again what Go does.
 func tlsConfig(name string, typed *anypb.Any) (*tls.Config, bool, error) {
 	ctx := &tlsv3.UpstreamTlsContext{}
 	if typed == nil || typed.UnmarshalTo(ctx) != nil {
@@ -390,5 +396,60 @@ func tlsConfig(name string, typed *anypb.Any) (*tls.Config, bool, error) {
 			return nil, false, errors.New("standin: cluster " + name + ": no certificates in " + file)
 		}
 	}
+	if sans := vc.GetMatchTypedSubjectAltNames(); len(sans) > 0 && !ctx.GetAutoSniSanValidation() {
+		verify, err := sanVerifier(name, sans)
+		if err != nil {
+			return nil, false, err
+		}
+		// Go's own check is against ServerName; Envoy's against the
+		// matchers: the chain is verified here instead.
+		cfg.InsecureSkipVerify, cfg.VerifyConnection = true, func(cs tls.ConnectionState) error {
+			return verify(cs, cfg.RootCAs)
+		}
+	}
 	return cfg, ctx.GetAutoHostSni(), nil
+}
+
+// sanVerifier verifies a peer's chain against the roots and its leaf
+// against the SAN matchers: any one matching passes.
+func sanVerifier(cluster string, sans []*tlsv3.SubjectAltNameMatcher) (func(tls.ConnectionState, *x509.CertPool) error, error) {
+	type want struct {
+		ip  bool
+		val string
+	}
+	var ws []want
+	for _, m := range sans {
+		exact, ok := m.GetMatcher().GetMatchPattern().(*matcherv3.StringMatcher_Exact)
+		if !ok || m.GetMatcher().GetIgnoreCase() {
+			return nil, unsupported("cluster %q: SAN matcher %v (exact matches are implemented)", cluster, m.GetMatcher())
+		}
+		switch m.GetSanType() {
+		case tlsv3.SubjectAltNameMatcher_DNS:
+			ws = append(ws, want{val: exact.Exact})
+		case tlsv3.SubjectAltNameMatcher_IP_ADDRESS:
+			ws = append(ws, want{ip: true, val: exact.Exact})
+		default:
+			return nil, unsupported("cluster %q: SAN type %v (DNS and IP_ADDRESS are implemented)", cluster, m.GetSanType())
+		}
+	}
+	return func(cs tls.ConnectionState, roots *x509.CertPool) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("no peer certificate")
+		}
+		leaf := cs.PeerCertificates[0]
+		inter := x509.NewCertPool()
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter}); err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if w.ip && slices.ContainsFunc(leaf.IPAddresses, func(ip net.IP) bool { return ip.Equal(net.ParseIP(w.val)) }) ||
+				!w.ip && slices.Contains(leaf.DNSNames, w.val) {
+				return nil
+			}
+		}
+		return fmt.Errorf("certificate SANs %v %v match none of %v", leaf.DNSNames, leaf.IPAddresses, ws)
+	}, nil
 }

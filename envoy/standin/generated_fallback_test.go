@@ -89,9 +89,9 @@ func TestGeneratedFallback(t *testing.T) {
 }
 
 // Deployments on https and http backends: the generated cluster picks each
-// endpoint's transport socket with transport_socket_matches, and https
-// endpoints verify their own hostname (auto_host_sni with
-// auto_sni_san_validation; transport_socket_match_impl.cc).
+// endpoint's transport socket with transport_socket_matches
+// (transport_socket_match_impl.cc), and https endpoints send and verify
+// their backend's host name.
 func TestGeneratedFallbackTLS(t *testing.T) {
 	b, err := envoy.Bootstrap(envoy.Config{ExtProcAddress: "127.0.0.1:1",
 		Backends:  []envoy.Backend{{Name: "tls", BaseURL: "https://api.example.com"}, {Name: "plain", BaseURL: "http://127.0.0.1:9"}},
