@@ -96,7 +96,7 @@ func (x *exchange) sendLocalReply(lr *localReply) {
 	md := x.entry.Metadata // mergeMetadataFrom replaces values, never edits them
 	status, h, body := x.p.plan.localReply.prepare(lr, x.flags, md)
 	x.mdMu.Unlock()
-	if x.respStarted || lr.skipFilters || !x.active.Load() {
+	if x.respStarted || lr.skipFilters || !x.active.Load() || x.p.localRepliesSkipExtProc() {
 		x.respStarted = true
 		x.writeResponse(status, h, []byte(body))
 		return

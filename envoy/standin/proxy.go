@@ -89,6 +89,8 @@ type Proxy struct {
 	accessLog   func(Entry)
 	tlsOverride map[string]*tls.Config
 	ids         requestIDs
+	minor       int   // Envoy 1.minor's behaviour (WithEnvoyVersion)
+	optErr      error // an option New refuses
 }
 
 // New validates the bootstrap and returns a stand-in. It neither blocks nor
@@ -99,9 +101,12 @@ func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{plan: pl, conns: map[string]*grpc.ClientConn{}, tlsOverride: map[string]*tls.Config{},
-		clock: realClock{}, random: defaultRandom}
+		clock: realClock{}, random: defaultRandom, minor: 37}
 	for _, o := range opts {
 		o(p)
+	}
+	if p.optErr != nil {
+		return nil, p.optErr
 	}
 	p.marker = debugMarkers[p.random()%uint64(len(debugMarkers))]
 	now := p.clock.Now()

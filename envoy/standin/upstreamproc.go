@@ -178,7 +178,7 @@ func (u *upstreamProc) call(req *extprocv3.ProcessingRequest) (*extprocv3.Proces
 	u.x.mergeMetadataFrom(resp, u.fc.namespaces)
 	if ir := resp.GetImmediateResponse(); ir != nil {
 		u.close()
-		return nil, upstreamImmediate(ir)
+		return nil, u.localReply(upstreamImmediate(ir))
 	}
 	switch resp.GetResponse().(type) {
 	case nil:
@@ -216,11 +216,27 @@ func (u *upstreamProc) failed(err error) error {
 	case u.fc.failureModeAllow:
 		return nil
 	case errors.Is(err, errTimeout):
-		return &localReply{status: http.StatusGatewayTimeout, details: detailsOf(errTimeout.Error())}
+		return u.localReply(&localReply{status: http.StatusGatewayTimeout, details: detailsOf(errTimeout.Error())})
 	case errors.As(err, &ge):
-		return &localReply{status: u.fc.statusOnError, details: detailsOf(ge.Error())}
+		return u.localReply(&localReply{status: u.fc.statusOnError, details: detailsOf(ge.Error())})
 	}
-	return &localReply{status: u.fc.statusOnError, details: detailsOf(err.Error())}
+	return u.localReply(&localReply{status: u.fc.statusOnError, details: detailsOf(err.Error())})
+}
+
+// localReply is the filter's sendImmediateResponse: a local reply of the
+// downstream stream, or, on releases that ignore it in an upstream chain,
+// nothing at all. The attempt then stays paused until its per-try timeout
+// resets it (and the router may retry) or a timer of the route or the
+// connection manager ends the request.
+func (u *upstreamProc) localReply(lr *localReply) error {
+	if !u.x.p.upstreamRepliesIgnored() {
+		return lr
+	}
+	select {
+	case <-u.ctx.Done():
+	case <-u.x.intr.wait():
+	}
+	return errAttemptEnded
 }
 
 // mutationFailed: a rejected mutation fails with status_on_error.
@@ -228,7 +244,7 @@ func (u *upstreamProc) mutationFailed(err error) error {
 	u.close()
 	var me *mutationError
 	if errors.As(err, &me) {
-		return &localReply{status: u.fc.statusOnError, details: detailsOf(me.details)}
+		return u.localReply(&localReply{status: u.fc.statusOnError, details: detailsOf(me.details)})
 	}
 	return err
 }
@@ -260,7 +276,7 @@ func (u *upstreamProc) unsolicited(resp *extprocv3.ProcessingResponse, err error
 		cause = &localReply{status: fc.statusOnError, details: detailsOf(errSpurious.Error())}
 	}
 	u.close()
-	if cause != nil {
+	if cause != nil && !u.x.p.upstreamRepliesIgnored() {
 		u.abort(cause)
 	}
 }
