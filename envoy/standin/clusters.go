@@ -28,8 +28,9 @@ import (
 
 // clusterFields are the cluster fields the stand-in implements, or
 // accepts without doing what Envoy does: connect_timeout (its dialer waits
-// 5s), the buffer limit, dns_lookup_family (Go's resolver picks), and
-// health checks (see checkHealthChecks).
+// 5s), the buffer limit, and health checks (see checkHealthChecks).
+// dns_lookup_family picks the addresses of STRICT_DNS hosts (dns.go); a
+// LOGICAL_DNS host is dialed by name, and Go's resolver picks.
 var clusterFields = []string{"name", "type", "connect_timeout", "per_connection_buffer_limit_bytes", "load_assignment",
 	"typed_extension_protocol_options", "transport_socket", "dns_lookup_family", "http2_protocol_options",
 	"circuit_breakers", "health_checks", "lb_policy", "common_lb_config", "outlier_detection", "transport_socket_matches"}
@@ -48,7 +49,7 @@ func compileCluster(c *clusterv3.Cluster) (*cluster, error) {
 	default:
 		return nil, unsupported("cluster %q: type %v", c.GetName(), c.GetType())
 	}
-	cl := &cluster{name: c.GetName()}
+	cl := &cluster{name: c.GetName(), strictDNS: c.GetType() == clusterv3.Cluster_STRICT_DNS, family: c.GetDnsLookupFamily()}
 	b, err := compileEndpoints(c, dns)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -47,6 +48,9 @@ type cluster struct {
 	// must match).
 	autoHostSNI bool
 	lb          *balancer
+	// strictDNS is a STRICT_DNS cluster, with its dns_lookup_family.
+	strictDNS bool
+	family    clusterv3.Cluster_DnsLookupFamily
 	// upstream is the ext_proc filter of the cluster's upstream HTTP
 	// filter chain (HttpProtocolOptions.http_filters), nil when the chain
 	// is the codec alone.

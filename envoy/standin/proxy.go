@@ -89,7 +89,8 @@ type Proxy struct {
 	accessLog   func(Entry)
 	tlsOverride map[string]*tls.Config
 	ids         requestIDs
-	minor       int   // Envoy 1.minor's behaviour (WithEnvoyVersion)
+	minor       int // Envoy 1.minor's behaviour (WithEnvoyVersion)
+	resolve     Resolver
 	optErr      error // an option New refuses
 }
 
@@ -101,7 +102,7 @@ func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{plan: pl, conns: map[string]*grpc.ClientConn{}, tlsOverride: map[string]*tls.Config{},
-		clock: realClock{}, random: defaultRandom, minor: 37}
+		clock: realClock{}, random: defaultRandom, minor: 37, resolve: net.DefaultResolver.LookupIPAddr}
 	for _, o := range opts {
 		o(p)
 	}
@@ -110,6 +111,20 @@ func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
 	}
 	p.marker = debugMarkers[p.random()%uint64(len(debugMarkers))]
 	now := p.clock.Now()
+	extProcClusters := map[string]bool{}
+	if pl.extproc != nil {
+		extProcClusters[pl.extproc.cluster] = true
+	}
+	for _, c := range pl.clusters {
+		if c.upstream != nil {
+			extProcClusters[c.upstream.cluster] = true
+		}
+	}
+	for name, c := range pl.clusters {
+		if c.strictDNS && !extProcClusters[name] {
+			p.expandStrictDNS(c, c.family)
+		}
+	}
 	for name, c := range pl.clusters {
 		if cfg, ok := p.tlsOverride[name]; ok {
 			c.tls = cfg
