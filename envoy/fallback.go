@@ -64,9 +64,11 @@ type Retry struct {
 	// Retry5xx, Retry429. A per-try timeout before the answer starts
 	// retries under Retry5xx or RetryReset. Empty means all of them.
 	On []RetryCondition
-	// MaxRetryAfter caps the wait a 429's Retry-After asks for before the
-	// retry; zero means 10s. Without Retry-After, Envoy's back-off (25ms
-	// doubling to 250ms, jittered) applies.
+	// MaxRetryAfter is the longest Retry-After of a 429 that Envoy waits
+	// for before the retry; zero means 10s. A longer Retry-After is
+	// ignored, not capped (retry_state_impl.cc: a reset header's interval
+	// counts only if it is at most max_interval), and so is a missing one:
+	// Envoy's back-off (25ms doubling to 250ms, jittered) applies.
 	MaxRetryAfter time.Duration
 	// BudgetPercent caps retries in flight at this share of the model's
 	// requests in flight (at least 3), so an outage does not multiply the

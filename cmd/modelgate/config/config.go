@@ -270,8 +270,9 @@ type Fallback struct {
 	// 429; empty means all. A deployment that does not start answering
 	// within its response_headers timeout fails as 5xx.
 	RetryOn []RetryCondition `json:"retry_on"`
-	// MaxRetryAfter caps the wait a 429's Retry-After asks for; zero
-	// means 10s.
+	// MaxRetryAfter is the longest Retry-After of a 429 that Envoy waits
+	// for before the retry; a longer one is ignored, not capped, and the
+	// retry comes after Envoy's back-off (25-250ms). Zero means 10s.
 	MaxRetryAfter Duration `json:"max_retry_after"`
 	// RetryBudgetPercent caps retries in flight at this share of the
 	// model's requests in flight; zero means 20.
