@@ -5,7 +5,8 @@
 // connection manager running the ext_proc filter and the router, static
 // clusters, possibly with priorities, outlier detection and an upstream
 // ext_proc filter) and behaves like current Envoy (1.37 and later), never
-// more forgivingly. Configuration it does not implement is refused by New with
+// more forgivingly; WithEnvoyVersion brings back the differences of 1.34
+// to 1.36 that matter to the gateway (version.go). Configuration it does not implement is refused by New with
 // an error; a request that asks for something it does not implement (a
 // mode_override to BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED or trailer
 // processing, a streamed immediate response) fails with a 500 whose
@@ -177,8 +178,12 @@
 //   - Hosts come from every LocalityLbEndpoints: priority, the endpoint's
 //     hostname (for a DNS cluster its DNS name when empty), metadata and
 //     load_balancing_weight. Locality weights are ignored, as Envoy does
-//     without locality_weighted_lb_config (refused). A DNS endpoint is one
-//     host (Envoy makes one per resolved address).
+//     without locality_weighted_lb_config (refused). A STRICT_DNS endpoint
+//     is one host per address of its name in dns_lookup_family
+//     (strict_dns_cluster.cc, ResolveTarget), resolved once by New
+//     (WithResolver); a name that does not resolve stays one host whose
+//     connections fail (503 "no healthy upstream"). A LOGICAL_DNS
+//     endpoint is one host, dialed by name.
 //   - Priority load: a priority's availability is healthy hosts / hosts ×
 //     the overprovisioning factor (1.4), capped at 100; the load goes to
 //     priorities in order. Panic when the total is below 100 and a
@@ -189,8 +194,9 @@
 //   - Each host's transport socket is the first transport_socket_matches
 //     entry whose labels its envoy.transport_socket_match metadata has,
 //     else the cluster's; UpstreamTlsContext with sni or auto_host_sni
-//     (the host's hostname, which Go also verifies, as
-//     auto_sni_san_validation does) and a trusted CA.
+//     (the host's hostname verbatim, a port included, which Go also
+//     verifies, as auto_sni_san_validation does), a trusted CA, and
+//     match_typed_subject_alt_names (exact DNS and IP SANs).
 //   - ROUND_ROBIN and LEAST_REQUEST (two random choices, a full scan with
 //     no more hosts than that); unequal host weights use Envoy's EDF
 //     schedule (weight / (active + 1) for LEAST_REQUEST). Host state,
@@ -206,8 +212,9 @@
 //     (+1 per ejection, -1 per sweep it stayed in for an interval) capped
 //     at max_ejection_time has passed. Success-rate and failure-percentage
 //     detection are refused where they could act (enough hosts, enforced).
-//   - Test hooks: WithClock (outlier times and sweeps, back-off waits),
-//     WithRandom (load balancing, enforcing, jitter) and WithBackOff.
+//   - Test hooks: WithClock (outlier times and sweeps, back-off waits, and
+//     with a TimerClock the stream timers too), WithRandom (load balancing,
+//     enforcing, jitter), WithBackOff and WithResolver.
 //
 // Local replies (http/filter_manager.cc sendLocalReply, http/utility.cc
 // prepareLocalReply, http/conn_manager_impl.cc; HTTP connection manager
@@ -224,7 +231,8 @@
 //     timeout" (stream_idle_timeout, SI) and "request timeout"
 //     (request_overall_timeout).
 //   - local_reply_config: the first matching mapper (status_code_filter,
-//     response_flag_filter, and_filter, or_filter) sets its body, then adds
+//     response_flag_filter, metadata_filter on the dynamic metadata as it
+//     is when the reply is made, and_filter, or_filter) sets its body, then adds
 //     headers_to_add (%RESPONSE_CODE% still the original), then status_code,
 //     then its body_format_override; otherwise the top-level body_format.
 //     Formats: text_format_source.inline_string with %LOCAL_REPLY_BODY%,
@@ -234,20 +242,31 @@
 //   - Response flags go to the access-log Entry (%RESPONSE_FLAGS%).
 //
 // Connection manager headers (http/conn_manager_utility.cc,
-// mutateRequestHeaders; HTTP header manipulation docs, x-forwarded-for):
-//   - No client is internal, as in Envoy 1.33 and later without
-//     internal_address_config (which is refused): x-envoy-internal is
-//     always removed. x-forwarded-proto is the client's, or http when it
-//     sent none.
+// mutateRequestHeaders and cleanInternalHeaders; HTTP header manipulation
+// docs, x-forwarded-for; http_connection_manager/config.h,
+// InternalAddressConfig):
+//   - The early header mutations run first: the header_mutation extension
+//     removing headers by name (appending and remove_on_match are refused).
+//   - x-envoy-internal is always removed. x-forwarded-proto is the
+//     client's, or http when it sent none.
 //   - Without use_remote_address, x-forwarded-for is left alone and the
 //     client address is its entry xff_num_trusted_hops left of the last
-//     one, else the peer. With it, every request is an edge request: the
-//     client address is the peer, or the entry xff_num_trusted_hops-1 left
-//     of the last; the peer (the listener's address for a loopback peer)
-//     is appended to x-forwarded-for; x-request-id is replaced, the
-//     client's x-envoy-* headers are dropped (Envoy drops a fixed list of
-//     them), x-envoy-external-address is set, and x-forwarded-proto is
-//     http unless a trusted hop set it.
+//     one, else the peer; it counts for the internal check only when
+//     x-forwarded-for holds that one address. With it, the client address
+//     is the peer, or the entry xff_num_trusted_hops-1 left of the last;
+//     the peer (the listener's address for a loopback peer) is appended to
+//     x-forwarded-for; the address counts for the internal check when the
+//     client sent no x-forwarded-for.
+//   - A request is internal when that address is in
+//     internal_address_config's cidr_ranges (an empty config: RFC 1918,
+//     RFC 4193 and loopback; without one, no request is, as in Envoy 1.34
+//     and later): it gets x-envoy-internal: true and keeps its x-envoy-*
+//     headers. Every other request loses the router's control headers
+//     (x-envoy-retry-on, x-envoy-max-retries, the timeout headers and the
+//     rest of cleanInternalHeaders' list); an edge request (external, with
+//     use_remote_address) also loses x-envoy-decorator-operation,
+//     x-envoy-downstream-service-*, x-envoy-original-path and -host, gets
+//     a new x-request-id and x-envoy-external-address.
 //
 // Access log (access_loggers/stream; access log docs, format
 // dictionaries): one stdout or stderr logger with a json_format whose
@@ -272,4 +291,18 @@
 //     endpoint and the default panic threshold: Envoy then routes to it
 //     whatever its health. The admin interface's address is accepted; no
 //     admin interface is served.
+//
+// What it will not grow into. The stand-in runs one bootstrap, the one
+// package envoy generates, as Envoy 1.37 runs it, so that tests and `modelgate
+// dev` exercise the ext_proc server against Envoy's rules. It is not a
+// proxy for production traffic, and it stays out of: dynamic
+// configuration (xDS, ADS, RDS, runtime layers), the admin interface,
+// health checking and DNS refresh, downstream TLS, HTTP/2 and HTTP/3
+// codec behaviour, hot restart and draining, filters other than ext_proc
+// and the router (upstream: ext_proc and the codec), Envoy Gateway's and
+// Istio's translation of their APIs into Envoy configuration (the deploy
+// package checks those manifests against the generated bootstrap), and
+// releases before 1.34. What only a real Envoy can show belongs in the
+// real-Envoy leg of the integration tests (package envoy/envoytest, with
+// MODELGATE_TEST_ENVOY), not here.
 package standin
