@@ -240,17 +240,27 @@ func localhostCert(t *testing.T) (caFile string, cert tls.Certificate) {
 }
 
 // A client's x-envoy-retry-on and x-envoy-max-retries never make Envoy
-// retry a provider on a route without retries. In Envoy's order
-// (conn_manager_utility.cc, mutateRequestHeaders): the early header
-// mutations run first; then a request that is not internal loses the
-// router's control headers (cleanInternalHeaders); then the filters; then
-// the router reads what is left (router.cc: finalTimeout in decodeHeaders,
-// RetryStateImpl::create in continueDecodeHeaders, retry_state_impl.cc
-// reading x-envoy-retry-on). Without internal_address_config no request
-// is internal, so Envoy itself strips them; with one that counts the
-// client internal (as meshes configure), only the generated bootstrap's
-// early header mutation does, which the last case takes out to show the
-// retry it prevents.
+// retry a provider on a route without retries. Envoy's order, in the
+// source of the v1.37.0 release (commit 6d9bb7d):
+//   - source/common/http/conn_manager_utility.cc, mutateRequestHeaders:
+//     the early header mutations run first (lines 97-101); then whether
+//     the request is internal (234-236) and an edge request (246); a
+//     request that is not internal goes through cleanInternalHeaders
+//     (249-254), which removes the router's control headers from every
+//     external request, edge or not (342-355);
+//   - then the HTTP filters (conn_manager_impl.cc 1540-1577), ext_proc
+//     among them, which may not touch x-envoy-* headers;
+//   - then the router: source/common/router/router.cc reads the timeout
+//     headers in decodeHeaders (FilterUtility::finalTimeout, 611-617),
+//     applies the route's request_headers_to_remove (finalizeRequestHeaders,
+//     629-630) and creates the retry state in continueDecodeHeaders
+//     (807-809), where source/common/router/retry_state_impl.cc reads
+//     x-envoy-retry-on and x-envoy-max-retries (108-113, 130-132).
+// Without internal_address_config no request is internal (conn_manager_config.h
+// 192-194), so Envoy itself strips them; with one that counts the client
+// internal (as meshes configure), only the generated bootstrap's early
+// header mutation does, which the last case takes out to show the retry
+// it prevents.
 func TestClientCannotSteerRetries(t *testing.T) {
 	internal := func(h *hcmv3.HttpConnectionManager) {
 		h.InternalAddressConfig = &hcmv3.HttpConnectionManager_InternalAddressConfig{
