@@ -256,6 +256,7 @@ func localhostCert(t *testing.T) (caFile string, cert tls.Certificate) {
 //     629-630) and creates the retry state in continueDecodeHeaders
 //     (807-809), where source/common/router/retry_state_impl.cc reads
 //     x-envoy-retry-on and x-envoy-max-retries (108-113, 130-132).
+//
 // Without internal_address_config no request is internal (conn_manager_config.h
 // 192-194), so Envoy itself strips them; with one that counts the client
 // internal (as meshes configure), only the generated bootstrap's early
