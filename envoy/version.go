@@ -32,13 +32,13 @@ var (
 func ParseVersion(s string) (Version, error) {
 	parts := strings.Split(strings.TrimPrefix(strings.TrimSpace(s), "v"), ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return Version{}, fmt.Errorf("Envoy version %q: want major.minor, such as 1.37", s)
+		return Version{}, fmt.Errorf("envoy version %q: want major.minor, such as 1.37", s)
 	}
 	var n [3]int
 	for i, p := range parts {
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 0 {
-			return Version{}, fmt.Errorf("Envoy version %q: want major.minor, such as 1.37", s)
+			return Version{}, fmt.Errorf("envoy version %q: want major.minor, such as 1.37", s)
 		}
 		n[i] = v
 	}
@@ -60,7 +60,7 @@ func (c Config) checkVersion() []error {
 		return nil
 	}
 	if v.Less(MinVersion) {
-		return []error{fmt.Errorf("Envoy %v: the bootstrap needs Envoy %v or later", v, MinVersion)}
+		return []error{fmt.Errorf("envoy %v: the bootstrap needs Envoy %v or later", v, MinVersion)}
 	}
 	var errs []error
 	for _, f := range c.Fallbacks {
