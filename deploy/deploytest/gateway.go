@@ -2,8 +2,10 @@
 // taken from the Gateway's own code: the modelgate configs (config.Parse),
 // the Envoy bootstrap generated from them (envoy.Bootstrap of
 // Config.EnvoyConfig), the routing header the ext_proc server really sets,
-// and the Services of deploy/kubernetes. Paths are relative to a test
-// package one folder below deploy/.
+// and the Services of deploy/kubernetes; the paths of the config's models
+// with the rule their timeouts set for every timer on the way
+// (timeouts.go), and the headers to remove before routing (headers.go).
+// Paths are relative to a test package one folder below deploy/.
 package deploytest
 
 import (

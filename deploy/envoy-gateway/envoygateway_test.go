@@ -62,6 +62,21 @@ func TestChecksFail(t *testing.T) {
 		{Name: "provider port", File: "providers.yaml", Old: "hostname: api.openai.com, port: 443}", New: "hostname: api.openai.com, port: 80}", Want: "api.openai.com:80"},
 		{Name: "listener buffer", File: "gateway.yaml", Old: "bufferLimit: 32Mi", New: "bufferLimit: 32Ki", Want: "bufferLimit"},
 		{Name: "request timeout", File: "gateway.yaml", Old: "requestReceivedTimeout: 120s", New: "requestReceivedTimeout: 60s", Want: "request_timeout"},
+		{Name: "listener idle below a model", File: "gateway.yaml", Old: "streamIdleTimeout: 910s", New: "streamIdleTimeout: 900s",
+			Want: "model o3 on backend openai, non-streamed → HTTPRoute modelgate-o3 rules[0]: ClientTrafficPolicy llm timeout.http.streamIdleTimeout is 15m0s, shorter than 15m10s"},
+		{Name: "listener idle unset", File: "gateway.yaml", Old: "      streamIdleTimeout: 910s\n", New: "", Want: "streamIdleTimeout: unset"},
+		{Name: "client steers retries", File: "gateway.yaml", Old: "        - x-envoy-max-retries\n", New: "", Want: `earlyRequestHeaders.remove lacks ["x-envoy-max-retries"]`},
+		{Name: "removed late", File: "gateway.yaml", Old: "    earlyRequestHeaders:\n", New: "    lateResponseHeaders:\n", Want: `earlyRequestHeaders.remove lacks ["x-envoy-`},
+		{Name: "Envoy's replies unmarked", File: "extproc.yaml", Old: "attributes: [response.code_details]", New: "attributes: [response.flags]", Want: `lacks "response.code_details"`},
+		{Name: "attribute outside the CRD's pattern", File: "extproc.yaml", Old: "attributes: [response.code_details]", New: "attributes: [response.code-details]", Want: "does not match"},
+		{Name: "model per-try timeout", File: "routes.yaml", Old: "timeout: 900s", New: "timeout: 300s",
+			Want: "model o3 on backend openai, non-streamed → HTTPRoute modelgate-o3 rules[0]: BackendTrafficPolicy modelgate-o3 retry.perRetry.timeout is 5m0s, shorter than 15m0s"},
+		{Name: "model stream idle", File: "routes.yaml", Old: "streamIdleTimeout: 600s", New: "streamIdleTimeout: 60s",
+			Want: "model o3 on backend openai, streamed → HTTPRoute modelgate-o3-stream rules[0]: BackendTrafficPolicy modelgate-o3-stream timeout.http.streamIdleTimeout (the route's idle_timeout) is 1m0s, shorter than 10m0s"},
+		{Name: "model rules missing", File: "routes.yaml", Old: "name: x-modelgate-model, value: o3}\n      filters:", New: "name: x-modelgate-model, value: o4}\n      filters:",
+			Want: `no rule matches route "openai/o3"`},
+		{Name: "stream idle on a non-streaming rule", File: "routes.yaml", Old: "    tcp:\n      connectTimeout: 5s\n  connection:", New: "    tcp:\n      connectTimeout: 5s\n    http:\n      streamIdleTimeout: 60s\n  connection:",
+			Want: "model gpt-4o on backend openai, non-streamed → HTTPRoute modelgate rules[0]: BackendTrafficPolicy modelgate timeout.http.streamIdleTimeout (the route's idle_timeout) is 1m0s, shorter than 5m10s"},
 	})
 }
 

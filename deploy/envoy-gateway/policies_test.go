@@ -30,7 +30,8 @@ func check(objs []deploy.Object, gw *deploytest.Gateway) []error {
 	}
 	errs = append(errs, checkClientTraffic(objs, gw, g)...)
 	errs = append(errs, checkExtProc(objs, gw, g)...)
-	return append(errs, checkRoutes(objs, gw, g)...)
+	errs = append(errs, checkRoutes(objs, gw, g)...)
+	return append(errs, checkModelPaths(objs, gw.Cfg, gw, g)...)
 }
 
 func checkGateway(objs []deploy.Object) (*gwapiv1.Gateway, []error) {
@@ -88,10 +89,46 @@ func checkClientTraffic(objs []deploy.Object, gw *deploytest.Gateway, g *gwapiv1
 		ht = &egv1a1.HTTPClientTimeout{}
 	}
 	h := deploytest.HCMOf(gw.Boot)
-	return append(errs, nonNil(
+	errs = append(errs, nonNil(
 		sameDuration(at+" timeout.http.requestReceivedTimeout", "the bootstrap's request_timeout", ht.RequestReceivedTimeout, h.GetRequestTimeout()),
-		sameDuration(at+" timeout.http.streamIdleTimeout", "the bootstrap's stream_idle_timeout", ht.StreamIdleTimeout, h.GetStreamIdleTimeout()),
+		atLeast(at+" timeout.http.streamIdleTimeout", "the bootstrap's stream_idle_timeout", ht.StreamIdleTimeout, h.GetStreamIdleTimeout()),
+		atLeast(at+" timeout.http.streamIdleTimeout", "the config's longest timeouts.response_headers or stream_idle + 10s",
+			ht.StreamIdleTimeout, durationpb.New(deploytest.LongestPath(gw.Cfg)+deploytest.IdleMargin)),
 	)...)
+	return append(errs, checkEarlyHeaders(at, p, gw)...)
+}
+
+// checkEarlyHeaders: the policy removes every header through which a
+// client could steer the router, before routing, as the bootstrap does.
+func checkEarlyHeaders(at string, p *egv1a1.ClientTrafficPolicy, gw *deploytest.Gateway) []error {
+	want, err := gw.RouterControlHeaders()
+	if err != nil {
+		return []error{err}
+	}
+	var removed []string
+	if h := p.Spec.Headers; h != nil && h.EarlyRequestHeaders != nil {
+		removed = h.EarlyRequestHeaders.Remove
+	}
+	if missing := deploytest.MissingHeaders(want, removed); len(missing) > 0 {
+		return []error{fmt.Errorf("%s: headers.earlyRequestHeaders.remove lacks %q: a client could steer Envoy's retries and timeouts with them (the bootstrap's early_header_mutation_extensions remove them)", at, missing)}
+	}
+	return nil
+}
+
+// atLeast requires an API duration to be set, non-zero and at least a
+// bootstrap one.
+func atLeast(what, wantWhat string, got *gwapiv1.Duration, want *durationpb.Duration) error {
+	if got == nil {
+		return fmt.Errorf("%s: unset, want at least %v (%s)", what, want.AsDuration(), wantWhat)
+	}
+	d, err := parseDuration(*got)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if d == 0 || d < want.AsDuration() {
+		return fmt.Errorf("%s: %s, want at least %v (%s)", what, *got, want.AsDuration(), wantWhat)
+	}
+	return nil
 }
 
 // nonNil drops the nil errors.
@@ -148,16 +185,42 @@ func checkExtProc(objs []deploy.Object, gw *deploytest.Gateway, g *gwapiv1.Gatew
 	if err != nil {
 		return append(errs, fmt.Errorf("%s: %w", at, err))
 	}
+	// The response attributes are compared apart: Envoy Gateway asks for
+	// more than the bootstrap.
+	ignore := protocmp.IgnoreFields(&extprocv3.ExternalProcessor{}, "grpc_service", "response_attributes")
 	for name, want := range gw.ExtProcs {
-		if diff := cmp.Diff(want, got, protocmp.Transform(), protocmp.IgnoreFields(&extprocv3.ExternalProcessor{}, "grpc_service")); diff != "" {
+		if diff := cmp.Diff(want, got, protocmp.Transform(), ignore); diff != "" {
 			errs = append(errs, fmt.Errorf("%s: the ext_proc filter Envoy Gateway generates differs from the bootstrap's for %s (-bootstrap +generated):\n%s", at, name, diff))
+		}
+		if missing := missingAttributes(want.GetResponseAttributes(), got.GetResponseAttributes()); len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("%s: processingMode.response.attributes lacks %q, which the bootstrap for %s asks for", at, missing, name))
 		}
 		got.GrpcService = want.GetGrpcService()
 		if err := got.ValidateAll(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 	}
+	// Without local_reply_config (Envoy Gateway has no API for it),
+	// modelgate tells Envoy's own replies by their code details.
+	if !slices.Contains(got.GetResponseAttributes(), codeDetails) {
+		errs = append(errs, fmt.Errorf("%s: processingMode.response.attributes lacks %q: modelgate would record Envoy's own 503 and 504 as the provider's", at, codeDetails))
+	}
 	return append(errs, checkExtProcCluster(at, ep.BackendSettings, gw)...)
+}
+
+// codeDetails is the attribute that tells Envoy's own replies (anything
+// but "via_upstream") from the provider's answers.
+const codeDetails = "response.code_details"
+
+// missingAttributes lists the attributes of want that got lacks.
+func missingAttributes(want, got []string) []string {
+	var missing []string
+	for _, a := range want {
+		if !slices.Contains(got, a) {
+			missing = append(missing, a)
+		}
+	}
+	return missing
 }
 
 // checkExtProcService: the backend is the ClusterIP Service of

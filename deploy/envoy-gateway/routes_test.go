@@ -325,7 +325,9 @@ func checkTraffic(objs []deploy.Object, at string, r *ruleRef, ra *routev3.Route
 	if ht == nil {
 		ht = &egv1a1.HTTPTimeout{}
 	}
-	if err := sameDuration(at+" timeout.http.streamIdleTimeout", "per_try_idle_timeout", ht.StreamIdleTimeout, rp.GetPerTryIdleTimeout()); err != nil {
+	// Envoy Gateway makes it the route's idle_timeout, which bounds the
+	// same gaps on routes for streaming requests only.
+	if err := sameDuration(at+" timeout.http.streamIdleTimeout", "the bootstrap's per_try_idle_timeout", ht.StreamIdleTimeout, rp.GetPerTryIdleTimeout()); err != nil {
 		errs = append(errs, err)
 	}
 	if ht.RequestTimeout != nil {

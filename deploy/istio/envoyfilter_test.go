@@ -8,6 +8,7 @@ package istio_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,10 @@ const (
 	hcmFilter    = "envoy.filters.network.http_connection_manager"
 	routerFilter = "envoy.filters.http.router"
 )
+
+// codeDetails is the attribute that tells Envoy's own replies (anything
+// but "via_upstream") from the provider's answers.
+const codeDetails = "response.code_details"
 
 // decodePatch decodes a patch value as the Envoy message it becomes
 // (MESH.md §4.5): protojson refuses unknown fields, Struct numbers are
@@ -63,9 +68,12 @@ func checkEnvoyFilter(objs []deploy.Object, gw *deploytest.Gateway, ef named[*is
 		errs = append(errs, fmt.Errorf("%s: no workloadSelector: it would patch every proxy of its namespace (or the mesh)", at))
 	}
 	patches := map[istioapi.EnvoyFilter_ApplyTo]*istioapi.EnvoyFilter_EnvoyConfigObjectPatch{}
+	var routePatches []*istioapi.EnvoyFilter_EnvoyConfigObjectPatch
 	ctx := istioapi.EnvoyFilter_ANY
 	for i, p := range ef.spec.GetConfigPatches() {
-		if _, dup := patches[p.GetApplyTo()]; dup {
+		if p.GetApplyTo() == istioapi.EnvoyFilter_HTTP_ROUTE {
+			routePatches = append(routePatches, p) // one per route it sets
+		} else if _, dup := patches[p.GetApplyTo()]; dup {
 			errs = append(errs, fmt.Errorf("%s: configPatches[%d]: a second %s patch", at, i, p.GetApplyTo()))
 		}
 		patches[p.GetApplyTo()] = p
@@ -79,7 +87,7 @@ func checkEnvoyFilter(objs []deploy.Object, gw *deploytest.Gateway, ef named[*is
 		errs = append(errs, fmt.Errorf("%s: context %s: want GATEWAY or SIDECAR_OUTBOUND, where routes lead to the providers", at, ctx))
 	}
 	for _, k := range []istioapi.EnvoyFilter_ApplyTo{istioapi.EnvoyFilter_HTTP_FILTER, istioapi.EnvoyFilter_VIRTUAL_HOST,
-		istioapi.EnvoyFilter_LISTENER, istioapi.EnvoyFilter_CLUSTER} {
+		istioapi.EnvoyFilter_LISTENER, istioapi.EnvoyFilter_CLUSTER, istioapi.EnvoyFilter_NETWORK_FILTER, istioapi.EnvoyFilter_HTTP_ROUTE} {
 		if patches[k] == nil {
 			return append(errs, fmt.Errorf("%s: no %s patch", at, k))
 		}
@@ -91,7 +99,100 @@ func checkEnvoyFilter(objs []deploy.Object, gw *deploytest.Gateway, ef named[*is
 	}
 	errs = append(errs, checkVirtualHostPatch(objs, at, ef, ctx, filterName, patches)...)
 	errs = append(errs, checkBufferPatches(at, patches, cluster, gw)...)
+	errs = append(errs, checkEarlyHeaderPatch(at, patches, gw)...)
+	return append(errs, checkRoutePatchValues(at, patches[istioapi.EnvoyFilter_VIRTUAL_HOST], routePatches)...)
+}
+
+// checkEarlyHeaderPatch: a MERGE into the connection manager of the
+// filter's listener adds the bootstrap's early header mutation, which
+// removes every header through which a client could steer the router,
+// and sets nothing else (it applies to every host of the listener).
+func checkEarlyHeaderPatch(at string, patches map[istioapi.EnvoyFilter_ApplyTo]*istioapi.EnvoyFilter_EnvoyConfigObjectPatch, gw *deploytest.Gateway) []error {
+	p := patches[istioapi.EnvoyFilter_NETWORK_FILTER]
+	at += " NETWORK_FILTER"
+	var errs []error
+	m := p.GetMatch().GetListener()
+	if m.GetFilterChain().GetFilter().GetName() != hcmFilter || m.GetFilterChain().GetFilter().GetSubFilter() != nil || p.GetPatch().GetOperation() != istioapi.EnvoyFilter_Patch_MERGE {
+		errs = append(errs, fmt.Errorf("%s: want MERGE into %s", at, hcmFilter))
+	}
+	if lport := patches[istioapi.EnvoyFilter_HTTP_FILTER].GetMatch().GetListener().GetPortNumber(); m.GetPortNumber() != lport {
+		errs = append(errs, fmt.Errorf("%s: listener port %d, the filter's is %d", at, m.GetPortNumber(), lport))
+	}
+	var f listenerv3.Filter
+	if err := decodePatch(p.GetPatch().GetValue(), &f); err != nil {
+		return append(errs, fmt.Errorf("%s: value: %w", at, err))
+	}
+	inner, err := f.GetTypedConfig().UnmarshalNew()
+	if err != nil {
+		return append(errs, fmt.Errorf("%s: typed_config: %w", at, err))
+	}
+	h, ok := inner.(*hcmv3.HttpConnectionManager)
+	if !ok {
+		return append(errs, fmt.Errorf("%s: typed_config is %T, want the HttpConnectionManager", at, inner))
+	}
+	exts := h.GetEarlyHeaderMutationExtensions()
+	if !proto.Equal(h, &hcmv3.HttpConnectionManager{EarlyHeaderMutationExtensions: exts}) || f.GetName() != "" && f.GetName() != hcmFilter {
+		errs = append(errs, fmt.Errorf("%s: want only early_header_mutation_extensions: the patch changes every host of the listener", at))
+	}
+	removed, err := deploytest.EarlyRemovals(exts)
+	if err != nil {
+		return append(errs, fmt.Errorf("%s: early_header_mutation_extensions%w", at, err))
+	}
+	want, err := gw.RouterControlHeaders()
+	if err != nil {
+		return append(errs, err)
+	}
+	if missing := deploytest.MissingHeaders(want, removed); len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("%s: early_header_mutation_extensions do not remove %q: a client could steer Envoy's retries and timeouts with them (the bootstrap removes them)", at, missing))
+	}
 	return errs
+}
+
+// checkRoutePatchValues: every HTTP_ROUTE patch MERGEs into routes of the
+// virtual host the filter is enabled on, and sets only idle timeouts (the
+// route's idle_timeout, the retry policy's per_try_idle_timeout). What
+// they add up to on each route is checked with the VirtualServices.
+func checkRoutePatchValues(at string, vhost *istioapi.EnvoyFilter_EnvoyConfigObjectPatch, rps []*istioapi.EnvoyFilter_EnvoyConfigObjectPatch) []error {
+	var errs []error
+	want := vhost.GetMatch().GetRouteConfiguration()
+	for i, p := range rps {
+		at := fmt.Sprintf("%s HTTP_ROUTE patch %d", at, i)
+		rc := proto.Clone(p.GetMatch().GetRouteConfiguration()).(*istioapi.EnvoyFilter_RouteConfigurationMatch)
+		rc.GetVhost().Route = nil
+		if p.GetPatch().GetOperation() != istioapi.EnvoyFilter_Patch_MERGE || !proto.Equal(rc, want) {
+			errs = append(errs, fmt.Errorf("%s: want MERGE into routes of the VIRTUAL_HOST patch's virtual host (%v)", at, want))
+		}
+		if _, err := routePatchValue(p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", at, err))
+		}
+	}
+	return errs
+}
+
+// routePatchValue decodes an HTTP_ROUTE patch's value, which may set only
+// route.idle_timeout and route.retry_policy.per_try_idle_timeout.
+func routePatchValue(p *istioapi.EnvoyFilter_EnvoyConfigObjectPatch) (*routev3.Route, error) {
+	var r routev3.Route
+	if err := decodePatch(p.GetPatch().GetValue(), &r); err != nil {
+		return nil, fmt.Errorf("value: %w", err)
+	}
+	rest := proto.Clone(&r).(*routev3.Route)
+	if ra := rest.GetRoute(); ra != nil {
+		ra.IdleTimeout = nil
+		if rp := ra.GetRetryPolicy(); rp != nil {
+			rp.PerTryIdleTimeout = nil
+			if proto.Size(rp) == 0 {
+				ra.RetryPolicy = nil
+			}
+		}
+		if proto.Size(ra) == 0 {
+			rest.Action = nil
+		}
+	}
+	if proto.Size(rest) > 0 {
+		return nil, fmt.Errorf("value sets more than route.idle_timeout and route.retry_policy.per_try_idle_timeout: %v", rest)
+	}
+	return &r, nil
 }
 
 // checkFilterPatch decodes the HTTP_FILTER patch and compares its ext_proc
@@ -124,10 +225,21 @@ func checkFilterPatch(at string, p *istioapi.EnvoyFilter_EnvoyConfigObjectPatch,
 	if err := ep.ValidateAll(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", at, err))
 	}
+	// The response attributes are compared apart: the patch asks for
+	// more than the bootstrap.
+	ignore := protocmp.IgnoreFields(&extprocv3.ExternalProcessor{}, "grpc_service", "response_attributes")
 	for name, want := range gw.ExtProcs {
-		if diff := cmp.Diff(want, ep, protocmp.Transform(), protocmp.IgnoreFields(&extprocv3.ExternalProcessor{}, "grpc_service")); diff != "" {
+		if diff := cmp.Diff(want, ep, protocmp.Transform(), ignore); diff != "" {
 			errs = append(errs, fmt.Errorf("%s: the ext_proc filter differs from the bootstrap's for %s (-bootstrap +patch):\n%s", at, name, diff))
 		}
+		for _, a := range want.GetResponseAttributes() {
+			if !slices.Contains(ep.GetResponseAttributes(), a) {
+				errs = append(errs, fmt.Errorf("%s: response_attributes lacks %q, which the bootstrap for %s asks for", at, a, name))
+			}
+		}
+	}
+	if !slices.Contains(ep.GetResponseAttributes(), codeDetails) {
+		errs = append(errs, fmt.Errorf("%s: response_attributes lacks %q: modelgate would record Envoy's own 503 and 504 as the provider's", at, codeDetails))
 	}
 	c, cerrs := checkExtProcCluster(at, ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(), gw)
 	return f.GetName(), c, append(errs, cerrs...)

@@ -1,10 +1,10 @@
 package istio_test
 
 // The VirtualServices: their routes, tried in order, stand for the
-// bootstrap's routes (the stream routes fold into the plain ones: Istio
-// has no per-try idle timeout), lead to a ServiceEntry and DestinationRule
-// that reach the provider as the bootstrap's cluster does, and end with
-// the bootstrap's catch-all.
+// bootstrap's routes one for one, lead to a ServiceEntry and
+// DestinationRule that reach the provider as the bootstrap's cluster does,
+// and end with the bootstrap's catch-all. The idle timeouts VirtualService
+// cannot express come from the EnvoyFilters' HTTP_ROUTE patches on them.
 
 import (
 	"errors"
@@ -159,28 +159,18 @@ func checkVirtualService(objs []deploy.Object, gw *deploytest.Gateway, vs named[
 		return append(errs, err)
 	}
 	brs, notFound := deploytest.BackendRoutes(boot)
-	groups := map[string][]*routev3.Route{}
-	var order []string
+	rps, perr := routePatchesFor(objs, vs)
+	if perr != nil {
+		errs = append(errs, perr)
+	}
+	errs = append(errs, checkNamedPatches(vs, rps)...)
+	used := map[*vsRoute]bool{}
 	for _, br := range brs {
 		h := map[string]string{}
 		for _, m := range br.GetMatch().GetHeaders() {
-			if m.GetName() != envoy.StreamHeader { // stream routes differ only in idle timeouts
-				h[m.GetName()] = m.GetStringMatch().GetExact()
-			}
+			h[m.GetName()] = m.GetStringMatch().GetExact()
 		}
 		k := deploytest.HeaderKey(h)
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		// The plain route first: it names the group.
-		if len(h) == len(br.GetMatch().GetHeaders()) {
-			groups[k] = append([]*routev3.Route{br}, groups[k]...)
-		} else {
-			groups[k] = append(groups[k], br)
-		}
-	}
-	used := map[*vsRoute]bool{}
-	for _, k := range order {
 		var matched []*vsRoute
 		for _, r := range routes {
 			if r.key == k {
@@ -188,15 +178,16 @@ func checkVirtualService(objs []deploy.Object, gw *deploytest.Gateway, vs named[
 			}
 		}
 		if len(matched) != 1 {
-			errs = append(errs, fmt.Errorf("VirtualService %s: %d routes match %q of the bootstrap (headers %s); want one", vs, len(matched), groups[k][0].GetName(), k))
+			errs = append(errs, fmt.Errorf("VirtualService %s: %d routes match %q of the bootstrap (headers %s); want one", vs, len(matched), br.GetName(), k))
 			if len(matched) == 0 {
-				errs[len(errs)-1] = fmt.Errorf("VirtualService %s: no route matches %q of the bootstrap (headers %s)", vs, groups[k][0].GetName(), k)
+				errs[len(errs)-1] = fmt.Errorf("VirtualService %s: no route matches %q of the bootstrap (headers %s)", vs, br.GetName(), k)
 			}
 			continue
 		}
 		used[matched[0]] = true
-		errs = append(errs, checkVSRoute(objs, boot, matched[0], groups[k])...)
+		errs = append(errs, checkVSRoute(objs, boot, matched[0], br, rps)...)
 	}
+	errs = append(errs, checkVSModelPaths(vs, routes, rps, gw.Cfg, gw)...)
 	for _, r := range routes {
 		if !used[r] {
 			errs = append(errs, fmt.Errorf("%s (headers %s) matches no route of the bootstrap: want the routing header %s set to a backend name", r.at, r.key, gw.RoutingHeader))
@@ -288,22 +279,24 @@ func routeUpstream(objs []deploy.Object, r *vsRoute) (deploytest.Upstream, error
 	return u, nil
 }
 
-// checkVSRoute compares a route with the bootstrap routes it stands for.
-func checkVSRoute(objs []deploy.Object, boot *bootstrapv3.Bootstrap, r *vsRoute, brs []*routev3.Route) []error {
+// checkVSRoute compares a route, with the EnvoyFilters' patches on it,
+// with the bootstrap route it stands for.
+func checkVSRoute(objs []deploy.Object, boot *bootstrapv3.Bootstrap, r *vsRoute, br *routev3.Route, rps []*istioapi.EnvoyFilter_EnvoyConfigObjectPatch) []error {
 	var errs []error
-	ra := brs[0].GetRoute()
+	ra := br.GetRoute()
 	at := r.at
 	if got, want := r.r.GetRewrite().GetAuthority(), ra.GetHostRewriteLiteral(); got != want || r.r.GetRewrite().GetUri() != "" {
 		errs = append(errs, fmt.Errorf("%s: rewrite authority %q, want the bootstrap's host_rewrite_literal %q", at, got, want))
 	}
 	hr := r.r.GetHeaders().GetRequest()
-	if got, want := sortedCopy(hr.GetRemove()), sortedCopy(brs[0].GetRequestHeadersToRemove()); !slices.Equal(got, want) || len(hr.GetSet())+len(hr.GetAdd()) > 0 {
+	if got, want := sortedCopy(hr.GetRemove()), sortedCopy(br.GetRequestHeadersToRemove()); !slices.Equal(got, want) || len(hr.GetSet())+len(hr.GetAdd()) > 0 {
 		errs = append(errs, fmt.Errorf("%s: headers.request removes %q, want %q (the gateway's headers stop at Envoy)", at, got, want))
 	}
 	if !sameDuration(r.r.GetTimeout(), ra.GetTimeout()) {
 		errs = append(errs, fmt.Errorf("%s: timeout %v, want the bootstrap route's %v (Istio's default is none; set it)", at, r.r.GetTimeout().AsDuration(), ra.GetTimeout().AsDuration()))
 	}
-	errs = append(errs, checkRetries(at, r.r.GetRetries(), brs)...)
+	errs = append(errs, checkRetries(at, r.r.GetRetries(), br)...)
+	errs = append(errs, checkIdleTimeouts(r, br, deploytest.HCMOf(boot).GetStreamIdleTimeout(), rps)...)
 	c := deploytest.ClusterOf(boot, ra.GetCluster())
 	want, err := deploytest.UpstreamOf(c)
 	if err != nil {
@@ -326,14 +319,9 @@ func checkVSRoute(objs []deploy.Object, boot *bootstrapv3.Bootstrap, r *vsRoute,
 // checkRetries: the per-try timeout (the wait for the answer to start) is
 // the bootstrap's; retries only where the request never left. Istio drops
 // perTryTimeout with attempts 0, hence at least one attempt.
-func checkRetries(at string, rt *istioapi.HTTPRetry, brs []*routev3.Route) []error {
+func checkRetries(at string, rt *istioapi.HTTPRetry, br *routev3.Route) []error {
 	var errs []error
-	perTry := brs[0].GetRoute().GetRetryPolicy().GetPerTryTimeout()
-	for _, br := range brs[1:] {
-		if !sameDuration(br.GetRoute().GetRetryPolicy().GetPerTryTimeout(), perTry) {
-			errs = append(errs, fmt.Errorf("%s: the bootstrap's routes %q and %q differ in per_try_timeout, which one Istio route cannot express", at, brs[0].GetName(), br.GetName()))
-		}
-	}
+	perTry := br.GetRoute().GetRetryPolicy().GetPerTryTimeout()
 	if perTry != nil && (rt == nil || rt.GetAttempts() < 1) {
 		return append(errs, fmt.Errorf("%s: retries.attempts %d: Istio drops perTryTimeout without attempts; want attempts ≥ 1 on safe conditions", at, rt.GetAttempts()))
 	}
@@ -349,6 +337,36 @@ func checkRetries(at string, rt *istioapi.HTTPRetry, brs []*routev3.Route) []err
 		}
 	}
 	return errs
+}
+
+// checkIdleTimeouts: the EnvoyFilters give the route the bootstrap's
+// per_try_idle_timeout (streaming routes), and an idle_timeout of at
+// least the bootstrap's connection manager stream_idle_timeout, which
+// Istio's connection manager lacks (0: none) and which the route's
+// replaces.
+func checkIdleTimeouts(r *vsRoute, br *routev3.Route, hcmIdle *durationpb.Duration, rps []*istioapi.EnvoyFilter_EnvoyConfigObjectPatch) []error {
+	er, err := patchedRoute(r, rps)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	got, want := er.GetRoute().GetRetryPolicy().GetPerTryIdleTimeout(), br.GetRoute().GetRetryPolicy().GetPerTryIdleTimeout()
+	if !sameDuration(got, want) {
+		errs = append(errs, fmt.Errorf("%s: per_try_idle_timeout %v (EnvoyFilter HTTP_ROUTE patches), want the bootstrap's %v (route %q)",
+			r.at, durationOrNone(got), durationOrNone(want), br.GetName()))
+	}
+	if idle := er.GetRoute().GetIdleTimeout(); idle == nil || idle.AsDuration() == 0 || idle.AsDuration() < hcmIdle.AsDuration() {
+		errs = append(errs, fmt.Errorf("%s: idle_timeout %v (EnvoyFilter HTTP_ROUTE patches), want at least the bootstrap's stream_idle_timeout %v: Istio's connection manager has none",
+			r.at, durationOrNone(idle), hcmIdle.AsDuration()))
+	}
+	return errs
+}
+
+func durationOrNone(d *durationpb.Duration) string {
+	if d == nil {
+		return "none"
+	}
+	return d.AsDuration().String()
 }
 
 // checkVSCatchAll: the last route answers as the bootstrap's catch-all.

@@ -349,6 +349,18 @@ func (c *checker) shutdown(cfg *config.Config, pod corev1.PodSpec, ctr corev1.Co
 		c.errorf("terminationGracePeriodSeconds %v must cover preStop sleep %v + server.shutdown_grace %v + serve's overhead %v",
 			s.TerminationGrace, s.PreStopSleep, s.ShutdownGrace, config.ShutdownOverhead)
 	}
+	// A non-streamed answer arrives whole, up to response_headers after
+	// the request: a shorter grace cuts it on every rollout.
+	for _, m := range cfg.Models {
+		for _, d := range m.Deployments {
+			for _, b := range cfg.Backends {
+				if rh := m.Timeouts.Or(b.Timeouts).ResponseHeaders.Duration; b.Name == d.Backend && s.ShutdownGrace < rh {
+					c.errorf("server.shutdown_grace %v is shorter than model %s's timeouts.response_headers %v on backend %s: a rollout would cut its non-streamed answers",
+						s.ShutdownGrace, m.ID, rh, b.Name)
+				}
+			}
+		}
+	}
 }
 
 func (c *checker) security(pod corev1.PodSpec, ctr corev1.Container) {
