@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,23 +38,10 @@ models:
   - {id: all-fail, deployments: [{backend: broken, model: up}, {backend: broken2, model: up, priority: 1}], fallback: {outlier: {consecutive: 100}}}
 `, empty500.URL)
 	g := serveConfigGateway(t, cfg)
-	post := func(t *testing.T, body string) (*http.Response, []byte) {
-		t.Helper()
-		req, _ := http.NewRequest("POST", g.url+"/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+g.key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
-	}
 	type apiError struct {
 		Error struct{ Message, Type, Code string }
 	}
-	for _, tt := range []struct {
+	for i, tt := range []struct {
 		name, body string
 		status     int
 		// mention is a part of the server's message that the mappers'
@@ -69,12 +55,12 @@ models:
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := calls.Load()
-			resp, body := post(t, tt.body)
-			t.Logf("%d %s", resp.StatusCode, body)
-			if resp.StatusCode != tt.status {
-				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			r := g.do(t, fmt.Sprintf("kept-%d", i), "/chat/completions", tt.body, false)
+			body := r.body
+			if r.status != tt.status {
+				t.Fatalf("status %d: %s", r.status, body)
 			}
-			if v := resp.Header.Get(envoy.LocalReplyHeader); v != "" {
+			if v := r.header.Get(envoy.LocalReplyHeader); v != "" {
 				t.Errorf("%s: %q reached the client: local_reply_config rewrote the server's reply", envoy.LocalReplyHeader, v)
 			}
 			spec.ValidateT(t, "ErrorResponse", body)

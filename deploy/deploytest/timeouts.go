@@ -10,8 +10,11 @@ package deploytest
 // and CheckPath compares them.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"testing"
 	"time"
 
 	"modelgate/cmd/modelgate/config"
@@ -195,4 +198,23 @@ func modelTimeouts(cfg *config.Config, m config.Model, backend string) config.Ti
 		}
 	}
 	return t
+}
+
+// WantReported fails t unless errs report every one of want, each as a
+// part of the joined message, and fails it on any error when want is
+// empty.
+func WantReported(t testing.TB, errs []error, want []string) {
+	t.Helper()
+	got := errors.Join(errs...)
+	if len(want) == 0 && got != nil {
+		t.Fatal(got)
+	}
+	for _, w := range want {
+		if got == nil || !strings.Contains(got.Error(), w) {
+			t.Errorf("want an error with %q, got:\n%v", w, got)
+		}
+	}
+	if got != nil {
+		t.Logf("reported:\n%v", got)
+	}
 }

@@ -207,18 +207,7 @@ func TestTimeoutsCoverModels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			objs, g := decode(t, tt.files)
 			errs := checkModelPaths(objs, tt.cfg, gw, g)
-			got := errors.Join(errs...)
-			if len(tt.want) == 0 && got != nil {
-				t.Fatal(got)
-			}
-			for _, w := range tt.want {
-				if got == nil || !strings.Contains(got.Error(), w) {
-					t.Errorf("want an error with %q, got:\n%v", w, got)
-				}
-			}
-			if got != nil {
-				t.Logf("reported:\n%v", got)
-			}
+			deploytest.WantReported(t, errs, tt.want)
 		})
 	}
 }

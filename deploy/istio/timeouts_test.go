@@ -236,18 +236,7 @@ func TestTimeoutsCoverModels(t *testing.T) {
 				}
 				errs = append(errs, checkVSModelPaths(vs, routes, rps, tt.cfg, gw)...)
 			}
-			got := errors.Join(errs...)
-			if len(tt.want) == 0 && got != nil {
-				t.Fatal(got)
-			}
-			for _, w := range tt.want {
-				if got == nil || !strings.Contains(got.Error(), w) {
-					t.Errorf("want an error with %q, got:\n%v", w, got)
-				}
-			}
-			if got != nil {
-				t.Logf("reported:\n%v", got)
-			}
+			deploytest.WantReported(t, errs, tt.want)
 		})
 	}
 }
