@@ -15,6 +15,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
@@ -287,6 +288,7 @@ func TestChatRecordsCost(t *testing.T) {
 // the stand-in cuts the recorded upstream stream at random points
 // (mid-event, mid-UTF-8 character) and the output must not change.
 func TestStreamAnySplitThroughTheGateway(t *testing.T) {
+	envoytest.RequireStandin(t, "the stand-in cuts the upstream stream where the test says (standin.WithResponseSplitter)")
 	const body = `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`
 	whole := newFixture(t, extproctest.Config{})
 	want := whole.gw.Post(t, "/v1/chat/completions", whole.keys["valid"], body)

@@ -20,6 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 	"modelgate/testdata"
 	"modelgate/translate/api/spec"
@@ -172,6 +173,7 @@ func TestFallbackNotAfterFirstByte(t *testing.T) {
 // requests go straight to the next priority, and after base_ejection it is
 // tried again. The stand-in's outlier clock is the test's.
 func TestFallbackEjection(t *testing.T) {
+	envoytest.RequireStandin(t, "the outlier detector's clock is the test's (standin.WithClock)")
 	clock := &manualClock{now: time.Unix(1_800_000_000, 0)}
 	p, c := serveFallback(t, standin.WithClock(clock))
 	ask := func() string {

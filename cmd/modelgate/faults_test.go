@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +22,7 @@ import (
 
 	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
+	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 	"modelgate/translate/api/spec"
 	"modelgate/translate/openai"
@@ -106,7 +106,8 @@ func devConfigGateway(t *testing.T, cfgYAML string) faultGateway {
 }
 
 // serveFaultGateway runs `modelgate serve` on the fault config behind the
-// Envoy stand-in running the bootstrap `modelgate envoy-config` makes.
+// Envoy stand-in, or the real Envoy MODELGATE_TEST_ENVOY names, running
+// the bootstrap `modelgate envoy-config` makes.
 func serveFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 	t.Helper()
 	return serveConfigGateway(t, faultConfig(providerURL, extra))
@@ -114,7 +115,9 @@ func serveFaultGateway(t *testing.T, providerURL, extra string) faultGateway {
 
 // serveConfigGateway runs `modelgate serve` on a config (its backends and
 // models; the listeners and the store are the test's) behind the Envoy
-// stand-in, with back-offs between retries made zero.
+// stand-in, with back-offs between retries made zero, or behind the real
+// Envoy MODELGATE_TEST_ENVOY names, with its own back-offs. A real Envoy
+// cannot take opts: with any, the test is skipped under one.
 func serveConfigGateway(t *testing.T, cfgYAML string, opts ...standin.Option) faultGateway {
 	t.Helper()
 	dir := t.TempDir()
@@ -152,13 +155,10 @@ func serveConfigGateway(t *testing.T, cfgYAML string, opts ...standin.Option) fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy, err := standin.New(b, append([]standin.Option{standin.WithBackOff(func(time.Duration) time.Duration { return 0 })}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(func() { srv.Close(); proxy.Close() })
-	return faultGateway{url: srv.URL + "/v1", key: strings.TrimSpace(out.String()), ledger: openLedger(t, db)}
+	front := envoytest.Start(t, b,
+		envoytest.WithStandinTuning(standin.WithBackOff(func(time.Duration) time.Duration { return 0 })),
+		envoytest.WithStandin("the test passes stand-in options to serveConfigGateway", opts...))
+	return faultGateway{url: front.URL() + "/v1", key: strings.TrimSpace(out.String()), ledger: openLedger(t, db)}
 }
 
 // servingAddress waits for serve's "serving" log line and returns its
@@ -388,7 +388,7 @@ func TestFaultsThroughDev(t *testing.T) {
 }
 
 // TestFaultsThroughServe drives every fault through `modelgate serve`
-// behind the Envoy stand-in.
+// behind the Envoy stand-in, or a real Envoy (MODELGATE_TEST_ENVOY).
 func TestFaultsThroughServe(t *testing.T) {
 	p := newFaultProvider(t)
 	runFaults(t, serveFaultGateway(t, p.URL, faultEnvoy), p)

@@ -1,6 +1,7 @@
 // Package extproctest is httptest for ext_proc servers: it starts a
-// processor on a loopback gRPC listener behind the Envoy stand-in, running
-// the bootstrap modelgate generates, with fake upstreams, and returns what
+// processor on a loopback gRPC listener behind the Envoy stand-in, or the
+// real Envoy MODELGATE_TEST_ENVOY names (package envoytest), running the
+// bootstrap modelgate generates, with fake upstreams, and returns what
 // happened as plain values.
 package extproctest
 
@@ -17,8 +18,11 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"modelgate/envoy"
+	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 )
 
@@ -29,7 +33,8 @@ type Config struct {
 	// BufferLimitBytes is Envoy's buffer limit; zero means the generator's
 	// default.
 	BufferLimitBytes uint32
-	// Options adjust the stand-in (splitting, final chunk style).
+	// Options adjust the stand-in (splitting, final chunk style). A real
+	// Envoy cannot take them: with any, Start skips the test under one.
 	Options []standin.Option
 }
 
@@ -47,11 +52,12 @@ type Result struct {
 	Body   []byte
 	// Upstream lists what each backend received during the exchange.
 	Upstream map[string][]Request
-	// Log is the stand-in's access log entry, with dynamic metadata.
+	// Log is the access log entry, with dynamic metadata: the stand-in's,
+	// or read from a real Envoy's access log (envoytest.ParseAccessLogLine).
 	Log standin.Entry
 }
 
-// Gateway is a running processor behind the stand-in.
+// Gateway is a running processor behind the stand-in or a real Envoy.
 type Gateway struct {
 	// URL is the client-facing base URL, without /v1.
 	URL string
@@ -61,11 +67,13 @@ type Gateway struct {
 	logs      chan standin.Entry
 }
 
-// Start starts proc behind the stand-in; everything stops at test cleanup.
+// Start starts proc behind the stand-in, or the real Envoy that
+// MODELGATE_TEST_ENVOY names; everything stops at test cleanup.
 func Start(t testing.TB, proc extprocv3.ExternalProcessorServer, cfg Config) *Gateway {
 	t.Helper()
 	g := &Gateway{upstreams: map[string][]Request{}, logs: make(chan standin.Entry, 1024)}
-	ec := envoy.Config{Listen: "127.0.0.1:0", ExtProcAddress: serveGRPC(t, proc), BufferLimitBytes: cfg.BufferLimitBytes}
+	ec := envoy.Config{Listen: "127.0.0.1:0", ExtProcAddress: serveGRPC(t, proc), BufferLimitBytes: cfg.BufferLimitBytes,
+		AccessLog: envoy.AccessLogStdout} // a real Envoy's entries are read from there
 	names := make([]string, 0, len(cfg.Backends))
 	for name := range cfg.Backends {
 		names = append(names, name)
@@ -80,14 +88,9 @@ func Start(t testing.TB, proc extprocv3.ExternalProcessorServer, cfg Config) *Ga
 	if err != nil {
 		t.Fatalf("generating the bootstrap: %v", err)
 	}
-	opts := append([]standin.Option{standin.WithAccessLog(func(e standin.Entry) { g.logs <- e })}, cfg.Options...)
-	proxy, err := standin.New(b, opts...)
-	if err != nil {
-		t.Fatalf("starting the stand-in: %v", err)
-	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(func() { srv.Close(); proxy.Close() })
-	g.URL = srv.URL
+	front := envoytest.Start(t, b, envoytest.WithAccessLog(func(e standin.Entry) { g.logs <- e }),
+		envoytest.WithStandin("the test sets extproctest.Config.Options, which are stand-in options", cfg.Options...))
+	g.URL = front.URL()
 	return g
 }
 
@@ -103,6 +106,10 @@ func serveGRPC(t testing.TB, proc extprocv3.ExternalProcessorServer) string {
 	}
 	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, ServerOptions...)...)
 	extprocv3.RegisterExternalProcessorServer(s, proc)
+	// The bootstrap health-checks the ext_proc cluster: a real Envoy
+	// would otherwise count the server unhealthy (and reach it only
+	// because a lone host in panic still gets traffic).
+	healthpb.RegisterHealthServer(s, health.NewServer())
 	go s.Serve(l) //nolint:errcheck // ends with Stop
 	t.Cleanup(s.Stop)
 	return l.Addr().String()
