@@ -198,12 +198,13 @@ const idleMargin = 10 * time.Second
 // longestPath is the longest silence any route allows: a model's wait
 // for its answer to start, or the longest gap in a stream. The connection
 // manager's stream_idle_timeout must outlast both. Its timer is restarted
-// only by what crosses the downstream codec or the filter chain's
-// events (conn_manager_impl.cc, resetIdleTimer), so while a provider
-// works on an answer nothing restarts it, and while ext_proc buffers a
-// JSON answer neither does the provider's body: with the idle timeout
-// below a route's per_try_timeout, a long answer is cut with 504 "stream
-// timeout" whatever the model allows.
+// by every header and data event of the stream, in either direction
+// (filter_manager.cc, resetIdleTimer at the start of encodeHeaders and
+// encodeData: the provider's body counts even while ext_proc buffers it),
+// and by nothing else: while a provider works on an answer and has sent no
+// byte, nothing restarts it, so with the idle timeout below a route's
+// per_try_timeout a long answer is cut with 504 "stream timeout" whatever
+// the model allows.
 func (c Config) longestPath() time.Duration {
 	var d time.Duration
 	add := func(t Timeouts) { d = max(d, t.ResponseHeaders, t.StreamIdle) }
