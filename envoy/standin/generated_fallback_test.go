@@ -1,7 +1,6 @@
 package standin
 
 import (
-	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"modelgate/envoy"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -35,29 +33,10 @@ func TestGeneratedFallback(t *testing.T) {
 		return resp
 	}}
 	d := &dualProc{router: router, up: &upstreamStub{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(gs, d)
-	go gs.Serve(l)
-	t.Cleanup(gs.Stop)
-	b, err := envoy.Bootstrap(envoy.Config{ExtProcAddress: l.Addr().String(),
+	e := startGenerated(t, envoy.Config{
 		Backends:  []envoy.Backend{{Name: "b0", BaseURL: s0.URL}, {Name: "b1", BaseURL: s1.URL}},
 		Fallbacks: []envoy.Fallback{{Model: fbModel, Deployments: []envoy.Deployment{{Backend: "b0"}, {Backend: "b1", Priority: 1}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{logs: make(chan Entry, 10)}
-	proxy, err := New(b, WithAccessLog(func(en Entry) { e.logs <- en }), WithBackOff(func(time.Duration) time.Duration { return 0 }))
-	if err != nil {
-		t.Fatalf("New(generated fallback): %v", err)
-	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(func() { srv.Close(); proxy.Close() })
-	e.url, e.proxy = srv.URL, proxy
+	}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
 	fe := &fbEnv{env: e, router: router, up: d.up}
 	r := fe.post(t)
 	en := e.entry(t)
