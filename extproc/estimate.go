@@ -55,34 +55,74 @@ func maxOutputTokens(members map[string]json.RawMessage) int64 {
 	return 0
 }
 
-// streamedText counts the text a client-facing stream carried: the string
-// values of the members that hold generated text in chat completion chunks
-// (content, reasoning_content, refusal, tool call arguments) and Responses
-// events (delta). It is only an estimate's input, so JSON escapes count as
+// textIn says which members of an answer hold its generated text.
+type textIn int
+
+const (
+	// chatChunks: chat completion chunks, whose content, reasoning_content,
+	// refusal and tool call arguments are deltas.
+	chatChunks textIn = iota
+	// responsesEvents: the Responses API's stream events, whose deltas
+	// are all "delta"; their done events and output items repeat the text
+	// (text, arguments) and are not counted.
+	responsesEvents
+	// wholeAnswer: a JSON answer, chat's or the Responses API's (whose
+	// output parts hold "text").
+	wholeAnswer
+)
+
+// generatedText counts the generated text an answer carried to the
+// client: the string values of the members that hold it (textIn). Every
+// translator's output is the OpenAI shape, so one count serves every
+// provider; JSON of any spacing is read (an OpenAI-compatible server's
+// chunks pass through as it wrote them, with a space after the colon from
+// Python servers). It is only an estimate's input, so JSON escapes count as
 // the bytes they take.
-func streamedText(out []byte) int {
+func generatedText(out []byte, in textIn) int {
 	n := 0
-	for rest := out; ; {
-		i := bytes.Index(rest, []byte(`":"`)) // a member whose value is a string
-		if i < 0 {
-			return n
+	for i := 0; i < len(out); {
+		q := bytes.IndexByte(out[i:], '"')
+		if q < 0 {
+			break
 		}
-		key := rest[:i]
-		key = key[bytes.LastIndexByte(key, '"')+1:]
-		rest = rest[i+3:]
-		end := stringEnd(rest)
-		if textMember(key) {
-			n += end
+		start := i + q + 1
+		end := start + stringEnd(out[start:])
+		i = end + 1
+		j := skipSpace(out, i)
+		if j >= len(out) || out[j] != ':' {
+			continue // a value, or an element of an array
 		}
-		rest = rest[min(end+1, len(rest)):]
+		j = skipSpace(out, j+1)
+		if j >= len(out) || out[j] != '"' {
+			i = j
+			continue // the member's value is not a string
+		}
+		vs := j + 1
+		ve := vs + stringEnd(out[vs:])
+		if textMember(out[start:end], in) {
+			n += ve - vs
+		}
+		i = ve + 1
 	}
+	return n
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // textMember reports a member that holds generated text.
-func textMember(key []byte) bool {
+func textMember(key []byte, in textIn) bool {
 	switch string(key) {
-	case "content", "reasoning_content", "refusal", "arguments", "delta":
-		return true
+	case "delta":
+		return in == responsesEvents
+	case "content", "reasoning_content", "refusal", "arguments":
+		return in != responsesEvents
+	case "text":
+		return in == wholeAnswer
 	}
 	return false
 }
@@ -112,9 +152,13 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	if !ex.needsEstimate(u) {
 		return u, false
 	}
+	prompt := u.PromptTokens // the provider counts the prompt before it answers: exact when given
+	if prompt == 0 {
+		prompt = ex.prompt
+	}
 	est := translate.Usage{
-		PromptTokens:     max(u.PromptTokens, ex.prompt),
-		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.streamed)),
+		PromptTokens:     prompt,
+		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.generated)),
 		CachedTokens:     u.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens,
 		// Audio and images are not estimated: the provider's count, if
@@ -127,7 +171,11 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 }
 
 // needsEstimate: an exchange the provider received and that did not end
-// with a complete answer, or a complete success without any usage.
+// with a complete answer, or a complete success without any usage. A
+// provider's usage before its answer ended is partial (Anthropic's
+// message_start counts one output token, Gemini's chunks what they carried
+// so far), so an answer cut short is always measured against the text the
+// client got, whatever the provider reported.
 func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	switch {
 	case !ex.sent:
@@ -137,9 +185,17 @@ func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	case ex.completed:
 		return u.TotalTokens == 0 && ex.status < 400 && ex.endpoint.generates()
 	}
-	return u.TotalTokens == 0 || u.CompletionTokens == 0 && ex.endpoint.generates()
+	return u.TotalTokens == 0 || ex.endpoint.generates()
 }
 
 // generates reports whether the endpoint's answers are generated text
 // that providers count as completion tokens.
 func (e endpoint) generates() bool { return e == endpointChat || e == endpointResponses }
+
+// streamText is where this exchange's stream carries its text.
+func (ex *exchange) streamText() textIn {
+	if ex.endpoint == endpointResponses {
+		return responsesEvents
+	}
+	return chatChunks
+}

@@ -83,7 +83,7 @@ type exchange struct {
 	stream    bool      // the client asked for a stream
 	prompt    int64     // estimated prompt tokens
 	maxOutput int64     // the request's own bound on its answer
-	streamed  int       // bytes of generated text streamed so far
+	generated int       // bytes of generated text the client got (generatedText)
 	sent      bool      // the request went to the provider
 	sentAt    time.Time // when the request went
 	lastChunk time.Time // when the last streamed chunk came

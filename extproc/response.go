@@ -134,9 +134,9 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 		if len(out) > 0 && ex.firstByte.IsZero() {
 			ex.firstByte = ex.s.now()
 		}
-		if ex.tr.Usage().CompletionTokens == 0 {
-			ex.streamed += streamedText(out)
-		}
+		ex.generated += generatedText(out, ex.streamText())
+	} else if eos && ex.tr.Usage().CompletionTokens == 0 {
+		ex.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
 	}
 	var mut *headers
 	if !ex.head.Stream {
@@ -220,6 +220,9 @@ func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extp
 	out, err := ex.translateBody(ctx, body, true)
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
+	}
+	if ex.tr.Usage().CompletionTokens == 0 {
+		ex.generated += generatedText(out, wholeAnswer)
 	}
 	return ex.bodyDone(out, true, nil)
 }
