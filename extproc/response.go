@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -45,6 +46,11 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		return out
 	}
 	ex.head = ex.tr.ResponseHeaders(ex.status, hm.get("content-type"))
+	if ex.head.Stream && !ex.stream && ex.status/100 == 2 {
+		// A stream the client did not ask for would reach it as a 200 it
+		// cannot read.
+		return ex.fail(errUpstream(fmt.Errorf("the provider answered a request for JSON with %q", hm.get("content-type"))))
+	}
 	if h.GetEndOfStream() { // no body will follow: translate the empty one now
 		return ex.emptyBody()
 	}
@@ -58,6 +64,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	rateHeaders(ex.limit, &mut)
 	if ex.head.Status != ex.status {
 		mut.Set(":status", strconv.Itoa(ex.head.Status))
+		ex.status = ex.head.Status // the ledger, metrics and log say what the client got
 	}
 	switch {
 	case ex.head.Stream:
