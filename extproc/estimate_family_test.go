@@ -44,7 +44,9 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-func sseEvent(event, data string) []byte { return []byte("event: " + event + "\ndata: " + data + "\n\n") }
+func sseEvent(event, data string) []byte {
+	return []byte("event: " + event + "\ndata: " + data + "\n\n")
+}
 
 // bedrockFrame is one AWS event-stream frame of an event.
 func bedrockFrame(typ, payload string) []byte {
