@@ -361,6 +361,13 @@ type Store interface {
 	// UsageReport sums the selected usage records per group, ordered by
 	// day, account, key and model; groups without records are absent.
 	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+	// SpentSince sums the known cost of the requests (not failed
+	// attempts) at or after since of a subject as budgets name it:
+	// "key:<id>", "account:<id>" or "group:<id>" (the records of the
+	// group's accounts as they are now). Budget counters lost with a
+	// process or a Redis are rebuilt from it. A malformed subject is an
+	// error.
+	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
 
 	// DeleteUsageBefore deletes at most limit usage records from before
 	// before, oldest first, and returns how many it deleted: retention,

@@ -50,6 +50,38 @@ func BudgetOf(subject string, b authz.Budget) ratelimit.Budget {
 	return r
 }
 
+// BudgetLedger is what the usage ledger's store tells budgets: a
+// subject's ("key:<id>", "account:<id>", "group:<id>") spending since a
+// time. authz.Store has it.
+type BudgetLedger interface {
+	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
+}
+
+// seedTimeout bounds the ledger query that rebuilds a budget's counter.
+const seedTimeout = 5 * time.Second
+
+// LedgerSeed rebuilds a budget's counter from the ledger: what its subject
+// was charged from the period's start, in the billionths counters hold.
+func LedgerSeed(l BudgetLedger) ratelimit.Seed {
+	return func(ctx context.Context, b ratelimit.Budget, start time.Time) (int64, error) {
+		ctx, cancel := context.WithTimeout(ctx, seedTimeout)
+		defer cancel()
+		n, err := l.SpentSince(ctx, b.Key, start)
+		return min(max(int64(n), 0), ratelimit.MaxSpend), err
+	}
+}
+
+// LedgerSpender is sp rebuilding a missing counter (a new process, a
+// Redis that came back empty, a new period) from the ledger before the
+// first admission that needs it, when sp can tell a counter missing
+// (ratelimit.Seedable); otherwise sp.
+func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
+	if s, ok := sp.(ratelimit.Seedable); ok && l != nil {
+		return ratelimit.Seeded(s, LedgerSeed(l))
+	}
+	return sp
+}
+
 // admitRouted admits a routed request against its budgets and its rate limits,
 // before anything reaches a provider. A request the rate limits refuse
 // gets its budget reservation back.

@@ -100,7 +100,8 @@ type Config struct {
 	// has no limits of its own or of its group (field by field).
 	KeyLimits, AccountLimits authz.Limits
 	// Spender enforces the budgets of keys, accounts and groups, in the
-	// currency of Prices; nil enforces none.
+	// currency of Prices; nil enforces none. LedgerSpender makes one that
+	// rebuilds its counters from the ledger when they are lost.
 	Spender ratelimit.Spender
 	// Currency names the unit of Prices and budgets in messages; zero
 	// means "USD".

@@ -5,7 +5,9 @@
 // suite in ratelimit/limitertest. They also enforce money budgets per day,
 // calendar month or fixed window (Budget, Spender): a counter per budget
 // and period that reservations and charges add to, in billionths of a
-// currency unit.
+// currency unit. Both Spenders are Seedable: Seeded rebuilds a counter
+// they lost (a restart, a Redis flushed, a new period) from the usage
+// ledger before the first reservation that needs it.
 //
 // # Using it from ext_proc
 //

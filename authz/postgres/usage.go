@@ -10,6 +10,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/pricing"
 )
 
 var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
@@ -74,6 +75,17 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 		return row.Scan(storesql.TotalsDest(&t)...)
 	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2 AND attempt = 0`, accountID, ms(since))
 	return t, err
+}
+
+// SpentSince implements authz.Store.
+func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
+	query, id, err := dialect.SpentSince(subject)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&n) }, query, id, dialect.Time(since))
+	return pricing.Nanos(n), err
 }
 
 // UsageReport implements authz.Store.

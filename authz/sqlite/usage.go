@@ -8,6 +8,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/pricing"
 )
 
 // usageInsertHead is the usage INSERT up to its rows of parameters.
@@ -113,6 +114,17 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ? AND attempt = 0`,
 		accountID, since.UnixMilli()).Scan(storesql.TotalsDest(&t)...)
 	return t, err
+}
+
+// SpentSince implements authz.Store.
+func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
+	query, id, err := dialect.SpentSince(subject)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = s.db.QueryRowContext(ctx, query, id, dialect.Time(since)).Scan(&n)
+	return pricing.Nanos(n), err
 }
 
 // UsageReport implements authz.Store.

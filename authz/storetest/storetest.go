@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) authz.Store) {
 		{"AuthenticateLastUsed", testAuthenticateLastUsed},
 		{"Usage", testUsage},
 		{"UsageReport", testUsageReport},
+		{"SpentSince", testSpentSince},
 		{"UsageConcurrent", testUsageConcurrent},
 		{"UsageIdempotent", testUsageIdempotent},
 		{"Responses", testResponses},

@@ -244,3 +244,57 @@ func testUsageIdempotent(t *testing.T, s authz.Store) {
 		t.Errorf("UsageSince = %+v, want 7 records", got)
 	}
 }
+
+// SpentSince sums the known costs of a key's, an account's or a group's
+// requests from a time, as budget counters are rebuilt from it.
+func testSpentSince(t *testing.T, s authz.Store) {
+	ctx := context.Background()
+	g, err := s.CreateGroup(ctx, authz.Group{Name: "spenders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := mustAccount(t, s, "spender-a"), mustAccount(t, s, "spender-b"), mustAccount(t, s, "spender-c")
+	for _, acct := range []authz.Account{a, b} {
+		acct.GroupID = g.ID
+		if err := s.UpdateAccount(ctx, acct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := time.Date(2030, 11, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(key string, acct authz.Account, at time.Time, cost int64, known bool, attempt int) authz.UsageRecord {
+		return authz.UsageRecord{RequestID: fmt.Sprint(key, at.UnixNano(), cost, attempt), KeyID: key, AccountID: acct.ID,
+			Endpoint: "chat.completions", Model: "gpt-4o", Backend: "b", Status: 200, At: at,
+			Cost: pricing.Nanos(cost), CostKnown: known, Attempt: attempt}
+	}
+	recs := []authz.UsageRecord{
+		rec("ka", a, since.Add(-time.Millisecond), 1_000_000, true, 0), // the period before
+		rec("ka", a, since, 100, true, 0),
+		rec("ka", a, since.Add(time.Hour), 20, true, 0),
+		rec("ka", a, since.Add(time.Hour), 999, false, 0), // unpriced: no cost
+		rec("ka", a, since.Add(time.Hour), 5000, true, 1), // a failed attempt: not a request
+		rec("ka2", a, since.Add(2*time.Hour), 3, true, 0),
+		rec("kb", b, since.Add(time.Minute), 400, true, 0),
+		rec("kc", c, since.Add(time.Minute), 7000, true, 0),
+	}
+	if err := s.AppendUsageBatch(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	for subject, want := range map[string]pricing.Nanos{
+		"key:ka": 120, "key:ka2": 3, "key:kb": 400, "key:none": 0,
+		"account:" + a.ID: 123, "account:" + b.ID: 400, "account:" + c.ID: 7000,
+		"group:" + g.ID: 523, "group:grp_none": 0,
+	} {
+		got, err := s.SpentSince(ctx, subject, since)
+		if err != nil || got != want {
+			t.Errorf("SpentSince(%s) = %v, %v; want %v", subject, got, err, want)
+		}
+	}
+	if got, err := s.SpentSince(ctx, "key:ka", since.Add(-time.Hour)); err != nil || got != 1_000_120 {
+		t.Errorf("SpentSince(key:ka, an hour earlier) = %v, %v; want 1000120", got, err)
+	}
+	for _, bad := range []string{"", "key:", "user:u", "ka"} {
+		if _, err := s.SpentSince(ctx, bad, since); err == nil {
+			t.Errorf("SpentSince(%q): no error", bad)
+		}
+	}
+}

@@ -254,6 +254,10 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	prices := newLivePrices(base, store, g.log.Named("prices"))
 	prices.reload(context.Background())
 	ecfg.Prices = prices
+	// Budgets whose counters were lost (a restart on the memory limiter,
+	// a Redis that came back empty) are rebuilt from the ledger, for the
+	// gateway and the dashboard alike.
+	ecfg.Spender = extproc.LedgerSpender(ecfg.Spender, store)
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
 	ledger, err := ledger.New(store, g.reg, ledger.Config{Logger: g.log.Named("ledger")})
 	if err != nil {

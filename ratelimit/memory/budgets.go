@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -32,13 +33,36 @@ func NewSpender() *Spender { return &Spender{counters: map[string]*spent{}} }
 
 // Reserve implements ratelimit.Spender.
 func (s *Spender) Reserve(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) (ratelimit.SpendDecision, error) {
+	d, _, err := s.reserve(ctx, budgets, at, amount, false)
+	return d, err
+}
+
+// ReserveIfPresent implements ratelimit.Seedable.
+func (s *Spender) ReserveIfPresent(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) (ratelimit.SpendDecision, []int, error) {
+	return s.reserve(ctx, budgets, at, amount, true)
+}
+
+// reserve is Reserve; ifPresent changes nothing when a counter is absent
+// and returns the indexes of the absent ones.
+func (s *Spender) reserve(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64, ifPresent bool) (ratelimit.SpendDecision, []int, error) {
 	if err := check(ctx, ratelimit.ValidateReserve(budgets, amount)); err != nil {
-		return ratelimit.SpendDecision{}, err
+		return ratelimit.SpendDecision{}, nil, err
 	}
-	d := ratelimit.SpendDecision{Allowed: true, Statuses: make([]ratelimit.BudgetStatus, len(budgets))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweep(at)
+	if ifPresent {
+		var missing []int
+		for i, b := range budgets {
+			if _, ok := s.counters[b.Counter(at)]; !ok {
+				missing = append(missing, i)
+			}
+		}
+		if missing != nil {
+			return ratelimit.SpendDecision{}, missing, nil
+		}
+	}
+	d := ratelimit.SpendDecision{Allowed: true, Statuses: make([]ratelimit.BudgetStatus, len(budgets))}
 	cs := make([]*spent, len(budgets))
 	for i, b := range budgets {
 		cs[i] = s.counter(b, at)
@@ -53,11 +77,21 @@ func (s *Spender) Reserve(ctx context.Context, budgets []ratelimit.Budget, at ti
 			d.Statuses[i].Spent = c.amount
 		}
 	}
-	return d, nil
+	return d, nil, nil
 }
 
 // Charge implements ratelimit.Spender.
 func (s *Spender) Charge(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) ([]ratelimit.Alert, error) {
+	return s.charge(ctx, budgets, at, amount, false)
+}
+
+// ChargeIfPresent implements ratelimit.Seedable.
+func (s *Spender) ChargeIfPresent(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) ([]ratelimit.Alert, error) {
+	return s.charge(ctx, budgets, at, amount, true)
+}
+
+// charge is Charge; ifPresent skips absent counters.
+func (s *Spender) charge(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64, ifPresent bool) ([]ratelimit.Alert, error) {
 	if err := check(ctx, ratelimit.ValidateSpend(budgets, amount)); err != nil {
 		return nil, err
 	}
@@ -66,6 +100,9 @@ func (s *Spender) Charge(ctx context.Context, budgets []ratelimit.Budget, at tim
 	defer s.mu.Unlock()
 	s.sweep(at)
 	for _, b := range budgets {
+		if _, ok := s.counters[b.Counter(at)]; ifPresent && !ok {
+			continue
+		}
 		c := s.counter(b, at)
 		c.amount = min(max(c.amount+amount, 0), ratelimit.MaxSpend)
 		if !b.Alerts || b.Max == 0 {
@@ -79,6 +116,31 @@ func (s *Spender) Charge(ctx context.Context, budgets []ratelimit.Budget, at tim
 		}
 	}
 	return alerts, nil
+}
+
+// Seed implements ratelimit.Seedable.
+func (s *Spender) Seed(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amounts []int64) error {
+	if err := check(ctx, ratelimit.ValidateBudgets(budgets)); err != nil {
+		return err
+	}
+	if len(amounts) != len(budgets) {
+		return fmt.Errorf("%w: %d amounts for %d budgets", ratelimit.ErrInvalid, len(amounts), len(budgets))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, b := range budgets {
+		if _, ok := s.counters[b.Counter(at)]; ok {
+			continue
+		}
+		c := s.counter(b, at)
+		c.amount = min(max(amounts[i], 0), ratelimit.MaxSpend)
+		if b.Alerts && b.Max > 0 {
+			for j, p := range ratelimit.AlertPercents {
+				c.alerted[j] = c.amount >= ratelimit.Threshold(b.Max, p)
+			}
+		}
+	}
+	return nil
 }
 
 // Spent implements ratelimit.Spender.
@@ -131,4 +193,4 @@ func (s *Spender) sweep(at time.Time) {
 	}
 }
 
-var _ ratelimit.Spender = (*Spender)(nil)
+var _ ratelimit.Seedable = (*Spender)(nil)

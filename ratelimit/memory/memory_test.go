@@ -18,3 +18,10 @@ func TestConformance(t *testing.T) {
 func TestSpenderConformance(t *testing.T) {
 	limitertest.RunSpender(t, func(t *testing.T) ratelimit.Spender { return memory.NewSpender() })
 }
+
+func TestSeedingConformance(t *testing.T) {
+	limitertest.RunSeeding(t, func(t *testing.T) (ratelimit.Seedable, func() ratelimit.Seedable) {
+		// A restart is a new process: a new Spender, with no counters.
+		return memory.NewSpender(), func() ratelimit.Seedable { return memory.NewSpender() }
+	})
+}

@@ -21,6 +21,8 @@ var (
 	spendLua string
 	//go:embed spent.lua
 	spentLua string
+	//go:embed seed.lua
+	seedLua string
 )
 
 // spendGrace is how long a period's counter outlives its end: an exchange
@@ -38,6 +40,7 @@ type Spender struct {
 	reserve *goredis.Script
 	spend   *goredis.Script
 	spent   *goredis.Script
+	seed    *goredis.Script
 }
 
 // NewSpender returns a Spender on client, which must honor context
@@ -59,26 +62,46 @@ func NewSpender(client goredis.Scripter, cfg Config) (*Spender, error) {
 		reserve: goredis.NewScript(reserveLua),
 		spend:   goredis.NewScript(spendLua),
 		spent:   goredis.NewScript(spentLua),
+		seed:    goredis.NewScript(seedLua),
 	}, nil
 }
 
 // Reserve implements ratelimit.Spender in one script call.
 func (s *Spender) Reserve(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) (ratelimit.SpendDecision, error) {
+	d, _, err := s.reserveIf(ctx, budgets, at, amount, false)
+	return d, err
+}
+
+// ReserveIfPresent implements ratelimit.Seedable in one script call.
+func (s *Spender) ReserveIfPresent(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) (ratelimit.SpendDecision, []int, error) {
+	return s.reserveIf(ctx, budgets, at, amount, true)
+}
+
+func (s *Spender) reserveIf(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64, ifPresent bool) (ratelimit.SpendDecision, []int, error) {
 	if err := check(ctx, ratelimit.ValidateReserve(budgets, amount)); err != nil {
-		return ratelimit.SpendDecision{}, err
+		return ratelimit.SpendDecision{}, nil, err
 	}
 	if len(budgets) == 0 {
-		return ratelimit.SpendDecision{Allowed: true, Statuses: []ratelimit.BudgetStatus{}}, nil
+		return ratelimit.SpendDecision{Allowed: true, Statuses: []ratelimit.BudgetStatus{}}, nil, nil
 	}
 	keys, ends := s.keys(budgets, at)
-	args := make([]any, 1, 1+2*len(budgets))
-	args[0] = amount
+	args := make([]any, 2, 2+2*len(budgets))
+	args[0], args[1] = amount, flag(ifPresent)
 	for i, b := range budgets {
 		args = append(args, b.Max, expiry(ends[i]))
 	}
 	vals, err := s.run(ctx, s.reserve, keys, args, 1+len(budgets))
 	if err != nil {
-		return ratelimit.SpendDecision{}, fmt.Errorf("reserving in redis: %w", err)
+		return ratelimit.SpendDecision{}, nil, fmt.Errorf("reserving in redis: %w", err)
+	}
+	if vals[0] == -1 {
+		var missing []int
+		for i, v := range vals[1:] {
+			if v == -1 {
+				missing = append(missing, i)
+			}
+		}
+		return ratelimit.SpendDecision{}, missing, nil
 	}
 	d := ratelimit.SpendDecision{Allowed: vals[0] == 1, Statuses: make([]ratelimit.BudgetStatus, len(budgets))}
 	for i, b := range budgets {
@@ -87,7 +110,14 @@ func (s *Spender) Reserve(ctx context.Context, budgets []ratelimit.Budget, at ti
 		d.Statuses[i] = ratelimit.BudgetStatus{Budget: b, Spent: spent, Renews: ends[i],
 			Allowed: spent-reserved(d.Allowed, amount) < b.Max}
 	}
-	return d, nil
+	return d, nil, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func reserved(allowed bool, amount int64) int64 {
@@ -99,12 +129,21 @@ func reserved(allowed bool, amount int64) int64 {
 
 // Charge implements ratelimit.Spender in one script call.
 func (s *Spender) Charge(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) ([]ratelimit.Alert, error) {
+	return s.charge(ctx, budgets, at, amount, false)
+}
+
+// ChargeIfPresent implements ratelimit.Seedable in one script call.
+func (s *Spender) ChargeIfPresent(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64) ([]ratelimit.Alert, error) {
+	return s.charge(ctx, budgets, at, amount, true)
+}
+
+func (s *Spender) charge(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amount int64, ifPresent bool) ([]ratelimit.Alert, error) {
 	if err := check(ctx, ratelimit.ValidateSpend(budgets, amount)); err != nil || len(budgets) == 0 {
 		return nil, err
 	}
 	keys, ends := s.keys(budgets, at)
-	args := make([]any, 1, 1+3*len(budgets))
-	args[0] = amount
+	args := make([]any, 2, 2+3*len(budgets))
+	args[0], args[1] = amount, flag(ifPresent)
 	for i, b := range budgets {
 		var t [len(ratelimit.AlertPercents)]int64
 		if b.Alerts && b.Max > 0 {
@@ -127,6 +166,39 @@ func (s *Spender) Charge(ctx context.Context, budgets []ratelimit.Budget, at tim
 		}
 	}
 	return alerts, nil
+}
+
+// Seed implements ratelimit.Seedable in one script call.
+func (s *Spender) Seed(ctx context.Context, budgets []ratelimit.Budget, at time.Time, amounts []int64) error {
+	if err := check(ctx, ratelimit.ValidateBudgets(budgets)); err != nil {
+		return err
+	}
+	if len(amounts) != len(budgets) {
+		return fmt.Errorf("%w: %d amounts for %d budgets", ratelimit.ErrInvalid, len(amounts), len(budgets))
+	}
+	if len(budgets) == 0 {
+		return nil
+	}
+	keys, ends := s.keys(budgets, at)
+	args := make([]any, 0, 3*len(budgets))
+	for i, b := range budgets {
+		n := min(max(amounts[i], 0), ratelimit.MaxSpend)
+		mask := 0
+		if b.Alerts && b.Max > 0 {
+			for j, p := range ratelimit.AlertPercents {
+				if n >= ratelimit.Threshold(b.Max, p) {
+					mask |= 1 << j
+				}
+			}
+		}
+		args = append(args, n, expiry(ends[i]), mask)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.seed.Run(ctx, s.client, keys, args...).Err(); err != nil {
+		return fmt.Errorf("seeding budgets in redis: %w", err)
+	}
+	return nil
 }
 
 // Spent implements ratelimit.Spender in one script call.
@@ -180,4 +252,4 @@ func check(ctx context.Context, invalid error) error {
 	return invalid
 }
 
-var _ ratelimit.Spender = (*Spender)(nil)
+var _ ratelimit.Seedable = (*Spender)(nil)

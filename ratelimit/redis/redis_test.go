@@ -85,6 +85,40 @@ func TestSpenderConformance(t *testing.T) {
 	})
 }
 
+// TestSeedingConformance loses counters as a Redis flushed or restarted
+// empty does: the test's keys are deleted (FLUSHDB would also delete those
+// of the tests running beside it).
+func TestSeedingConformance(t *testing.T) {
+	c := testClient(t)
+	limitertest.RunSeeding(t, func(t *testing.T) (ratelimit.Seedable, func() ratelimit.Seedable) {
+		prefix := testPrefix(t, c)
+		newSpender := func() ratelimit.Seedable {
+			s, err := redis.NewSpender(c, redis.Config{Prefix: prefix, Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return newSpender(), func() ratelimit.Seedable {
+			flushPrefix(t, c, prefix)
+			return newSpender()
+		}
+	})
+}
+
+// flushPrefix deletes every key under prefix.
+func flushPrefix(t testing.TB, c *goredis.Client, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err == nil && len(keys) > 0 {
+		err = c.Del(ctx, keys...).Err()
+	}
+	if err != nil {
+		t.Fatalf("flushing %s*: %v", prefix, err)
+	}
+}
+
 // TestReplicasShareCounters checks that two limiters on one Redis (two
 // replicas) see each other's usage and leases.
 func TestReplicasShareCounters(t *testing.T) {

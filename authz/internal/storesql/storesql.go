@@ -281,3 +281,24 @@ func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
 	return `SELECT ` + RequestColumns + ` FROM usage WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY at DESC, request_id DESC LIMIT ` + strconv.Itoa(min(limit, 1000)), args
 }
+
+// SpentSince returns the query of authz.Store.SpentSince for subject, its
+// arguments being the returned id and then the time since: the sum of the
+// known costs of the subject's requests, by the usage_key_at and
+// usage_account_at indexes (and accounts_group for a group's).
+func (d Dialect) SpentSince(subject string) (query, id string, err error) {
+	kind, id, _ := strings.Cut(subject, ":")
+	var where string
+	switch kind {
+	case "key":
+		where = `key_id = ` + d.Param(1)
+	case "account":
+		where = `account_id = ` + d.Param(1)
+	case "group":
+		where = `account_id IN (SELECT id FROM accounts WHERE group_id = ` + d.Param(1) + `)`
+	}
+	if where == "" || id == "" {
+		return "", "", fmt.Errorf("spending of %q: want key:<id>, account:<id> or group:<id>", subject)
+	}
+	return `SELECT COALESCE(SUM(cost_nanos), 0) FROM usage WHERE ` + where + ` AND at >= ` + d.Param(2) + ` AND attempt = 0`, id, nil
+}
