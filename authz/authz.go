@@ -202,8 +202,11 @@ type UsageRecord struct {
 	// ID, when set, makes appending idempotent: a record whose ID is
 	// stored already is not stored again, so a batch retried after a
 	// commit whose reply was lost counts once.
-	ID               string
+	ID string
+	// RequestID is the gateway's own id of the request; ClientRequestID
+	// the x-request-id it came with, which the client chooses.
 	RequestID        string
+	ClientRequestID  string
 	KeyID            string
 	AccountID        string
 	Endpoint         string

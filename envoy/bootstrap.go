@@ -136,9 +136,13 @@ func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager 
 		LocalReplyConfig:  localReplyConfig(cfg.MetadataNamespace),
 		// Clients never steer the router's retries or timeouts.
 		EarlyHeaderMutationExtensions: earlyHeaderMutations(),
-		// Every answer carries the request's id, Envoy's own replies too
-		// (the ext_proc server sets it on the answers it sees).
-		AlwaysSetRequestIdInResponse: true,
+		// The ext_proc server sets x-request-id, its own id of the
+		// request, on every answer it sees, and on the request for Envoy's
+		// access log. Envoy's always_set_request_id_in_response would
+		// overwrite it with the request's header, which is still the
+		// client's on the answers the server gives at the request's
+		// headers (conn_manager_utility.cc, mutateResponseHeaders).
+		AlwaysSetRequestIdInResponse: false,
 		RouteSpecifier:               &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
 		HttpFilters: []*hcmv3.HttpFilter{
 			{Name: extProcFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extProcFilter(cfg))}},

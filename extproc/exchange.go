@@ -40,15 +40,17 @@ type exchange struct {
 	phase phase
 	start time.Time
 
-	requestID string
-	endpoint  endpoint
-	principal *authz.Principal
-	model     string // public model id
-	target    translate.Target
-	provider  providers.Provider   // the target's provider
-	tr        translate.Translator // nil until the request is routed
-	head      translate.Head
-	status    int // upstream status
+	requestID string // the gateway's id of the exchange (newRequestID)
+	// clientRequestID is the x-request-id the request came with.
+	clientRequestID string
+	endpoint        endpoint
+	principal       *authz.Principal
+	model           string // public model id
+	target          translate.Target
+	provider        providers.Provider   // the target's provider
+	tr              translate.Translator // nil until the request is routed
+	head            translate.Head
+	status          int // upstream status
 
 	firstByte time.Time // first streamed bytes to the client
 	recorded  bool

@@ -2,6 +2,8 @@ package extproc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,8 +108,13 @@ var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key"
 // answers what it can without the body.
 func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
-	ex.requestID = hm.get(requestIDHeader)
-	ex.log.with(zap.String("request_id", ex.requestID))
+	// The gateway's own id names the exchange in the ledger, captures,
+	// logs and traces: x-request-id is the client's to choose wherever
+	// Envoy is not the edge, and reusing another's would make the admin's
+	// views of that request show the wrong one. The client's is kept
+	// beside it.
+	ex.requestID, ex.clientRequestID = newRequestID(), hm.get(requestIDHeader)
+	ex.log.with(zap.String("request_id", ex.requestID), zap.String("client_request_id", ex.clientRequestID))
 	ex.startSpan(ctx, hm)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
@@ -143,12 +150,37 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		ex.publicBase = ex.s.publicBase(hm)
 	}
 	ex.phase = phaseRequestBody
+	mut := stripInternal(hm)
+	// The request's id becomes the gateway's, for Envoy too: its access
+	// log, and the attempts of a fallback, which share the request's
+	// headers. The answers get it from withRequestID.
+	mut.Set(requestIDHeader, ex.requestID)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
-			HeaderMutation:  stripInternal(hm).mutation(),
+			HeaderMutation:  mut.mutation(),
 			ClearRouteCache: true,
 		}},
 	}}, nil
+}
+
+// newRequestID is a random UUID (version 4), the form of Envoy's own
+// request ids, which its tracing reads.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
 }
 
 // internalPrefix starts the headers only the gateway sets.

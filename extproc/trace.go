@@ -110,6 +110,9 @@ func (ex *exchange) endSpan(u translate.Usage, end time.Time) {
 	if ex.requestID != "" {
 		attrs = append(attrs, attribute.String("modelgate.request_id", ex.requestID))
 	}
+	if ex.clientRequestID != "" {
+		attrs = append(attrs, attribute.String("modelgate.client_request_id", ex.clientRequestID))
+	}
 	if ex.model != "" {
 		attrs = append(attrs, attribute.String("gen_ai.request.model", ex.model))
 	}

@@ -105,6 +105,7 @@ func (ex *exchange) record(ctx context.Context) {
 	}
 	rec := authz.UsageRecord{
 		RequestID:        ex.requestID,
+		ClientRequestID:  ex.clientRequestID,
 		KeyID:            ex.principal.KeyID,
 		AccountID:        ex.principal.AccountID,
 		Endpoint:         ex.endpoint.String(),

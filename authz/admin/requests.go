@@ -139,7 +139,9 @@ func (h *Handler) requestPage(w http.ResponseWriter, r *http.Request, v view) er
 
 // requestJSON is a request of the ledger in the admin API.
 type requestJSON struct {
-	RequestID        string    `json:"request_id"`
+	RequestID string `json:"request_id"`
+	// ClientRequestID is the x-request-id the request came with.
+	ClientRequestID  string    `json:"client_request_id"`
 	At               time.Time `json:"at"`
 	AccountID        string    `json:"account_id"`
 	KeyID            string    `json:"key_id"`
@@ -157,7 +159,7 @@ type requestJSON struct {
 }
 
 func requestOut(r authz.UsageRecord) requestJSON {
-	out := requestJSON{RequestID: r.RequestID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
+	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
 		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, Estimated: r.Estimated, DurationMS: r.Duration.Milliseconds()}
 	if r.CostKnown {

@@ -366,7 +366,7 @@ func sanitize(batch []authz.UsageRecord) []authz.UsageRecord {
 	}
 	for i := range batch {
 		r := &batch[i]
-		for _, s := range []*string{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
+		for _, s := range []*string{&r.RequestID, &r.ClientRequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
 			clean(s)
 		}
 	}

@@ -32,7 +32,6 @@ type exchange struct {
 	mode   *filterv3.ProcessingMode
 
 	headers    headerMap
-	requestID  string // the request's x-request-id, as the connection manager set it
 	body       []byte
 	hasBody    bool
 	received   atomic.Bool // the whole request body arrived (any goroutine)
@@ -255,7 +254,6 @@ func fromXFF(xff string, hops uint32) string {
 func (x *exchange) run() {
 	x.timers.start(x.p.plan.idleTimeout, x.p.plan.requestTimeout)
 	x.headers = x.requestHeaders()
-	x.requestID, _ = x.headers.get("x-request-id")
 	x.route = x.match() // the connection manager routes on the original headers
 	x.stop(x.process())
 }

@@ -163,8 +163,11 @@ func (x *exchange) writeHeaders(status int, h headerMap) {
 		}
 		out.Add(e.key, e.value)
 	}
-	if x.p.plan.alwaysSetRequestID && x.requestID != "" {
-		out.Set("X-Request-Id", x.requestID)
+	// The request's x-request-id as it is now, a filter's change
+	// included (conn_manager_utility.cc, mutateResponseHeaders:
+	// setInResponse from the request headers).
+	if id, _ := x.headers.get("x-request-id"); x.p.plan.alwaysSetRequestID && id != "" {
+		out.Set("X-Request-Id", id)
 	}
 	if !x.bodyComplete() {
 		// An answer before the whole request arrived ends the connection,
