@@ -71,8 +71,12 @@ type Retry struct {
 	// Envoy's back-off (25ms doubling to 250ms, jittered) applies.
 	MaxRetryAfter time.Duration
 	// BudgetPercent caps retries in flight at this share of the model's
-	// requests in flight (at least 3), so an outage does not multiply the
-	// load; zero means 20.
+	// requests in flight (at least 3); zero means 100. Each retry goes to
+	// another deployment (previous_priorities, previous_hosts), so a
+	// failing one gets no more load from it, and the requests a storm of
+	// 429s meets while the next deployment is healthy all move there:
+	// Envoy's 20%, with its minimum of 3, left most of 40 concurrent
+	// clients with the 429.
 	BudgetPercent float64
 }
 
@@ -104,7 +108,7 @@ type Outlier struct {
 // Defaults of Fallback's zero values.
 const (
 	defaultMaxRetryAfter = 10 * time.Second
-	defaultBudgetPercent = 20
+	defaultBudgetPercent = 100
 	defaultConsecutive   = 3
 	defaultOutlierSweep  = 5 * time.Second
 	defaultBaseEjection  = 30 * time.Second

@@ -376,3 +376,70 @@ func (c *timerClock) Advance(d time.Duration) {
 }
 
 var _ TimerClock = (*timerClock)(nil)
+
+// A storm of 429s from the first deployment while the second is healthy:
+// with the generated retry budget every concurrent client's request moves
+// to the second. Envoy's default budget (20% of the requests in flight, at
+// least 3) let most of 40 clients see the 429; the second case shows it.
+func TestGeneratedRetryBudgetCoversAStorm(t *testing.T) {
+	const clients = 40
+	for _, tt := range []struct {
+		name   string
+		budget float64
+		// want is the clients answered 200; with Envoy's budget, how many
+		// find a free retry slot depends on when the others' retries end,
+		// so that case wants fewer than half.
+		want int
+	}{
+		{"as generated", 0, clients},
+		{"Envoy's 20%", 20, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			arrived, all := 0, make(chan struct{})
+			storm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				if arrived++; arrived == clients {
+					close(all)
+				}
+				mu.Unlock()
+				select { // every client's first attempt is in flight before any fails
+				case <-all:
+				case <-time.After(30 * time.Second):
+				}
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}))
+			t.Cleanup(storm.Close)
+			healthy := httptest.NewServer(&upstreamRecorder{})
+			t.Cleanup(healthy.Close)
+			d := &dualProc{router: &stubProc{reply: routeToModel}, up: &upstreamStub{}}
+			e := startGenerated(t, envoy.Config{
+				Backends: []envoy.Backend{{Name: "storm", BaseURL: storm.URL}, {Name: "healthy", BaseURL: healthy.URL}},
+				Fallbacks: []envoy.Fallback{{Model: fbModel, Retry: envoy.Retry{BudgetPercent: tt.budget},
+					Outlier:     envoy.Outlier{Consecutive: 1000},
+					Deployments: []envoy.Deployment{{Backend: "storm"}, {Backend: "healthy", Priority: 1}}}},
+			}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
+			var wg sync.WaitGroup
+			statuses := make(chan int, clients)
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					statuses <- e.do(t, "POST", "/v1/chat/completions", `{"model":"m"}`, map[string]string{"Content-Type": "application/json"}).status
+				}()
+			}
+			wg.Wait()
+			close(statuses)
+			ok := 0
+			for s := range statuses {
+				if s == 200 {
+					ok++
+				}
+			}
+			if tt.want >= 0 && ok != tt.want || tt.want < 0 && ok >= clients/2 {
+				t.Errorf("%d of %d clients answered, want %d (-1: fewer than half)", ok, clients, tt.want)
+			}
+		})
+	}
+}

@@ -275,7 +275,7 @@ type Fallback struct {
 	// retry comes after Envoy's back-off (25-250ms). Zero means 10s.
 	MaxRetryAfter Duration `json:"max_retry_after"`
 	// RetryBudgetPercent caps retries in flight at this share of the
-	// model's requests in flight; zero means 20.
+	// model's requests in flight; zero means 100.
 	RetryBudgetPercent float64 `json:"retry_budget_percent"`
 	// Outlier sets a failing deployment aside.
 	Outlier Outlier `json:"outlier"`
