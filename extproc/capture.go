@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,23 +32,31 @@ type Capture struct {
 	Redact Redaction
 }
 
-// Redaction says what a capture hides. Strings that look like API keys
-// are always hidden.
+// Redaction says what a capture hides. Credentials of the formats in
+// secretFormats (secrets.go) and the providers' own credentials are
+// always hidden.
 type Redaction struct {
-	// Members are JSON member names whose values are replaced whole, at
-	// any depth (such as "content" or "input").
+	// Members are JSON member names, matched without regard to case, whose
+	// values are replaced whole, at any depth (such as "content" or
+	// "input"). In Responses API stream events (a "type" starting
+	// "response.") "content" also covers the text members "delta", "text",
+	// "part", "refusal" and "transcript"; the "delta" of argument and input
+	// events is also covered by "arguments" and "input".
 	Members []string
 	// Patterns are replaced wherever they match in the bodies' strings.
 	Patterns []*regexp.Regexp
+	// Secrets are exact strings hidden wherever they occur; the server
+	// adds its backends' credentials. Strings shorter than 8 bytes are
+	// ignored.
+	Secrets []string
 }
 
 // Redacted replaces what a rule hides.
 const Redacted = "[redacted]"
 
-// keyLike matches API keys and bearer tokens of the common shapes:
-// OpenAI's and modelgate's sk-…, Anthropic's sk-ant-…, Google's AIza…,
-// AWS access key ids.
-var keyLike = regexp.MustCompile(`\b(sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|AKIA[0-9A-Z]{16})\b`)
+// minSecretLen is the shortest exact secret hidden: shorter ones would
+// hide ordinary words.
+const minSecretLen = 8
 
 // CaptureSink keeps captures: the store (authz.Store is one), or a file.
 type CaptureSink interface {
@@ -92,6 +102,20 @@ func (ex *exchange) captureResponse(out []byte) {
 	}
 }
 
+// providerSecrets are the backends' credentials: a provider that echoes
+// the key it was sent does not put it in a capture.
+func providerSecrets(bs []Backend) []string {
+	var out []string
+	for _, b := range bs {
+		for _, s := range []string{b.APIKey, b.AWS.AccessKeyID, b.AWS.SecretAccessKey, b.AWS.SessionToken} {
+			if len(s) >= minSecretLen {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // saveCapture redacts the exchange's capture and hands it to the sink.
 func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
 	c := ex.s.cfg.Capture
@@ -104,8 +128,10 @@ func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
 	if p := ex.principal; p != nil {
 		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID
 	}
-	rec.Request = c.Redact.apply(st.req.b, st.req.truncated)
-	rec.Response = c.Redact.apply(st.resp.b, st.resp.truncated)
+	red := c.Redact
+	red.Secrets = append(slices.Clip(red.Secrets), providerSecrets(ex.s.cfg.Backends)...)
+	rec.Request = red.apply(st.req.b, st.req.truncated)
+	rec.Response = red.apply(st.resp.b, st.resp.truncated)
 	if err := c.Sink.SaveCapture(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("saving a payload capture", zap.Error(err))
 	}
@@ -115,22 +141,51 @@ func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
 // stream event by event, anything else as text. A body that is cut, or
 // whose JSON does not parse, cannot be redacted by member: with member
 // rules it is not kept at all.
+//
+// Credentials are looked for in three passes: in every string of the
+// body; in the strings of a stream that sit at the same place of their
+// events, joined in order (a key a provider streamed in pieces, split
+// across events or chunks, is found in the joined text and hidden in
+// every piece); and in the redacted text as it will be kept (a key that
+// JSON escapes or member names hid from the first two). The whole body is
+// at hand when the exchange ends, so streams are redacted on their joined
+// text rather than by carrying a tail from chunk to chunk.
 func (r Redaction) apply(body []byte, truncated bool) string {
 	if len(body) == 0 {
 		return ""
 	}
+	return r.final(r.redact(body, truncated))
+}
+
+func (r Redaction) redact(body []byte, truncated bool) string {
 	if trimmed := bytes.TrimSpace(body); !truncated && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if out, ok := r.json(trimmed); ok {
-			return out
+		if doc, ok := decodeJSON(trimmed); ok {
+			var ls []leaf
+			r.walk(doc, "", &ls)
+			r.redactLeaves(ls)
+			if out, err := json.Marshal(doc[0]); err == nil {
+				return string(out)
+			}
 		}
 	}
-	if bytes.HasPrefix(body, []byte("data:")) || bytes.HasPrefix(body, []byte("event:")) {
+	if isEventStream(body) {
 		return r.stream(body, truncated)
 	}
 	if r.unsafe(body) {
 		return fmt.Sprintf("[%d bytes not kept: cut or not JSON, so they could not be redacted by member]", len(body))
 	}
 	return r.text(string(body))
+}
+
+// isEventStream reports a body whose first line is a server-sent event's
+// field or comment.
+func isEventStream(body []byte) bool {
+	for _, f := range []string{"data:", "event:", "id:", "retry:", ":"} {
+		if bytes.HasPrefix(body, []byte(f)) {
+			return true
+		}
+	}
+	return false
 }
 
 // unsafe reports text that member rules could not be applied to but
@@ -142,96 +197,314 @@ func (r Redaction) unsafe(b []byte) bool {
 	if bytes.ContainsAny(b, "{[") {
 		return true
 	}
+	lower := bytes.ToLower(b)
 	for _, m := range r.Members {
-		if bytes.Contains(b, []byte(`"`+m+`"`)) {
+		if bytes.Contains(lower, []byte(`"`+strings.ToLower(m)+`"`)) {
 			return true
+		}
+	}
+	if r.member("content") {
+		for _, m := range eventTextMembers {
+			if bytes.Contains(lower, []byte(`"`+m+`"`)) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// stream redacts an event stream's data lines one by one.
+// streamPart is a line of a stream being redacted: literal text kept as
+// is, or a document (JSON, or a text leaf) marshaled once every event's
+// strings are redacted.
+type streamPart struct {
+	prefix string
+	lit    string
+	doc    []any // the document in a one-element holder
+	json   bool
+}
+
+// stream redacts an event stream's lines, the strings of all its events
+// together (see apply).
 func (r Redaction) stream(body []byte, truncated bool) string {
 	lines := bytes.Split(body, []byte("\n"))
-	var b strings.Builder
+	parts := make([]streamPart, 0, len(lines))
+	var ls []leaf
 	for i, line := range lines {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		last := i == len(lines)-1
 		switch {
 		case !ok && r.unsafe(line):
-			b.WriteString("[not kept: could not be redacted by member]")
+			parts = append(parts, streamPart{lit: "[not kept: could not be redacted by member]"})
 		case !ok:
-			b.WriteString(r.text(string(line)))
+			p := streamPart{doc: []any{string(line)}}
+			ls = append(ls, leaf{path: "line", s: string(line), a: p.doc})
+			parts = append(parts, p)
 		case last && truncated: // a cut event: neither parsed nor kept
-			b.WriteString("data: [cut]")
+			parts = append(parts, streamPart{lit: "data: [cut]"})
 		default:
 			d := bytes.TrimSpace(data)
 			if string(d) == "[DONE]" {
-				b.WriteString("data: [DONE]")
-			} else if out, ok := r.json(d); ok {
-				b.WriteString("data: " + out)
+				parts = append(parts, streamPart{lit: "data: [DONE]"})
+			} else if doc, ok := decodeJSON(d); ok {
+				r.walk(doc, "", &ls)
+				parts = append(parts, streamPart{prefix: "data: ", doc: doc, json: true})
 			} else if r.unsafe(d) {
-				b.WriteString("data: [not kept: could not be redacted by member]")
+				parts = append(parts, streamPart{lit: "data: [not kept: could not be redacted by member]"})
 			} else {
-				b.WriteString("data: " + r.text(string(d)))
+				p := streamPart{prefix: "data: ", doc: []any{string(d)}}
+				ls = append(ls, leaf{path: "data", s: string(d), a: p.doc})
+				parts = append(parts, p)
 			}
+		}
+	}
+	r.redactLeaves(ls)
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch {
+		case p.doc == nil:
+			b.WriteString(p.lit)
+		case !p.json:
+			b.WriteString(p.prefix + p.doc[0].(string))
+		default:
+			out, err := json.Marshal(p.doc[0])
+			if err != nil {
+				b.WriteString(p.prefix + "[not kept]")
+				continue
+			}
+			b.WriteString(p.prefix)
+			b.Write(out)
 		}
 	}
 	return b.String()
 }
 
-// json redacts a JSON document; ok is false when it does not parse.
-func (r Redaction) json(doc []byte) (string, bool) {
+// decodeJSON parses a JSON document into a one-element holder (so that a
+// document that is a string has a place to be replaced in); ok is false
+// when it does not parse.
+func decodeJSON(doc []byte) ([]any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil || dec.More() {
-		return "", false
+		return nil, false
 	}
-	out, err := json.Marshal(r.value(v))
-	if err != nil {
-		return "", false
-	}
-	return string(out), true
+	return []any{v}, true
 }
 
-func (r Redaction) value(v any) any {
+// leaf is a string of a JSON document, where it is and how to replace it.
+type leaf struct {
+	// path is where the string sits, array indexes left out: the strings
+	// of a stream's events at the same path are one text.
+	path string
+	s    string
+	m    map[string]any // its map and member, or
+	k    string
+	a    []any // its array and index
+	i    int
+}
+
+func (l *leaf) set(s string) {
+	if l.m != nil {
+		l.m[l.k] = s
+	} else {
+		l.a[l.i] = s
+	}
+}
+
+// eventTextMembers are the members of Responses stream events that
+// "content" covers.
+var eventTextMembers = []string{"delta", "text", "part", "refusal", "transcript"}
+
+// walk replaces the members the rules name and gathers the strings left.
+func (r Redaction) walk(v any, path string, ls *[]leaf) {
 	switch v := v.(type) {
 	case map[string]any:
+		typ, _ := v["type"].(string)
+		if !strings.HasPrefix(typ, "response.") {
+			typ = ""
+		}
 		for k, m := range v {
-			if r.member(k) {
+			if r.member(k) || (typ != "" && r.eventMember(typ, k)) {
 				v[k] = Redacted
-			} else {
-				v[k] = r.value(m)
+				continue
 			}
+			p := path + "." + k
+			if s, ok := m.(string); ok {
+				*ls = append(*ls, leaf{path: p, s: s, m: v, k: k})
+				continue
+			}
+			r.walk(m, p, ls)
 		}
 	case []any:
+		p := path + "[]"
 		for i, e := range v {
-			v[i] = r.value(e)
+			if s, ok := e.(string); ok {
+				*ls = append(*ls, leaf{path: p, s: s, a: v, i: i})
+				continue
+			}
+			r.walk(e, p, ls)
 		}
-	case string:
-		return r.text(v)
 	}
-	return v
 }
 
 func (r Redaction) member(k string) bool {
 	for _, m := range r.Members {
-		if m == k {
+		if strings.EqualFold(m, k) {
 			return true
 		}
 	}
 	return false
 }
 
-// text hides key-like strings and what the patterns match.
-func (r Redaction) text(s string) string {
-	s = keyLike.ReplaceAllString(s, Redacted)
-	for _, p := range r.Patterns {
-		s = p.ReplaceAllString(s, Redacted)
+// eventMember reports a member of a Responses stream event of type typ
+// that carries what a member rule names (see Redaction.Members).
+func (r Redaction) eventMember(typ, k string) bool {
+	if !slices.Contains(eventTextMembers, k) {
+		return false
 	}
-	return s
+	if k == "delta" {
+		switch {
+		case strings.Contains(typ, "arguments"):
+			return r.member("arguments") || r.member("content")
+		case strings.Contains(typ, "_input"):
+			return r.member("input") || r.member("content")
+		}
+	}
+	return r.member("content")
+}
+
+// redactLeaves hides what the rules find in each string, and in the
+// strings at each path joined in order.
+func (r Redaction) redactLeaves(ls []leaf) {
+	spans := make([][][2]int, len(ls))
+	groups := map[string][]int{}
+	for i := range ls {
+		r.find(ls[i].s, func(a, b int) { spans[i] = append(spans[i], [2]int{a, b}) })
+		groups[ls[i].path] = append(groups[ls[i].path], i)
+	}
+	for _, idx := range groups {
+		if len(idx) < 2 {
+			continue
+		}
+		var sb strings.Builder
+		starts := make([]int, len(idx))
+		for j, i := range idx {
+			starts[j] = sb.Len()
+			sb.WriteString(ls[i].s)
+		}
+		r.find(sb.String(), func(a, b int) {
+			j := sort.Search(len(starts), func(j int) bool { return starts[j] > a }) - 1
+			for ; j < len(idx) && starts[j] < b; j++ {
+				i := idx[j]
+				if lo, hi := max(a-starts[j], 0), min(b-starts[j], len(ls[i].s)); hi > lo {
+					spans[i] = append(spans[i], [2]int{lo, hi})
+				}
+			}
+		})
+	}
+	for i := range ls {
+		if len(spans[i]) > 0 {
+			ls[i].set(hide(ls[i].s, spans[i]))
+		}
+	}
+}
+
+// find calls add with the byte range of every credential, secret and
+// pattern match in s.
+func (r Redaction) find(s string, add func(a, b int)) {
+	findSecrets(s, add)
+	for _, sec := range r.Secrets {
+		findExact(s, sec, add)
+	}
+	for _, p := range r.Patterns {
+		for _, m := range p.FindAllStringIndex(s, -1) {
+			if m[1] > m[0] {
+				add(m[0], m[1])
+			}
+		}
+	}
+}
+
+// findExact calls add with every occurrence of sec in s.
+func findExact(s, sec string, add func(a, b int)) {
+	if len(sec) < minSecretLen {
+		return
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], sec)
+		if j < 0 {
+			return
+		}
+		add(i+j, i+j+len(sec))
+		i += j + 1
+	}
+}
+
+// hide replaces the spans of s, merged where they touch, with Redacted.
+func hide(s string, spans [][2]int) string {
+	if len(spans) == 0 {
+		return s
+	}
+	slices.SortFunc(spans, func(x, y [2]int) int { return x[0] - y[0] })
+	var b strings.Builder
+	at := 0
+	for i := 0; i < len(spans); {
+		lo, hi := spans[i][0], spans[i][1]
+		for i++; i < len(spans) && spans[i][0] <= hi; i++ {
+			hi = max(hi, spans[i][1])
+		}
+		b.WriteString(s[at:lo])
+		b.WriteString(Redacted)
+		at = hi
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+// text hides credentials and what the patterns match.
+func (r Redaction) text(s string) string {
+	var spans [][2]int
+	r.find(s, func(a, b int) { spans = append(spans, [2]int{a, b}) })
+	return hide(s, spans)
+}
+
+// final hides the credentials and secrets found in the capture as it will
+// be kept, JSON escapes and all: one whose start a backslash escape hides
+// from the strings' pass (a "\n" before "npm_…") is hidden with the escape.
+func (r Redaction) final(s string) string {
+	var spans [][2]int
+	add := func(a, b int) { spans = append(spans, [2]int{escapeStart(s, a), b}) }
+	findSecrets(s, add)
+	for _, sec := range r.Secrets {
+		findExact(s, sec, add)
+		if q, err := json.Marshal(sec); err == nil && string(q[1:len(q)-1]) != sec {
+			findExact(s, string(q[1:len(q)-1]), add)
+		}
+	}
+	return hide(s, spans)
+}
+
+// escapeStart moves a, a position in JSON text, back to the start of the
+// backslash escape it is inside of, if any.
+func escapeStart(s string, a int) int {
+	for k := a - 1; k >= 0 && k >= a-5; k-- {
+		if s[k] != '\\' {
+			continue
+		}
+		n := 0 // the backslashes ending at k
+		for j := k; j >= 0 && s[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 { // s[k] is itself escaped
+			return a
+		}
+		if k == a-1 || (s[k+1] == 'u' && a <= k+5) {
+			return k
+		}
+		return a
+	}
+	return a
 }

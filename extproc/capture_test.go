@@ -2,13 +2,22 @@ package extproc_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 )
@@ -98,6 +107,161 @@ func waitFor(t *testing.T, cond func() bool) {
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the condition never held")
+		}
+	}
+}
+
+// teeSink keeps captures in memory, in a store and in a JSON-lines file,
+// as `to: store` and `to: file` do.
+type teeSink struct {
+	captureLog
+	store authz.Store
+	mu    sync.Mutex
+	file  *os.File
+}
+
+func (s *teeSink) SaveCapture(ctx context.Context, c authz.Capture) error {
+	if err := s.store.SaveCapture(ctx, c); err != nil {
+		return err
+	}
+	line, err := json.Marshal(map[string]any{"request_id": c.RequestID, "request": c.Request, "response": c.Response})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	_, err = s.file.Write(append(line, '\n'))
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.captureLog.SaveCapture(ctx, c)
+}
+
+// echoProvider answers a chat completion with the last message's content,
+// or with the credential it was sent when that content is "ECHO-KEY": as
+// JSON, or as a stream that sends it whole in one event and again in two
+// events split inside the credential, each event a chunk of its own.
+func echoProvider(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Stream   bool `json:"stream"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			t.Errorf("provider: %v", err)
+			http.Error(w, "bad request", 400)
+			return
+		}
+		text := req.Messages[len(req.Messages)-1].Content
+		if text == "ECHO-KEY" {
+			text = "you sent me " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + "."
+		}
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": "echo: " + text}}},
+				"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}})
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		event := func(s string) {
+			b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+				"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": s}, "finish_reason": nil}}})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			w.(http.Flusher).Flush()
+		}
+		event(text + " ")
+		k := len(text)/2 + 1
+		event(text[:k])
+		event(text[k:])
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+}
+
+// With default redaction, no credential of any listed shape, and not the
+// provider's own key when the provider echoes it, reaches the capture file
+// or the store: sent in a request, echoed in a JSON answer, and streamed
+// back whole and split across two events (two chunks).
+func TestCaptureKeepsNoCredential(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	acct, _ := store.CreateAccount(ctx, "acme")
+	key, _, _ := authz.CreateKey(ctx, store, acct.ID, "", nil)
+	file, err := os.Create(filepath.Join(t.TempDir(), "captures.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	sink := &teeSink{store: store, file: file}
+	rnd := rand.New(rand.NewPCG(26, 4))
+	providerKey := "prov-" + strconv.FormatUint(rnd.Uint64(), 36) + strconv.FormatUint(rnd.Uint64(), 36) // of no listed shape
+	srv, err := extproc.New(extproc.Config{
+		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey}},
+		Models:   []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "main", Model: "m"}}}},
+		Capture:  &extproc.Capture{Sink: sink},
+	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := extproctest.Start(t, srv, extproctest.Config{Backends: map[string]http.Handler{"main": echoProvider(t)}})
+
+	samples := extproc.CredentialSamples(rnd)
+	if len(samples) < 20 {
+		t.Fatalf("%d credential formats", len(samples))
+	}
+	samples = append(samples, extproc.CredentialSample{Name: "the provider's key, echoed", Text: "ECHO-KEY", Secret: providerKey})
+	n := 0
+	for _, s := range samples {
+		content, _ := json.Marshal("here it is: " + s.Text + " -- keep it safe")
+		if s.Text == "ECHO-KEY" {
+			content, _ = json.Marshal(s.Text)
+		}
+		for _, stream := range []string{"false", "true"} {
+			body := `{"model":"m","stream":` + stream + `,"messages":[{"role":"user","content":` + string(content) + `}]}`
+			res := gw.Post(t, "/v1/chat/completions", key, body)
+			if res.Status != 200 || (s.Text != "ECHO-KEY" && !strings.Contains(string(res.Body), strings.Split(s.Secret, "\n")[0][:8])) {
+				t.Fatalf("%s (stream %s): %d %.300s", s.Name, stream, res.Status, res.Body)
+			}
+			n++
+		}
+	}
+	cs := sink.wait(t, n)
+	kept, err := os.ReadFile(file.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := ""
+	for _, c := range cs {
+		sc, err := store.CaptureOf(ctx, c.RequestID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += sc.Request + "\n" + sc.Response + "\n"
+	}
+	if !strings.Contains(stored, "here it is: [redacted] -- keep it safe") || !strings.Contains(stored, "you sent me [redacted].") {
+		t.Errorf("the captures lost more than the credentials: %.2000s", stored)
+	}
+	for _, s := range samples {
+		secret := s.Secret
+		half := len(secret) / 2 // the halves of the split stream too
+		for _, leak := range []string{secret, secret[:half], secret[half:]} {
+			if len(leak) < 8 {
+				continue
+			}
+			q, _ := json.Marshal(leak) // as it stands in a JSON string
+			if strings.Contains(stored, leak) || strings.Contains(stored, string(q[1:len(q)-1])) {
+				t.Errorf("%s: the store keeps %q", s.Name, leak)
+			}
+			qq, _ := json.Marshal(string(q[1 : len(q)-1])) // in a JSON string in the file's JSON
+			if strings.Contains(string(kept), leak) || strings.Contains(string(kept), string(qq[1:len(qq)-1])) {
+				t.Errorf("%s: the capture file keeps %q", s.Name, leak)
+			}
 		}
 	}
 }
