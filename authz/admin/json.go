@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -63,9 +64,33 @@ type keyJSON struct {
 	LastUsedAt *time.Time    `json:"last_used_at"`
 }
 
-func (h *Handler) keyOut(k authz.Key) keyJSON {
-	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, h.cfg.Now()), k.Budget,
+func (h *Handler) keyOut(k authz.Key) keyJSON { return keyAt(k, h.cfg.Now()) }
+
+func keyAt(k authz.Key, now time.Time) keyJSON {
+	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, now), k.Budget,
 		k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
+}
+
+// CommandActor is the audit log's actor of changes made with the
+// `modelgate keys` command.
+const CommandActor = "modelgate keys command"
+
+// AuditCommand records a change made outside the admin API (the keys
+// command) in the audit log, with before and after as the admin API shows
+// them: a key (authz.Key) or an account (authz.Account), nil where it did
+// not exist.
+func AuditCommand(ctx context.Context, store authz.Store, now time.Time, action, target string, before, after any) error {
+	shown := func(v any) any {
+		switch x := v.(type) {
+		case authz.Key:
+			return keyAt(x, now)
+		case authz.Account:
+			return accountOut(x)
+		}
+		return v
+	}
+	return store.AppendAudit(ctx, authz.AuditEntry{At: now.UTC(), Actor: CommandActor, Action: action, Target: target,
+		Before: jsonOrNil(shown(before)), After: jsonOrNil(shown(after))})
 }
 
 // usageJSON is a usage row; the columns not grouped by are left out.

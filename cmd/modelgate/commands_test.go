@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"modelgate/authz"
+	"modelgate/authz/admin"
 	"modelgate/authz/sqlite"
 )
 
@@ -156,6 +157,48 @@ func TestKeysCommands(t *testing.T) {
 	k, err := store.KeyByHash(context.Background(), authz.HashKey(secret))
 	if err != nil || !k.Disabled || k.RevokedAt == nil {
 		t.Errorf("stored key = %+v, %v; want disabled and revoked", k, err)
+	}
+}
+
+// Changes made with the keys command are in the audit log, as the admin
+// API's are: who (the command), what, and the key or account before and
+// after, never the secret.
+func TestKeysCommandsAudited(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("storage: {sqlite_path: "+filepath.Join(dir, "k.db")+"}\n"), 0o644)
+	secret, _, err := runCmd(t, "keys", "create", "--config", cfg, "--account", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret = strings.TrimSpace(secret)
+	for _, op := range []string{"disable", "enable", "revoke"} {
+		if _, _, err := runCmd(t, "keys", op, "--config", cfg, authz.VisiblePrefix(secret)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	entries, err := store.ListAudit(context.Background(), authz.AuditQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Action)
+		if e.Actor != admin.CommandActor || strings.Contains(string(e.Before)+string(e.After), secret) {
+			t.Errorf("entry %+v: want the command as actor and no secret", e)
+		}
+	}
+	want := []string{"key.revoke", "key.update", "key.update", "key.create", "account.create"} // newest first
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("audit log %v, want %v", got, want)
+	}
+	if len(entries) == 5 && (!strings.Contains(string(entries[0].After), `"state":"revoked"`) || !strings.Contains(string(entries[2].After), `"disabled":true`)) {
+		t.Errorf("revoke after %s, disable after %s", entries[0].After, entries[2].After)
 	}
 }
 

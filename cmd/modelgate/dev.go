@@ -376,7 +376,7 @@ const devKeyFile = "dev-key"
 // one kept in dataDir's key file if it still authenticates against store;
 // else a new one, which it writes to that file.
 func devKey(ctx context.Context, store authz.Store, dataDir, fromEnv string) (key, note string, err error) {
-	a, err := ensureAccount(ctx, store, "dev")
+	a, _, err := ensureAccount(ctx, store, "dev")
 	if err != nil {
 		return "", "", err
 	}

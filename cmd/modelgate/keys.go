@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/admin"
 )
 
 const keysUsage = `usage: modelgate keys <subcommand> --config F [flags]
@@ -141,27 +142,42 @@ func splitList(s string) []string {
 	return out
 }
 
-// ensureAccount returns the named account, creating it if needed.
-func ensureAccount(ctx context.Context, store authz.Store, name string) (authz.Account, error) {
+// ensureAccount returns the named account, creating it if needed, and
+// whether it did.
+func ensureAccount(ctx context.Context, store authz.Store, name string) (authz.Account, bool, error) {
 	a, err := store.AccountByName(ctx, name)
 	if errors.Is(err, authz.ErrNotFound) {
-		return store.CreateAccount(ctx, name)
+		a, err = store.CreateAccount(ctx, name)
+		return a, err == nil, err
 	}
-	return a, err
+	return a, false, err
+}
+
+// audit records a change the command made in the audit log, as the admin
+// API records its own. The change is made already: a failure to record it
+// is reported, not returned.
+func audit(ctx context.Context, store authz.Store, e env, action, target string, before, after any) {
+	if err := admin.AuditCommand(ctx, store, time.Now(), action, target, before, after); err != nil {
+		fmt.Fprintf(e.stderr, "warning: %s %s is not in the audit log: %v\n", action, target, err)
+	}
 }
 
 func createKey(ctx context.Context, store authz.Store, e env, account, name string, models []string) error {
 	if account == "" {
 		return fmt.Errorf("keys create: --account is required")
 	}
-	a, err := ensureAccount(ctx, store, account)
+	a, created, err := ensureAccount(ctx, store, account)
 	if err != nil {
 		return err
+	}
+	if created {
+		audit(ctx, store, e, "account.create", a.ID, nil, a)
 	}
 	secret, k, err := authz.CreateKey(ctx, store, a.ID, name, models)
 	if err != nil {
 		return err
 	}
+	audit(ctx, store, e, "key.create", k.ID, nil, k)
 	fmt.Fprintf(e.stdout, "%s\n", secret)
 	fmt.Fprintf(e.stderr, "created key %s (prefix %s) for account %q; it is shown only once\n", k.ID, k.Prefix, a.Name)
 	return nil
@@ -209,14 +225,21 @@ func changeKey(ctx context.Context, store authz.Store, e env, op, ref string) er
 	if op == "enable" && k.RevokedAt != nil {
 		return fmt.Errorf("key %s (prefix %s) is revoked, which is final: create a new key", k.ID, k.Prefix)
 	}
+	action := "key.update"
 	switch op {
 	case "disable", "enable":
 		err = store.SetKeyDisabled(ctx, k.ID, op == "disable")
 	case "revoke":
+		action = "key.revoke"
 		err = store.RevokeKey(ctx, k.ID)
 	}
 	if err != nil {
 		return err
+	}
+	if after, err := store.KeyByID(ctx, k.ID); err == nil {
+		audit(ctx, store, e, action, k.ID, k, after)
+	} else {
+		audit(ctx, store, e, action, k.ID, k, nil)
 	}
 	fmt.Fprintf(e.stdout, "key %s (prefix %s): %s\n", k.ID, k.Prefix, map[string]string{
 		"disable": "disabled", "enable": "enabled", "revoke": "revoked"}[op])
