@@ -277,6 +277,14 @@ func TestDashboardRotatesKeys(t *testing.T) {
 	if old.ExpiresAt == nil || !old.ExpiresAt.Equal(clock.Now().Add(time.Hour)) {
 		t.Errorf("the old key expires at %v, want in an hour", old.ExpiresAt)
 	}
+	var e errorBody
+	if st := h.call(t, "POST", "/admin/v1/keys/"+np.KeyID+"/rotate", `{"grace":"8760h"}`, &e); st != 400 ||
+		!strings.Contains(e.Error.Message, "at most 720h0m0s") {
+		t.Errorf("rotating with a year's grace: %d %+v, want 400: the grace is bounded", st, e)
+	}
+	if p := b.post(t, "/admin/keys/"+np.KeyID+"/rotate", url.Values{"csrf": {token}, "grace": {"9000h"}}); p.StatusCode != 400 {
+		t.Errorf("rotating with 9000h of grace in the dashboard: %d", p.StatusCode)
+	}
 	var rotated rotatedKey
 	if st := h.call(t, "POST", "/admin/v1/keys/"+np.KeyID+"/rotate", `{"grace":"0s"}`, &rotated); st != 201 ||
 		rotated.Secret == "" || rotated.Old.State != "expired" {

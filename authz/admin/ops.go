@@ -238,11 +238,20 @@ func (h *Handler) revokeKey(ctx context.Context, id string) (authz.Key, error) {
 	return k, err
 }
 
+// MaxRotationGrace bounds how long a rotated key's old secret keeps
+// working: a rotation is for a switch-over, and a secret that was rotated
+// because it leaked must not live on for years.
+const MaxRotationGrace = 30 * 24 * time.Hour
+
 // rotateKey gives a key a successor with a new secret and the same
 // settings, and lets the old secret work for grace more (never longer than
 // it would have): clients switch without an outage. A key's budget starts
 // afresh on its successor.
 func (h *Handler) rotateKey(ctx context.Context, id string, grace time.Duration) (string, authz.Key, error) {
+	if grace > MaxRotationGrace {
+		return "", authz.Key{}, badRequest("grace: the old secret may keep working for at most %s (%d days), not %s",
+			MaxRotationGrace, MaxRotationGrace/(24*time.Hour), grace)
+	}
 	old, err := h.store.KeyByID(ctx, id)
 	if err != nil {
 		return "", authz.Key{}, fmt.Errorf("key %q: %w", id, err)
