@@ -279,15 +279,24 @@ func (l *Ledger) next(ctx context.Context, batch []authz.UsageRecord) ([]authz.U
 	if batch = l.fill(batch); len(batch) == cap(batch) {
 		return batch, true
 	}
+	// A partial batch waits for FlushInterval, or until the records that
+	// come meanwhile fill it: a full batch is written at once, also when
+	// its first records came before the others.
 	t := time.NewTimer(l.cfg.FlushInterval)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-l.closing:
-	case <-ctx.Done():
-		return batch, true // write gives it up and counts it
+	for len(batch) < cap(batch) {
+		select {
+		case r := <-l.queue:
+			batch = l.fill(append(batch, *r))
+		case <-t.C:
+			return l.fill(batch), true
+		case <-l.closing:
+			return l.fill(batch), true
+		case <-ctx.Done():
+			return batch, true // write gives it up and counts it
+		}
 	}
-	return l.fill(batch), true
+	return batch, true
 }
 
 // fill adds what is queued without waiting.

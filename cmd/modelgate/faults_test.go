@@ -197,12 +197,14 @@ type ledgerRow struct {
 }
 
 // row waits for the ledger record of the request sent with x-request-id
-// requestID (the ledger writes in batches); ok is false if none came.
+// requestID, or answered with it (the gateway's own id), as the ledger
+// writes in batches; ok is false if none came.
 func (g faultGateway) row(t *testing.T, requestID string, wait time.Duration) (r ledgerRow, ok bool) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		err := g.ledger.QueryRow(`SELECT status, total_tokens, estimated FROM usage WHERE client_request_id = ? AND attempt = 0`, requestID).
+		err := g.ledger.QueryRow(`SELECT status, total_tokens, estimated FROM usage WHERE (client_request_id = ? OR request_id = ?) AND attempt = 0`,
+			requestID, requestID).
 			Scan(&r.Status, &r.Tokens, &r.Estimated)
 		if err == nil {
 			return r, true
