@@ -28,8 +28,9 @@ import (
 // retries on another when one fails; an ext_proc filter in the model
 // cluster's upstream filter chain translates each attempt for the provider
 // of the deployment Envoy chose, which it reads from the endpoint's
-// metadata. ENVOY_EXTPROC.md §11 has Envoy's rules, doc.go the choice of
-// one cluster with priorities over an aggregate cluster.
+// metadata. envoy/standin's doc.go has the Envoy rules this relies on,
+// this package's doc.go the choice of one cluster with priorities over an
+// aggregate cluster.
 type Fallback struct {
 	// Model is the public model id, matched on ModelHeader.
 	Model string

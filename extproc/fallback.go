@@ -21,8 +21,9 @@ import (
 	"modelgate/translate/providers"
 )
 
-// Cross-provider fallback by Envoy's own machinery (Model.Fallback;
-// ENVOY_EXTPROC.md §11). A request for a Fallback model opens several
+// Cross-provider fallback by Envoy's own machinery (Model.Fallback; the
+// Envoy rules it relies on are in envoy/standin's doc.go, "Retries" and
+// "Upstream HTTP filters"). A request for a Fallback model opens several
 // ext_proc streams on this server:
 //
 //   - The router-level stream authenticates, admits rate limits and routes
@@ -51,7 +52,9 @@ import (
 // translate, a credential that cannot be minted) is an immediate response
 // in the OpenAI error shape, marked with x-modelgate-upstream-reply. Envoy
 // does not retry such a reply on another deployment: local replies of
-// upstream filters are final (§11.3). The router-level stream passes it on.
+// upstream filters are final (Envoy's http_protocol_options.proto,
+// http_filters: "Local errors sent by upstream filters will not trigger
+// retries"). The router-level stream passes it on.
 
 // Headers of the fallback machinery.
 const (
@@ -62,8 +65,8 @@ const (
 	attemptReplyHeader = "x-modelgate-upstream-reply"
 )
 
-// What Envoy sends an upstream stream (§6.1, §11.2): request attributes
-// under the ext_proc filter's fixed key, as a Struct from the expression
+// What Envoy sends an upstream stream (ext_proc.cc, evaluateAttributes):
+// request attributes under the ext_proc filter's fixed key, as a Struct from the expression
 // text to its value.
 const (
 	extProcAttributes     = "envoy.filters.http.ext_proc"

@@ -43,7 +43,8 @@ type driver struct {
 }
 
 // metadataContext is what Envoy puts in every message when no namespace
-// is forwarded (ENVOY_EXTPROC.md §6.2).
+// is forwarded (ext_proc.cc: setDynamicMetadata on every message; an
+// empty Metadata without forwarding_namespaces).
 var metadataContext = &corev3.Metadata{}
 
 var protocolConfig = &extprocv3.ProtocolConfiguration{

@@ -38,9 +38,9 @@ const (
 // but "via_upstream") from the provider's answers.
 const codeDetails = "response.code_details"
 
-// decodePatch decodes a patch value as the Envoy message it becomes
-// (MESH.md §4.5): protojson refuses unknown fields, Struct numbers are
-// float64 (exact below 2^53).
+// decodePatch decodes a patch value as the Envoy message it becomes, as
+// istiod does when it applies the patch: protojson refuses unknown
+// fields, Struct numbers are float64 (exact below 2^53).
 func decodePatch(v *structpb.Struct, m proto.Message) error {
 	raw, err := protojson.Marshal(v)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 )
 
 // upstreamProc is one attempt's ext_proc filter in the cluster's upstream
-// HTTP filter chain (§11.1–11.4 of the notes; ext_proc.cc run as an
-// upstream filter, upstream_request.cc): a fresh filter, hence its own
+// HTTP filter chain (doc.go, "Upstream HTTP filters"; ext_proc.cc run as
+// an upstream filter, upstream_request.cc): a fresh filter, hence its own
 // stream, per attempt, on the request's one header map and on the
 // attempt's own copy of the body. Whatever it answers with an
 // immediate_response, and every failure, becomes a local reply of the
