@@ -37,13 +37,12 @@ func MarshalYAML(b *bootstrapv3.Bootstrap) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("converting the bootstrap to YAML: %w", err)
 	}
-	needs := "# Needs Envoy " + NeedsVersion(b).String() + " or later"
-	if NeedsVersion(b) == FallbackVersion {
-		needs += " (its models with fallback do; envoy/COMPATIBILITY.md)"
-	} else {
-		needs += " (envoy/COMPATIBILITY.md)"
+	v, why := NeedsVersion(b), ""
+	if v == FallbackVersion {
+		why = "its models with fallback do; "
 	}
-	return append([]byte(header+needs+".\n"), y...), nil
+	needs := "# Needs Envoy " + v.String() + " or later (" + why + "envoy/COMPATIBILITY.md).\n"
+	return append([]byte(header+needs), y...), nil
 }
 
 // LoadYAML parses an Envoy bootstrap strictly and validates it: unknown

@@ -128,10 +128,8 @@ func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
 	if p := ex.principal; p != nil {
 		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID
 	}
-	red := c.Redact
-	red.Secrets = append(slices.Clip(red.Secrets), providerSecrets(ex.s.cfg.Backends)...)
-	rec.Request = red.apply(st.req.b, st.req.truncated)
-	rec.Response = red.apply(st.resp.b, st.resp.truncated)
+	rec.Request = c.Redact.apply(st.req.b, st.req.truncated)
+	rec.Response = c.Redact.apply(st.resp.b, st.resp.truncated)
 	if err := c.Sink.SaveCapture(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("saving a payload capture", zap.Error(err))
 	}

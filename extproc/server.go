@@ -176,9 +176,14 @@ func withDefaults(cfg Config) Config {
 	if cfg.Prices == nil {
 		cfg.Prices = (*pricing.Table)(nil) // no prices
 	}
-	if cfg.Capture != nil && cfg.Capture.MaxBytes <= 0 {
+	if cfg.Capture != nil {
 		c := *cfg.Capture
-		c.MaxBytes = 64 << 10
+		if c.MaxBytes <= 0 {
+			c.MaxBytes = 64 << 10
+		}
+		// The backends' own credentials are hidden wherever a capture
+		// holds them (a provider that echoes its key).
+		c.Redact.Secrets = append(slices.Clip(c.Redact.Secrets), providerSecrets(cfg.Backends)...)
 		cfg.Capture = &c
 	}
 	if cfg.RequestLogSample <= 0 || cfg.RequestLogSample > 1 {

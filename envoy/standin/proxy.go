@@ -13,6 +13,8 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"modelgate/envoy"
 )
 
 // Entry is what an access log line would show of one request.
@@ -89,7 +91,7 @@ type Proxy struct {
 	accessLog   func(Entry)
 	tlsOverride map[string]*tls.Config
 	ids         requestIDs
-	minor       int // Envoy 1.minor's behaviour (WithEnvoyVersion)
+	version     envoy.Version // the Envoy release whose behaviour it has (WithEnvoyVersion)
 	resolve     Resolver
 	optErr      error // an option New refuses
 }
@@ -102,7 +104,7 @@ func New(b *bootstrapv3.Bootstrap, opts ...Option) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{plan: pl, conns: map[string]*grpc.ClientConn{}, tlsOverride: map[string]*tls.Config{},
-		clock: realClock{}, random: defaultRandom, minor: 37, resolve: net.DefaultResolver.LookupIPAddr}
+		clock: realClock{}, random: defaultRandom, version: referenceVersion, resolve: net.DefaultResolver.LookupIPAddr}
 	for _, o := range opts {
 		o(p)
 	}

@@ -2,8 +2,8 @@ package standin
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"modelgate/envoy"
 )
 
 // WithEnvoyVersion makes the stand-in behave as an older Envoy release
@@ -21,26 +21,32 @@ import (
 //     CVE-2025-30157, reverted by envoyproxy/envoy#41769): the ext_proc
 //     server never sees Envoy's own replies.
 //
-// Releases before 1.34 are refused.
-func WithEnvoyVersion(v string) Option {
+// Releases before 1.34 (envoy.MinVersion) are refused.
+func WithEnvoyVersion(s string) Option {
 	return func(p *Proxy) {
-		parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
-		minor := -1
-		if len(parts) >= 2 && parts[0] == "1" {
-			minor, _ = strconv.Atoi(parts[1])
+		v, err := envoy.ParseVersion(s)
+		switch {
+		case err != nil:
+			p.optErr = fmt.Errorf("standin: %w", err)
+		case v.Major != 1 || v.Less(envoy.MinVersion):
+			p.optErr = fmt.Errorf("standin: Envoy %v: 1.34 and later 1.x releases are implemented", v)
+		default:
+			p.version = v
 		}
-		if minor < 34 {
-			p.optErr = fmt.Errorf("standin: Envoy %q: 1.34 and later are implemented", v)
-			return
-		}
-		p.minor = minor
 	}
 }
 
+// referenceVersion is the release the stand-in copies by default.
+var referenceVersion = envoy.Version{Major: 1, Minor: 37}
+
 // upstreamRepliesIgnored: the release ignores an upstream ext_proc's
 // immediate responses and failures.
-func (p *Proxy) upstreamRepliesIgnored() bool { return p.minor < 36 }
+func (p *Proxy) upstreamRepliesIgnored() bool {
+	return p.version.Less(envoy.Version{Major: 1, Minor: 36})
+}
 
 // localRepliesSkipExtProc: the release sends local replies straight to
 // the client, past the ext_proc filter.
-func (p *Proxy) localRepliesSkipExtProc() bool { return p.minor < 37 }
+func (p *Proxy) localRepliesSkipExtProc() bool {
+	return p.version.Less(envoy.Version{Major: 1, Minor: 37})
+}
