@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"modelgate/authz"
@@ -23,6 +25,11 @@ const maxAPIBody = 1 << 20
 func (h *Handler) api(fn apiFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.tokenOK(bearer(r)) {
+			if wait := h.wrongToken(r); wait > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+				writeAPIError(w, tooManyWrongTokens)
+				return
+			}
 			writeAPIError(w, unauthorized)
 			return
 		}

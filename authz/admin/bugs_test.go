@@ -1,7 +1,10 @@
 package admin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -292,26 +295,61 @@ func TestDashboardRotatesKeys(t *testing.T) {
 	}
 }
 
-// Sign-in attempts are throttled: after five wrong tokens from one
-// address, even the right one waits until the window ends.
-func TestDashboardThrottlesSignIn(t *testing.T) {
+// Wrong admin tokens are throttled per address, on the dashboard and the
+// API alike: after five, the address's wrong tokens get 429 until the
+// window ends. The right token is never refused, so five wrong guesses
+// from behind the same proxy or NAT do not lock the admins out.
+func TestWrongAdminTokensThrottledNeverTheRightOne(t *testing.T) {
 	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	h := newHarness(t, sqliteStore(t), func(c *Config) { c.Now = clock.Now })
 	b := newBrowser(t, h.srv)
-	login := b.get(t, "/admin/login")
-	token := csrf(t, login)
-	for i := range signInLimit {
-		if p := b.post(t, "/admin/login", url.Values{"csrf": {token}, "token": {"wrong-" + strconv.Itoa(i)}}); p.StatusCode != http.StatusUnauthorized {
+	token := csrf(t, b.get(t, "/admin/login"))
+	wrongSignIn := func() page {
+		return b.post(t, "/admin/login", url.Values{"csrf": {token}, "token": {"wrong-" + clock.now.String()}})
+	}
+	for i := range failLimit {
+		if p := wrongSignIn(); p.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong token %d: %d", i, p.StatusCode)
 		}
 	}
-	p := b.post(t, "/admin/login", url.Values{"csrf": {token}, "token": {testToken}})
-	if p.StatusCode != http.StatusTooManyRequests || !strings.Contains(p.Body, "try again in 15 minutes") {
-		t.Fatalf("after %d failures: %d %s", signInLimit, p.StatusCode, p.Body)
+	if p := wrongSignIn(); p.StatusCode != http.StatusTooManyRequests || !strings.Contains(p.Body, "refused for 15 minutes") {
+		t.Fatalf("after %d failures: %d %s", failLimit, p.StatusCode, p.Body)
 	}
-	clock.Add(signInWindow)
+	// The API shares the address's count: a wrong bearer token is 429 with
+	// Retry-After, the right one works.
+	resp := h.raw(t, "GET", "/admin/v1/accounts", "wrong-bearer-token")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "900" {
+		t.Errorf("a wrong API token from the throttled address: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if resp := h.raw(t, "GET", "/admin/v1/accounts", testToken); resp.StatusCode != http.StatusOK {
+		t.Errorf("the right API token from the throttled address: %d", resp.StatusCode)
+	}
 	if p := b.post(t, "/admin/login", url.Values{"csrf": {token}, "token": {testToken}}); p.StatusCode != http.StatusSeeOther {
-		t.Errorf("after the window: %d", p.StatusCode)
+		t.Fatalf("the right token from the throttled address: %d %s", p.StatusCode, p.Body)
+	}
+	clock.Add(failWindow)
+	if resp := h.raw(t, "GET", "/admin/v1/accounts", "wrong-bearer-token"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong API token after the window: %d", resp.StatusCode)
+	}
+}
+
+// The admin API alone throttles wrong tokens too.
+func TestAdminAPIThrottlesWrongTokens(t *testing.T) {
+	clock := &testClock{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	h := newHarness(t, sqliteStore(t), func(c *Config) { c.Now = clock.Now })
+	for i := range failLimit {
+		if resp := h.raw(t, "POST", "/admin/v1/accounts", "guess-"+strconv.Itoa(i)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i, resp.StatusCode)
+		}
+	}
+	clock.Add(time.Minute)
+	resp := h.raw(t, "POST", "/admin/v1/accounts", "guess")
+	var body struct {
+		Error struct{ Type, Message string }
+	}
+	json.NewDecoder(resp.Body).Decode(&body) //nolint:errcheck // checked below
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "840" || body.Error.Type != "rate_limit_error" {
+		t.Errorf("after %d wrong tokens: %d, Retry-After %q, %+v", failLimit, resp.StatusCode, resp.Header.Get("Retry-After"), body.Error)
 	}
 }
 
@@ -352,4 +390,23 @@ func TestDashboardUsageCSV(t *testing.T) {
 	if p.Body != want {
 		t.Errorf("CSV =\n%s\nwant\n%s", p.Body, want)
 	}
+}
+
+// raw sends an API request with token and returns the response, its body
+// read and kept.
+func (h *harness) raw(t *testing.T, method, path, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return resp
 }

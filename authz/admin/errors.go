@@ -52,6 +52,11 @@ func (h *Handler) toAPIError(r *http.Request, err error) *apiError {
 var unauthorized = &apiError{Status: http.StatusUnauthorized, Type: "authentication_error",
 	Message: "a valid admin token is required, as Authorization: Bearer followed by the token"}
 
+// tooManyWrongTokens is the answer to a wrong admin token from an address
+// the throttle holds back.
+var tooManyWrongTokens = &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error",
+	Message: "too many wrong admin tokens from this address; wrong tokens are refused until Retry-After (the right one is always accepted)"}
+
 // writeJSON writes v as the JSON body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)

@@ -195,19 +195,15 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, view{}, errStaleForm)
 		return
 	}
-	addr, now := clientAddr(r), h.cfg.Now()
-	if wait := h.throttle.wait(addr, now); wait > 0 {
-		h.renderPage(w, r, view{CSRF: h.sessions.csrfToken(v)}, http.StatusTooManyRequests, "login", "Sign in",
-			fmt.Sprintf("Too many failed sign-ins from your address: try again in %d minutes.", int(math.Ceil(wait.Minutes()))))
-		return
-	}
 	if !h.tokenOK(r.PostFormValue("token")) {
-		h.throttle.failed(addr, now)
-		h.renderPage(w, r, view{CSRF: h.sessions.csrfToken(v)}, http.StatusUnauthorized, "login", "Sign in",
-			"That is not the admin token.")
+		status, msg := http.StatusUnauthorized, "That is not the admin token."
+		if wait := h.wrongToken(r); wait > 0 {
+			status, msg = http.StatusTooManyRequests, fmt.Sprintf("That is not the admin token, and too many wrong ones came from your address: "+
+				"wrong tokens are refused for %d minutes (the right one is always accepted).", int(math.Ceil(wait.Minutes())))
+		}
+		h.renderPage(w, r, view{CSRF: h.sessions.csrfToken(v)}, status, "login", "Sign in", msg)
 		return
 	}
-	h.throttle.succeeded(addr)
 	ttl := h.cfg.SessionTTL
 	h.setCookie(w, r, h.sessions.start(h.cfg.Now()), int(ttl/time.Second))
 	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
