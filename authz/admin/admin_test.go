@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
@@ -132,7 +134,12 @@ func TestAPIRequiresToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	h := newHarness(t, s)
+	// Each call in a throttling window of its own: these wrong tokens test
+	// the routes, not the throttle.
+	var calls atomic.Int64
+	h := newHarness(t, s, func(c *Config) {
+		c.Now = func() time.Time { return time.Unix(0, 0).Add(time.Duration(calls.Add(1)) * failWindow) }
+	})
 	a, _ := s.CreateAccount(context.Background(), "acme")
 	routes := []string{
 		"GET /admin/v1/groups", "POST /admin/v1/groups", "GET /admin/v1/groups/g", "PATCH /admin/v1/groups/g",

@@ -24,8 +24,8 @@ const maxAPIBody = 1 << 20
 // api requires the admin token and renders the result as JSON.
 func (h *Handler) api(fn apiFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.tokenOK(bearer(r)) {
-			if wait := h.wrongToken(r); wait > 0 {
+		if token := bearer(r); !h.tokenOK(token) {
+			if wait := h.wrongToken(r, token); wait > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 				writeAPIError(w, tooManyWrongTokens)
 				return

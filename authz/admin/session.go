@@ -195,9 +195,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, view{}, errStaleForm)
 		return
 	}
-	if !h.tokenOK(r.PostFormValue("token")) {
+	if token := r.PostFormValue("token"); !h.tokenOK(token) {
 		status, msg := http.StatusUnauthorized, "That is not the admin token."
-		if wait := h.wrongToken(r); wait > 0 {
+		if wait := h.wrongToken(r, token); wait > 0 {
 			status, msg = http.StatusTooManyRequests, fmt.Sprintf("That is not the admin token, and too many wrong ones came from your address: "+
 				"wrong tokens are refused for %d minutes (the right one is always accepted).", int(math.Ceil(wait.Minutes())))
 		}

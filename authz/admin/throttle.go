@@ -85,8 +85,11 @@ func (t *throttle) makeRoom(now time.Time) {
 
 // wrongToken counts a wrong admin token presented by r and returns how
 // long r's address is throttled, logging the address once a window when
-// it reaches the limit.
-func (h *Handler) wrongToken(r *http.Request) time.Duration {
+// it reaches the limit. No token at all is no guess, and not counted.
+func (h *Handler) wrongToken(r *http.Request, token string) time.Duration {
+	if token == "" {
+		return 0
+	}
 	addr := clientAddr(r)
 	wait, reached := h.throttle.failed(addr, h.cfg.Now())
 	if reached {
