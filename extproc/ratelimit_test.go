@@ -19,6 +19,7 @@ import (
 	"modelgate/extproc/extproctest"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
+	"modelgate/translate/anthropic"
 )
 
 func limit(n int64) *int64 { return &n }
@@ -228,5 +229,57 @@ func TestSequentialRequestsUnderOneSlot(t *testing.T) {
 		if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
 			t.Fatalf("request %d: %d %s", i+1, res.Status, res.Body)
 		}
+	}
+}
+
+// A request reserves the bound on the answer its provider is sent, not
+// only the client's: Anthropic is sent max_tokens 4096 when the client
+// sets none, and a thinking budget on top of the client's bound; a
+// Fallback model reserves the most any of its deployments is sent.
+func TestReservationIsTheBoundTheProviderIsSent(t *testing.T) {
+	lim := &countingLimiter{Limiter: memory.New(memory.Config{}), charged: make(chan int64, 16), released: make(chan struct{}, 16)}
+	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
+		c.Limiter = lim
+		c.AccountLimits = authz.Limits{TokensPerMinute: limit(1 << 30)}
+		c.Backends = append(c.Backends, extproc.Backend{Name: "claude", Provider: "anthropic", APIKey: providerKey})
+		c.Models = append(c.Models,
+			extproc.Model{ID: "claude", Deployments: []extproc.Deployment{{Backend: "claude", Model: "claude-sonnet-4-20250514"}}},
+			extproc.Model{ID: "smart", Fallback: true, Deployments: []extproc.Deployment{
+				{Backend: "main", Model: "gpt-5-nano"}, {Backend: "claude", Model: "claude-sonnet-4-20250514", Priority: 1}}})
+	})
+	const messages = `"messages":[{"role":"user","content":"Hello!"}]`
+	prompt := func(model string) int64 { // the reservation of a request bounded to 1 token, less that token
+		lim.reserved.Store(0)
+		f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], `{"model":"`+model+`","max_tokens":1,`+messages+`}`)
+		return lim.reserved.Load() - 1
+	}
+	for _, c := range []struct {
+		name, model, extra string
+		out                int64
+	}{
+		{"OpenAI, no bound: the config's default", "gpt-4o", "", 1024},
+		{"OpenAI, the client's bound", "gpt-4o", `"max_tokens":300,`, 300},
+		{"Anthropic, no bound: the max_tokens it is sent", "claude", "", anthropic.DefaultMaxTokens},
+		{"Anthropic, the client's bound", "claude", `"max_completion_tokens":300,`, 300},
+		{"Anthropic with thinking: the budget and the default", "claude", `"max_tokens":300,"reasoning_effort":"low",`, 2048 + anthropic.DefaultMaxTokens},
+		{"Fallback to Anthropic, no bound: the most a deployment is sent", "smart", "", anthropic.DefaultMaxTokens},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := prompt(c.model)
+			lim.reserved.Store(0)
+			f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], `{"model":"`+c.model+`",`+c.extra+messages+`}`)
+			// The prompt is estimated from the provider's body, which the
+			// members that bound the answer change by a few tokens.
+			if got := lim.reserved.Load() - base; got < c.out-20 || got > c.out+20 {
+				t.Errorf("reserved %d beside the prompt, want %d give or take the prompt's few tokens", got, c.out)
+			}
+		})
+	}
+	// The Responses API on Anthropic goes through the chat translator,
+	// whose bound is the one reserved.
+	lim.reserved.Store(0)
+	f.gw.Post(t, "/v1/responses", f.keys["valid"], `{"model":"claude","input":"Hello!"}`)
+	if got := lim.reserved.Load(); got < anthropic.DefaultMaxTokens || got > anthropic.DefaultMaxTokens+40 {
+		t.Errorf("a Responses request to Anthropic reserved %d, want its prompt and %d", got, anthropic.DefaultMaxTokens)
 	}
 }

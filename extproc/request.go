@@ -277,6 +277,9 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	if ex.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
 		ex.prompt = promptEstimate(up.Body)
 	}
+	if n := translate.MaxOutputTokens(ex.tr); n > 0 { // what the provider is sent, not the client's
+		ex.maxOutput = n
+	}
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}

@@ -98,6 +98,26 @@ type Usage struct {
 	Images int64
 }
 
+// OutputBound is implemented by a translator whose upstream request may
+// bound the answer other than the client did: Anthropic requires
+// max_tokens and is sent a default when the client sets none, and a
+// thinking budget raises the bound. The gateway reserves tokens and
+// budget for the bound the provider is sent, not the client's.
+type OutputBound interface {
+	// MaxOutputTokens is the bound on the answer the upstream request
+	// carries, once RequestBody has built it; zero when it carries none.
+	MaxOutputTokens() int64
+}
+
+// MaxOutputTokens is the bound tr's upstream request carries when tr is
+// an OutputBound, else zero.
+func MaxOutputTokens(tr Translator) int64 {
+	if b, ok := tr.(OutputBound); ok {
+		return b.MaxOutputTokens()
+	}
+	return 0
+}
+
 // Translator translates one exchange between the OpenAI API and a provider.
 type Translator interface {
 	// RequestBody returns the upstream request. It is called once.

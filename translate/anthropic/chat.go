@@ -27,6 +27,8 @@ type chat struct {
 	// jsonMode: a JSON response_format is answered by the json_response
 	// tool, whose input becomes the message content.
 	jsonMode bool
+	// maxTokens is the max_tokens sent.
+	maxTokens int64
 }
 
 // NewChat returns the chat translator for provider anthropic.
@@ -34,13 +36,17 @@ func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	return &chat{target: t, req: req, now: time.Now}
 }
 
+// MaxOutputTokens implements translate.OutputBound: max_tokens is
+// required, and sent with DefaultMaxTokens when the client sets no bound.
+func (c *chat) MaxOutputTokens() int64 { return c.maxTokens }
+
 // RequestBody builds the Messages API request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
 	r, err := buildRequest(c.target.Model, c.req)
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	c.jsonMode = r.jsonMode()
+	c.jsonMode, c.maxTokens = r.jsonMode(), r.MaxTokens
 	body, err := json.Marshal(r)
 	if err != nil {
 		return translate.Upstream{}, err

@@ -80,7 +80,7 @@ func TestRequestTranslation(t *testing.T) {
 
 func TestRequestDefaultsAndThinking(t *testing.T) {
 	got := upstreamBody(t, `{"model":"m","messages":[{"role":"user","content":"x"}],"reasoning_effort":"low","temperature":0.2,"stream":true}`)
-	if got["max_tokens"] != float64(defaultMaxTokens) || got["temperature"] != nil || got["stream"] != true {
+	if got["max_tokens"] != float64(DefaultMaxTokens) || got["temperature"] != nil || got["stream"] != true {
 		t.Errorf("body = %v", got)
 	}
 	if th := got["thinking"].(map[string]any); th["budget_tokens"] != 2048.0 {

@@ -11,9 +11,9 @@ import (
 // Version is the anthropic-version header the translator speaks.
 const Version = "2023-06-01"
 
-// defaultMaxTokens is sent when the client sets no limit: Anthropic
+// DefaultMaxTokens is sent when the client sets no limit: Anthropic
 // requires max_tokens.
-const defaultMaxTokens = 4096
+const DefaultMaxTokens = 4096
 
 type message struct {
 	Role    string  `json:"role"`
@@ -82,7 +82,7 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 	if in.N != nil && *in.N > 1 {
 		return nil, api.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
 	}
-	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: defaultMaxTokens}
+	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: DefaultMaxTokens}
 	if v := firstSet(in.MaxCompletionTokens, in.MaxTokens); v != nil {
 		out.MaxTokens = *v
 	}
@@ -329,7 +329,7 @@ func (r *request) setThinking(effort string) error {
 	}
 	r.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 	if r.MaxTokens <= budget { // Anthropic requires max_tokens above the budget
-		r.MaxTokens = budget + defaultMaxTokens
+		r.MaxTokens = budget + DefaultMaxTokens
 	}
 	r.Temperature, r.TopP = nil, nil // not allowed with thinking
 	return nil

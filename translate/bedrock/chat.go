@@ -30,6 +30,7 @@ type chat struct {
 	jsonMode  bool
 	jsonBlock int             // the json tool's block index + 1 while streaming
 	deltas    api.DeltaChunks // writes the fast path's chunks
+	maxTokens int64           // inferenceConfig.maxTokens sent, zero for none
 }
 
 // NewChat returns the chat translator for provider bedrock. A Bedrock API
@@ -42,6 +43,10 @@ func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 // Usage implements translate.Translator.
 func (c *chat) Usage() translate.Usage { return c.usage }
 
+// MaxOutputTokens implements translate.OutputBound: a thinking budget
+// raises maxTokens above the client's bound.
+func (c *chat) MaxOutputTokens() int64 { return c.maxTokens }
+
 // RequestBody builds the Converse or ConverseStream request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
 	r, err := buildRequest(c.target.Model, c.req)
@@ -49,6 +54,9 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 		return translate.Upstream{}, err
 	}
 	c.jsonMode = r.jsonMode()
+	if mt := r.InferenceConfig.MaxTokens; mt != nil {
+		c.maxTokens = *mt
+	}
 	body, err := json.Marshal(r)
 	if err != nil {
 		return translate.Upstream{}, err

@@ -34,6 +34,12 @@ type Provider struct {
 	// Responses serves POST /v1/responses natively; nil serves it through
 	// Chat (responses.ToChat and responses.NewTranslator).
 	Responses ResponsesFunc
+	// DefaultMaxOutput is the bound on the answer a chat request to the
+	// upstream model carries when the client sets none (Anthropic requires
+	// one); nil or zero when it carries none. The translators report the
+	// bound they sent (translate.OutputBound); this is for the gateway's
+	// reservation before it knows the deployment (a Fallback model's).
+	DefaultMaxOutput func(model string) int64
 }
 
 // ResponsesTranslator translates one POST /v1/responses exchange and knows
@@ -53,10 +59,10 @@ type ResponsesFunc func(t translate.Target, r *responses.Request, history []json
 var table = []Provider{
 	{Name: "openai", Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough)},
 	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses)},
-	{Name: "anthropic", Chat: anthropic.NewChat},
+	{Name: "anthropic", Chat: anthropic.NewChat, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens }},
 	{Name: "bedrock", Chat: bedrock.NewChat, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages},
 	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages},
-	{Name: "vertex", Chat: vertex.NewChat, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages},
+	{Name: "vertex", Chat: vertex.NewChat, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput},
 	{Name: "cohere", Chat: cohere.NewChat, Embeddings: cohere.NewEmbeddings},
 }
 

@@ -30,6 +30,10 @@ func NewTranslator(chat translate.Translator, r *Request, history []json.RawMess
 	return &Translator{chat: chat, req: r, history: history, id: id, created: created}
 }
 
+// MaxOutputTokens implements translate.OutputBound for the chat
+// translator inside.
+func (t *Translator) MaxOutputTokens() int64 { return translate.MaxOutputTokens(t.chat) }
+
 // RequestBody implements translate.Translator. A chat translator's
 // refusal of the chat request names the Responses member it came from.
 func (t *Translator) RequestBody() (translate.Upstream, error) {

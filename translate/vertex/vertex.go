@@ -29,11 +29,27 @@ type chat struct {
 	anthropic bool
 }
 
+// DefaultMaxOutput is the bound a chat request to model carries when the
+// client sets none: Anthropic's default for Claude, none for Gemini.
+func DefaultMaxOutput(model string) int64 {
+	if isClaude(model) {
+		return anthropic.DefaultMaxTokens
+	}
+	return 0
+}
+
+// isClaude reports whether model is served by Anthropic's publisher.
+func isClaude(model string) bool { return strings.HasPrefix(model, "claude") }
+
+// MaxOutputTokens implements translate.OutputBound for Claude's
+// translator inside.
+func (c *chat) MaxOutputTokens() int64 { return translate.MaxOutputTokens(c.Translator) }
+
 // NewChat returns the chat translator for provider vertex. Models whose
 // upstream name starts with "claude" go to Anthropic's publisher, all
 // others to Google's.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	c := &chat{target: t, stream: req.Stream, anthropic: strings.HasPrefix(t.Model, "claude")}
+	c := &chat{target: t, stream: req.Stream, anthropic: isClaude(t.Model)}
 	if c.anthropic {
 		c.Translator = anthropic.NewChat(t, req)
 	} else {

@@ -82,3 +82,22 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// Claude on Vertex is sent Anthropic's max_tokens, and says so; Gemini is
+// sent no bound the client did not set.
+func TestMaxOutputTokens(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
+	for model, want := range map[string]int64{"claude-sonnet-4@20250514": 4096, "gemini-2.5-flash": 0} {
+		tr := newChat(t, body, model)
+		up, err := tr.RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := translate.MaxOutputTokens(tr); got != want || DefaultMaxOutput(model) != want {
+			t.Errorf("%s: MaxOutputTokens %d, DefaultMaxOutput %d, want %d", model, got, DefaultMaxOutput(model), want)
+		}
+		if want > 0 && !bytes.Contains(up.Body, []byte(`"max_tokens":4096`)) {
+			t.Errorf("%s: the body does not carry the bound: %s", model, up.Body)
+		}
+	}
+}
