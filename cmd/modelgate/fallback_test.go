@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/envoy/envoytest"
@@ -65,6 +68,9 @@ func fallbackConfig(t *testing.T, providerURL string) string {
 		{"fb-429", "{backend: faulty, model: error-429}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-hang", "{backend: faulty, model: hang-headers}", claude, "{outlier: {consecutive: 100}}"},
 		{"fb-midstream", "{backend: faulty, model: reset-stream}", claude, "{}"},
+		{"fb-endstream", "{backend: faulty, model: end-stream}", claude, "{}"},
+		{"fb-stall", "{backend: faulty, model: hang-stream}", claude, "{}"},
+		{"fb-midbody", "{backend: faulty, model: reset-body}", claude, "{}"},
 		{"fb-tools", "{backend: dead, model: ok}", "{backend: claude, model: mock-tools, priority: 1}", "{}"},
 		{"fb-all-down", "{backend: dead, model: ok}", "{backend: dead2, model: ok, priority: 1}", "{outlier: {consecutive: 1}}"},
 		{"fb-all-fail", "{backend: dead, model: ok}", "{backend: faulty, model: error-429, priority: 1}", "{max_retry_after: 1s}"},
@@ -141,32 +147,224 @@ func checkFallbacks(t *testing.T, p *faultProvider, g faultGateway) {
 	}
 }
 
-// A stream that fails after its first byte reached the client is not
-// retried: the client gets the start, then an error, never the second
-// deployment's answer.
+// A stream whose deployment fails after its first byte reached the client
+// is not retried (Envoy never retries once the answer began): the client
+// gets the start, then the failure, never the second deployment's answer.
+// A provider that resets the connection, or goes silent for stream_idle,
+// gets the client's connection reset, as on a model without fallback:
+// Envoy cannot add to an answer after its upstream broke it, so no error
+// event can follow, and the SDK raises a connection error. The ledger
+// keeps what it keeps without fallback: 499 for the reset (the gateway
+// cannot tell it from a client that left), 504 for the silence, estimated.
 func TestFallbackNotAfterFirstByte(t *testing.T) {
-	p, c := serveFallback(t)
-	ctx := t.Context()
-	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "fb-midstream",
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}})
+	p, g, c := serveFallbackGateway(t)
+	for _, f := range []struct {
+		name, fallback, direct, upstream string
+		ledger                           int
+	}{
+		{"reset", "fb-midstream", faultResetStream, faultResetStream, 499},
+		{"silence", "fb-stall", faultHangStream, faultHangStream, 504},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			rows := map[string]ledgerRow{}
+			for _, model := range []string{f.fallback, f.direct} {
+				select { // nothing left from an earlier request
+				case <-p.proceed:
+				default:
+				}
+				before := p.count(f.upstream)
+				id := fmt.Sprintf("after-first-byte-%s-%d", model, time.Now().UnixNano())
+				r := sdkStream(t, c, model, id, func() { p.proceed <- struct{}{} }) // the client saw the start: let the provider reset
+				var se *ssestream.StreamError
+				switch {
+				case r.err == nil:
+					t.Errorf("%s: the stream ended cleanly after the provider broke it; text %q", model, r.text)
+				case errors.As(r.err, &se):
+					t.Errorf("%s: an error event (%s) after the provider broke the stream: Envoy cannot send one", model, se.Event.Data)
+				}
+				for _, e := range sseData(r.body) {
+					if e == "[DONE]" || strings.HasPrefix(e, `{"error"`) {
+						t.Errorf("%s: event %s in a stream the provider broke", model, e)
+					}
+				}
+				// The first deployment streamed "Hel" (and "lo, wor" before a
+				// reset); the second deployment's answer (about Paris) must
+				// not follow.
+				if got := r.text; !strings.HasPrefix(got, "Hel") || !strings.HasPrefix("Hello, wor", got) {
+					t.Errorf("%s: the client got %q: want the first deployment's start only, no retry's content", model, got)
+				}
+				if n := p.count(f.upstream) - before; n != 1 {
+					t.Errorf("%s: the provider got %d requests, want 1: no retry", model, n)
+				}
+				if model == f.fallback && r.deployment != "faulty" {
+					t.Errorf("%s: answered by %q, want the first deployment", model, r.deployment)
+				}
+				row, ok := g.row(t, id, faultSlack)
+				if !ok {
+					t.Fatalf("%s: no ledger record", model)
+				}
+				rows[model] = row
+				g.waitSlot(t, id)
+			}
+			fb, direct := rows[f.fallback], rows[f.direct]
+			if fb.Status != f.ledger || !fb.Estimated || fb.Tokens == 0 || fb.Status != direct.Status || fb.Estimated != direct.Estimated {
+				t.Errorf("ledger: %+v with fallback, %+v without; want status %d, estimated, on both", fb, direct, f.ledger)
+			}
+		})
+	}
+}
+
+// A JSON answer that breaks off midway is not retried either: Envoy
+// retries on an attempt's response headers, and those had come. Envoy
+// still holds the buffered answer's head, so the client gets its 502, as
+// without fallback, and the ledger the same record.
+func TestFallbackJSONBrokenOff(t *testing.T) {
+	p, g, c := serveFallbackGateway(t)
+	rows := map[string]ledgerRow{}
+	for _, model := range []string{"fb-midbody", faultResetBody} {
+		before := p.count(faultResetBody)
+		id := fmt.Sprintf("broken-off-%s-%d", model, time.Now().UnixNano())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}}, option.WithHeader("X-Request-Id", id))
+		cancel()
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadGateway || apiErr.Type != "server_error" {
+			t.Errorf("%s: %v, want a 502 server_error", model, err)
+		}
+		if n := p.count(faultResetBody) - before; n != 1 {
+			t.Errorf("%s: the provider got %d requests, want 1: no retry", model, n)
+		}
+		row, ok := g.row(t, id, faultSlack)
+		if !ok {
+			t.Fatalf("%s: no ledger record", model)
+		}
+		rows[model] = row
+		g.waitSlot(t, id)
+	}
+	if fb, direct := rows["fb-midbody"], rows[faultResetBody]; fb.Status != 502 || !fb.Estimated || fb.Status != direct.Status || fb.Estimated != direct.Estimated {
+		t.Errorf("ledger: %+v with fallback, %+v without; want status 502, estimated, on both", fb, direct)
+	}
+}
+
+// A stream whose provider ends it cleanly but early (the body ends without
+// a finish_reason or [DONE]) ends with exactly one OpenAI error event,
+// which the SDK raises, on a fallback model as on any: the stream had
+// begun, so Envoy does not retry it on the next deployment. The ledger
+// keeps the same record on both: the client's status (200, its head went
+// out), the prompt and the streamed text estimated.
+func TestFallbackStreamEndsEarly(t *testing.T) {
+	for name, start := range map[string]func(*testing.T, string) faultGateway{
+		"serve": func(t *testing.T, cfg string) faultGateway { return serveConfigGateway(t, cfg) },
+		"dev":   devConfigGateway,
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newFaultProvider(t)
+			g := start(t, fallbackConfig(t, p.URL))
+			c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+			rows := map[string]ledgerRow{}
+			for _, model := range []string{"fb-endstream", faultEndStream} {
+				before := p.count(faultEndStream)
+				id := fmt.Sprintf("ended-early-%s-%s-%d", name, model, time.Now().UnixNano())
+				r := sdkStream(t, c, model, id, nil)
+				var se *ssestream.StreamError
+				if !errors.As(r.err, &se) {
+					t.Errorf("%s: stream error %v (%T), want the gateway's error event raised by the SDK", model, r.err, r.err)
+				} else if e := errorEventType(se.Event.Data); e != "server_error" {
+					t.Errorf("%s: the error event %s, want type server_error", model, se.Event.Data)
+				}
+				if r.bodyErr != nil {
+					t.Errorf("%s: reading the body: %v, want it to end cleanly", model, r.bodyErr)
+				}
+				// Exactly one error event, last, after the first deployment's
+				// text only: no [DONE], no retry's content.
+				streamEndedWithError("Hello, wor")(t, faultResult{status: 200, body: r.body})
+				if r.text != "Hello, wor" {
+					t.Errorf("%s: the SDK read %q, want the first deployment's %q", model, r.text, "Hello, wor")
+				}
+				if n := p.count(faultEndStream) - before; n != 1 {
+					t.Errorf("%s: the provider got %d requests, want 1: no retry", model, n)
+				}
+				if model == "fb-endstream" && r.deployment != "faulty" {
+					t.Errorf("%s: answered by %q, want the first deployment", model, r.deployment)
+				}
+				row, ok := g.row(t, id, faultSlack)
+				if !ok {
+					t.Fatalf("%s: no ledger record", model)
+				}
+				rows[model] = row
+				g.waitSlot(t, id)
+			}
+			if fb, direct := rows["fb-endstream"], rows[faultEndStream]; fb != direct || fb.Status != 200 || !fb.Estimated || fb.Tokens == 0 {
+				t.Errorf("ledger: %+v with fallback, %+v without; want the same, status 200 with tokens estimated", fb, direct)
+			}
+		})
+	}
+}
+
+// sdkStreamResult is what the official client saw of one streamed chat
+// request: its text, the stream's error, the deployment that answered,
+// the body as it came, and the error of reading the rest of the body
+// once the SDK stopped (nil: it ended cleanly).
+type sdkStreamResult struct {
+	text, deployment string
+	err, bodyErr     error
+	body             []byte
+}
+
+// drainedBody is a response body that, when the SDK closes it (which it
+// does at the first error event), reads the rest first, keeping the error
+// that ended it.
+type drainedBody struct {
+	io.Reader
+	body   io.Closer
+	err    *error
+	closed bool
+}
+
+func (b *drainedBody) Close() error {
+	if !b.closed {
+		b.closed = true
+		_, *b.err = io.Copy(io.Discard, b.Reader)
+	}
+	return b.body.Close()
+}
+
+// sdkStream streams a chat request for model, sent with x-request-id id,
+// through the official client; started, if any, runs once the first chunk
+// arrived.
+func sdkStream(t *testing.T, c openai.Client, model, id string, started func()) sdkStreamResult {
+	t.Helper()
+	var r sdkStreamResult
+	var raw bytes.Buffer
+	tee := option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err == nil {
+			r.deployment = resp.Header.Get("x-modelgate-deployment")
+			resp.Body = &drainedBody{Reader: io.TeeReader(resp.Body, &raw), body: resp.Body, err: &r.bodyErr}
+		}
+		return resp, err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello!")}},
+		option.WithHeader("X-Request-Id", id), tee)
 	var text strings.Builder
 	for stream.Next() {
+		spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(stream.Current().RawJSON()))
 		for _, ch := range stream.Current().Choices {
 			text.WriteString(ch.Delta.Content)
 		}
-		select {
-		case p.proceed <- struct{}{}: // the client saw the start: let the provider reset
-		default:
+		if started != nil {
+			started()
+			started = nil
 		}
 	}
-	if stream.Err() == nil {
-		t.Errorf("the stream ended cleanly after the provider reset it; text %q", text.String())
-	}
-	// The primary streamed "Hel", "lo, wor" before its reset; the second
-	// deployment's answer (about Paris) must not follow.
-	if got := text.String(); !strings.HasPrefix(got, "Hel") || !strings.HasPrefix("Hello, wor", got) {
-		t.Errorf("the client got %q: want the first deployment's start only, no retry's content", got)
-	}
+	r.err = stream.Err()
+	stream.Close()
+	r.text, r.body = text.String(), raw.Bytes()
+	return r
 }
 
 // A deployment that fails is set aside after outlier.consecutive failures:
@@ -420,9 +618,16 @@ func TestFallbackToolCalls(t *testing.T) {
 // and returns both and an official client of the gateway.
 func serveFallback(t *testing.T, opts ...standin.Option) (*faultProvider, openai.Client) {
 	t.Helper()
+	p, _, c := serveFallbackGateway(t, opts...)
+	return p, c
+}
+
+// serveFallbackGateway is serveFallback that returns the gateway too.
+func serveFallbackGateway(t *testing.T, opts ...standin.Option) (*faultProvider, faultGateway, openai.Client) {
+	t.Helper()
 	p := newFaultProvider(t)
 	g := serveConfigGateway(t, fallbackConfig(t, p.URL), opts...)
-	return p, openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
+	return p, g, openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(g.key), option.WithMaxRetries(0))
 }
 
 // The same through `modelgate dev`, on real time: after a cool-down of 1s

@@ -43,6 +43,7 @@ const (
 	faultHangStream    = "hang-stream"    // starts a stream, then says nothing
 	faultResetBody     = "reset-body"     // resets the connection midway through a JSON body
 	faultResetStream   = "reset-stream"   // resets the connection midway through a stream
+	faultEndStream     = "end-stream"     // ends a stream cleanly but early: two chunks, no finish_reason, no [DONE]
 	faultEmpty200      = "empty-200"      // 200 with an empty body
 	faultHTML200       = "html-200"       // 200 with an HTML page
 	faultNotJSON200    = "notjson-200"    // 200 application/json that is not JSON
@@ -115,6 +116,10 @@ func (p *faultProvider) serve(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(10 * time.Second):
 		}
 		reset(w)
+	case faultEndStream:
+		// The body ends (the last chunk of the chunked encoding): a clean
+		// end of the HTTP response, but not of the provider's stream.
+		sseChunks(w, []string{chunkJSON(`{"role":"assistant","content":"Hel"}`, ""), chunkJSON(`{"content":"lo, wor"}`, "")})
 	case faultEmpty200:
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "0")
@@ -231,7 +236,7 @@ func bigEmbeddingsAnswer(w http.ResponseWriter) {
 // null-choices stream once per compatible quirk set ("null-choices-vllm").
 func faultModels(backend string, compatible []string) string {
 	var b strings.Builder
-	for _, m := range []string{faultOK, faultHangHeaders, faultHangStream, faultResetBody, faultResetStream, faultEmpty200,
+	for _, m := range []string{faultOK, faultHangHeaders, faultHangStream, faultResetBody, faultResetStream, faultEndStream, faultEmpty200,
 		faultHTML200, faultNotJSON200, faultNullChoices, faultError500, faultError429, faultBigEmbeddings, faultHeld} {
 		fmt.Fprintf(&b, "  - {id: %s, deployments: [{backend: %s, model: %s}]}\n", m, backend, m)
 	}

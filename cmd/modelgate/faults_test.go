@@ -343,6 +343,10 @@ func faultCases() []faultCase {
 			ledger: 502, estimated: true},
 		{name: "reset mid-stream", model: faultResetStream, stream: true, status: 0, ledger: 499, estimated: true,
 			stepped: true, check: streamStartedWith("Hel")},
+		// A clean but early end of the provider's stream: the translator
+		// ends it with an error event, which the client can read.
+		{name: "stream ends early", model: faultEndStream, stream: true, status: 200, ledger: 200, estimated: true,
+			check: streamEndedWithError("Hello, wor")},
 		{name: "empty 200", model: faultEmpty200, status: 502, errType: "server_error", ledger: 502, estimated: true},
 		{name: "HTML 200", model: faultHTML200, status: 502, errType: "server_error", ledger: 502, estimated: true},
 		{name: "non-JSON 200", model: faultNotJSON200, status: 502, errType: "server_error", ledger: 502, estimated: true},
@@ -477,16 +481,68 @@ func streamStartedWith(text string) func(*testing.T, faultResult) {
 	}
 }
 
-// checkRepairedStream: every event is a valid chunk or one error event,
-// and the stream ends with [DONE].
-func checkRepairedStream(t *testing.T, r faultResult) {
+// streamEndedWithError: the stream carried text, then exactly one OpenAI
+// error event of type server_error, and nothing after it (no [DONE]).
+func streamEndedWithError(text string) func(*testing.T, faultResult) {
+	return func(t *testing.T, r faultResult) {
+		t.Helper()
+		events := sseData(r.body)
+		if r.status != 200 || len(events) == 0 {
+			t.Fatalf("stream %d %q: want a 200 stream", r.status, r.body)
+		}
+		var got strings.Builder
+		for _, e := range events[:len(events)-1] {
+			if e == "[DONE]" || strings.HasPrefix(e, `{"error"`) {
+				t.Errorf("event %s before the stream's last: want chunks only, then one error event", e)
+				continue
+			}
+			spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(e))
+			var ch struct {
+				Choices []struct{ Delta struct{ Content string } }
+			}
+			json.Unmarshal([]byte(e), &ch) //nolint:errcheck // validated above
+			for _, c := range ch.Choices {
+				got.WriteString(c.Delta.Content)
+			}
+		}
+		if got.String() != text {
+			t.Errorf("the stream carried %q, want %q", got.String(), text)
+		}
+		last := []byte(events[len(events)-1])
+		if errorEventType(last) != "server_error" {
+			t.Fatalf("the stream ended with %s, want an error event of type server_error (and no [DONE])", last)
+		}
+		spec.ValidateT(t, "ErrorResponse", last)
+	}
+}
+
+// errorEventType is the type of an OpenAI error event's error; "" for
+// what is not one.
+func errorEventType(data []byte) string {
+	var e struct{ Error struct{ Type string } }
+	if json.Unmarshal(data, &e) != nil {
+		return ""
+	}
+	return e.Error.Type
+}
+
+// sseData is the data of each event of an SSE body, in order.
+func sseData(body []byte) []string {
 	var events []string
-	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 			events = append(events, data)
 		}
 	}
+	return events
+}
+
+// checkRepairedStream: every event is a valid chunk or one error event,
+// and the stream ends with [DONE].
+func checkRepairedStream(t *testing.T, r faultResult) {
+	events := sseData(r.body)
 	if len(events) == 0 || events[len(events)-1] != "[DONE]" {
 		t.Fatalf("stream %q: want events ending in [DONE]", r.body)
 	}
