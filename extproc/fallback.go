@@ -83,6 +83,9 @@ const (
 	contextPath        = "request_path"
 	contextContentType = "request_content_type"
 	contextAccount     = "account_id"
+	// contextClientID is the x-request-id the client sent: the attempt's
+	// own header is the gateway's request id.
+	contextClientID = "client_request_id"
 )
 
 // attempt is an upstream stream: one attempt of a Fallback model.
@@ -100,7 +103,7 @@ type attempt struct {
 // requestContext is what an attempt needs of the client's request that
 // the shared header map may no longer show.
 type requestContext struct {
-	path, contentType, account string
+	path, contentType, account, clientID string
 }
 
 // upstreamAttempt recognises the first message of an upstream stream by
@@ -135,7 +138,8 @@ func attemptCount(v *structpb.Value) int {
 // what is missing stays as it was.
 func (a *attempt) readContext(md *corev3.Metadata, ns string) {
 	f := md.GetFilterMetadata()[ns].GetFields()
-	for key, dst := range map[string]*string{contextPath: &a.ctx.path, contextContentType: &a.ctx.contentType, contextAccount: &a.ctx.account} {
+	for key, dst := range map[string]*string{contextPath: &a.ctx.path, contextContentType: &a.ctx.contentType,
+		contextAccount: &a.ctx.account, contextClientID: &a.ctx.clientID} {
 		if v := f[key].GetStringValue(); v != "" {
 			*dst = v
 		}
@@ -306,7 +310,7 @@ func (ex *exchange) recordAttempt(ctx context.Context, status int) {
 	}
 	a.recorded = true
 	end := ex.s.now()
-	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
+	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), ClientRequestID: a.ctx.clientID, AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
 		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
 	rec.Cost, rec.CostKnown = ex.cost(pricing.Usage{}, end) // no tokens: nothing, where the model has a price
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
@@ -402,6 +406,7 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 		contextPath:        ex.path,
 		contextContentType: ex.contentType,
 		contextAccount:     ex.principal.AccountID,
+		contextClientID:    ex.clientRequestID,
 	})
 	if err != nil { // cannot happen: strings only
 		return nil, err

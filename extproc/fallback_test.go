@@ -127,7 +127,8 @@ func TestFallbackRouterPassesBodyOn(t *testing.T) {
 		t.Errorf("the client's key stays (removed %v) or the route cache is kept", mut.GetRemoveHeaders())
 	}
 	ctx := out[1].GetDynamicMetadata().GetFields()["io.modelgate"].GetStructValue().AsMap()
-	if ctx[contextPath] != "/v1/chat/completions" || ctx[contextContentType] != "application/json" || ctx[contextAccount] != "a" {
+	if ctx[contextPath] != "/v1/chat/completions" || ctx[contextContentType] != "application/json" || ctx[contextAccount] != "a" ||
+		ctx[contextClientID] != "r1" {
 		t.Errorf("request context %v", ctx)
 	}
 }
@@ -488,7 +489,8 @@ func TestFallbackAttemptRecords(t *testing.T) {
 	s, usage, _ := newFallbackServer(t)
 	const req = `{"model":"smart","messages":[{"role":"user","content":"hi"}]}`
 	shared := map[string]string{":method": "POST", ":path": "/v1/chat/completions", "content-type": "application/json", "x-request-id": "r9"}
-	md := map[string]any{contextPath: "/v1/chat/completions", contextContentType: "application/json", contextAccount: "a"}
+	md := map[string]any{contextPath: "/v1/chat/completions", contextContentType: "application/json", contextAccount: "a",
+		contextClientID: "the-client's"}
 	play(t, s, false, attemptMsg(shared, "anthropic", 1, md), reqBody(req), respHeaders(false, ":status", "503"))
 	play(t, s, false, attemptMsg(shared, "openai", 2, md), reqBody(req)) // reset before it answered
 	play(t, s, false, attemptMsg(shared, "openai", 3, md), reqBody(req), respHeaders(false, ":status", "200"))
@@ -498,8 +500,8 @@ func TestFallbackAttemptRecords(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want the two failed attempts: %+v", len(recs), recs)
 	}
-	for i, want := range []authz.UsageRecord{{RequestID: "r9", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "anthropic", Status: 503, Attempt: 1},
-		{RequestID: "r9", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "openai", Status: 0, Attempt: 2}} {
+	for i, want := range []authz.UsageRecord{{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "anthropic", Status: 503, Attempt: 1},
+		{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "openai", Status: 0, Attempt: 2}} {
 		got := recs[i]
 		got.Duration, got.At = 0, time.Time{}
 		if got != want {
