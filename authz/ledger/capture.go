@@ -1,0 +1,108 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"modelgate/authz"
+)
+
+// CaptureWriter is where Captures writes; authz.Store implementations
+// have it.
+type CaptureWriter interface {
+	SaveCapture(ctx context.Context, c authz.Capture) error
+}
+
+// Captures is an extproc.CaptureSink that queues payload captures and
+// writes them to the store as the Ledger does usage records, so that a
+// store outage delays captures instead of losing them: SaveCapture only
+// enqueues (waiting at most FullWait when the queue is full), and Run
+// writes, retrying with backoff until the store recovers or Close's
+// deadline passes. The store has no batch of captures: a batch is written
+// capture by capture, and a retry writes only those not yet stored. The
+// one way to store a capture twice is an insert whose reply is lost.
+// Captures that cannot be queued or written are counted in
+// modelgate_capture_records_dropped_total.
+type Captures struct {
+	w *writer[authz.Capture]
+}
+
+var (
+	errCapturesFull   = &kindError{"capture queue full", ErrFull}
+	errCapturesClosed = &kindError{"capture writer already running or closed", ErrClosed}
+)
+
+// NewCaptures returns a capture writer writing to sink, with its metrics
+// registered on reg (nil registers none). Call Run to start writing and
+// Close to flush.
+func NewCaptures(sink CaptureWriter, reg prometheus.Registerer, cfg Config) (*Captures, error) {
+	if sink == nil {
+		return nil, errors.New("ledger: a capture writer needs a store")
+	}
+	w, err := newWriter(captureKind(sink), reg, cfg, Config{QueueSize: 1024, MaxBatch: 64})
+	if err != nil {
+		return nil, err
+	}
+	return &Captures{w: w}, nil
+}
+
+// captureKind writes captures to sink one by one.
+func captureKind(sink CaptureWriter) kind[authz.Capture] {
+	return kind[authz.Capture]{
+		write: func(ctx context.Context, batch []authz.Capture) (int, error) {
+			for i, c := range batch {
+				if err := sink.SaveCapture(ctx, c); err != nil {
+					return i, err
+				}
+			}
+			return len(batch), nil
+		},
+		sanitize:  sanitizeCapture,
+		metric:    "modelgate_capture",
+		records:   "Payload captures",
+		noun:      "capture",
+		name:      "capture writer",
+		errFull:   errCapturesFull,
+		errClosed: errCapturesClosed,
+	}
+}
+
+// SaveCapture implements extproc.CaptureSink. It queues the capture and
+// returns; when the queue is full it waits up to FullWait (or until ctx
+// ends) for room, then drops the capture and returns an error that is
+// ErrFull. Once the writer is closed it writes the capture to the store
+// itself, for requests that outlive a shutdown's grace period.
+func (c *Captures) SaveCapture(ctx context.Context, rec authz.Capture) error {
+	return c.w.put(ctx, rec)
+}
+
+// Run writes queued captures until Close, then writes what is left and
+// returns nil. If ctx ends first, or Close's deadline passes, the captures
+// still queued are dropped and counted. Call it once: it returns an error
+// that is ErrClosed at once if the writer runs already (Close runs it
+// when Run has not started).
+func (c *Captures) Run(ctx context.Context) error {
+	return c.w.run(ctx)
+}
+
+// Close stops queueing (later captures are written directly) and waits
+// until every queued capture is written or ctx ends; then it gives up on
+// the rest, counts them as dropped and says how many in its error. It
+// runs the writer itself when Run was never called.
+func (c *Captures) Close(ctx context.Context) error {
+	if n := c.w.close(ctx); n > 0 {
+		return fmt.Errorf("closing the capture writer: %d captures not written", n)
+	}
+	return nil
+}
+
+// sanitizeCapture makes the free-form strings of a capture storable (see
+// storable): the bodies too, which a client may send in any encoding.
+func sanitizeCapture(c *authz.Capture) {
+	for _, s := range []*string{&c.RequestID, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Request, &c.Response} {
+		storable(s)
+	}
+}

@@ -1,0 +1,317 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"modelgate/authz"
+	"modelgate/authz/ledger"
+	"modelgate/authz/sqlite"
+)
+
+// captureSink is a CaptureWriter stub: fail, when set, runs before a
+// capture is kept and can fail it.
+type captureSink struct {
+	fail func(call int) error
+
+	mu       sync.Mutex
+	calls    int
+	failures int
+	saved    []authz.Capture
+}
+
+func (s *captureSink) SaveCapture(ctx context.Context, c authz.Capture) error {
+	s.mu.Lock()
+	s.calls++
+	call := s.calls
+	s.mu.Unlock()
+	err := ctx.Err()
+	if s.fail != nil && err == nil {
+		err = s.fail(call)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.failures++
+		return err
+	}
+	s.saved = append(s.saved, c)
+	return nil
+}
+
+func (s *captureSink) requestIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, c := range s.saved {
+		out = append(out, c.RequestID)
+	}
+	return out
+}
+
+func (s *captureSink) failed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failures
+}
+
+func capture(i int) authz.Capture {
+	return authz.Capture{RequestID: fmt.Sprintf("req-%05d", i), AccountID: "acct_1", KeyID: "key_1",
+		Endpoint: "chat.completions", Model: "gpt-4o", Status: 200, At: time.UnixMilli(1_900_000_000_000 + int64(i)).UTC(),
+		Request:  fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":"question %d"}]}`, i),
+		Response: fmt.Sprintf(`{"choices":[{"message":{"content":"answer %d"}}]}`, i), ResponseTruncated: i%3 == 0}
+}
+
+func captureIDs(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, capture(i).RequestID)
+	}
+	return out
+}
+
+// newCaptures returns a capture writer over sink with its metrics on a
+// registry of its own.
+func newCaptures(t testing.TB, sink ledger.CaptureWriter, cfg ledger.Config) (*ledger.Captures, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c, err := ledger.NewCaptures(sink, reg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, reg
+}
+
+// runCaptures starts the writer and stops it at cleanup.
+func runCaptures(t testing.TB, c *ledger.Captures) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background()) }()
+	t.Cleanup(func() {
+		c.Close(context.Background()) //nolint:errcheck // tests check Close themselves
+		if err := <-done; err != nil && !errors.Is(err, ledger.ErrClosed) {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := c.SaveCapture(context.Background(), capture(i)); err != nil {
+			t.Fatalf("SaveCapture(%d): %v", i, err)
+		}
+	}
+}
+
+// A store that fails for a while loses no capture and stores none twice,
+// also when a write fails halfway through a batch: the retry writes only
+// the captures not yet stored, in order.
+func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
+	const outage, n = 6, 300
+	// The first writes fail, then every fifth: most of those mid-batch,
+	// after some of the batch's captures were stored.
+	sink := &captureSink{fail: func(call int) error {
+		if call <= outage || call%5 == 0 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}}
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
+	runCaptures(t, c)
+	saveRange(t, c, 0, n)
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if diff := cmp.Diff(captureIDs(0, n), sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+	failures := sink.failed()
+	if failures <= outage {
+		t.Fatalf("%d failed writes, want more than %d", failures, outage)
+	}
+	for name, want := range map[string]float64{"modelgate_capture_records_queued_total": n,
+		"modelgate_capture_records_written_total": n, "modelgate_capture_write_errors_total": float64(failures),
+		"modelgate_capture_records_dropped_total": 0, "modelgate_capture_queue_records": 0} {
+		if got := ledgerMetric(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// When Close's deadline passes with the store still down, the captures not
+// written are counted and reported; those written before stay written.
+func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
+	down := make(chan struct{})
+	var once sync.Once
+	sink := &captureSink{fail: func(call int) error {
+		if call <= 3 {
+			return nil
+		}
+		once.Do(func() { close(down) })
+		return errors.New("connection refused")
+	}}
+	// One batch of all ten, written once they are queued.
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 10, FlushInterval: time.Hour,
+		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background()) }()
+	saveRange(t, c, 0, 10)
+	<-down
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline has passed
+	err := c.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "7 captures not written") {
+		t.Errorf("Close = %v, want 7 captures not written", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if diff := cmp.Diff(captureIDs(0, 3), sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+	// After Close a capture is written directly, and counted when that fails.
+	if err := c.SaveCapture(context.Background(), capture(10)); err == nil {
+		t.Error("SaveCapture to a failing store after Close succeeded")
+	}
+	for labels, want := range map[string]float64{"reason=aborted": 7, "reason=closed": 1, "reason=full": 0} {
+		if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", labels); got != want {
+			t.Errorf("dropped{%s} = %v, want %v", labels, got, want)
+		}
+	}
+	if got := ledgerMetric(t, reg, "modelgate_capture_records_written_total"); got != 3 {
+		t.Errorf("written = %v, want 3", got)
+	}
+}
+
+// With no room in the queue, captures are dropped and counted; the queue
+// holds 1024 by default, far fewer than the ledger's as captures are
+// large.
+func TestCapturesFullQueueCountsDrops(t *testing.T) {
+	for name, size := range map[string]int{"QueueSize": 2, "default": 0} {
+		t.Run(name, func(t *testing.T) {
+			sink := &captureSink{}
+			c, reg := newCaptures(t, sink, ledger.Config{QueueSize: size, FullWait: -1}) // no writer yet
+			want := size
+			if size == 0 {
+				want = 1024
+			}
+			saveRange(t, c, 0, want)
+			err := c.SaveCapture(context.Background(), capture(want))
+			if !errors.Is(err, ledger.ErrFull) || err.Error() != "capture queue full" {
+				t.Errorf("SaveCapture to a full queue = %v, want ErrFull", err)
+			}
+			if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=full"); got != 1 {
+				t.Errorf("dropped{reason=full} = %v, want 1", got)
+			}
+			if got := ledgerMetric(t, reg, "modelgate_capture_queue_records"); got != float64(want) {
+				t.Errorf("queue = %v, want %d", got, want)
+			}
+			if err := c.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(captureIDs(0, want), sink.requestIDs()); diff != "" {
+				t.Errorf("captures stored (-want +got):\n%s", diff)
+			}
+			if err := c.Run(context.Background()); !errors.Is(err, ledger.ErrClosed) {
+				t.Errorf("Run after Close = %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+// Strings PostgreSQL would refuse are made storable, the bodies too.
+func TestCapturesSanitizeStrings(t *testing.T) {
+	sink := &captureSink{}
+	c, _ := newCaptures(t, sink, ledger.Config{})
+	const bad, clean = "bad\xff\x00s", "bad\uFFFD\uFFFDs"
+	rec := authz.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
+		Request: bad, Response: bad}
+	if err := c.SaveCapture(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []authz.Capture{{RequestID: clean, AccountID: clean, KeyID: clean, Endpoint: clean, Model: clean, Status: 200,
+		Request: clean, Response: clean}}
+	if diff := cmp.Diff(want, sink.saved); diff != "" {
+		t.Errorf("stored (-want +got):\n%s", diff)
+	}
+}
+
+// flakyCaptureStore is the SQLite store with an outage: SaveCapture fails
+// while down. It counts the captures the store took by request id.
+type flakyCaptureStore struct {
+	*sqlite.Store
+	down   atomic.Bool
+	failed chan struct{} // closed at the first failure
+	once   sync.Once
+
+	mu    sync.Mutex
+	saved map[string]int
+}
+
+func (s *flakyCaptureStore) SaveCapture(ctx context.Context, c authz.Capture) error {
+	if s.down.Load() {
+		s.once.Do(func() { close(s.failed) })
+		return errors.New("dial tcp: connection refused")
+	}
+	if err := s.Store.SaveCapture(ctx, c); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saved[c.RequestID]++
+	return nil
+}
+
+// Through the SQLite store: captures saved while the store is down are all
+// there, once each, after it recovers.
+func TestCapturesWithSQLiteOutage(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := &flakyCaptureStore{Store: store, failed: make(chan struct{}), saved: map[string]int{}}
+	s.down.Store(true)
+	c, _ := newCaptures(t, s, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	runCaptures(t, c)
+	const n = 100
+	saveRange(t, c, 0, n)
+	<-s.failed
+	if _, err := store.CaptureOf(ctx, capture(0).RequestID); !errors.Is(err, authz.ErrNotFound) {
+		t.Fatalf("CaptureOf during the outage = %v, want ErrNotFound", err)
+	}
+	s.down.Store(false)
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i := range n {
+		want := capture(i)
+		got, err := store.CaptureOf(ctx, want.RequestID)
+		if err != nil {
+			t.Fatalf("CaptureOf(%s): %v", want.RequestID, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("CaptureOf(%s) (-want +got):\n%s", want.RequestID, diff)
+		}
+		if k := s.saved[want.RequestID]; k != 1 {
+			t.Errorf("%s stored %d times", want.RequestID, k)
+		}
+	}
+}
