@@ -8,14 +8,21 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
 )
 
 // captureConfig is the ext_proc server's payload capture for the config,
-// nil when off; to: store writes to store.
-func captureConfig(cfg *config.Config, store authz.Store) (*extproc.Capture, func() error, error) {
+// nil when off, and what closes its sink at shutdown. To: store queues
+// captures for the store the way the usage ledger queues records (its
+// metrics on reg), so a store outage delays them instead of losing them;
+// closing writes what is queued, for at most ledgerFlushTimeout.
+func captureConfig(cfg *config.Config, store authz.Store, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, func() error, error) {
 	c := cfg.Observability.Capture
 	closeSink := func() error { return nil }
 	var sink extproc.CaptureSink
@@ -23,7 +30,16 @@ func captureConfig(cfg *config.Config, store authz.Store) (*extproc.Capture, fun
 	case "":
 		return nil, closeSink, nil
 	case "store":
-		sink = store
+		w, err := ledger.NewCaptures(store, reg, ledger.Config{Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		go w.Run(context.Background()) //nolint:errcheck // fails only if Close ran first
+		sink, closeSink = w, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), ledgerFlushTimeout)
+			defer cancel()
+			return w.Close(ctx)
+		}
 	case "file":
 		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {

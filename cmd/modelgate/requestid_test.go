@@ -91,7 +91,12 @@ observability:
 		if key == created.Secret {
 			other = texts[a.APIKey]
 		}
-		_, body = a.admin(t, "GET", "/admin/v1/requests/"+id, "")
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, body = a.admin(t, "GET", "/admin/v1/requests/"+id, "")
+			if !strings.Contains(string(body), `"capture":null`) || time.Now().After(deadline) {
+				break // captures are queued for the store, as usage records are
+			}
+		}
 		if !strings.Contains(string(body), texts[key]) || strings.Contains(string(body), other) {
 			t.Errorf("admin API, request %s: %s; want its own capture only", id, body)
 		}

@@ -160,7 +160,8 @@ type gateway struct {
 	closeLimiter func() error
 	// closeTracer flushes the spans not yet exported and stops tracing.
 	closeTracer func(context.Context) error
-	// closeCapture closes a capture file; nil before attach.
+	// closeCapture writes the captures still queued for the store, or
+	// closes the capture file; nil before attach.
 	closeCapture func() error
 	pingLimiter  func(context.Context) error // nil for the in-memory limiter
 
@@ -245,7 +246,7 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if is, ok := store.(extproc.ImageStore); ok {
 		ecfg.Images = is
 	}
-	capture, closeCapture, err := captureConfig(g.cfg, store)
+	capture, closeCapture, err := captureConfig(g.cfg, store, g.reg, g.log.Named("capture"))
 	if err != nil {
 		return err
 	}
@@ -390,15 +391,17 @@ func (g *gateway) drain() {
 	if g.ledger != nil {
 		g.flushLedger()
 	}
+	if g.closeCapture != nil { // the file, or what waits for the store
+		if err := g.closeCapture(); err != nil {
+			g.log.Error("flushing the payload captures", zap.Error(err))
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminCloseTimeout)
 	defer cancel()
 	g.admin.Shutdown(ctx) //nolint:errcheck // shutting down anyway
 	g.closeLimiter()      //nolint:errcheck // shutting down anyway
 	if err := g.closeTracer(ctx); err != nil {
 		g.log.Warn("flushing the last spans", zap.Error(err))
-	}
-	if g.closeCapture != nil {
-		g.closeCapture() //nolint:errcheck // shutting down anyway
 	}
 }
 
