@@ -92,19 +92,6 @@ func newCaptures(t testing.TB, sink ledger.CaptureWriter, cfg ledger.Config) (*l
 	return c, reg
 }
 
-// runCaptures starts the writer and stops it at cleanup.
-func runCaptures(t testing.TB, c *ledger.Captures) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(context.Background()) }()
-	t.Cleanup(func() {
-		c.Close(context.Background()) //nolint:errcheck // tests check Close themselves
-		if err := <-done; err != nil && !errors.Is(err, ledger.ErrClosed) {
-			t.Errorf("Run: %v", err)
-		}
-	})
-}
-
 func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
@@ -129,7 +116,7 @@ func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
 	}}
 	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
-	runCaptures(t, c)
+	runWriter(t, c)
 	saveRange(t, c, 0, n)
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -290,7 +277,7 @@ func TestCapturesWithSQLiteOutage(t *testing.T) {
 	s.down.Store(true)
 	c, _ := newCaptures(t, s, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
-	runCaptures(t, c)
+	runWriter(t, c)
 	const n = 100
 	saveRange(t, c, 0, n)
 	<-s.failed

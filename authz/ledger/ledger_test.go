@@ -98,14 +98,20 @@ func newLedger(t testing.TB, store ledger.BatchWriter, cfg ledger.Config) (*ledg
 	return l, reg
 }
 
-// run starts the writer and stops it at cleanup.
-func runLedger(t testing.TB, l *ledger.Ledger) {
+// writerUnderTest is a Ledger or Captures.
+type writerUnderTest interface {
+	Run(context.Context) error
+	Close(context.Context) error
+}
+
+// runWriter starts the writer and stops it at cleanup.
+func runWriter(t testing.TB, w writerUnderTest) {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- l.Run(context.Background()) }()
+	go func() { done <- w.Run(context.Background()) }()
 	t.Cleanup(func() {
-		l.Close(context.Background()) //nolint:errcheck // tests check Close themselves
-		// ErrClosed: the test closed the ledger before Run started.
+		w.Close(context.Background()) //nolint:errcheck // tests check Close themselves
+		// ErrClosed: the test closed the writer before Run started.
 		if err := <-done; err != nil && !errors.Is(err, ledger.ErrClosed) {
 			t.Errorf("Run: %v", err)
 		}
@@ -195,7 +201,7 @@ func TestLedgerBatchesAndFlushesOnClose(t *testing.T) {
 func TestLedgerWritesAfterFlushInterval(t *testing.T) {
 	store := &batchStore{}
 	l, _ := newLedger(t, store, ledger.Config{MaxBatch: 100, FlushInterval: 20 * time.Millisecond})
-	runLedger(t, l)
+	runWriter(t, l)
 	start := time.Now()
 	appendRange(t, l, 0, 3)
 	waitUntil(t, "the batch", func() bool { return len(store.sizes()) == 1 })
@@ -281,7 +287,7 @@ func TestLedgerRetriesUntilTheStoreRecovers(t *testing.T) {
 	}}
 	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
-	runLedger(t, l)
+	runWriter(t, l)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() { appendRange(t, l, w*n/4, (w+1)*n/4) })
@@ -352,7 +358,7 @@ func TestLedgerFullQueueWaitsForRoom(t *testing.T) {
 	gate := make(chan struct{})
 	store := &batchStore{write: func(int) error { <-gate; return nil }}
 	l, reg := newLedger(t, store, ledger.Config{QueueSize: 1, MaxBatch: 1, FullWait: 10 * time.Second})
-	runLedger(t, l)
+	runWriter(t, l)
 	appendRange(t, l, 0, 1)
 	waitUntil(t, "the writer to take the first record", func() bool { return ledgerMetric(t, reg, "modelgate_ledger_queue_records") == 0 })
 	appendRange(t, l, 1, 2) // fills the queue
@@ -473,7 +479,7 @@ func TestLedgerWithSQLite(t *testing.T) {
 	}
 	defer store.Close()
 	l, _ := newLedger(t, store, ledger.Config{})
-	runLedger(t, l)
+	runWriter(t, l)
 	var want authz.UsageTotals
 	for i := range 1000 {
 		r := usageRec(i)
@@ -530,7 +536,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 	defer store.Close()
 	s := &lostReplyStore{Store: store}
 	l, _ := newLedger(t, s, ledger.Config{})
-	runLedger(t, l)
+	runWriter(t, l)
 	appendRange(t, l, 0, 100)
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -548,7 +554,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 // enqueue, the writer draining to a store that does nothing.
 func BenchmarkLedgerAppendUsage(b *testing.B) {
 	l, reg := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
-	runLedger(b, l)
+	runWriter(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -565,7 +571,7 @@ func BenchmarkLedgerAppendUsage(b *testing.B) {
 
 func BenchmarkLedgerAppendUsageParallel(b *testing.B) {
 	l, _ := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
-	runLedger(b, l)
+	runWriter(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
 	b.ReportAllocs()
