@@ -106,10 +106,11 @@ func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 // the captures not yet stored, in order.
 func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
 	const outage, n = 6, 300
-	// The first writes fail, then every fifth: most of those mid-batch,
-	// after some of the batch's captures were stored.
+	// The first writes fail, then every fifth for a while: most of those
+	// mid-batch, after some of the batch's captures were stored. (Retried
+	// whole, a batch of 16 would fail until the while is over.)
 	sink := &captureSink{fail: func(call int) error {
-		if call <= outage || call%5 == 0 {
+		if call <= outage || (call <= 2*n && call%5 == 0) {
 			return errors.New("connection refused")
 		}
 		return nil

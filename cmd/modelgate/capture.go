@@ -18,40 +18,79 @@ import (
 )
 
 // captureConfig is the ext_proc server's payload capture for the config,
-// nil when off, and what closes its sink at shutdown. To: store queues
-// captures for the store the way the usage ledger queues records (its
-// metrics on reg), so a store outage delays them instead of losing them;
-// closing writes what is queued, for at most ledgerFlushTimeout.
-func captureConfig(cfg *config.Config, store authz.Store, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, func() error, error) {
+// nil when off, and its sink to run and close. To: store queues captures
+// for store off the request path, with the queue's metrics on reg.
+func captureConfig(cfg *config.Config, store authz.Store, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
 	c := cfg.Observability.Capture
-	closeSink := func() error { return nil }
 	var sink extproc.CaptureSink
+	var out captureSink
 	switch c.To {
 	case "":
-		return nil, closeSink, nil
+		return nil, out, nil
 	case "store":
-		w, err := ledger.NewCaptures(store, reg, ledger.Config{Logger: log})
+		queue, err := ledger.NewCaptures(store, reg, captureQueue(c.MaxBytes, log))
 		if err != nil {
-			return nil, nil, err
+			return nil, out, err
 		}
-		go w.Run(context.Background()) //nolint:errcheck // fails only if Close ran first
-		sink, closeSink = w, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), ledgerFlushTimeout)
-			defer cancel()
-			return w.Close(ctx)
-		}
+		sink, out.queue = queue, queue
 	case "file":
 		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, nil, fmt.Errorf("observability.capture.file: %w", err)
+			return nil, out, fmt.Errorf("observability.capture.file: %w", err)
 		}
-		sink, closeSink = &captureFile{f: f}, f.Close
+		sink, out.closeFile = &captureFile{f: f}, f.Close
 	}
-	out := &extproc.Capture{Sink: sink, MaxBytes: c.MaxBytes, Redact: extproc.Redaction{Members: c.Redact.Members}}
+	capture := &extproc.Capture{Sink: sink, MaxBytes: c.MaxBytes, Redact: extproc.Redaction{Members: c.Redact.Members}}
 	for _, p := range c.Redact.Patterns {
-		out.Redact.Patterns = append(out.Redact.Patterns, regexp.MustCompile(p)) // the config checked them
+		capture.Redact.Patterns = append(capture.Redact.Patterns, regexp.MustCompile(p)) // the config checked them
 	}
-	return out, closeSink, nil
+	return capture, out, nil
+}
+
+// captureQueueBytes is about the most the captures waiting for the store
+// may take: 1024 captures (ledger.Captures' queue) of two 64 KiB bodies
+// (the default max_bytes), and the batch being written.
+const captureQueueBytes = 128 << 20
+
+// captureQueue is the capture writer's config for bodies of up to
+// maxBytes: its default queue up to 64 KiB, a shorter one beyond, so that
+// a store outage costs the gateway no more memory with larger bodies
+// (at the largest max_bytes, 16 MiB, 4 captures wait).
+func captureQueue(maxBytes int, log *zap.Logger) ledger.Config {
+	cfg := ledger.Config{Logger: log}
+	if maxBytes > 64<<10 {
+		n := max(captureQueueBytes/(2*maxBytes), 1)
+		cfg.QueueSize, cfg.MaxBatch = n, max(n/16, 1) // the default's proportions, 1024 and 64
+	}
+	return cfg
+}
+
+// captureSink is where the gateway's captures go, as attach runs it and
+// drain closes it: a queue to the store, or a file.
+type captureSink struct {
+	queue     *ledger.Captures // to: store
+	closeFile func() error     // to: file
+}
+
+// run writes the queued captures until close.
+func (s captureSink) run() {
+	if s.queue != nil {
+		// Not a request's context: the queue takes the captures of the
+		// requests drain waits for, until close.
+		go s.queue.Run(context.Background()) //nolint:errcheck // fails only if close came first
+	}
+}
+
+// close writes the captures still queued, until ctx ends, and closes the
+// file.
+func (s captureSink) close(ctx context.Context) error {
+	if s.queue != nil {
+		return s.queue.Close(ctx)
+	}
+	if s.closeFile != nil {
+		return s.closeFile()
+	}
+	return nil
 }
 
 // captureFile writes captures as JSON lines.

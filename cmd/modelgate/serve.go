@@ -160,10 +160,10 @@ type gateway struct {
 	closeLimiter func() error
 	// closeTracer flushes the spans not yet exported and stops tracing.
 	closeTracer func(context.Context) error
-	// closeCapture writes the captures still queued for the store, or
-	// closes the capture file; nil before attach.
-	closeCapture func() error
-	pingLimiter  func(context.Context) error // nil for the in-memory limiter
+	// capture is where payload captures go: a queue to the store, a
+	// file, or nothing; zero before attach.
+	capture     captureSink
+	pingLimiter func(context.Context) error // nil for the in-memory limiter
 
 	errc       chan error
 	grpcClosed chan struct{} // closed once the gRPC listener is
@@ -246,11 +246,11 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	if is, ok := store.(extproc.ImageStore); ok {
 		ecfg.Images = is
 	}
-	capture, closeCapture, err := captureConfig(g.cfg, store, g.reg, g.log.Named("capture"))
+	capture, sink, err := captureConfig(g.cfg, store, g.reg, g.log.Named("capture"))
 	if err != nil {
 		return err
 	}
-	ecfg.Capture, g.closeCapture = capture, closeCapture
+	ecfg.Capture = capture
 	base, _ := ecfg.Prices.(*pricing.Table) // as extprocConfig made it
 	prices := newLivePrices(base, store, g.log.Named("prices"))
 	prices.reload(context.Background())
@@ -276,6 +276,8 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	// Not a request's context: the ledger takes the records of the
 	// requests stop waits for, until stop closes it.
 	go g.ledger.Run(context.Background()) //nolint:errcheck // fails only if stop closed it first
+	g.capture = sink
+	g.capture.run()
 	g.proc.srv.Store(srv)
 	probes := []probe{{reasonStore, pingStore(store)}}
 	// Failing open, requests go on while Redis is down: that is no reason
@@ -391,11 +393,6 @@ func (g *gateway) drain() {
 	if g.ledger != nil {
 		g.flushLedger()
 	}
-	if g.closeCapture != nil { // the file, or what waits for the store
-		if err := g.closeCapture(); err != nil {
-			g.log.Error("flushing the payload captures", zap.Error(err))
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminCloseTimeout)
 	defer cancel()
 	g.admin.Shutdown(ctx) //nolint:errcheck // shutting down anyway
@@ -413,12 +410,17 @@ const ledgerFlushTimeout = 10 * time.Second
 const adminCloseTimeout = 5 * time.Second
 
 // flushLedger writes the usage records still queued, once every request
-// has recorded its own (or the grace period is over).
+// has recorded its own (or the grace period is over), then the payload
+// captures, in what is left of the same ledgerFlushTimeout: usage is what
+// the bills come from.
 func (g *gateway) flushLedger() {
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerFlushTimeout)
 	defer cancel()
 	if err := g.ledger.Close(ctx); err != nil {
 		g.log.Error("flushing the usage ledger", zap.Error(err))
+	}
+	if err := g.capture.close(ctx); err != nil {
+		g.log.Error("flushing the payload captures", zap.Error(err))
 	}
 }
 
