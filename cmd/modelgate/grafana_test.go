@@ -88,6 +88,9 @@ func gatewayMetricNames(t *testing.T) map[string]bool {
 	if _, err := ledger.New(store, rec, ledger.Config{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ledger.NewCaptures(store, rec, ledger.Config{}); err != nil { // with capture to the store
+		t.Fatal(err)
+	}
 	registerAuthStats(rec, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}))
 	registerStreamStats(rec, &streamCount{}, 1)
 	newRetention(store, 30, 7, rec, zap.NewNop()) // with storage.usage_retention_days and stored captures
@@ -732,6 +735,7 @@ func TestGrafanaAlertRules(t *testing.T) {
 	for alert, metric := range map[string]string{
 		"ModelgateHighErrorRatio":       "modelgate_extproc_requests_total",
 		"ModelgateUsageRecordsDropped":  "modelgate_ledger_records_dropped_total",
+		"ModelgateCapturesDropped":      "modelgate_capture_records_dropped_total",
 		"ModelgateLedgerWriteErrors":    "modelgate_ledger_write_errors_total",
 		"ModelgateRateLimiterErrors":    "modelgate_extproc_ratelimit_errors_total",
 		"ModelgateExtProcSaturated":     "modelgate_extproc_streams_limit",
