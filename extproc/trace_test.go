@@ -29,20 +29,28 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) { c.Tracer = tp.Tracer("modelgate") })
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	post := func(key, body string) {
+	post := func(key, body, id string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
+		req.Header.Set("x-request-id", id)
 		f.gw.Do(t, req)
 	}
-	post(f.keys["valid"], chatBody)
-	post(f.keys["valid"], `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`)
-	post("sk-mg-not-a-real-key-at-all-000000", chatBody)
+	post(f.keys["valid"], chatBody, "json")
+	post(f.keys["valid"], `{"model":"gpt-4o","messages":[{"role":"user","content":"Hello!"}],"stream":true}`, "stream")
+	post("sk-mg-not-a-real-key-at-all-000000", chatBody, "refused")
 	spans := recv.Wait(t, 3)
 	if len(spans) != 3 {
 		t.Fatalf("%d spans, want 3", len(spans))
+	}
+	// Spans are exported as they end, which need not be the order the
+	// requests were sent in: a stream's ends when Envoy closes its ext_proc
+	// stream, which may come after the next request's.
+	byID := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		byID[extproctest.Attributes(s)["modelgate.client_request_id"].GetStringValue()] = s
 	}
 	for i, s := range spans {
 		if hex.EncodeToString(s.GetTraceId()) != traceID || hex.EncodeToString(s.GetParentSpanId()) != parentID {
@@ -57,7 +65,10 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 			}
 		}
 	}
-	json, stream, refused := spans[0], spans[1], spans[2]
+	json, stream, refused := byID["json"], byID["stream"], byID["refused"]
+	if json == nil || stream == nil || refused == nil {
+		t.Fatalf("spans by the client's request id: %v", byID)
+	}
 	a := extproctest.Attributes(json)
 	for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
 		"gen_ai.request.model": "gpt-4o", "gen_ai.response.model": "gpt-5-nano", "modelgate.account.id": f.account.ID} {
