@@ -10,7 +10,7 @@ import (
 )
 
 // goldenCases replay recorded Anthropic traffic (under testdata/fixtures,
-// provenance in its MANIFEST.md) through the translator; each case folder
+// provenance in testdata/fixtures/MANIFEST.md) through the translator; each case folder
 // holds the client request (request.json), the upstream request
 // (upstream.json) and what the client gets (client.json or client.sse).
 //

@@ -12,7 +12,7 @@ import (
 const eventStream = "application/vnd.amazon.eventstream"
 
 // goldenCases replay recorded Bedrock Converse and ConverseStream traffic
-// (under testdata/fixtures, provenance in its MANIFEST.md) through the
+// (under testdata/fixtures, provenance in testdata/fixtures/MANIFEST.md) through the
 // translator; each case folder holds the client request (request.json),
 // the upstream request (upstream.json) and what the client gets
 // (client.json or client.sse).

@@ -15,7 +15,7 @@ import (
 // Golden cases: each folder under testdata/<endpoint>/ holds the client's
 // request (request.json), the upstream request (upstream.json) and what
 // the client gets (client.json or client.sse). Recordings are real Cohere
-// traffic (testdata/fixtures/cohere, provenance in its MANIFEST.md);
+// traffic (testdata/fixtures/cohere, provenance in testdata/fixtures/MANIFEST.md);
 // provider.json and provider.sse in a case folder are hand-written from
 // Cohere's documented v2 shapes (see the README.md files).
 const sseType = "text/event-stream"

@@ -10,7 +10,7 @@ import (
 )
 
 // The golden cases replay recorded Gemini API traffic (under
-// testdata/fixtures/gemini, provenance in its MANIFEST.md) through the
+// testdata/fixtures/gemini, provenance in testdata/fixtures/MANIFEST.md) through the
 // translators; each case folder holds the client request (request.json),
 // the upstream request (upstream.json) and what the client gets
 // (client.json or client.sse). No embeddings or Imagen success was

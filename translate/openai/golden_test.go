@@ -15,7 +15,7 @@ const (
 )
 
 // goldenCases replay recorded upstream traffic (under testdata/fixtures,
-// provenance in its MANIFEST.md) through OpenAI's translator; each case
+// provenance in testdata/fixtures/MANIFEST.md) through OpenAI's translator; each case
 // folder holds the client request (request.json), the upstream request
 // (upstream.json) and what the client gets (client.json or client.sse).
 var goldenCases = []translatetest.Case{

@@ -21,7 +21,7 @@ import (
 )
 
 // The golden cases replay recorded provider traffic (under
-// testdata/fixtures, provenance in its MANIFEST.md); each case folder under
+// testdata/fixtures, provenance in testdata/fixtures/MANIFEST.md); each case folder under
 // testdata holds the client's Responses request (request.json, written to
 // match the recorded request), the upstream request (upstream.json) and
 // what the client gets (client.json or client.sse). translatetest

@@ -12,7 +12,7 @@ import (
 )
 
 // The golden cases replay recorded Vertex AI traffic (under
-// testdata/fixtures/gemini/vertex, provenance in its MANIFEST.md) through
+// testdata/fixtures/gemini/vertex, provenance in testdata/fixtures/MANIFEST.md) through
 // the translators; each case folder holds the client request
 // (request.json), the upstream request (upstream.json) and what the client
 // gets (client.json or client.sse). No embeddings or Imagen traffic was
