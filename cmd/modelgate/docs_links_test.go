@@ -15,13 +15,9 @@ import (
 // such as README.md or envoy/COMPATIBILITY.md, with or without its folders) is
 // there, beside the file that names it or from the repository's root.
 // The copies of other projects' files under testdata/fixtures keep their
-// own links; documents of other projects are named with the project, in
-// elsewhere.
+// own links.
 func TestCitedDocumentsAreInTheRepository(t *testing.T) {
 	root := filepath.Join("..", "..")
-	elsewhere := map[string]string{
-		"docs/envoy-go/ENVOY_TARGET.md": "pgdad/envoy-go, where the Envoy image's digest was read",
-	}
 	link := regexp.MustCompile(`\]\(([^)\s#]+)(?:#[^)]*)?\)`)
 	named := regexp.MustCompile(`(?:[A-Za-z0-9_.-]+/)*[A-Z][A-Z0-9_]*\.md\b`)
 	pathChar := func(c byte) bool {
@@ -77,7 +73,7 @@ func TestCitedDocumentsAreInTheRepository(t *testing.T) {
 				continue // the end of a longer name, such as a fixture's
 			}
 			ref := text[ix[0]:ix[1]]
-			if _, ok := elsewhere[ref]; !ok && !exists(path, ref) {
+			if !exists(path, ref) {
 				t.Errorf("%s names %s, which is not in the repository", rel, ref)
 			}
 		}

@@ -137,7 +137,7 @@
 //
 // Upstream HTTP filters (upstream_request.{h,cc}, upstream_impl.cc
 // ClusterInfoImpl, http_protocol_options.proto http_filters; ext_proc.cc
-// as an upstream filter; docs upstream_filters.md):
+// as an upstream filter; Envoy's docs, "Upstream HTTP filters"):
 //   - A cluster's HttpProtocolOptions.http_filters: ext_proc, then
 //     upstream_codec, which must be last ("The codec filter is the only
 //     valid terminal upstream HTTP filter"); other upstream filters
