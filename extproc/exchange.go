@@ -84,7 +84,7 @@ type exchange struct {
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream
 	prompt    int64     // estimated prompt tokens
-	maxOutput int64     // the request's own bound on its answer
+	maxOutput int64     // the bound on the answer the provider is sent: the client's or translator's; zero for none
 	generated int       // bytes of generated text the client got (generatedText)
 	sent      bool      // the request went to the provider
 	sentAt    time.Time // when the request went

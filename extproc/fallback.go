@@ -393,6 +393,9 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 	if ex.endpoint != endpointTranscriptions {
 		ex.prompt = promptEstimate(body)
 	}
+	if ex.maxOutput == 0 && ex.endpoint.generates() {
+		ex.maxOutput = ex.fallbackOutputBound()
+	}
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
@@ -420,6 +423,20 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 			ex.s.cfg.MetadataNamespace: structpb.NewStructValue(rc),
 		}},
 	}, nil
+}
+
+// fallbackOutputBound is the most a deployment of the Fallback model may
+// be sent as the bound on an answer whose client sets none (Anthropic's
+// required max_tokens, else Config.DefaultOutputTokens): Envoy picks the
+// deployment after admission.
+func (ex *exchange) fallbackOutputBound() int64 {
+	out := ex.s.cfg.DefaultOutputTokens
+	for _, d := range ex.fallback.Deployments {
+		if def := ex.s.providers[ex.s.router.backends[d.Backend].Provider].DefaultMaxOutput; def != nil {
+			out = max(out, def(d.Model))
+		}
+	}
+	return out
 }
 
 // answered prepares the router-level stream of a Fallback model for its

@@ -45,29 +45,14 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 
 // reservation is what the request may consume, reserved from its token
 // limits at admission: its estimated prompt and the bound on the answer
-// the provider is sent, else defaultOutput for endpoints that generate.
+// the provider is sent (maxOutput), else Config.DefaultOutputTokens for
+// endpoints that generate.
 func (ex *exchange) reservation() int64 {
 	out := ex.maxOutput
 	if out == 0 && ex.endpoint.generates() {
-		out = ex.defaultOutput()
+		out = ex.s.cfg.DefaultOutputTokens
 	}
 	return max(ex.prompt+out, 1)
-}
-
-// defaultOutput is the bound on an answer neither the client nor the
-// translator set: Config.DefaultOutputTokens, or more for a Fallback
-// model one of whose deployments is sent more (Anthropic's required
-// max_tokens), as Envoy may pick any of them.
-func (ex *exchange) defaultOutput() int64 {
-	out := ex.s.cfg.DefaultOutputTokens
-	if m := ex.fallback; m != nil {
-		for _, d := range m.Deployments {
-			if def := ex.s.providers[ex.s.router.backends[d.Backend].Provider].DefaultMaxOutput; def != nil {
-				out = max(out, def(d.Model))
-			}
-		}
-	}
-	return out
 }
 
 // admitRate admits the request against its rate limits once it is

@@ -164,7 +164,9 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 }
 
 // newRequestID is a random UUID (version 4), the form of Envoy's own
-// request ids, which its tracing reads.
+// request ids, which its tracing reads. Written here rather than taken
+// from github.com/google/uuid, which imports database/sql/driver
+// (TestExtprocHasNoConcreteStores).
 func newRequestID() string {
 	var b [16]byte
 	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
