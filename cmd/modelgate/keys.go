@@ -236,11 +236,11 @@ func changeKey(ctx context.Context, store authz.Store, e env, op, ref string) er
 	if err != nil {
 		return err
 	}
-	if after, err := store.KeyByID(ctx, k.ID); err == nil {
-		audit(ctx, store, e, action, k.ID, k, after)
-	} else {
-		audit(ctx, store, e, action, k.ID, k, nil)
+	var after any // the key as it is now; nil when it cannot be read back
+	if now, err := store.KeyByID(ctx, k.ID); err == nil {
+		after = now
 	}
+	audit(ctx, store, e, action, k.ID, k, after)
 	fmt.Fprintf(e.stdout, "key %s (prefix %s): %s\n", k.ID, k.Prefix, map[string]string{
 		"disable": "disabled", "enable": "enabled", "revoke": "revoked"}[op])
 	return nil
