@@ -1,7 +1,9 @@
 package extproc_test
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,10 +30,13 @@ func TestRequestLogHasEveryExchange(t *testing.T) {
 		c.KeyLimits = authz.Limits{RequestsPerMinute: limit(1)}
 	})
 	big := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`
+	sent := 0
 	send := func(key, contentType, body string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("X-Request-Id", strconv.Itoa(sent)) // the lines are written as exchanges end, in any order
+		sent++
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
@@ -56,12 +61,21 @@ func TestRequestLogHasEveryExchange(t *testing.T) {
 		{429, "rate_limit_error", "rate_limit_exceeded", true, true},
 	}
 	waitFor(t, func() bool { return logs.FilterMessage("request done").Len() >= len(want) }) // written after each answer
-	lines := logs.FilterMessage("request done").All()
-	if len(lines) != len(want) {
-		t.Fatalf("%d request lines, want %d: %+v", len(lines), len(want), lines)
+	all := logs.FilterMessage("request done").All()
+	if len(all) != len(want) {
+		t.Fatalf("%d request lines, want %d: %+v", len(all), len(want), all)
+	}
+	lines := make([]map[string]any, len(want)) // by the order of sending
+	for _, l := range all {
+		m := l.ContextMap()
+		i, err := strconv.Atoi(fmt.Sprint(m["client_request_id"]))
+		if err != nil || i < 0 || i >= len(lines) || lines[i] != nil {
+			t.Fatalf("a line for request %v: %v", m["client_request_id"], m)
+		}
+		lines[i] = m
 	}
 	for i, w := range want {
-		m := lines[i].ContextMap()
+		m := lines[i]
 		if m["status"] != w.status || m["endpoint"] != "chat.completions" || m["request_id"] == nil {
 			t.Errorf("line %d: %v", i, m)
 		}
@@ -77,7 +91,7 @@ func TestRequestLogHasEveryExchange(t *testing.T) {
 			}
 		}
 	}
-	ok := lines[4].ContextMap()
+	ok := lines[4]
 	if ok["backend"] != "main" || ok["prompt_tokens"] != int64(8) || ok["completion_tokens"] != int64(377) ||
 		ok["cost"] != "0.00379" || ok["currency"] != "USD" || ok["model"] != "gpt-4o" || ok["error_type"] != nil {
 		t.Errorf("the success's line: %v", ok)
