@@ -154,7 +154,7 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	}
 	prompt := u.PromptTokens // the provider counts the prompt before it answers: exact when given
 	if prompt == 0 {
-		prompt = ex.prompt
+		prompt = ex.promptTokens()
 	}
 	est := translate.Usage{
 		PromptTokens:     prompt,
@@ -168,6 +168,19 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	}
 	est.TotalTokens = est.PromptTokens + est.CompletionTokens
 	return est, true
+}
+
+// promptTokens is the estimated prompt of the request the provider got:
+// the one admitted, else (the answer of a Fallback model, whose
+// deployment's request only its attempt saw) an estimate of that request,
+// translated again for this alone: RequestBody is pure.
+func (ex *exchange) promptTokens() int64 {
+	if ex.prompt == 0 && ex.endpoint != endpointTranscriptions {
+		if up, err := ex.tr.RequestBody(); err == nil {
+			ex.prompt = promptEstimate(up.Body)
+		}
+	}
+	return ex.prompt
 }
 
 // needsEstimate: an exchange the provider received and that did not end

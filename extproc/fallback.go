@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -17,7 +16,6 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/pricing"
 	"modelgate/translate"
-	"modelgate/translate/api"
 	"modelgate/translate/providers"
 )
 
@@ -230,33 +228,18 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 		return nil, err
 	}
 	var h headers
-	set := map[string]bool{}
-	for _, uh := range up.Headers {
-		set[strings.ToLower(uh.Name)] = true
-	}
 	// Envoy shares one header map across attempts: what an earlier
 	// attempt set for another provider is still there.
 	for _, name := range attemptHeaderNames() {
-		if !set[name] {
+		if !slices.ContainsFunc(up.Headers, func(uh translate.Header) bool { return uh.Name == name }) {
 			h.Remove(name)
 		}
 	}
 	for _, k := range a.headers.internal() {
 		h.Remove(k)
 	}
-	h.Set(":path", up.Path)
-	h.SetInt("content-length", int64(len(up.Body)))
-	h.Set("accept-encoding", "identity")
-	for _, uh := range up.Headers {
-		h.Set(uh.Name, uh.Value)
-	}
 	ex.log.Debug("attempt translated", zap.String("provider", ex.target.Provider), zap.String("path", up.Path))
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-			HeaderMutation: h.mutation(),
-			BodyMutation:   bodyMutation(up.Body),
-		}},
-	}}, nil
+	return sendUpstream(&h, up, a.headers.get(":path"), a.headers.get("content-type")), nil
 }
 
 func cmpOr(a, b string) string {
@@ -330,45 +313,12 @@ func attemptError(e *APIError) *extprocv3.ProcessingResponse {
 }
 
 // attemptHeaderNames are the request headers an attempt removes unless it
-// sets them itself: the client's credentials and every header any
-// provider's translator sets (credentials, API versions, signatures) but
-// content-type, which every translator sets. They are read from the
-// translators themselves, so a new provider's headers are included.
+// sets them itself: the client's credentials and every header a provider
+// declares its translators set (credentials, API versions, signatures).
 var attemptHeaderNames = sync.OnceValue(func() []string {
-	names := map[string]bool{}
-	for _, n := range clientHeaders {
-		names[n] = true
-	}
-	for _, n := range []string{"anthropic-version", "anthropic-beta", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"} {
-		names[n] = true
-	}
-	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
-	if err != nil { // cannot happen: a valid request
-		panic(err)
-	}
-	base := translate.Target{Backend: "probe", Model: "m", Host: "example.com", Region: "us-east-1", Project: "p"}
-	withKey, withAWS := base, base
-	withKey.APIKey = "probe"
-	withAWS.AWS = translate.AWSCredentials{AccessKeyID: "probe", SecretAccessKey: "probe", SessionToken: "probe"}
-	for _, p := range providers.All() {
-		for _, t := range []translate.Target{withKey, withAWS} {
-			t.Provider = p.Name
-			up, err := p.Chat(t, req).RequestBody()
-			if err != nil {
-				continue
-			}
-			for _, h := range up.Headers {
-				names[strings.ToLower(h.Name)] = true
-			}
-		}
-	}
-	delete(names, "content-type")
-	out := make([]string, 0, len(names))
-	for n := range names {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	names := append(slices.Clone(clientHeaders), providers.RequestHeaders()...)
+	slices.Sort(names)
+	return slices.Compact(names)
 })
 
 // pickFallback routes a Fallback model at the router level: Envoy picks
@@ -466,16 +416,7 @@ func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *ex
 	if err != nil {
 		return ex.fail(err)
 	}
-	// Translators keep what the request asked for the answer (a JSON
-	// response format answered by a tool): the request is translated
-	// again, as the attempt did, and its body thrown away.
-	up, err := tr.RequestBody()
-	if err != nil {
-		return ex.fail(err)
-	}
-	if ex.endpoint != endpointTranscriptions {
-		ex.prompt = promptEstimate(up.Body)
-	}
+	ex.prompt = 0 // admitted with the client's body; promptTokens estimates the deployment's
 	ex.target, ex.provider, ex.timeouts, ex.tr = target, p, timeouts, tr
 	ex.log.with(zap.String("backend", backend), zap.String("provider", target.Provider))
 	return nil

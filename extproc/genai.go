@@ -86,7 +86,7 @@ func (g *genAIMetrics) seriesOf(l genAILabels, accounts bool) *genAISeries {
 // observe records a routed exchange: its duration always, and its tokens,
 // time to first token and time per output token when it has them.
 func (g *genAIMetrics) observe(ex *exchange, u translate.Usage, end time.Time, accounts bool) {
-	l := genAILabels{operation: genAIOperation(ex.endpoint), provider: genAIProvider(ex.target.Provider), model: ex.model}
+	l := genAILabels{operation: genAIOperation(ex.endpoint), provider: ex.provider.GenAIName(), model: ex.model}
 	if ex.status >= 400 {
 		l.errType = ex.errType
 		if l.errType == "" {
@@ -125,26 +125,6 @@ func genAIOperation(e endpoint) string {
 		return "transcription"
 	}
 	return e.String()
-}
-
-// genAIProvider is gen_ai.provider.name for a configured provider: the
-// conventions' well-known values, else the provider's name.
-func genAIProvider(p string) string {
-	switch p {
-	case "azure":
-		return "azure.ai.openai"
-	case "bedrock":
-		return "aws.bedrock"
-	case "gemini":
-		return "gcp.gemini"
-	case "vertex":
-		return "gcp.vertex_ai"
-	case "mistral":
-		return "mistral_ai"
-	case "xai":
-		return "x_ai"
-	}
-	return p
 }
 
 // syncMap is a sync.Map of one key and value type.

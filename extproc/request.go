@@ -287,31 +287,42 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.reserve(6 + len(up.Headers))
-	if up.Path != ex.path { // what is already so costs Envoy nothing to leave
-		h.Set(":path", up.Path)
-	}
-	h.SetInt("content-length", int64(len(up.Body)))
-	h.Set("accept-encoding", "identity")
 	// Envoy's routes match these and remove them before the upstream.
 	h.Set(ex.s.cfg.RoutingHeader, ex.target.Backend)
 	h.Set(modelHeader, ex.model)
 	if ex.stream {
 		h.Set(streamHeader, "1")
 	}
+	ex.sent, ex.sentAt = true, ex.s.now()
+	resp := sendUpstream(&h, up, ex.path, ex.contentType)
+	resp.GetRequestBody().Response.ClearRouteCache = true
+	return resp, nil
+}
+
+// sendUpstream is the reply to a request body that sends up to the
+// provider, for the router-level stream and an attempt alike: h with
+// up's :path, content-length, accept-encoding: identity (the gateway
+// reads the answer) and up's headers, and up's body. A :path or
+// content-type the request has already (path, contentType) costs Envoy
+// nothing to leave.
+func sendUpstream(h *headers, up translate.Upstream, path, contentType string) *extprocv3.ProcessingResponse {
+	if up.Path != path {
+		h.Set(":path", up.Path)
+	}
+	h.SetInt("content-length", int64(len(up.Body)))
+	h.Set("accept-encoding", "identity")
 	for _, uh := range up.Headers {
-		if uh.Name == "content-type" && uh.Value == ex.contentType {
+		if uh.Name == "content-type" && uh.Value == contentType {
 			continue
 		}
 		h.Set(uh.Name, uh.Value)
 	}
-	ex.sent, ex.sentAt = true, ex.s.now()
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
 		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-			HeaderMutation:  h.mutation(),
-			BodyMutation:    bodyMutation(up.Body),
-			ClearRouteCache: true,
+			HeaderMutation: h.mutation(),
+			BodyMutation:   bodyMutation(up.Body),
 		}},
-	}}, nil
+	}}
 }
 
 // parse validates the client's request for the endpoint, routes its

@@ -66,15 +66,9 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), ex.s.now().Unix()
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
-		var tr providers.ResponsesTranslator
-		if native := p.Responses; native != nil {
-			tr = native(t, req, history, id)
-		} else {
-			chatReq, err := responses.ToChat(req, history)
-			if err != nil {
-				return nil, err
-			}
-			tr = responses.NewTranslator(p.Chat(t, chatReq), req, history, id, created)
+		tr, err := p.ResponsesTranslator(t, req, history, id, created)
+		if err != nil {
+			return nil, err
 		}
 		ex.responses = tr
 		return tr, nil

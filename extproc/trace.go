@@ -117,7 +117,7 @@ func (ex *exchange) endSpan(u translate.Usage, end time.Time) {
 		attrs = append(attrs, attribute.String("gen_ai.request.model", ex.model))
 	}
 	if ex.target.Provider != "" {
-		attrs = append(attrs, attribute.String("gen_ai.provider.name", genAIProvider(ex.target.Provider)),
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", ex.provider.GenAIName()),
 			attribute.String("gen_ai.response.model", ex.target.Model),
 			attribute.String("modelgate.backend", ex.target.Backend))
 	}

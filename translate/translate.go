@@ -2,11 +2,16 @@
 // pure, per-provider translators in its subpackages.
 //
 // A Translator handles one exchange (one client request) for one endpoint and
-// one provider. It is built with the already validated client request and is
-// called in the order of the exchange: RequestBody once, ResponseHeaders once,
-// then ResponseBody once per upstream body chunk (exactly once, with the whole
-// body, for buffered responses). Translators do no I/O, start no goroutines and
-// are not safe for concurrent use.
+// one provider. It is built with the already validated client request, and
+// its constructor settles all it keeps of the request for the answer (a JSON
+// response format answered by a tool, the bound on the answer sent), so that
+// RequestBody is pure: it may be called again, giving the same request, or
+// never (the router-level stream of a Fallback model builds a translator for
+// the answer of a deployment whose request an attempt sent). The answer is
+// translated in order: ResponseHeaders once, then ResponseBody once per
+// upstream body chunk (exactly once, with the whole body, for buffered
+// responses). Translators do no I/O, start no goroutines and are not safe for
+// concurrent use.
 package translate
 
 import "errors"
@@ -105,7 +110,7 @@ type Usage struct {
 // budget for the bound the provider is sent, not the client's.
 type OutputBound interface {
 	// MaxOutputTokens is the bound on the answer the upstream request
-	// carries, once RequestBody has built it; zero when it carries none.
+	// carries; zero when it carries none.
 	MaxOutputTokens() int64
 }
 
@@ -120,7 +125,8 @@ func MaxOutputTokens(tr Translator) int64 {
 
 // Translator translates one exchange between the OpenAI API and a provider.
 type Translator interface {
-	// RequestBody returns the upstream request. It is called once.
+	// RequestBody returns the upstream request. It changes nothing in the
+	// translator: called again, it gives the same request.
 	RequestBody() (Upstream, error)
 	// ResponseHeaders is told the upstream status and content type and
 	// decides the client-facing head. It is called once.

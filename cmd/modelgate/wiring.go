@@ -22,6 +22,7 @@ import (
 	"modelgate/extproc"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
+	"modelgate/translate/providers"
 )
 
 // grpcMaxMessage is the ext_proc server's receive limit: a buffered body of
@@ -88,11 +89,10 @@ func backend(b config.Backend, getenv func(string) string) (extproc.Backend, err
 		}
 		return out, badCredential(b.Name, b.APIKeyEnv, out.APIKey)
 	}
-	switch b.Provider {
-	case "vertex":
+	switch p, _ := providers.Lookup(b.Provider); p.Credential {
+	case providers.GoogleCloud:
 		return vertexBackend(out, b, getenv)
-	case "bedrock":
-	default:
+	case providers.APIKey:
 		return out, nil
 	}
 	names := [3]string{or(b.AWSAccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), or(b.AWSSecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY"),

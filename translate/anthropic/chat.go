@@ -31,9 +31,12 @@ type chat struct {
 	maxTokens int64
 }
 
-// NewChat returns the chat translator for provider anthropic.
+// NewChat returns the chat translator for provider anthropic. What the
+// request asks of the answer (a JSON response_format answered by a tool,
+// the max_tokens sent) is settled here, so RequestBody changes nothing.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req, now: time.Now}
+	p := req.AnswerParams()
+	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
 }
 
 // MaxOutputTokens implements translate.OutputBound: max_tokens is
@@ -46,7 +49,6 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	if err != nil {
 		return translate.Upstream{}, err
 	}
-	c.jsonMode, c.maxTokens = r.jsonMode(), r.MaxTokens
 	body, err := json.Marshal(r)
 	if err != nil {
 		return translate.Upstream{}, err

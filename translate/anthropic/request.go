@@ -82,10 +82,8 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 	if in.N != nil && *in.N > 1 {
 		return nil, api.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
 	}
-	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP, MaxTokens: DefaultMaxTokens}
-	if v := firstSet(in.MaxCompletionTokens, in.MaxTokens); v != nil {
-		out.MaxTokens = *v
-	}
+	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP,
+		MaxTokens: sentMaxTokens(firstSet(in.MaxCompletionTokens, in.MaxTokens), in.ReasoningEffort)}
 	var err error
 	if out.StopSequences, err = api.StopSequences(in.Stop); err != nil {
 		return nil, err
@@ -128,11 +126,6 @@ func (r *request) setResponseFormat(in api.ChatParams) error {
 	r.Tools = []tool{{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}}
 	r.ToolChoice = json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
 	return nil
-}
-
-// jsonMode reports whether the request forces a JSON answer.
-func (r *request) jsonMode() bool {
-	return len(r.Tools) == 1 && r.Tools[0].Name == jsonTool && strings.Contains(string(r.ToolChoice), jsonTool)
 }
 
 func firstSet(vs ...*int64) *int64 {
@@ -319,6 +312,20 @@ func thinkingBudget(effort string) (int64, bool) {
 	return 0, false
 }
 
+// sentMaxTokens is the max_tokens a request is sent: the client's bound,
+// else DefaultMaxTokens, raised above the thinking budget of its
+// reasoning effort (Anthropic requires max_tokens above the budget).
+func sentMaxTokens(client *int64, effort string) int64 {
+	n := int64(DefaultMaxTokens)
+	if client != nil {
+		n = *client
+	}
+	if budget, ok := thinkingBudget(effort); ok && n <= budget {
+		n = budget + DefaultMaxTokens
+	}
+	return n
+}
+
 func (r *request) setThinking(effort string) error {
 	if effort == "" || effort == "none" {
 		return nil
@@ -328,9 +335,6 @@ func (r *request) setThinking(effort string) error {
 		return api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
 	r.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
-	if r.MaxTokens <= budget { // Anthropic requires max_tokens above the budget
-		r.MaxTokens = budget + DefaultMaxTokens
-	}
 	r.Temperature, r.TopP = nil, nil // not allowed with thinking
 	return nil
 }

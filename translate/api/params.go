@@ -49,3 +49,44 @@ type ResponseFormat struct {
 		Schema json.RawMessage `json:"schema"`
 	} `json:"json_schema"`
 }
+
+// AnswerParams are the members of a chat request that shape its answer
+// rather than its prompt. A translator reads them when it is built, so
+// that its RequestBody derives nothing and can be called again.
+type AnswerParams struct {
+	// MaxTokens is max_completion_tokens, else max_tokens; nil for none.
+	MaxTokens       *int64
+	ReasoningEffort string
+	// ResponseFormat is response_format.type; empty for none.
+	ResponseFormat string
+}
+
+// AnswerParams reads the request's AnswerParams from its members alone,
+// without decoding the conversation. A member of the wrong type reads as
+// absent: the translation of the request refuses it.
+func (r *ChatRequest) AnswerParams() AnswerParams {
+	var p AnswerParams
+	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
+		if raw, ok := r.Members[name]; ok && json.Unmarshal(raw, &p.MaxTokens) == nil && p.MaxTokens != nil {
+			break
+		}
+		p.MaxTokens = nil
+	}
+	if raw, ok := r.Members["reasoning_effort"]; ok {
+		json.Unmarshal(raw, &p.ReasoningEffort) //nolint:errcheck // wrong type: absent
+	}
+	if raw, ok := r.Members["response_format"]; ok {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &rf) == nil {
+			p.ResponseFormat = rf.Type
+		}
+	}
+	return p
+}
+
+// JSON reports a response_format that asks for JSON.
+func (p AnswerParams) JSON() bool {
+	return p.ResponseFormat == "json_object" || p.ResponseFormat == "json_schema"
+}

@@ -36,8 +36,16 @@ type chat struct {
 // NewChat returns the chat translator for provider bedrock. A Bedrock API
 // key is sent as a bearer token; without one, AWS credentials sign the
 // request with SigV4.
+// What the request asks of the answer (a JSON response_format answered
+// by a tool, the maxTokens sent) is settled here, so RequestBody changes
+// nothing.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req, now: time.Now}
+	p := req.AnswerParams()
+	c := &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON()}
+	if mt := sentMaxTokens(t.Model, p.MaxTokens, p.ReasoningEffort); mt != nil {
+		c.maxTokens = *mt
+	}
+	return c
 }
 
 // Usage implements translate.Translator.
@@ -52,10 +60,6 @@ func (c *chat) RequestBody() (translate.Upstream, error) {
 	r, err := buildRequest(c.target.Model, c.req)
 	if err != nil {
 		return translate.Upstream{}, err
-	}
-	c.jsonMode = r.jsonMode()
-	if mt := r.InferenceConfig.MaxTokens; mt != nil {
-		c.maxTokens = *mt
 	}
 	body, err := json.Marshal(r)
 	if err != nil {

@@ -212,3 +212,27 @@ func TestReasoningAndResponseFormat(t *testing.T) {
 		t.Errorf("output %s", out)
 	}
 }
+
+// A request signed with SigV4 is the same request when RequestBody is
+// called again at the same time: the signature covers only the request
+// and the clock (the providers package checks the rest of its purity).
+func TestSignedRequestBodyIsRepeatable(t *testing.T) {
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","reasoning_effort":"low","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewChat(translate.Target{Provider: "bedrock", Model: "anthropic.claude-sonnet-4", Host: "bedrock-runtime.us-east-1.amazonaws.com",
+		AWS: translate.AWSCredentials{AccessKeyID: "AKID", SecretAccessKey: "secret", SessionToken: "token"}}, req).(*chat)
+	c.now = func() time.Time { return time.Unix(1700000000, 0) }
+	first, err := c.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := c.RequestBody()
+	if d := cmp.Diff(first, second); d != "" {
+		t.Errorf("signed twice (-first +second):\n%s", d)
+	}
+	if len(first.Headers) < 4 || c.MaxOutputTokens() != 2048+4096 {
+		t.Errorf("headers %v, bound %d: want a signed request with the thinking budget's bound", first.Headers, c.MaxOutputTokens())
+	}
+}

@@ -82,10 +82,12 @@ func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) 
 	if in.N != nil && *in.N > 1 {
 		return nil, api.Invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")
 	}
-	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: in.MaxCompletionTokens, Temperature: in.Temperature, TopP: in.TopP}}
-	if r.InferenceConfig.MaxTokens == nil {
-		r.InferenceConfig.MaxTokens = in.MaxTokens
+	client := in.MaxCompletionTokens
+	if client == nil {
+		client = in.MaxTokens
 	}
+	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: sentMaxTokens(model, client, in.ReasoningEffort),
+		Temperature: in.Temperature, TopP: in.TopP}}
 	var err error
 	if r.InferenceConfig.StopSequences, err = api.StopSequences(in.Stop); err != nil {
 		return nil, err
@@ -105,11 +107,26 @@ func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) 
 // setReasoning maps reasoning_effort to Claude's thinking budget, passed
 // through additionalModelRequestFields; other Bedrock models take no
 // common reasoning control, so it is refused rather than dropped.
+// thinkingBudgets are Claude's thinking budgets by reasoning_effort.
+var thinkingBudgets = map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}
+
+// sentMaxTokens is the maxTokens a request is sent: the client's bound,
+// raised above the thinking budget of its reasoning effort on a Claude
+// model (which requires maxTokens above the budget); nil for none.
+func sentMaxTokens(model string, client *int64, effort string) *int64 {
+	budget := thinkingBudgets[effort]
+	if budget == 0 || !strings.Contains(model, "anthropic.claude") || (client != nil && *client > budget) {
+		return client
+	}
+	v := budget + 4096
+	return &v
+}
+
 func (r *converseRequest) setReasoning(model, effort string) error {
 	if effort == "" || effort == "none" {
 		return nil
 	}
-	budget := map[string]int64{"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576}[effort]
+	budget := thinkingBudgets[effort]
 	if budget == 0 {
 		return api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
@@ -117,10 +134,6 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 		return api.Invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
 	}
 	r.AdditionalModelRequestFields = map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}
-	if mt := r.InferenceConfig.MaxTokens; mt == nil || *mt <= budget {
-		v := budget + 4096
-		r.InferenceConfig.MaxTokens = &v
-	}
 	r.InferenceConfig.Temperature, r.InferenceConfig.TopP = nil, nil
 	return nil
 }
@@ -146,10 +159,6 @@ func (r *converseRequest) setResponseFormat(in api.ChatParams) error {
 	spec.ToolSpec.InputSchema.JSON = schema
 	r.ToolConfig = &toolConfig{Tools: []toolSpec{spec}, ToolChoice: map[string]any{"tool": map[string]any{"name": jsonTool}}}
 	return nil
-}
-
-func (r *converseRequest) jsonMode() bool {
-	return r.ToolConfig != nil && len(r.ToolConfig.Tools) == 1 && r.ToolConfig.Tools[0].ToolSpec.Name == jsonTool && r.ToolConfig.ToolChoice["tool"] != nil
 }
 
 func (r *converseRequest) setMessages(in api.ChatParams) error {

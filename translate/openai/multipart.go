@@ -14,12 +14,16 @@ type formWriter struct {
 	mw  *multipart.Writer
 }
 
-func newFormWriter(size int) *formWriter {
+func newFormWriter(size int, boundary string) *formWriter {
 	w := &formWriter{}
 	w.buf.Grow(size)
 	w.mw = multipart.NewWriter(&w.buf)
+	w.mw.SetBoundary(boundary) //nolint:errcheck // newBoundary's are valid
 	return w
 }
+
+// newBoundary is a random form boundary, as multipart.Writer picks one.
+func newBoundary() string { return multipart.NewWriter(nil).Boundary() }
 
 // partOverhead is a generous bound on the bytes a part adds besides its
 // name, filename, content type and data.

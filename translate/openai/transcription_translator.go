@@ -19,23 +19,26 @@ import (
 // client asked for, rendering it from another format where the server
 // lacks it.
 type transcription struct {
-	target  translate.Target
-	req     *api.TranscriptionRequest
-	ask     string // the response_format asked of the server
-	status  int
-	json    bool // the server answered JSON
-	html    bool // the server answered an HTML page (a proxy's)
-	stream  bool
-	dec     sse.Decoder
-	usage   translate.Usage
-	seconds float64 // the seconds of the answer's usage, zero without
+	target translate.Target
+	req    *api.TranscriptionRequest
+	ask    string // the response_format asked of the server
+	// boundary is the form's boundary, chosen once: RequestBody gives the
+	// same bytes however often it is called.
+	boundary string
+	status   int
+	json     bool // the server answered JSON
+	html     bool // the server answered an HTML page (a proxy's)
+	stream   bool
+	dec      sse.Decoder
+	usage    translate.Usage
+	seconds  float64 // the seconds of the answer's usage, zero without
 }
 
 // NewCompatibleTranscription returns the transcription translator
 // constructor for a server with these quirks.
 func NewCompatibleTranscription(q Quirks) func(translate.Target, *api.TranscriptionRequest) translate.Translator {
 	return func(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
-		return &transcription{target: t, req: req, ask: q.transcriptionFormat(req.ResponseFormat)}
+		return &transcription{target: t, req: req, ask: q.transcriptionFormat(req.ResponseFormat), boundary: newBoundary()}
 	}
 }
 
@@ -63,7 +66,7 @@ var fileContentTypes = map[string]string{
 	"mpeg": "video/mpeg", "ogg": "audio/ogg", "wav": "audio/wav", "webm": "audio/webm",
 }
 
-// RequestBody re-encodes the form with a fresh boundary: the upstream
+// RequestBody re-encodes the form with the translator's boundary: the upstream
 // model, the response_format asked of the server, the file bytes and
 // every other field as sent. When the gateway renders the format itself
 // it leaves out stream: it needs the whole answer.
@@ -74,7 +77,7 @@ func (c *transcription) RequestBody() (translate.Upstream, error) {
 	for _, f := range r.Fields {
 		size += len(f.Name) + len(f.Value) + partOverhead
 	}
-	w := newFormWriter(size)
+	w := newFormWriter(size, c.boundary)
 	file := func() {
 		ct := r.File.ContentType
 		if ct == "" {

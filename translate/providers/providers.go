@@ -7,6 +7,7 @@
 package providers
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -40,7 +41,32 @@ type Provider struct {
 	// bound they sent (translate.OutputBound); this is for the gateway's
 	// reservation before it knows the deployment (a Fallback model's).
 	DefaultMaxOutput func(model string) int64
+	// Credential is how the provider's requests are authorized.
+	Credential Credential
+	// Headers are the request headers its translators may set besides
+	// content-type: credentials, API versions, signatures. An attempt of a
+	// Fallback model removes those of every other provider, which an
+	// earlier attempt may have left in the request Envoy keeps.
+	Headers []string
+	// TelemetryName is the provider's gen_ai.provider.name in OpenTelemetry
+	// (the semantic conventions' well-known value); empty for Name.
+	TelemetryName string
 }
+
+// Credential is how a provider's requests are authorized.
+type Credential int
+
+const (
+	// APIKey is a key the backend's api_key_env names.
+	APIKey Credential = iota
+	// AWS is a Bedrock API key, else AWS credentials (the backend's or the
+	// standard environment variables) that sign every request with SigV4.
+	AWS
+	// GoogleCloud is an access token minted from the backend's service
+	// account, else Application Default Credentials, for the Google Cloud
+	// project the backend names.
+	GoogleCloud
+)
 
 // ResponsesTranslator translates one POST /v1/responses exchange and knows
 // the response's id and the conversation a continuation of it replays.
@@ -57,14 +83,28 @@ type ResponsesFunc func(t translate.Target, r *responses.Request, history []json
 // table lists the providers with translators of their own; the
 // OpenAI-compatible family is added from openai.CompatibleProviders.
 var table = []Provider{
-	{Name: "openai", Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough)},
-	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses)},
-	{Name: "anthropic", Chat: anthropic.NewChat, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens }},
-	{Name: "bedrock", Chat: bedrock.NewChat, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages},
-	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages},
-	{Name: "vertex", Chat: vertex.NewChat, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput},
-	{Name: "cohere", Chat: cohere.NewChat, Embeddings: cohere.NewEmbeddings},
+	{Name: "openai", Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough),
+		Headers: bearer},
+	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses),
+		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
+	{Name: "anthropic", Chat: anthropic.NewChat, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
+		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
+	{Name: "bedrock", Chat: bedrock.NewChat, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
+		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
+	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
+		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},
+	{Name: "vertex", Chat: vertex.NewChat, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput,
+		Credential: GoogleCloud, Headers: bearer, TelemetryName: "gcp.vertex_ai"},
+	{Name: "cohere", Chat: cohere.NewChat, Embeddings: cohere.NewEmbeddings, Headers: bearer},
 }
+
+// bearer are the headers of a provider that takes its key as a bearer
+// token.
+var bearer = []string{"authorization"}
+
+// telemetryNames are the gen_ai.provider.name of OpenAI-compatible
+// providers the semantic conventions name otherwise.
+var telemetryNames = map[string]string{"mistral": "mistral_ai", "xai": "x_ai"}
 
 // all is the table with the OpenAI-compatible family, by name.
 var all = func() map[string]Provider {
@@ -73,7 +113,7 @@ var all = func() map[string]Provider {
 		m[p.Name] = p
 	}
 	for name, q := range openai.CompatibleProviders() {
-		p := Provider{Name: name, Chat: openai.NewCompatibleChat(q)}
+		p := Provider{Name: name, Chat: openai.NewCompatibleChat(q), Headers: bearer, TelemetryName: telemetryNames[name]}
 		if !q.NoEmbeddings {
 			p.Embeddings = openai.NewCompatibleEmbeddings(q)
 		}
@@ -84,6 +124,20 @@ var all = func() map[string]Provider {
 	}
 	return m
 }()
+
+// RequestHeaders are the request headers any provider's translators may
+// set besides content-type (Provider.Headers), sorted.
+func RequestHeaders() []string {
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Headers...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// GenAIName is the provider's gen_ai.provider.name.
+func (p Provider) GenAIName() string { return cmp.Or(p.TelemetryName, p.Name) }
 
 // Lookup returns the provider of that name.
 func Lookup(name string) (Provider, bool) {
@@ -109,6 +163,21 @@ func Names() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// ResponsesTranslator builds the translator of a POST /v1/responses
+// exchange: the provider's native one, else one over its chat
+// translator. created is the response's creation time (Unix seconds)
+// where the gateway makes the Response object.
+func (p Provider) ResponsesTranslator(t translate.Target, r *responses.Request, history []json.RawMessage, id string, created int64) (ResponsesTranslator, error) {
+	if p.Responses != nil {
+		return p.Responses(t, r, history, id), nil
+	}
+	chat, err := responses.ToChat(r, history)
+	if err != nil {
+		return nil, err
+	}
+	return responses.NewTranslator(p.Chat(t, chat), r, history, id, created), nil
 }
 
 // native adapts a constructor of a concrete Responses translator.

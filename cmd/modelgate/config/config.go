@@ -627,11 +627,13 @@ func (b Backend) validate(p *problems, at string) {
 		p.add(at+".base_url", "must not end in /v1: the gateway appends /v1/... itself")
 	}
 	b.Timeouts.validate(p, at+".timeouts")
-	if b.Provider == "vertex" && b.Project == "" {
-		p.add(at+".project", "is required for provider vertex")
-	}
-	if b.Provider == "vertex" && b.ServiceAccountFile != "" && b.ServiceAccountEnv != "" {
-		p.add(at, "provider vertex takes one of service_account_file and service_account_env (neither uses Application Default Credentials)")
+	if pr, _ := providers.Lookup(b.Provider); pr.Credential == providers.GoogleCloud {
+		if b.Project == "" {
+			p.add(at+".project", "is required for provider %s", b.Provider)
+		}
+		if b.ServiceAccountFile != "" && b.ServiceAccountEnv != "" {
+			p.add(at, "provider %s takes one of service_account_file and service_account_env (neither uses Application Default Credentials)", b.Provider)
+		}
 	}
 }
 
