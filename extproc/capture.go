@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -116,22 +115,21 @@ func providerSecrets(bs []Backend) []string {
 	return out
 }
 
-// saveCapture redacts the exchange's capture and hands it to the sink.
-func (ex *exchange) saveCapture(ctx context.Context, end time.Time) {
-	c := ex.s.cfg.Capture
-	st := ex.capture
-	if c == nil || st == nil {
+// saveCapture redacts an exchange's capture and hands it to the sink.
+func (s *Server) saveCapture(ctx context.Context, st *captureState, o *outcome, log *exchangeLog) {
+	c := s.cfg.Capture
+	if c == nil {
 		return
 	}
-	rec := authz.Capture{RequestID: ex.requestID, Endpoint: ex.endpoint.String(), Model: ex.model, Status: ex.status, At: end,
+	rec := authz.Capture{RequestID: o.requestID, Endpoint: o.endpoint.String(), Model: o.model, Status: o.status, At: o.end,
 		RequestTruncated: st.req.truncated, ResponseTruncated: st.resp.truncated}
-	if p := ex.principal; p != nil {
+	if p := o.principal; p != nil {
 		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID
 	}
 	rec.Request = c.Redact.apply(st.req.b, st.req.truncated)
 	rec.Response = c.Redact.apply(st.resp.b, st.resp.truncated)
-	if err := c.Sink.SaveCapture(ex.bookkeeping(ctx), rec); err != nil {
-		ex.log.Error("saving a payload capture", zap.Error(err))
+	if err := c.Sink.SaveCapture(ctx, rec); err != nil {
+		log.Error("saving a payload capture", zap.Error(err))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"go.opentelemetry.io/otel/trace"
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
@@ -75,11 +74,8 @@ type exchange struct {
 	// errType and errCode are those of the error the gateway answered
 	// with; empty when the answer was the provider's.
 	errType, errCode string
-	// span is the exchange's trace span, nil without tracing;
-	// finishReasons are those its answer named.
-	span          trace.Span
-	finishReasons []string
-	capture       *captureState // the payload capture, nil without one
+	span             exchangeSpan  // the trace span, and what it notes of the answer
+	capture          *captureState // the payload capture, nil without one
 
 	timeouts  Timeouts  // the model's on its backend
 	stream    bool      // the client asked for a stream

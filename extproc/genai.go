@@ -2,11 +2,8 @@ package extproc
 
 import (
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"modelgate/translate"
 )
 
 // The OpenTelemetry GenAI semantic conventions' metrics, as the
@@ -85,29 +82,29 @@ func (g *genAIMetrics) seriesOf(l genAILabels, accounts bool) *genAISeries {
 
 // observe records a routed exchange: its duration always, and its tokens,
 // time to first token and time per output token when it has them.
-func (g *genAIMetrics) observe(ex *exchange, u translate.Usage, end time.Time, accounts bool) {
-	l := genAILabels{operation: genAIOperation(ex.endpoint), provider: ex.provider.GenAIName(), model: ex.model}
-	if ex.status >= 400 {
-		l.errType = ex.errType
+func (g *genAIMetrics) observe(o *outcome, accounts bool) {
+	l := genAILabels{operation: genAIOperation(o.endpoint), provider: o.genAIProvider, model: o.model}
+	if o.status >= 400 {
+		l.errType = o.errType
 		if l.errType == "" {
 			l.errType = "provider_error"
 		}
 	}
-	if accounts && ex.principal != nil {
-		l.account = ex.principal.AccountID
+	if accounts && o.principal != nil {
+		l.account = o.principal.AccountID
 	}
 	s := g.seriesOf(l, accounts)
-	s.duration.Observe(end.Sub(ex.start).Seconds())
-	if u.TotalTokens > 0 {
+	s.duration.Observe(o.end.Sub(o.start).Seconds())
+	if u := o.usage; u.TotalTokens > 0 {
 		s.input.Observe(float64(u.PromptTokens))
 		s.output.Observe(float64(u.CompletionTokens))
 	}
-	if ex.firstByte.IsZero() {
+	if o.firstByte.IsZero() {
 		return
 	}
-	s.ttft.Observe(ex.firstByte.Sub(ex.start).Seconds())
-	if u.CompletionTokens > 1 {
-		s.tpot.Observe(end.Sub(ex.firstByte).Seconds() / float64(u.CompletionTokens-1))
+	s.ttft.Observe(o.firstByte.Sub(o.start).Seconds())
+	if n := o.usage.CompletionTokens; n > 1 {
+		s.tpot.Observe(o.end.Sub(o.firstByte).Seconds() / float64(n-1))
 	}
 }
 

@@ -25,15 +25,12 @@ func BenchmarkRequestLine(b *testing.B) {
 	p := &authz.Principal{KeyID: "key_0123456789abcdef", KeyPrefix: "sk-mg-AbCdEf", AccountID: "acct_0123456789abcdef"}
 	b.ReportAllocs()
 	for b.Loop() {
-		ex := &exchange{s: s, start: time.Now(), status: 200, endpoint: endpointChat, principal: p, model: "gpt-4o"}
-		ex.log.init(s.log, requests)
-		ex.log.with(zap.String("request_id", "6b06b51a-0000-4000-8000-000000000006"), zap.String("account_id", p.AccountID),
+		var l exchangeLog
+		l.init(s.log, requests)
+		l.with(zap.String("request_id", "6b06b51a-0000-4000-8000-000000000006"), zap.String("account_id", p.AccountID),
 			zap.String("provider", "openai"), zap.String("model", "gpt-4o"))
-		ex.target.Backend = "openai-main"
-		ex.tr = nopTranslator{}
-		ex.logRequest(u, false, time.Now(), 3_790_000, true)
+		o := outcome{start: time.Now(), status: 200, endpoint: endpointChat, principal: p, model: "gpt-4o", backend: "openai-main",
+			routed: true, usage: u, end: time.Now(), cost: 3_790_000, costKnown: true}
+		l.request(&o, s.cfg.RequestLogSample, s.cfg.Currency)
 	}
 }
-
-// nopTranslator only makes ex.tr non-nil.
-type nopTranslator struct{ translate.Translator }

@@ -3,11 +3,8 @@ package extproc
 import (
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"modelgate/translate"
 )
 
 // Metrics are the server's Prometheus metrics. Names follow
@@ -127,24 +124,24 @@ func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, err
 
 // observe records one finished exchange and the usage charged for it. A
 // nil *Metrics records nothing.
-func (m *Metrics) observe(ex *exchange, u translate.Usage, end time.Time) {
+func (m *Metrics) observe(o *outcome) {
 	if m == nil {
 		return
 	}
-	ep, provider := ex.endpoint.String(), ex.target.Provider
-	e := m.exchangeSeries(exchangeLabels{ep, provider, ex.status})
+	ep := o.endpoint.String()
+	e := m.exchangeSeries(exchangeLabels{ep, o.provider, o.status})
 	e.requests.Inc()
-	e.duration.Observe(end.Sub(ex.start).Seconds())
-	if ex.tr == nil {
+	e.duration.Observe(o.end.Sub(o.start).Seconds())
+	if !o.routed {
 		return
 	}
-	m.genAI.observe(ex, u, end, m.accounts)
-	if !ex.firstByte.IsZero() { // streams only: a series for them alone
-		m.ttft.WithLabelValues(ep, provider, ex.model).Observe(ex.firstByte.Sub(ex.start).Seconds())
+	m.genAI.observe(o, m.accounts)
+	if !o.firstByte.IsZero() { // streams only: a series for them alone
+		m.ttft.WithLabelValues(ep, o.provider, o.model).Observe(o.firstByte.Sub(o.start).Seconds())
 	}
-	us := m.usageSeries(usageLabels{ep, provider, ex.model})
-	us.input.Add(float64(u.PromptTokens))
-	us.output.Add(float64(u.CompletionTokens))
+	us := m.usageSeries(usageLabels{ep, o.provider, o.model})
+	us.input.Add(float64(o.usage.PromptTokens))
+	us.output.Add(float64(o.usage.CompletionTokens))
 }
 
 func (m *Metrics) exchangeSeries(l exchangeLabels) *exchangeSeries {

@@ -133,8 +133,8 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	if err != nil {
 		return ex.failBody(err)
 	}
-	if ex.span != nil {
-		ex.noteFinishReasons(out)
+	if ex.span.span != nil {
+		ex.span.noteFinishReasons(out)
 	}
 	ex.captureResponse(out)
 	if ex.head.Stream {

@@ -6,15 +6,12 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/metadata"
-
-	"modelgate/translate"
 )
 
 // Tracing: with Config.Tracer set, every exchange gets a span, named and
@@ -46,6 +43,13 @@ func (c metadataCarrier) Get(key string) string {
 func (metadataCarrier) Set(string, string) {}
 func (metadataCarrier) Keys() []string     { return []string{"traceparent", "tracestate"} }
 
+// exchangeSpan is an exchange's trace span, nil without tracing, and
+// the finish reasons its answer named.
+type exchangeSpan struct {
+	span          trace.Span
+	finishReasons []string
+}
+
 // startSpan starts the exchange's span, the child of the stream's trace
 // context or else of its request headers'.
 func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
@@ -58,12 +62,12 @@ func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
 		carrier = metadataCarrier{md}
 	}
 	ctx := traceContext.Extract(context.Background(), carrier)
-	_, ex.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
+	_, ex.span.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
 }
 
 // noteFinishReasons keeps the finish reasons an answer's bytes name, for
 // the span: the string values of its finish_reason members.
-func (ex *exchange) noteFinishReasons(out []byte) {
+func (sp *exchangeSpan) noteFinishReasons(out []byte) {
 	const member = `"finish_reason"`
 	for rest := out; ; {
 		i := bytes.Index(rest, []byte(member))
@@ -83,70 +87,70 @@ func (ex *exchange) noteFinishReasons(out []byte) {
 		if end < 0 {
 			return
 		}
-		if r := string(rest[:end]); !slices.Contains(ex.finishReasons, r) {
-			ex.finishReasons = append(ex.finishReasons, r)
+		if r := string(rest[:end]); !slices.Contains(sp.finishReasons, r) {
+			sp.finishReasons = append(sp.finishReasons, r)
 		}
 		rest = rest[end:]
 	}
 }
 
-// endSpan names the span and gives it the exchange's attributes, then
-// ends it at end.
-func (ex *exchange) endSpan(u translate.Usage, end time.Time) {
-	span := ex.span
+// end names the span and gives it the outcome's attributes, then ends
+// it when the exchange ended.
+func (sp *exchangeSpan) end(o *outcome) {
+	span := sp.span
 	if span == nil {
 		return
 	}
-	ex.span = nil
-	op := genAIOperation(ex.endpoint)
+	sp.span = nil
+	op := genAIOperation(o.endpoint)
 	name := op
-	if ex.model != "" {
-		name += " " + ex.model
+	if o.model != "" {
+		name += " " + o.model
 	}
 	span.SetName(name)
 	attrs := make([]attribute.KeyValue, 0, 16)
 	attrs = append(attrs, attribute.String("gen_ai.operation.name", op),
-		attribute.Int("http.response.status_code", ex.status))
-	if ex.requestID != "" {
-		attrs = append(attrs, attribute.String("modelgate.request_id", ex.requestID))
+		attribute.Int("http.response.status_code", o.status))
+	if o.requestID != "" {
+		attrs = append(attrs, attribute.String("modelgate.request_id", o.requestID))
 	}
-	if ex.clientRequestID != "" {
-		attrs = append(attrs, attribute.String("modelgate.client_request_id", ex.clientRequestID))
+	if o.clientRequestID != "" {
+		attrs = append(attrs, attribute.String("modelgate.client_request_id", o.clientRequestID))
 	}
-	if ex.model != "" {
-		attrs = append(attrs, attribute.String("gen_ai.request.model", ex.model))
+	if o.model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", o.model))
 	}
-	if ex.target.Provider != "" {
-		attrs = append(attrs, attribute.String("gen_ai.provider.name", ex.provider.GenAIName()),
-			attribute.String("gen_ai.response.model", ex.target.Model),
-			attribute.String("modelgate.backend", ex.target.Backend))
+	if o.provider != "" {
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", o.genAIProvider),
+			attribute.String("gen_ai.response.model", o.upstreamModel),
+			attribute.String("modelgate.backend", o.backend))
 	}
-	if p := ex.principal; p != nil {
+	if p := o.principal; p != nil {
 		attrs = append(attrs, attribute.String("modelgate.account.id", p.AccountID), attribute.String("modelgate.key.id", p.KeyID))
 	}
-	if ex.tr != nil {
-		attrs = append(attrs, attribute.Int64("gen_ai.usage.input_tokens", u.PromptTokens),
-			attribute.Int64("gen_ai.usage.output_tokens", u.CompletionTokens))
+	if o.routed {
+		attrs = append(attrs, attribute.Int64("gen_ai.usage.input_tokens", o.usage.PromptTokens),
+			attribute.Int64("gen_ai.usage.output_tokens", o.usage.CompletionTokens))
 	}
-	if len(ex.finishReasons) > 0 {
-		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", ex.finishReasons))
+	if len(o.finishReasons) > 0 {
+		attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", o.finishReasons))
 	}
-	if !ex.firstByte.IsZero() {
-		ttft := ex.firstByte.Sub(ex.start)
+	if !o.firstByte.IsZero() {
+		ttft := o.firstByte.Sub(o.start)
 		attrs = append(attrs, attribute.Float64("gen_ai.server.time_to_first_token", ttft.Seconds()))
-		span.AddEvent("gen_ai.first_token", trace.WithTimestamp(ex.firstByte))
+		span.AddEvent("gen_ai.first_token", trace.WithTimestamp(o.firstByte))
 	}
-	if ex.status >= 400 || ex.status == 0 {
-		errType := ex.errType
+	if o.status >= 400 || o.status == 0 {
+		errType := o.errType
 		if errType == "" {
 			errType = "provider_error"
-			if ex.status == 0 {
+			if o.status == 0 {
 				errType = "no_answer"
 			}
 		}
 		attrs = append(attrs, attribute.String("error.type", errType))
-		span.SetStatus(codes.Error, http.StatusText(ex.status)+" "+strconv.Itoa(ex.status))
+		span.SetStatus(codes.Error, http.StatusText(o.status)+" "+strconv.Itoa(o.status))
 	}
 	span.SetAttributes(attrs...)
-	span.End(trace.WithTimestamp(end))
+	span.End(trace.WithTimestamp(o.end))
 }

@@ -10,16 +10,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc/metadata"
-
-	"modelgate/translate"
 )
 
 func TestNoteFinishReasons(t *testing.T) {
-	ex := &exchange{}
-	ex.noteFinishReasons([]byte(`{"choices":[{"finish_reason": "stop"},{"finish_reason":null},{"finish_reason" :"length"}]}` +
+	sp := &exchangeSpan{}
+	sp.noteFinishReasons([]byte(`{"choices":[{"finish_reason": "stop"},{"finish_reason":null},{"finish_reason" :"length"}]}` +
 		`data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n" + `{"finish_reason":"tool_calls`))
-	if len(ex.finishReasons) != 2 || ex.finishReasons[0] != "stop" || ex.finishReasons[1] != "length" {
-		t.Errorf("finish reasons = %q", ex.finishReasons)
+	if len(sp.finishReasons) != 2 || sp.finishReasons[0] != "stop" || sp.finishReasons[1] != "length" {
+		t.Errorf("finish reasons = %q", sp.finishReasons)
 	}
 }
 
@@ -30,9 +28,9 @@ func FuzzNoteFinishReasons(f *testing.F) {
 	f.Add([]byte(`"finish_reason" : "length" "finish_reason":`))
 	f.Add([]byte(`"finish_reason":"`))
 	f.Fuzz(func(t *testing.T, out []byte) {
-		ex := &exchange{}
-		ex.noteFinishReasons(out)
-		for _, r := range ex.finishReasons {
+		sp := &exchangeSpan{}
+		sp.noteFinishReasons(out)
+		for _, r := range sp.finishReasons {
 			if !bytes.Contains(out, []byte(`"`+r+`"`)) {
 				t.Fatalf("reason %q is not in %q", r, out)
 			}
@@ -61,7 +59,7 @@ func TestSpanParentPrefersTheStreamMetadata(t *testing.T) {
 		}
 		ex := &exchange{s: s, start: time.Now()}
 		ex.startSpan(ctx, hm)
-		ex.endSpan(translate.Usage{}, time.Now())
+		ex.span.end(&outcome{end: time.Now()})
 		spans := rec.Ended()
 		got := spans[len(spans)-1]
 		if got.SpanContext().TraceID().String() != tc.trace || got.Parent().SpanID().String() != tc.paren {

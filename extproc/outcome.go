@@ -1,0 +1,110 @@
+package extproc
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"modelgate/authz"
+	"modelgate/authz/pricing"
+	"modelgate/translate"
+)
+
+// outcome is how an exchange ended, as its sinks record it: the usage
+// ledger, the metrics, the trace span, the request log line and the
+// payload capture each take it, and none of them the exchange. It names
+// the deployment by backend and provider, never by its credentials.
+type outcome struct {
+	requestID, clientRequestID string
+	endpoint                   endpoint
+	principal                  *authz.Principal // nil before the key was checked
+	model                      string           // the public model id, also of a refusal
+	// backend, provider and upstreamModel name the deployment that
+	// answered; empty when there was none.
+	backend, provider, upstreamModel string
+	genAIProvider                    string // gen_ai.provider.name
+	status                           int
+	// errType and errCode are those of the error the gateway answered
+	// with; empty when the answer was the provider's.
+	errType, errCode string
+	// routed: a translator was built, so usage was measured; refusedModel:
+	// a model the principal may not use was refused.
+	routed, refusedModel bool
+	usage                translate.Usage
+	estimated            bool
+	// cost is what usage cost at the model's price, when it has one (and
+	// the exchange goes to the ledger).
+	cost                  pricing.Nanos
+	costKnown             bool
+	start, firstByte, end time.Time
+	finishReasons         []string
+}
+
+// ledgered reports an outcome the usage ledger records: a routed request
+// of a known principal, a Fallback model's also when no deployment
+// answered (Envoy's 503 after every attempt failed), and a refusal of a
+// model the principal may not use, beside its successes.
+func (o *outcome) ledgered(fallback bool) bool {
+	return o.principal != nil && (o.routed || fallback || o.refusedModel)
+}
+
+// outcome is the exchange's outcome at end.
+func (ex *exchange) outcome(end time.Time) outcome {
+	u, estimated := ex.usageToCharge()
+	return outcome{
+		requestID: ex.requestID, clientRequestID: ex.clientRequestID, endpoint: ex.endpoint, principal: ex.principal, model: ex.model,
+		backend: ex.target.Backend, provider: ex.target.Provider, upstreamModel: ex.target.Model, genAIProvider: ex.provider.GenAIName(),
+		status: ex.status, errType: ex.errType, errCode: ex.errCode, routed: ex.tr != nil, refusedModel: ex.refusedModel,
+		usage: u, estimated: estimated, start: ex.start, firstByte: ex.firstByte, end: end, finishReasons: ex.span.finishReasons,
+	}
+}
+
+// record settles the exchange's limits and budgets and hands its outcome
+// to every sink. It runs on a context that survives the client going
+// away, so no record is lost.
+func (ex *exchange) record(ctx context.Context) {
+	ex.recorded = true
+	o := ex.outcome(ex.s.now())
+	ex.s.cfg.Metrics.observe(&o)
+	ex.span.end(&o)
+	ex.settleRate(ctx, o.usage.TotalTokens)
+	ex.settleSpend(ctx, o.usage)
+	if o.ledgered(ex.fallback != nil) {
+		o.cost, o.costKnown = ex.cost(ex.pricingUsage(o.usage), o.end)
+		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
+	}
+	ex.log.request(&o, ex.s.cfg.RequestLogSample, ex.s.cfg.Currency)
+	if ex.capture != nil {
+		ex.s.saveCapture(ex.bookkeeping(ctx), ex.capture, &o, &ex.log)
+	}
+}
+
+// appendUsage writes the outcome's usage record to the ledger.
+func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) {
+	rec := authz.UsageRecord{
+		RequestID:        o.requestID,
+		ClientRequestID:  o.clientRequestID,
+		KeyID:            o.principal.KeyID,
+		AccountID:        o.principal.AccountID,
+		Endpoint:         o.endpoint.String(),
+		Model:            o.model,
+		Backend:          o.backend,
+		Status:           o.status,
+		PromptTokens:     o.usage.PromptTokens,
+		CompletionTokens: o.usage.CompletionTokens,
+		TotalTokens:      o.usage.TotalTokens,
+		CachedTokens:     o.usage.CachedTokens,
+		ReasoningTokens:  o.usage.ReasoningTokens,
+		Audio:            audioDuration(o.usage.AudioSeconds),
+		Images:           o.usage.Images,
+		Estimated:        o.estimated,
+		Duration:         o.end.Sub(o.start),
+		At:               o.end,
+		Cost:             o.cost,
+		CostKnown:        o.costKnown,
+	}
+	if err := s.usage.AppendUsage(ctx, rec); err != nil {
+		log.Error("recording usage", zap.Error(err))
+	}
+}
