@@ -104,13 +104,13 @@ func (ex *exchange) admitSpend(ctx context.Context) error {
 	if sp == nil {
 		return nil
 	}
-	bs := budgets(ex.principal)
+	bs := budgets(ex.req.principal)
 	if len(bs) == 0 {
 		return nil
 	}
-	ex.spendAt = ex.s.now()
-	amount := ex.costEstimate(ex.spendAt)
-	d, err := sp.Reserve(ctx, bs, ex.spendAt, amount)
+	ex.meter.spendAt = ex.s.now()
+	amount := ex.costEstimate(ex.meter.spendAt)
+	d, err := sp.Reserve(ctx, bs, ex.meter.spendAt, amount)
 	if err != nil {
 		ex.s.cfg.Metrics.limiterError()
 		if ex.s.cfg.RateLimitFailClosed {
@@ -118,14 +118,14 @@ func (ex *exchange) admitSpend(ctx context.Context) error {
 			return errLimiterUnavailable(err)
 		}
 		ex.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
-		ex.budgets = bs // charged in full when the exchange ends
+		ex.meter.budgets = bs // charged in full when the exchange ends
 		return nil
 	}
 	if st, refused := d.Refused(); refused {
 		ex.s.cfg.Metrics.budgetRefused(subjectType(st.Budget.Key))
 		return errBudgetSpent(st, ex.s.cfg.Currency)
 	}
-	ex.budgets, ex.spendReserved = bs, amount
+	ex.meter.budgets, ex.meter.spendReserved = bs, amount
 	return nil
 }
 
@@ -134,16 +134,16 @@ func (ex *exchange) admitSpend(ctx context.Context) error {
 // reservation counts them, and the images it asks for. Zero without a
 // price.
 func (ex *exchange) costEstimate(at time.Time) int64 {
-	p, ok := ex.s.cfg.Prices.At(ex.model, at)
+	p, ok := ex.s.cfg.Prices.At(ex.req.model, at)
 	if !ok {
 		return 0
 	}
-	u := pricing.Usage{PromptTokens: ex.prompt}
-	if ex.endpoint.generates() {
-		u.CompletionTokens = ex.reservation() - ex.prompt
+	u := pricing.Usage{PromptTokens: ex.req.prompt}
+	if ex.req.endpoint.generates() {
+		u.CompletionTokens = ex.reservation() - ex.req.prompt
 	}
-	if ex.imgReq != nil { // the images asked for; audio's length is known only after
-		u.Images, u.ImageSize, u.ImageQuality = int64(max(ex.imgReq.N, 1)), ex.imgReq.Size, ex.imgReq.Quality
+	if ex.ep.imgReq != nil { // the images asked for; audio's length is known only after
+		u.Images, u.ImageSize, u.ImageQuality = int64(max(ex.ep.imgReq.N, 1)), ex.ep.imgReq.Size, ex.ep.imgReq.Quality
 	}
 	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
@@ -153,16 +153,16 @@ func (ex *exchange) costEstimate(at time.Time) int64 {
 // reserved, once, however the exchange ended: u is the usage the ledger
 // charges, estimates included, priced as the ledger prices it.
 func (ex *exchange) settleSpend(ctx context.Context, u translate.Usage) {
-	if ex.budgets == nil || ex.spendSettled {
+	if ex.meter.budgets == nil || ex.meter.spendSettled {
 		return
 	}
-	ex.spendSettled = true
+	ex.meter.spendSettled = true
 	c, _ := ex.cost(ex.pricingUsage(u), ex.s.now())
-	delta := min(int64(c), ratelimit.MaxSpend) - ex.spendReserved
-	if delta == 0 && !alerting(ex.budgets) {
+	delta := min(int64(c), ratelimit.MaxSpend) - ex.meter.spendReserved
+	if delta == 0 && !alerting(ex.meter.budgets) {
 		return
 	}
-	alerts, err := ex.s.cfg.Spender.Charge(ex.bookkeeping(ctx), ex.budgets, ex.spendAt, delta)
+	alerts, err := ex.s.cfg.Spender.Charge(ex.bookkeeping(ctx), ex.meter.budgets, ex.meter.spendAt, delta)
 	if err != nil {
 		ex.s.cfg.Metrics.limiterError()
 		ex.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))

@@ -87,8 +87,8 @@ func (ex *exchange) captureRequest(body []byte) {
 	if c == nil {
 		return
 	}
-	ex.capture = &captureState{req: captureBuf{max: c.MaxBytes}, resp: captureBuf{max: c.MaxBytes}, reqType: ex.contentType}
-	if strings.HasPrefix(ex.contentType, "multipart/") {
+	ex.capture = &captureState{req: captureBuf{max: c.MaxBytes}, resp: captureBuf{max: c.MaxBytes}, reqType: ex.req.contentType}
+	if strings.HasPrefix(ex.req.contentType, "multipart/") {
 		ex.capture.req.b = fmt.Appendf(nil, "[a multipart body of %d bytes, not captured]", len(body))
 		return
 	}

@@ -27,7 +27,7 @@ func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error 
 	}
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
 		}
 		return p.Embeddings(t, req), nil
 	})
@@ -41,17 +41,17 @@ func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	ex.imgReq = req
+	ex.ep.imgReq = req
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Images == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
 		}
 		return p.Images(t, req), nil
 	})
 }
 
 func (ex *exchange) translateTranscription(ctx context.Context, body []byte) error {
-	req, err := api.ParseTranscriptionRequest(ex.contentType, body)
+	req, err := api.ParseTranscriptionRequest(ex.req.contentType, body)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (ex *exchange) translateTranscription(ctx context.Context, body []byte) err
 	}
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Transcription == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.endpoint)
+			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
 		}
 		return p.Transcription(t, req), nil
 	})

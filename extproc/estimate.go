@@ -158,7 +158,7 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	}
 	est := translate.Usage{
 		PromptTokens:     prompt,
-		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.generated)),
+		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.answer.generated)),
 		CachedTokens:     u.CachedTokens,
 		ReasoningTokens:  u.ReasoningTokens,
 		// Audio and images are not estimated: the provider's count, if
@@ -175,12 +175,12 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 // deployment's request only its attempt saw) an estimate of that request,
 // translated again for this alone: RequestBody is pure.
 func (ex *exchange) promptTokens() int64 {
-	if ex.prompt == 0 && ex.endpoint != endpointTranscriptions {
+	if ex.req.prompt == 0 && ex.req.endpoint != endpointTranscriptions {
 		if up, err := ex.tr.RequestBody(); err == nil {
-			ex.prompt = promptEstimate(up.Body)
+			ex.req.prompt = promptEstimate(up.Body)
 		}
 	}
-	return ex.prompt
+	return ex.req.prompt
 }
 
 // needsEstimate: an exchange the provider received and that did not end
@@ -191,14 +191,14 @@ func (ex *exchange) promptTokens() int64 {
 // client got, whatever the provider reported.
 func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	switch {
-	case !ex.sent:
+	case !ex.answer.sent:
 		return false
-	case ex.envoyReply != nil: // a timeout: the provider had the request
+	case ex.answer.envoyReply != nil: // a timeout: the provider had the request
 		return u.TotalTokens == 0
-	case ex.completed:
-		return u.TotalTokens == 0 && ex.status < 400 && ex.endpoint.generates()
+	case ex.answer.completed:
+		return u.TotalTokens == 0 && ex.answer.status < 400 && ex.req.endpoint.generates()
 	}
-	return u.TotalTokens == 0 || ex.endpoint.generates()
+	return u.TotalTokens == 0 || ex.req.endpoint.generates()
 }
 
 // generates reports whether the endpoint's answers are generated text
@@ -207,7 +207,7 @@ func (e endpoint) generates() bool { return e == endpointChat || e == endpointRe
 
 // streamText is where this exchange's stream carries its text.
 func (ex *exchange) streamText() textIn {
-	if ex.endpoint == endpointResponses {
+	if ex.req.endpoint == endpointResponses {
 		return responsesEvents
 	}
 	return chatChunks

@@ -45,7 +45,7 @@ func TestEstimateKeepsAudioAndImages(t *testing.T) {
 		{endpointTranscriptions, translate.Usage{AudioSeconds: 7.5}},
 		{endpointImages, translate.Usage{Images: 2}},
 	} {
-		ex := &exchange{endpoint: tt.endpoint, tr: usageTranslator{u: tt.u}, sent: true, prompt: 10}
+		ex := &exchange{req: request{endpoint: tt.endpoint, prompt: 10}, tr: usageTranslator{u: tt.u}, answer: answer{sent: true}}
 		u, estimated := ex.usageToCharge()
 		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images {
 			t.Errorf("%s: charged %+v (estimated %v), want the provider's audio seconds and images", tt.endpoint, u, estimated)

@@ -32,66 +32,51 @@ var phaseNames = [...]string{"request_headers", "request_body", "response_header
 
 func (p phase) String() string { return phaseNames[p] }
 
-// exchange is the state of one stream: one client request and its response.
+// exchange is the state of one stream: one client request and its
+// response. Its parts each hold one concern: the request as the client
+// sent it, what its endpoint adds, where it is routed, what the limits
+// and budgets reserved, and the answer as the client gets it.
 type exchange struct {
 	s     *Server
 	log   exchangeLog
 	phase phase
 	start time.Time
 
-	requestID string // the gateway's id of the exchange (newRequestID)
-	// clientRequestID is the x-request-id the request came with.
-	clientRequestID string
-	endpoint        endpoint
-	principal       *authz.Principal
-	model           string // public model id
-	target          translate.Target
-	provider        providers.Provider   // the target's provider
-	tr              translate.Translator // nil until the request is routed
-	head            translate.Head
-	status          int // upstream status
+	req     request
+	ep      endpointState
+	route   route
+	tr      translate.Translator // nil until the request is routed
+	meter   meter
+	answer  answer
+	span    exchangeSpan  // the trace span, and what it notes of the answer
+	capture *captureState // the payload capture, nil without one
+	book    bookkeeping
+	// recorded: the outcome went to its sinks.
+	recorded bool
+	attempt  *attempt // set on an upstream stream: one attempt of a Fallback model
+}
 
-	firstByte time.Time // first streamed bytes to the client
-	recorded  bool
-	settled   bool // rate limits charged and the concurrency slot freed
+// request is what the exchange knows of the client's request.
+type request struct {
+	id          string // the gateway's id of the exchange (newRequestID)
+	clientID    string // the x-request-id the request came with
+	endpoint    endpoint
+	path        string // the client's :path
+	contentType string // of the client's request body
+	principal   *authz.Principal
+	model       string // the public model id
+	stream      bool   // the client asked for a stream
+	prompt      int64  // estimated prompt tokens
+	maxOutput   int64  // the bound on the answer the provider is sent: the client's or translator's; zero for none
+	// refusedModel: a model the principal may not use was refused,
+	// recorded with its 403.
+	refusedModel bool
+}
 
-	book   context.Context // see bookkeeping
-	unbook context.CancelFunc
-
-	contentType string             // of the client's request body
-	imgReq      *api.ImagesRequest // an image generation's request
-	publicBase  string             // where the client reaches the gateway, for image URLs
-
-	limitRules []ratelimit.Rule    // the principal's rate limit rules
-	limit      *ratelimit.Decision // the admission, nil if none was made
-	reserved   int64               // tokens the admission reserved
-
-	budgets       []ratelimit.Budget // the principal's budgets, nil if none was admitted
-	spendAt       time.Time          // when they were: the period the exchange settles in
-	spendReserved int64              // what the admission reserved from them
-	spendSettled  bool
-	refusedModel  bool // refused a model the principal may not use: recorded with its 403
-	// errType and errCode are those of the error the gateway answered
-	// with; empty when the answer was the provider's.
-	errType, errCode string
-	span             exchangeSpan  // the trace span, and what it notes of the answer
-	capture          *captureState // the payload capture, nil without one
-
-	timeouts  Timeouts  // the model's on its backend
-	stream    bool      // the client asked for a stream
-	prompt    int64     // estimated prompt tokens
-	maxOutput int64     // the bound on the answer the provider is sent: the client's or translator's; zero for none
-	generated int       // bytes of generated text the client got (generatedText)
-	sent      bool      // the request went to the provider
-	sentAt    time.Time // when the request went
-	lastChunk time.Time // when the last streamed chunk came
-	completed bool      // the answer ended as it should
-	broken    bool      // a panic ended the stream; later chunks are dropped
-
-	chunk      *chunkReply // the reply to each streamed chunk, reused
-	envoyReply *APIError   // one of Envoy's own replies, as the client sees it
-	gather     bool        // a large buffered answer arrives as a stream
-	gathered   []byte      // what arrived of it
+// endpointState is what an endpoint adds to the exchange.
+type endpointState struct {
+	imgReq     *api.ImagesRequest // an image generation's request
+	publicBase string             // where the client reaches the gateway, for image URLs
 
 	respReq    *responses.Request // a Responses exchange's request
 	responses  conversationKeeper // its translator, also in tr
@@ -99,11 +84,57 @@ type exchange struct {
 	respObject json.RawMessage    // the Response object the client got, once known
 	respEvents *sse.Decoder       // reads a stream's events until response.completed
 	saved      bool               // the response is stored
+}
 
-	path     string   // the client's :path
-	build    builder  // makes tr for a deployment (kept for a Fallback model's answer)
-	fallback *Model   // a Fallback model, routed by Envoy: the router-level stream
-	attempt  *attempt // set on an upstream stream: one attempt of a Fallback model
+// route is where the request goes.
+type route struct {
+	target   translate.Target
+	provider providers.Provider // the target's provider
+	timeouts Timeouts           // the model's on its backend
+	build    builder            // makes tr for a deployment (kept for a Fallback model's answer)
+	fallback *Model             // a Fallback model, routed by Envoy: the router-level stream
+}
+
+// meter is the exchange's rate-limit and budget bookkeeping: what its
+// admission reserved, settled once however the exchange ends.
+type meter struct {
+	rules    []ratelimit.Rule    // the principal's rate limit rules
+	limit    *ratelimit.Decision // the admission, nil if none was made
+	reserved int64               // tokens the admission reserved
+	// rateSettled: rate limits charged and the concurrency slot freed.
+	rateSettled bool
+
+	budgets       []ratelimit.Budget // the principal's budgets, nil if none was admitted
+	spendAt       time.Time          // when they were: the period the exchange settles in
+	spendReserved int64              // what the admission reserved from them
+	spendSettled  bool
+}
+
+// answer is the answer as the client gets it.
+type answer struct {
+	head   translate.Head
+	status int // the client-facing status
+	// errType and errCode are those of the error the gateway answered
+	// with; empty when the answer was the provider's.
+	errType, errCode string
+	sent             bool      // the request went to the provider
+	sentAt           time.Time // when the request went
+	firstByte        time.Time // first streamed bytes to the client
+	lastChunk        time.Time // when the last streamed chunk came
+	generated        int       // bytes of generated text the client got (generatedText)
+	completed        bool      // the answer ended as it should
+	broken           bool      // a panic ended the stream; later chunks are dropped
+	chunk            *chunkReply
+	envoyReply       *APIError // one of Envoy's own replies, as the client sees it
+	gather           bool      // a large buffered answer arrives as a stream
+	gathered         []byte    // what arrived of it
+}
+
+// bookkeeping is the context of the exchange's usage records and
+// rate-limit charges (see exchange.bookkeeping).
+type bookkeeping struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func (s *Server) newExchange() *exchange {
@@ -172,9 +203,9 @@ func (ex *exchange) expect(want phase) error {
 // answered without a body), or chunks after a panic ended the stream.
 func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
 	switch {
-	case ex.envoyReply != nil:
+	case ex.answer.envoyReply != nil:
 		return ex.envoyReplyBody()
-	case ex.broken:
+	case ex.answer.broken:
 		return bodyReply(nil, true, nil)
 	}
 	return bodyReply(nil, false, nil)
@@ -185,7 +216,7 @@ func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
 // its spending counted, so sequential requests never collide.
 func (ex *exchange) beforeSend(ctx context.Context) {
 	defer ex.recoverFinish()
-	if ex.phase == phaseDone && !ex.settled {
+	if ex.phase == phaseDone && !ex.meter.rateSettled {
 		u, _ := ex.usageToCharge()
 		ex.settleRate(ctx, u.TotalTokens)
 		ex.settleSpend(ctx, u)
@@ -197,10 +228,10 @@ func (ex *exchange) beforeSend(ctx context.Context) {
 // from its first use to the end of the exchange. One for all of them
 // spares each a timer of its own.
 func (ex *exchange) bookkeeping(ctx context.Context) context.Context {
-	if ex.book == nil {
-		ex.book, ex.unbook = context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	if ex.book.ctx == nil {
+		ex.book.ctx, ex.book.cancel = context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	}
-	return ex.book
+	return ex.book.ctx
 }
 
 // afterSend runs once a reply is on its way: the final reply is not delayed
@@ -217,8 +248,8 @@ func (ex *exchange) afterSend(ctx context.Context) {
 // consumed and the status the client saw.
 func (ex *exchange) finish(ctx context.Context) {
 	defer func() {
-		if ex.unbook != nil {
-			ex.unbook()
+		if ex.book.cancel != nil {
+			ex.book.cancel()
 		}
 	}()
 	defer ex.recoverFinish()
@@ -227,8 +258,8 @@ func (ex *exchange) finish(ctx context.Context) {
 		return
 	}
 	if !ex.recorded && ex.phase != phaseRequestHeaders {
-		if !ex.completed {
-			ex.status = ex.brokenStatus(ex.s.now())
+		if !ex.answer.completed {
+			ex.answer.status = ex.brokenStatus(ex.s.now())
 		}
 		ex.record(ctx)
 	}

@@ -146,7 +146,7 @@ func (a *attempt) readContext(md *corev3.Metadata, ns string) {
 
 // handleAttempt answers the messages of an upstream stream.
 func (ex *exchange) handleAttempt(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
-	ex.recorded, ex.settled = true, true // the router-level stream records and charges the request
+	ex.recorded, ex.meter.rateSettled = true, true // the router-level stream records and charges the request
 	ex.attempt.readContext(req.GetMetadataContext(), ex.s.cfg.MetadataNamespace)
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
@@ -193,7 +193,7 @@ func (ex *exchange) attemptHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 // attemptBody translates the client's body for the attempt's backend.
 func (ex *exchange) attemptBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	resp, err := ex.translateAttempt(ctx, b.GetBody())
-	ex.s.cfg.Metrics.attempted(ex.model, ex.attempt.backend, ex.attempt.count)
+	ex.s.cfg.Metrics.attempted(ex.req.model, ex.attempt.backend, ex.attempt.count)
 	if err != nil {
 		return ex.fail(err)
 	}
@@ -216,9 +216,9 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 	if err != nil || ep.served() || ep == endpointImageFile {
 		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers.get(":method"), rc.path))
 	}
-	ex.endpoint, ex.contentType = ep, rc.contentType
+	ex.req.endpoint, ex.req.contentType = ep, rc.contentType
 	if rc.account != "" {
-		ex.principal = &authz.Principal{AccountID: rc.account}
+		ex.req.principal = &authz.Principal{AccountID: rc.account}
 	}
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 	for _, k := range a.headers.internal() {
 		h.Remove(k)
 	}
-	ex.log.Debug("attempt translated", zap.String("provider", ex.target.Provider), zap.String("path", up.Path))
+	ex.log.Debug("attempt translated", zap.String("provider", ex.route.target.Provider), zap.String("path", up.Path))
 	return sendUpstream(&h, up, a.headers.get(":path"), a.headers.get("content-type")), nil
 }
 
@@ -293,8 +293,8 @@ func (ex *exchange) recordAttempt(ctx context.Context, status int) {
 	}
 	a.recorded = true
 	end := ex.s.now()
-	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), ClientRequestID: a.ctx.clientID, AccountID: a.ctx.account, Endpoint: ex.endpoint.String(),
-		Model: ex.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
+	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), ClientRequestID: a.ctx.clientID, AccountID: a.ctx.account, Endpoint: ex.req.endpoint.String(),
+		Model: ex.req.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(ex.start), At: end}
 	rec.Cost, rec.CostKnown = ex.cost(pricing.Usage{}, end) // no tokens: nothing, where the model has a price
 	if err := ex.s.usage.AppendUsage(ex.bookkeeping(ctx), rec); err != nil {
 		ex.log.Error("recording a failed attempt", zap.Error(err))
@@ -326,12 +326,12 @@ var attemptHeaderNames = sync.OnceValue(func() []string {
 // attempt that cannot is a final error, never a fallback.
 func (ex *exchange) pickFallback(m *Model) error {
 	for _, d := range m.Deployments {
-		if !serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider], ex.endpoint) {
-			return errEndpointNotSupported(m.ID, ex.endpoint)
+		if !serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider], ex.req.endpoint) {
+			return errEndpointNotSupported(m.ID, ex.req.endpoint)
 		}
 	}
-	_, ex.timeouts = ex.s.router.target(m, m.first())
-	ex.model, ex.fallback = m.ID, m
+	_, ex.route.timeouts = ex.s.router.target(m, m.first())
+	ex.req.model, ex.route.fallback = m.ID, m
 	ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
 	return nil
 }
@@ -340,31 +340,31 @@ func (ex *exchange) pickFallback(m *Model) error {
 // Envoy unchanged, with the model's route headers and the request's
 // context for the upstream streams.
 func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if ex.endpoint != endpointTranscriptions {
-		ex.prompt = promptEstimate(body)
+	if ex.req.endpoint != endpointTranscriptions {
+		ex.req.prompt = promptEstimate(body)
 	}
-	if ex.maxOutput == 0 && ex.endpoint.generates() {
-		ex.maxOutput = ex.fallbackOutputBound()
+	if ex.req.maxOutput == 0 && ex.req.endpoint.generates() {
+		ex.req.maxOutput = ex.fallbackOutputBound()
 	}
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
-	h.Set(modelHeader, ex.model)
-	if ex.stream {
+	h.Set(modelHeader, ex.req.model)
+	if ex.req.stream {
 		h.Set(streamHeader, "1")
 	}
 	rc, err := structpb.NewStruct(map[string]any{
-		contextPath:        ex.path,
-		contextContentType: ex.contentType,
-		contextAccount:     ex.principal.AccountID,
-		contextClientID:    ex.clientRequestID,
+		contextPath:        ex.req.path,
+		contextContentType: ex.req.contentType,
+		contextAccount:     ex.req.principal.AccountID,
+		contextClientID:    ex.req.clientID,
 	})
 	if err != nil { // cannot happen: strings only
 		return nil, err
 	}
-	ex.sent, ex.sentAt = true, ex.s.now()
+	ex.answer.sent, ex.answer.sentAt = true, ex.s.now()
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
 			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: true},
@@ -381,7 +381,7 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 // deployment after admission.
 func (ex *exchange) fallbackOutputBound() int64 {
 	out := ex.s.cfg.DefaultOutputTokens
-	for _, d := range ex.fallback.Deployments {
+	for _, d := range ex.route.fallback.Deployments {
 		if def := ex.s.providers[ex.s.router.backends[d.Backend].Provider].DefaultMaxOutput; def != nil {
 			out = max(out, def(d.Model))
 		}
@@ -406,18 +406,18 @@ func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *ex
 	if !ok {
 		return ex.envoyReplyHeaders(status, "", eos)
 	}
-	d, ok := ex.fallback.deployment(backend)
+	d, ok := ex.route.fallback.deployment(backend)
 	if !ok {
-		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.model)))
+		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.req.model)))
 	}
-	target, timeouts := ex.s.router.target(ex.fallback, d)
+	target, timeouts := ex.s.router.target(ex.route.fallback, d)
 	p := ex.s.providers[target.Provider]
-	tr, err := ex.build(p, target)
+	tr, err := ex.route.build(p, target)
 	if err != nil {
 		return ex.fail(err)
 	}
-	ex.prompt = 0 // admitted with the client's body; promptTokens estimates the deployment's
-	ex.target, ex.provider, ex.timeouts, ex.tr = target, p, timeouts, tr
+	ex.req.prompt = 0 // admitted with the client's body; promptTokens estimates the deployment's
+	ex.route.target, ex.route.provider, ex.route.timeouts, ex.tr = target, p, timeouts, tr
 	ex.log.with(zap.String("backend", backend), zap.String("provider", target.Provider))
 	return nil
 }
@@ -426,7 +426,7 @@ func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *ex
 // OpenAI error (local_reply_config may have rewritten a 500's body, also
 // to one), without the marks. Its body, if any, passes unchanged (settledBody).
 func (ex *exchange) attemptReplyHeaders(status int) *extprocv3.ProcessingResponse {
-	ex.status, ex.completed, ex.phase = status, true, phaseDone
+	ex.answer.status, ex.answer.completed, ex.phase = status, true, phaseDone
 	ex.log.Warn("an attempt failed in the gateway; Envoy does not retry it", zap.Int("status", status))
 	var mut headers
 	mut.Remove(attemptReplyHeader)

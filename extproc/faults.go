@@ -58,10 +58,10 @@ func (ex *exchange) safeHandle(ctx context.Context, req *extprocv3.ProcessingReq
 // went out, one error event ends it, and later chunks are dropped.
 func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	body, isBody := req.GetRequest().(*extprocv3.ProcessingRequest_ResponseBody)
-	if !isBody || !ex.head.Stream {
+	if !isBody || !ex.answer.head.Stream {
 		return ex.fail(errInternal(nil))
 	}
-	ex.broken, ex.status = true, http.StatusInternalServerError
+	ex.answer.broken, ex.answer.status = true, http.StatusInternalServerError
 	out := sse.AppendData(nil, errInternal(nil).Body())
 	if body.ResponseBody.GetEndOfStream() {
 		ex.phase = phaseDone
@@ -84,17 +84,17 @@ func (ex *exchange) recoverFinish() {
 // sent reports whether the provider may have received the request.
 func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, sent bool) {
 	model := "the model" // lower case: capital() starts a sentence with it
-	if ex.model != "" {
-		model += " `" + quoted(ex.model) + "`"
+	if ex.req.model != "" {
+		model += " `" + quoted(ex.req.model) + "`"
 	}
 	timeout := func(msg string) *APIError {
 		return &APIError{Status: http.StatusGatewayTimeout, Type: typeServer, Code: "timeout", Message: msg}
 	}
 	switch {
 	case strings.Contains(details, "per_try_idle_timeout"):
-		return timeout(fmt.Sprintf("%s sent nothing for %s (its stream idle timeout).", capital(model), ex.timeouts.StreamIdle)), true
+		return timeout(fmt.Sprintf("%s sent nothing for %s (its stream idle timeout).", capital(model), ex.route.timeouts.StreamIdle)), true
 	case strings.Contains(details, "per_try_timeout"), strings.Contains(details, "response_timeout"):
-		return timeout(fmt.Sprintf("%s did not start answering within %s (its response timeout).", capital(model), ex.timeouts.ResponseHeaders)), true
+		return timeout(fmt.Sprintf("%s did not start answering within %s (its response timeout).", capital(model), ex.route.timeouts.ResponseHeaders)), true
 	case strings.Contains(details, "stream_idle_timeout"):
 		return timeout(fmt.Sprintf("%s did not answer in time.", capital(model))), ex.tr != nil
 	case strings.Contains(details, "request_payload_too_large"):
@@ -121,8 +121,8 @@ func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // replies: the status stays, the body becomes the gateway's OpenAI error.
 func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
 	apiErr, sent := ex.envoyError(status, details)
-	ex.envoyReply, ex.status, ex.completed = apiErr, apiErr.Status, true
-	ex.sent = ex.sent && sent
+	ex.answer.envoyReply, ex.answer.status, ex.answer.completed = apiErr, apiErr.Status, true
+	ex.answer.sent = ex.answer.sent && sent
 	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
 	var mut headers
 	mut.Remove(localReplyHeader)
@@ -142,7 +142,7 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 // envoyReplyBody replaces the body of one of Envoy's own replies, which
 // Envoy sends whole (local replies are not streamed and have no trailers).
 func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
-	body := ex.envoyReply.Body()
+	body := ex.answer.envoyReply.Body()
 	var mut headers
 	mut.SetInt("content-length", int64(len(body)))
 	ex.phase = phaseDone
@@ -158,18 +158,18 @@ func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
 // apart; both are recorded as 499.
 func (ex *exchange) brokenStatus(now time.Time) int {
 	switch {
-	case ex.broken:
+	case ex.answer.broken:
 		return http.StatusInternalServerError
-	case ex.phase == phaseResponseHeaders && ex.sent:
-		limit := ex.timeouts.ResponseHeaders
-		if ex.stream && ex.timeouts.StreamIdle > 0 && (limit == 0 || ex.timeouts.StreamIdle < limit) {
-			limit = ex.timeouts.StreamIdle
+	case ex.phase == phaseResponseHeaders && ex.answer.sent:
+		limit := ex.route.timeouts.ResponseHeaders
+		if ex.req.stream && ex.route.timeouts.StreamIdle > 0 && (limit == 0 || ex.route.timeouts.StreamIdle < limit) {
+			limit = ex.route.timeouts.StreamIdle
 		}
-		if limit > 0 && now.Sub(ex.sentAt) >= limit*3/4 {
+		if limit > 0 && now.Sub(ex.answer.sentAt) >= limit*3/4 {
 			return http.StatusGatewayTimeout
 		}
-	case ex.phase == phaseResponseBody && ex.head.Stream:
-		if idle := ex.timeouts.StreamIdle; idle > 0 && now.Sub(ex.lastChunk) >= idle*3/4 {
+	case ex.phase == phaseResponseBody && ex.answer.head.Stream:
+		if idle := ex.route.timeouts.StreamIdle; idle > 0 && now.Sub(ex.answer.lastChunk) >= idle*3/4 {
 			return http.StatusGatewayTimeout
 		}
 	case ex.phase == phaseResponseBody:

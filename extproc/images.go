@@ -53,7 +53,7 @@ func (s *Server) publicBase(hm headerMap) string {
 // signed URL in its place, when the client asked for URLs and the
 // provider answered with bytes.
 func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) {
-	if ex.imgReq == nil || ex.imgReq.ResponseFormat != "url" || ex.head.Status/100 != 2 {
+	if ex.ep.imgReq == nil || ex.ep.imgReq.ResponseFormat != "url" || ex.answer.head.Status/100 != 2 {
 		return body, nil
 	}
 	if ex.s.cfg.Images == nil {
@@ -66,10 +66,10 @@ func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) 
 		defer cancel()
 		// Kept a minute past the URL's expiry, so that a URL never outlives
 		// its image.
-		if err := ex.s.cfg.Images.SaveImage(ctx, ex.principal.AccountID, id, contentType, data, expires.Add(time.Minute)); err != nil {
+		if err := ex.s.cfg.Images.SaveImage(ctx, ex.req.principal.AccountID, id, contentType, data, expires.Add(time.Minute)); err != nil {
 			return "", fmt.Errorf("keeping image: %w", err)
 		}
-		return ex.publicBase + ex.s.signImageURL(id, expires), nil
+		return ex.ep.publicBase + ex.s.signImageURL(id, expires), nil
 	})
 }
 
@@ -114,7 +114,7 @@ func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.Pr
 	if err != nil {
 		return nil, err
 	}
-	ex.phase, ex.status = phaseDone, http.StatusOK
+	ex.phase, ex.answer.status = phaseDone, http.StatusOK
 	var h headers
 	h.Set("content-type", contentType)
 	h.Set("cache-control", fmt.Sprintf("private, max-age=%d", expires-now.Unix()))

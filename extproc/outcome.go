@@ -53,10 +53,10 @@ func (o *outcome) ledgered(fallback bool) bool {
 func (ex *exchange) outcome(end time.Time) outcome {
 	u, estimated := ex.usageToCharge()
 	return outcome{
-		requestID: ex.requestID, clientRequestID: ex.clientRequestID, endpoint: ex.endpoint, principal: ex.principal, model: ex.model,
-		backend: ex.target.Backend, provider: ex.target.Provider, upstreamModel: ex.target.Model, genAIProvider: ex.provider.GenAIName(),
-		status: ex.status, errType: ex.errType, errCode: ex.errCode, routed: ex.tr != nil, refusedModel: ex.refusedModel,
-		usage: u, estimated: estimated, start: ex.start, firstByte: ex.firstByte, end: end, finishReasons: ex.span.finishReasons,
+		requestID: ex.req.id, clientRequestID: ex.req.clientID, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
+		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
+		status: ex.answer.status, errType: ex.answer.errType, errCode: ex.answer.errCode, routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
+		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.firstByte, end: end, finishReasons: ex.span.finishReasons,
 	}
 }
 
@@ -70,7 +70,7 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.span.end(&o)
 	ex.settleRate(ctx, o.usage.TotalTokens)
 	ex.settleSpend(ctx, o.usage)
-	if o.ledgered(ex.fallback != nil) {
+	if o.ledgered(ex.route.fallback != nil) {
 		o.cost, o.costKnown = ex.cost(ex.pricingUsage(o.usage), o.end)
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
 	}

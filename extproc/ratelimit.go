@@ -48,11 +48,11 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 // the provider is sent (maxOutput), else Config.DefaultOutputTokens for
 // endpoints that generate.
 func (ex *exchange) reservation() int64 {
-	out := ex.maxOutput
-	if out == 0 && ex.endpoint.generates() {
+	out := ex.req.maxOutput
+	if out == 0 && ex.req.endpoint.generates() {
 		out = ex.s.cfg.DefaultOutputTokens
 	}
-	return max(ex.prompt+out, 1)
+	return max(ex.req.prompt+out, 1)
 }
 
 // admitRate admits the request against its rate limits once it is
@@ -62,14 +62,14 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 	if ex.s.cfg.Limiter == nil {
 		return nil
 	}
-	rules, zero := ex.s.rules(ex.principal)
+	rules, zero := ex.s.rules(ex.req.principal)
 	if zero != nil {
 		return errNothingAllowed(*zero)
 	}
 	if len(rules) == 0 {
 		return nil
 	}
-	ex.limitRules = rules
+	ex.meter.rules = rules
 	d, err := ex.s.cfg.Limiter.Admit(ctx, rules, reserve)
 	if err != nil {
 		ex.s.cfg.Metrics.limiterError()
@@ -80,11 +80,11 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 		ex.log.Warn("rate limiter failed; admitting (fail open)", zap.Error(err))
 		return nil
 	}
-	ex.limit = &d
+	ex.meter.limit = &d
 	if !d.Allowed {
 		return errRateLimited(d)
 	}
-	ex.reserved = reserve
+	ex.meter.reserved = reserve
 	return nil
 }
 
@@ -93,22 +93,22 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 // the exchange ended. The charge happens also when admission failed open:
 // usage is usage.
 func (ex *exchange) settleRate(ctx context.Context, used int64) {
-	if ex.settled {
+	if ex.meter.rateSettled {
 		return
 	}
-	ex.settled = true
-	if ex.limitRules == nil || ex.limit != nil && !ex.limit.Allowed {
+	ex.meter.rateSettled = true
+	if ex.meter.rules == nil || ex.meter.limit != nil && !ex.meter.limit.Allowed {
 		return
 	}
 	ctx = ex.bookkeeping(ctx)
-	if delta := used - ex.reserved; delta != 0 {
-		if err := ex.s.cfg.Limiter.Charge(ctx, ex.limitRules, delta); err != nil {
+	if delta := used - ex.meter.reserved; delta != 0 {
+		if err := ex.s.cfg.Limiter.Charge(ctx, ex.meter.rules, delta); err != nil {
 			ex.s.cfg.Metrics.limiterError()
 			ex.log.Error("charging tokens to rate limits", zap.Int64("tokens", delta), zap.Error(err))
 		}
 	}
-	if ex.limit != nil {
-		if err := ex.s.cfg.Limiter.Release(ctx, ex.limit.Lease); err != nil {
+	if ex.meter.limit != nil {
+		if err := ex.s.cfg.Limiter.Release(ctx, ex.meter.limit.Lease); err != nil {
 			ex.log.Error("releasing a concurrency slot", zap.Error(err))
 		}
 	}

@@ -113,8 +113,8 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	// Envoy is not the edge, and reusing another's would make the admin's
 	// views of that request show the wrong one. The client's is kept
 	// beside it.
-	ex.requestID, ex.clientRequestID = newRequestID(), hm.get(requestIDHeader)
-	ex.log.with(zap.String("request_id", ex.requestID), zap.String("client_request_id", ex.clientRequestID))
+	ex.req.id, ex.req.clientID = newRequestID(), hm.get(requestIDHeader)
+	ex.log.with(zap.String("request_id", ex.req.id), zap.String("client_request_id", ex.req.clientID))
 	ex.startSpan(ctx, hm)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
@@ -128,7 +128,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err != nil {
 		return nil, err
 	}
-	ex.endpoint, ex.path = ep, hm.get(":path")
+	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
 	if ep == endpointImageFile { // the signature is the credential
 		return ex.serveImage(ctx, hm)
 	}
@@ -140,21 +140,21 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		if err != nil {
 			return nil, err
 		}
-		ex.phase, ex.status = phaseDone, http.StatusOK
+		ex.phase, ex.answer.status = phaseDone, http.StatusOK
 		return immediate(http.StatusOK, body), nil
 	}
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err
 	}
 	if ep == endpointImages {
-		ex.publicBase = ex.s.publicBase(hm)
+		ex.ep.publicBase = ex.s.publicBase(hm)
 	}
 	ex.phase = phaseRequestBody
 	mut := stripInternal(hm)
 	// The request's id becomes the gateway's, for Envoy too: its access
 	// log, and the attempts of a fallback, which share the request's
 	// headers. The answers get it from withRequestID.
-	mut.Set(requestIDHeader, ex.requestID)
+	mut.Set(requestIDHeader, ex.req.id)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation:  mut.mutation(),
@@ -208,7 +208,7 @@ func (ex *exchange) authenticate(ctx context.Context, authorization string) erro
 	if err != nil {
 		return err
 	}
-	ex.principal = p
+	ex.req.principal = p
 	ex.log.with(zap.String("account_id", p.AccountID))
 	return nil
 }
@@ -233,8 +233,8 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > ex.bodyLimit() {
 		return errTooLarge()
 	}
-	ex.contentType = hm.get("content-type")
-	if ex.endpoint == endpointTranscriptions {
+	ex.req.contentType = hm.get("content-type")
+	if ex.req.endpoint == endpointTranscriptions {
 		return nil
 	}
 	if ct := hm.get("content-type"); ct != "" {
@@ -247,7 +247,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 
 // bodyLimit is the largest request body of the endpoint.
 func (ex *exchange) bodyLimit() int64 {
-	if ex.endpoint == endpointTranscriptions {
+	if ex.req.endpoint == endpointTranscriptions {
 		return ex.s.cfg.MaxAudioBodyBytes
 	}
 	return ex.s.cfg.MaxRequestBodyBytes
@@ -256,7 +256,7 @@ func (ex *exchange) bodyLimit() int64 {
 // requestBody validates and routes the request, translates it for the
 // chosen provider and points Envoy's router at that backend.
 func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	resp, err := ex.route(ctx, b.GetBody())
+	resp, err := ex.routeBody(ctx, b.GetBody())
 	if err != nil {
 		return ex.fail(err)
 	}
@@ -264,23 +264,23 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 	return resp
 }
 
-func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
 	ex.captureRequest(body)
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
 	}
-	if ex.fallback != nil {
+	if ex.route.fallback != nil {
 		return ex.passOn(ctx, body)
 	}
 	up, err := ex.tr.RequestBody()
 	if err != nil {
 		return nil, err
 	}
-	if ex.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
-		ex.prompt = promptEstimate(up.Body)
+	if ex.req.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
+		ex.req.prompt = promptEstimate(up.Body)
 	}
 	if n := translate.MaxOutputTokens(ex.tr); n > 0 { // what the provider is sent, not the client's
-		ex.maxOutput = n
+		ex.req.maxOutput = n
 	}
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
@@ -288,13 +288,13 @@ func (ex *exchange) route(ctx context.Context, body []byte) (*extprocv3.Processi
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.reserve(6 + len(up.Headers))
 	// Envoy's routes match these and remove them before the upstream.
-	h.Set(ex.s.cfg.RoutingHeader, ex.target.Backend)
-	h.Set(modelHeader, ex.model)
-	if ex.stream {
+	h.Set(ex.s.cfg.RoutingHeader, ex.route.target.Backend)
+	h.Set(modelHeader, ex.req.model)
+	if ex.req.stream {
 		h.Set(streamHeader, "1")
 	}
-	ex.sent, ex.sentAt = true, ex.s.now()
-	resp := sendUpstream(&h, up, ex.path, ex.contentType)
+	ex.answer.sent, ex.answer.sentAt = true, ex.s.now()
+	resp := sendUpstream(&h, up, ex.req.path, ex.req.contentType)
 	resp.GetRequestBody().Response.ClearRouteCache = true
 	return resp, nil
 }
@@ -331,7 +331,7 @@ func (ex *exchange) parse(ctx context.Context, body []byte) error {
 	if int64(len(body)) > ex.bodyLimit() {
 		return errTooLarge()
 	}
-	switch ex.endpoint {
+	switch ex.req.endpoint {
 	case endpointResponses:
 		return ex.translateResponses(ctx, body)
 	case endpointEmbeddings:
@@ -353,7 +353,7 @@ func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
 	if err := ex.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
 	})
@@ -366,11 +366,11 @@ type builder func(providers.Provider, translate.Target) (translate.Translator, e
 // the request goes to. The router-level stream of a Fallback model makes
 // it only once the answer names the deployment that gave it.
 func (ex *exchange) translator(build builder) error {
-	ex.build = build
-	if ex.fallback != nil {
+	ex.route.build = build
+	if ex.route.fallback != nil {
 		return nil
 	}
-	tr, err := build(ex.provider, ex.target)
+	tr, err := build(ex.route.provider, ex.route.target)
 	if err != nil {
 		return err
 	}
@@ -385,10 +385,10 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 	if ex.attempt != nil {
 		return ex.pickAttempt(ctx, model)
 	}
-	m, err := ex.s.router.lookup(ex.principal, model)
+	m, err := ex.s.router.lookup(ex.req.principal, model)
 	if err != nil {
 		if ae, ok := err.(*APIError); ok && ae.Status == http.StatusForbidden {
-			ex.model, ex.refusedModel = model, true // the ledger shows refusals beside successes
+			ex.req.model, ex.req.refusedModel = model, true // the ledger shows refusals beside successes
 		}
 		return err
 	}
@@ -401,14 +401,14 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 // use routes the exchange to a deployment of the model.
 func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
 	target, timeouts := ex.s.router.target(m, d)
-	ex.timeouts = timeouts
+	ex.route.timeouts = timeouts
 	if token := ex.s.router.backends[target.Backend].Token; token != nil {
 		var err error
 		if target.APIKey, err = token(ctx); err != nil {
 			return errProviderCredentials(err)
 		}
 	}
-	ex.model, ex.target, ex.provider = m.ID, target, ex.s.providers[target.Provider]
+	ex.req.model, ex.route.target, ex.route.provider = m.ID, target, ex.s.providers[target.Provider]
 	ex.log.with(zap.String("provider", target.Provider), zap.String("model", m.ID))
 	return nil
 }
@@ -422,7 +422,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 		ex.log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
 	}
 	ex.phase = phaseDone
-	ex.status, ex.errType, ex.errCode = apiErr.Status, apiErr.Type, apiErr.Code
+	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code
 	if ex.capture != nil {
 		ex.captureResponse(apiErr.Body())
 	}

@@ -30,7 +30,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if !envoyReply {
 		details, envoyReply = localReplyDetails(attrs)
 	}
-	if ex.fallback != nil && ex.tr == nil {
+	if ex.route.fallback != nil && ex.tr == nil {
 		if resp := ex.answered(status, hm, envoyReply, h.GetEndOfStream()); resp != nil {
 			return resp
 		}
@@ -38,15 +38,15 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if envoyReply {
 		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
 	}
-	ex.status = status
+	ex.answer.status = status
 	resp := &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
 	out := &extprocv3.ProcessingResponse{Response: resp}
 	if ex.tr == nil { // a reply of Envoy's for a request never routed
-		ex.phase, ex.completed = phaseDone, true
+		ex.phase, ex.answer.completed = phaseDone, true
 		return out
 	}
-	ex.head = ex.tr.ResponseHeaders(ex.status, hm.get("content-type"))
-	if ex.head.Stream && !ex.stream && ex.status/100 == 2 {
+	ex.answer.head = ex.tr.ResponseHeaders(ex.answer.status, hm.get("content-type"))
+	if ex.answer.head.Stream && !ex.req.stream && ex.answer.status/100 == 2 {
 		// A stream the client did not ask for would reach it as a 200 it
 		// cannot read.
 		return ex.fail(errUpstream(fmt.Errorf("the provider answered a request for JSON with %q", hm.get("content-type"))))
@@ -55,26 +55,26 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		return ex.emptyBody()
 	}
 	var mut headers
-	if ex.limit != nil {
+	if ex.meter.limit != nil {
 		mut.reserve(8) // content-type, six x-ratelimit-*, :status
 	}
-	if ct := hm.get("content-type"); ct != ex.head.ContentType {
-		mut.Set("content-type", ex.head.ContentType)
+	if ct := hm.get("content-type"); ct != ex.answer.head.ContentType {
+		mut.Set("content-type", ex.answer.head.ContentType)
 	}
-	rateHeaders(ex.limit, &mut)
-	if ex.head.Status != ex.status {
-		mut.Set(":status", strconv.Itoa(ex.head.Status))
-		ex.status = ex.head.Status // the ledger, metrics and log say what the client got
+	rateHeaders(ex.meter.limit, &mut)
+	if ex.answer.head.Status != ex.answer.status {
+		mut.Set(":status", strconv.Itoa(ex.answer.head.Status))
+		ex.answer.status = ex.answer.head.Status // the ledger, metrics and log say what the client got
 	}
 	switch {
-	case ex.head.Stream:
-		ex.lastChunk = ex.s.now() // the stream's silence counts from its head
+	case ex.answer.head.Stream:
+		ex.answer.lastChunk = ex.s.now() // the stream's silence counts from its head
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	case ex.gatherable(hm):
 		// Envoy's buffer would fail it with an empty 500: the server
 		// gathers the body from a stream instead.
-		ex.gather = true
+		ex.answer.gather = true
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	}
@@ -87,7 +87,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 // Envoy's buffer: of unknown length or over the buffered limit. (40 MB of
 // embeddings are legitimate; Envoy Gateway buffers 32 KiB by default.)
 func (ex *exchange) gatherable(hm headerMap) bool {
-	if ex.status/100 != 2 {
+	if ex.answer.status/100 != 2 {
 		return false
 	}
 	if translate.MediaType(hm.get("content-type")) != "application/json" {
@@ -104,30 +104,30 @@ func (ex *exchange) emptyBody() *extprocv3.ProcessingResponse {
 	if err != nil {
 		return ex.fail(err)
 	}
-	ex.phase, ex.completed, ex.status = phaseDone, true, ex.head.Status
+	ex.phase, ex.answer.completed, ex.answer.status = phaseDone, true, ex.answer.head.Status
 	var h headers
-	h.Set("content-type", ex.head.ContentType)
-	rateHeaders(ex.limit, &h)
-	return localReply(ex.head.Status, &h, out, "modelgate_"+strconv.Itoa(ex.head.Status))
+	h.Set("content-type", ex.answer.head.ContentType)
+	rateHeaders(ex.meter.limit, &h)
+	return localReply(ex.answer.head.Status, &h, out, "modelgate_"+strconv.Itoa(ex.answer.head.Status))
 }
 
 // responseBody translates the buffered body or one streamed chunk.
 func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	switch {
-	case ex.envoyReply != nil:
+	case ex.answer.envoyReply != nil:
 		return ex.envoyReplyBody()
 	case ex.tr == nil:
 		return bodyReply(nil, false, nil)
-	case ex.broken:
+	case ex.answer.broken:
 		return bodyReply(nil, true, nil)
-	case ex.gather:
+	case ex.answer.gather:
 		return ex.gatherBody(ctx, b)
 	}
 	// In BUFFERED mode Envoy sends exactly one message; its end_of_stream
 	// is false only when trailers follow, which we do not process.
-	eos := b.GetEndOfStream() || !ex.head.Stream
-	if ex.head.Stream {
-		ex.lastChunk = ex.s.now()
+	eos := b.GetEndOfStream() || !ex.answer.head.Stream
+	if ex.answer.head.Stream {
+		ex.answer.lastChunk = ex.s.now()
 	}
 	out, err := ex.translateBody(ctx, b.GetBody(), eos)
 	if err != nil {
@@ -137,16 +137,16 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 		ex.span.noteFinishReasons(out)
 	}
 	ex.captureResponse(out)
-	if ex.head.Stream {
-		if len(out) > 0 && ex.firstByte.IsZero() {
-			ex.firstByte = ex.s.now()
+	if ex.answer.head.Stream {
+		if len(out) > 0 && ex.answer.firstByte.IsZero() {
+			ex.answer.firstByte = ex.s.now()
 		}
-		ex.generated += generatedText(out, ex.streamText())
+		ex.answer.generated += generatedText(out, ex.streamText())
 	} else if eos && ex.tr.Usage().CompletionTokens == 0 {
-		ex.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
+		ex.answer.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
 	}
 	var mut *headers
-	if !ex.head.Stream {
+	if !ex.answer.head.Stream {
 		if bytes.Equal(out, b.GetBody()) { // the answer as it came (OpenAI's, mostly): Envoy passes it on
 			return ex.finishBody(bodyReply(nil, false, nil), eos)
 		}
@@ -160,10 +160,10 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 // URLs and stored responses.
 func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([]byte, error) {
 	out, err := ex.tr.ResponseBody(body, eos)
-	if err == nil && ex.imgReq != nil {
+	if err == nil && ex.ep.imgReq != nil {
 		out, err = ex.imageURLs(ctx, out)
 	}
-	if err == nil && ex.responses != nil && !ex.saved {
+	if err == nil && ex.ep.responses != nil && !ex.ep.saved {
 		ex.saveResponse(ctx, out, eos)
 	}
 	return out, err
@@ -172,10 +172,10 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 // bodyDone replies with out and, at the end, settles the exchange.
 func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.ProcessingResponse {
 	if !eos && mut == nil {
-		if ex.chunk == nil {
-			ex.chunk = newChunkReply()
+		if ex.answer.chunk == nil {
+			ex.answer.chunk = newChunkReply()
 		}
-		return ex.chunk.with(out)
+		return ex.answer.chunk.with(out)
 	}
 	return ex.finishBody(bodyReply(out, true, mut), eos)
 }
@@ -183,7 +183,7 @@ func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.Proc
 // finishBody settles the exchange with its last reply.
 func (ex *exchange) finishBody(reply *extprocv3.ProcessingResponse, eos bool) *extprocv3.ProcessingResponse {
 	if eos {
-		ex.phase, ex.completed = phaseDone, true
+		ex.phase, ex.answer.completed = phaseDone, true
 		reply.DynamicMetadata = ex.metadata()
 	}
 	return reply
@@ -197,14 +197,14 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 	if !errors.As(err, &reqErr) {
 		ex.log.Error("translating response", zap.Error(err))
 	}
-	if !ex.head.Stream {
+	if !ex.answer.head.Stream {
 		// A 200 with nothing the client can use, for a reason that is the
 		// request's (every image removed by a safety filter), is the
 		// client's error; anything else is the provider's or ours.
 		return ex.fail(err)
 	}
 	apiErr := toAPIError(err)
-	ex.broken, ex.status, ex.errType, ex.errCode = true, apiErr.Status, apiErr.Type, apiErr.Code
+	ex.answer.broken, ex.answer.status, ex.answer.errType, ex.answer.errCode = true, apiErr.Status, apiErr.Type, apiErr.Code
 	return bodyReply(sse.AppendData(nil, apiErr.Body()), true, nil)
 }
 
@@ -212,24 +212,24 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 // with nothing until the end, then with the whole translation. The head
 // went out with the first reply, so a failure can only reset the stream.
 func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	ex.gathered = append(ex.gathered, b.GetBody()...)
-	if int64(len(ex.gathered)) > ex.s.cfg.MaxResponseBytes {
+	ex.answer.gathered = append(ex.answer.gathered, b.GetBody()...)
+	if int64(len(ex.answer.gathered)) > ex.s.cfg.MaxResponseBytes {
 		ex.log.Error("provider answer over the gateway's limit", zap.Int64("limit", ex.s.cfg.MaxResponseBytes))
-		ex.gathered = nil
+		ex.answer.gathered = nil
 		return ex.fail(&APIError{Status: http.StatusBadGateway, Type: typeServer,
 			Message: "The provider's answer is larger than the gateway accepts."})
 	}
 	if !b.GetEndOfStream() {
 		return bodyReply(nil, true, nil)
 	}
-	body := ex.gathered
-	ex.gathered = nil
+	body := ex.answer.gathered
+	ex.answer.gathered = nil
 	out, err := ex.translateBody(ctx, body, true)
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
 	}
 	if ex.tr.Usage().CompletionTokens == 0 {
-		ex.generated += generatedText(out, wholeAnswer)
+		ex.answer.generated += generatedText(out, wholeAnswer)
 	}
 	return ex.bodyDone(out, true, nil)
 }

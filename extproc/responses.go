@@ -62,15 +62,15 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	if err != nil {
 		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
-	ex.respReq, ex.respInputs = req, len(history)+len(input)
-	ex.stream, ex.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	ex.ep.respReq, ex.ep.respInputs = req, len(history)+len(input)
+	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), ex.s.now().Unix()
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		tr, err := p.ResponsesTranslator(t, req, history, id, created)
 		if err != nil {
 			return nil, err
 		}
-		ex.responses = tr
+		ex.ep.responses = tr
 		return tr, nil
 	})
 }
@@ -89,10 +89,10 @@ func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMes
 	if ex.s.cfg.Responses == nil {
 		return nil, errPreviousResponseNotFound(previous)
 	}
-	if ex.principal == nil { // an upstream stream without its request's context
+	if ex.req.principal == nil { // an upstream stream without its request's context
 		return nil, errInternal(errNoAccount)
 	}
-	items, err := ex.s.cfg.Responses.Conversation(ctx, ex.principal.AccountID, previous, ex.s.now())
+	items, err := ex.s.cfg.Responses.Conversation(ctx, ex.req.principal.AccountID, previous, ex.s.now())
 	if errors.Is(err, authz.ErrNotFound) {
 		return nil, errPreviousResponseNotFound(previous)
 	}
@@ -118,25 +118,25 @@ func errPreviousResponseNotFound(id string) *APIError {
 // the client gets: the whole body, or in a stream the response.completed
 // event's response.
 func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
-	if ex.s.cfg.Responses == nil || !ex.respReq.Store {
-		ex.saved = true
+	if ex.s.cfg.Responses == nil || !ex.ep.respReq.Store {
+		ex.ep.saved = true
 		return
 	}
-	if ex.head.Stream {
+	if ex.answer.head.Stream {
 		ex.watchCompleted(out)
 	} else {
-		ex.respObject = out
+		ex.ep.respObject = out
 	}
-	items := ex.responses.Conversation()
-	if items == nil || ex.respObject == nil && !eos { // a stream's response.completed is still to come
+	items := ex.ep.responses.Conversation()
+	if items == nil || ex.ep.respObject == nil && !eos { // a stream's response.completed is still to come
 		return
 	}
-	ex.saved = true
+	ex.ep.saved = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
-	id := ex.responses.ID()
-	r := authz.StoredResponse{Response: ex.respObject, Items: responses.WithItemIDs(items, ex.respInputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: ex.respInputs}
-	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
+	id := ex.ep.responses.ID()
+	r := authz.StoredResponse{Response: ex.ep.respObject, Items: responses.WithItemIDs(items, ex.ep.respInputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: ex.ep.respInputs}
+	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.req.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
 		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
 	}
 }
@@ -144,14 +144,14 @@ func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
 // watchCompleted reads the client's stream for the response.completed
 // event and keeps its response.
 func (ex *exchange) watchCompleted(out []byte) {
-	if ex.respObject != nil || len(out) == 0 {
+	if ex.ep.respObject != nil || len(out) == 0 {
 		return
 	}
-	if ex.respEvents == nil {
-		ex.respEvents = &sse.Decoder{}
+	if ex.ep.respEvents == nil {
+		ex.ep.respEvents = &sse.Decoder{}
 	}
 	// The decoder may keep the chunk; the translator may reuse it.
-	for _, ev := range ex.respEvents.Feed(bytes.Clone(out)) {
+	for _, ev := range ex.ep.respEvents.Feed(bytes.Clone(out)) {
 		if ev.Type != "" && ev.Type != "response.completed" {
 			continue
 		}
@@ -160,7 +160,7 @@ func (ex *exchange) watchCompleted(out []byte) {
 			Response json.RawMessage `json:"response"`
 		}
 		if json.Unmarshal(ev.Data, &done) == nil && done.Type == "response.completed" && len(done.Response) > 0 {
-			ex.respObject, ex.respEvents = done.Response, nil
+			ex.ep.respObject, ex.ep.respEvents = done.Response, nil
 			return
 		}
 	}

@@ -241,7 +241,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 			ex.log.Warn("protocol violation", zap.Error(err))
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
-		withRequestID(resp, ex.requestID)
+		withRequestID(resp, ex.req.id)
 		if resp.GetImmediateResponse() != nil {
 			s.markGatewayReply(resp)
 		}

@@ -23,10 +23,10 @@ import (
 func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	path, rawQuery, _ := strings.Cut(path, "?")
 	query, _ := url.ParseQuery(rawQuery) // lenient, like the parameters it does not know
-	switch ex.endpoint {
+	switch ex.req.endpoint {
 	case endpointModel:
 		id := unescape(path[len(modelPrefix):])
-		if b, ok := ex.s.router.get(ex.principal, id); ok {
+		if b, ok := ex.s.router.get(ex.req.principal, id); ok {
 			return b, nil
 		}
 		return nil, errModelUnavailable(id)
@@ -37,7 +37,7 @@ func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	case endpointInputItems:
 		return ex.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
 	}
-	return ex.s.router.list(ex.principal), nil
+	return ex.s.router.list(ex.req.principal), nil
 }
 
 // unescape decodes a path segment; one that is not validly escaped is
@@ -71,7 +71,7 @@ func (ex *exchange) storedResponse(ctx context.Context, id string) (authz.Stored
 	if ex.s.cfg.Responses == nil {
 		return authz.StoredResponse{}, errResponseNotFound(id)
 	}
-	r, err := ex.s.cfg.Responses.Response(ctx, ex.principal.AccountID, id, ex.s.now())
+	r, err := ex.s.cfg.Responses.Response(ctx, ex.req.principal.AccountID, id, ex.s.now())
 	if errors.Is(err, authz.ErrNotFound) || (err == nil && r.Response == nil) {
 		return authz.StoredResponse{}, errResponseNotFound(id)
 	}
@@ -103,7 +103,7 @@ func (ex *exchange) deleteResponse(ctx context.Context, id string) ([]byte, erro
 	if ex.s.cfg.Responses == nil {
 		return nil, errResponseNotFound(id)
 	}
-	err := ex.s.cfg.Responses.DeleteResponse(ctx, ex.principal.AccountID, id, ex.s.now())
+	err := ex.s.cfg.Responses.DeleteResponse(ctx, ex.req.principal.AccountID, id, ex.s.now())
 	if errors.Is(err, authz.ErrNotFound) {
 		return nil, errResponseNotFound(id)
 	}

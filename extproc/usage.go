@@ -15,7 +15,7 @@ import (
 func (ex *exchange) metadata() *structpb.Struct {
 	u := ex.tr.Usage()
 	m := new(metadataSlab)
-	for i, v := range [...]string{ex.model, ex.target.Backend, ex.target.Provider, ex.principal.AccountID} {
+	for i, v := range [...]string{ex.req.model, ex.route.target.Backend, ex.route.target.Provider, ex.req.principal.AccountID} {
 		m.strings[i].StringValue = v
 		m.values[i].Kind = &m.strings[i]
 	}
@@ -52,8 +52,8 @@ func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
 		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images}
-	if ex.imgReq != nil {
-		p.ImageSize, p.ImageQuality = ex.imgReq.Size, ex.imgReq.Quality
+	if ex.ep.imgReq != nil {
+		p.ImageSize, p.ImageQuality = ex.ep.imgReq.Size, ex.ep.imgReq.Quality
 	}
 	return p
 }
@@ -74,7 +74,7 @@ func audioDuration(seconds float64) time.Duration {
 // cost is what u cost at the price of the exchange's model in effect at
 // end, or false when there is none.
 func (ex *exchange) cost(u pricing.Usage, end time.Time) (pricing.Nanos, bool) {
-	p, ok := ex.s.cfg.Prices.At(ex.model, end)
+	p, ok := ex.s.cfg.Prices.At(ex.req.model, end)
 	if !ok {
 		return 0, false
 	}
