@@ -139,12 +139,10 @@ func (ex *exchange) costEstimate(at time.Time) int64 {
 		return 0
 	}
 	u := pricing.Usage{PromptTokens: ex.req.prompt}
-	if ex.req.endpoint.generates() {
+	if ex.req.endpoint.spec().generates {
 		u.CompletionTokens = ex.reservation() - ex.req.prompt
 	}
-	if ex.ep.imgReq != nil { // the images asked for; audio's length is known only after
-		u.Images, u.ImageSize, u.ImageQuality = int64(max(ex.ep.imgReq.N, 1)), ex.ep.imgReq.Size, ex.ep.imgReq.Quality
-	}
+	ex.flow.price(&u, true) // audio's length is known only after
 	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
 }

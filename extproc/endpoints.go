@@ -4,20 +4,177 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
+	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
 )
 
-// errEndpointNotSupported is a model whose provider does not serve the
-// endpoint, such as embeddings from an Anthropic model.
-func errEndpointNotSupported(model string, ep endpoint) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
-		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
+// endpoint is a client-facing API the gateway serves.
+type endpoint int
+
+const (
+	endpointNone endpoint = iota
+	endpointModels
+	endpointChat
+	endpointResponses
+	endpointEmbeddings
+	endpointImages
+	endpointTranscriptions
+	endpointImageFile // a signed URL of an image the gateway keeps
+	// The gateway answers these itself, from its routing table and its
+	// store of responses.
+	endpointModel          // GET /v1/models/{model}
+	endpointResponseGet    // GET /v1/responses/{id}
+	endpointResponseDelete // DELETE /v1/responses/{id}
+	endpointInputItems     // GET /v1/responses/{id}/input_items
+)
+
+// Path prefixes of the resources the gateway answers itself.
+const (
+	modelPrefix      = "/v1/models/"
+	responsePrefix   = "/v1/responses/"
+	inputItemsSuffix = "/input_items"
+)
+
+// dispatch maps method and path to an endpoint.
+func dispatch(method, path string) (endpoint, error) {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	switch {
+	case method == http.MethodGet && path == "/v1/models":
+		return endpointModels, nil
+	case method == http.MethodPost && path == "/v1/chat/completions":
+		return endpointChat, nil
+	case method == http.MethodPost && path == "/v1/responses":
+		return endpointResponses, nil
+	case method == http.MethodPost && path == "/v1/embeddings":
+		return endpointEmbeddings, nil
+	case method == http.MethodPost && path == "/v1/images/generations":
+		return endpointImages, nil
+	case method == http.MethodPost && path == "/v1/audio/transcriptions":
+		return endpointTranscriptions, nil
+	case (method == http.MethodGet || method == http.MethodHead) && strings.HasPrefix(path, imageFilePrefix):
+		return endpointImageFile, nil
+	case method == http.MethodGet && len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix):
+		return endpointModel, nil
+	case strings.HasPrefix(path, responsePrefix):
+		rest := path[len(responsePrefix):]
+		if id, ok := strings.CutSuffix(rest, inputItemsSuffix); ok && method == http.MethodGet && pathID(id) {
+			return endpointInputItems, nil
+		}
+		if pathID(rest) && method == http.MethodGet {
+			return endpointResponseGet, nil
+		}
+		if pathID(rest) && method == http.MethodDelete {
+			return endpointResponseDelete, nil
+		}
+	}
+	return endpointNone, errUnknownURL(method, path)
 }
 
-func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error {
+// pathID reports whether s can be one path segment naming a resource.
+func pathID(s string) bool { return s != "" && !strings.Contains(s, "/") }
+
+// endpointSpec is what sets an endpoint apart in the exchange's shared
+// code, which reads it here rather than asking which endpoint it serves.
+type endpointSpec struct {
+	name string
+	// served: the gateway answers it itself, from its routing table and
+	// its store of responses, with no body and no provider.
+	served bool
+	// flow makes the flow of a request that reaches a provider; nil for
+	// the endpoints the gateway answers itself.
+	flow func(s *Server, hm headerMap) flow
+	// generates: its answers are generated text, which providers count as
+	// completion tokens.
+	generates bool
+	// form: its body is a multipart form (an upload of audio), bounded by
+	// Config.MaxAudioBodyBytes, with no prompt to estimate.
+	form bool
+	// text is where a streamed answer carries its text.
+	text textIn
+	// operation is its gen_ai.operation.name: the semantic conventions'
+	// value where they have one.
+	operation string
+	// serves reports whether a provider serves it, natively or (the
+	// Responses API) through its chat translator.
+	serves func(providers.Provider) bool
+}
+
+var endpoints = [...]endpointSpec{
+	endpointNone:   {name: "none"},
+	endpointModels: {name: "models", served: true},
+	endpointChat: {name: "chat.completions", generates: true, operation: "chat",
+		flow: func(*Server, headerMap) flow { return chatFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
+	endpointResponses: {name: "responses", generates: true, text: responsesEvents, operation: "chat",
+		flow: func(*Server, headerMap) flow { return &responsesFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
+	endpointEmbeddings: {name: "embeddings", operation: "embeddings",
+		flow: func(*Server, headerMap) flow { return embeddingsFlow{} }, serves: func(p providers.Provider) bool { return p.Embeddings != nil }},
+	endpointImages: {name: "images.generations", operation: "image_generation",
+		flow:   func(s *Server, hm headerMap) flow { return &imagesFlow{publicBase: s.publicBase(hm)} },
+		serves: func(p providers.Provider) bool { return p.Images != nil }},
+	endpointTranscriptions: {name: "audio.transcriptions", form: true, operation: "transcription",
+		flow: func(*Server, headerMap) flow { return transcriptionFlow{} }, serves: func(p providers.Provider) bool { return p.Transcription != nil }},
+	endpointImageFile:      {name: "image_file"},
+	endpointModel:          {name: "models.retrieve", served: true},
+	endpointResponseGet:    {name: "responses.retrieve", served: true},
+	endpointResponseDelete: {name: "responses.delete", served: true},
+	endpointInputItems:     {name: "responses.input_items", served: true},
+}
+
+func (e endpoint) spec() *endpointSpec { return &endpoints[e] }
+
+func (e endpoint) String() string { return endpoints[e].name }
+
+// flow is what a request to one endpoint that reaches a provider does in
+// the exchange: it parses the client's request and routes its model,
+// builds the translator of a deployment, adds to the translated answer
+// what the gateway adds, and tells prices what the request asked for.
+type flow interface {
+	// parse validates the client's body, routes the model it names
+	// (exchange.pick) and keeps what builds the translator
+	// (exchange.translator).
+	parse(ctx context.Context, ex *exchange, body []byte) error
+	// answer is what the client gets of the translation of the answer's
+	// body, or of one chunk of a stream.
+	answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error)
+	// price adds to u what prices count of the request: the images it
+	// asks for (when reserving) and their size and quality.
+	price(u *pricing.Usage, reserving bool)
+}
+
+// passAnswer is the answer and prices of the flows that add nothing.
+type passAnswer struct{}
+
+func (passAnswer) answer(_ context.Context, _ *exchange, out []byte, _ bool) ([]byte, error) {
+	return out, nil
+}
+
+func (passAnswer) price(*pricing.Usage, bool) {}
+
+type chatFlow struct{ passAnswer }
+
+func (chatFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+	req, err := api.ParseChatRequest(body)
+	if err != nil {
+		return err
+	}
+	if err := ex.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		return p.Chat(t, req), nil
+	})
+}
+
+type embeddingsFlow struct{ passAnswer }
+
+func (embeddingsFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
 	req, err := api.ParseEmbeddingsRequest(body)
 	if err != nil {
 		return err
@@ -27,30 +184,15 @@ func (ex *exchange) translateEmbeddings(ctx context.Context, body []byte) error 
 	}
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
+			return nil, errEndpointNotSupported(req.Model, endpointEmbeddings)
 		}
 		return p.Embeddings(t, req), nil
 	})
 }
 
-func (ex *exchange) translateImages(ctx context.Context, body []byte) error {
-	req, err := api.ParseImagesRequest(body)
-	if err != nil {
-		return err
-	}
-	if err := ex.pick(ctx, req.Model); err != nil {
-		return err
-	}
-	ex.ep.imgReq = req
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
-		if p.Images == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
-		}
-		return p.Images(t, req), nil
-	})
-}
+type transcriptionFlow struct{ passAnswer }
 
-func (ex *exchange) translateTranscription(ctx context.Context, body []byte) error {
+func (transcriptionFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
 	req, err := api.ParseTranscriptionRequest(ex.req.contentType, body)
 	if err != nil {
 		return err
@@ -60,22 +202,54 @@ func (ex *exchange) translateTranscription(ctx context.Context, body []byte) err
 	}
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Transcription == nil {
-			return nil, errEndpointNotSupported(req.Model, ex.req.endpoint)
+			return nil, errEndpointNotSupported(req.Model, endpointTranscriptions)
 		}
 		return p.Transcription(t, req), nil
 	})
 }
 
-// serves reports whether a provider serves the endpoint, natively or (the
-// Responses API) through its chat translator.
-func serves(p providers.Provider, ep endpoint) bool {
-	switch ep {
-	case endpointEmbeddings:
-		return p.Embeddings != nil
-	case endpointImages:
-		return p.Images != nil
-	case endpointTranscriptions:
-		return p.Transcription != nil
+// imagesFlow is an image generation's: the images a provider returns as
+// bytes become signed URLs of the gateway when the client asked for URLs
+// (imageURLs), and prices count images of the size and quality asked.
+type imagesFlow struct {
+	req        *api.ImagesRequest
+	publicBase string // where the client reaches the gateway, for image URLs
+}
+
+func (f *imagesFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+	req, err := api.ParseImagesRequest(body)
+	if err != nil {
+		return err
 	}
-	return p.Chat != nil
+	if err := ex.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	f.req = req
+	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if p.Images == nil {
+			return nil, errEndpointNotSupported(req.Model, endpointImages)
+		}
+		return p.Images(t, req), nil
+	})
+}
+
+func (f *imagesFlow) answer(ctx context.Context, ex *exchange, out []byte, _ bool) ([]byte, error) {
+	return f.imageURLs(ctx, ex, out)
+}
+
+func (f *imagesFlow) price(u *pricing.Usage, reserving bool) {
+	if f.req == nil {
+		return
+	}
+	if reserving { // the images asked for; the answer's count is the provider's
+		u.Images = int64(max(f.req.N, 1))
+	}
+	u.ImageSize, u.ImageQuality = f.req.Size, f.req.Quality
+}
+
+// errEndpointNotSupported is a model whose provider does not serve the
+// endpoint, such as embeddings from an Anthropic model.
+func errEndpointNotSupported(model string, ep endpoint) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
+		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
 }

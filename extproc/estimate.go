@@ -175,7 +175,7 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 // deployment's request only its attempt saw) an estimate of that request,
 // translated again for this alone: RequestBody is pure.
 func (ex *exchange) promptTokens() int64 {
-	if ex.req.prompt == 0 && ex.req.endpoint != endpointTranscriptions {
+	if ex.req.prompt == 0 && !ex.req.endpoint.spec().form {
 		if up, err := ex.tr.RequestBody(); err == nil {
 			ex.req.prompt = promptEstimate(up.Body)
 		}
@@ -196,19 +196,7 @@ func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	case ex.answer.envoyReply != nil: // a timeout: the provider had the request
 		return u.TotalTokens == 0
 	case ex.answer.completed:
-		return u.TotalTokens == 0 && ex.answer.status < 400 && ex.req.endpoint.generates()
+		return u.TotalTokens == 0 && ex.answer.status < 400 && ex.req.endpoint.spec().generates
 	}
-	return u.TotalTokens == 0 || ex.req.endpoint.generates()
-}
-
-// generates reports whether the endpoint's answers are generated text
-// that providers count as completion tokens.
-func (e endpoint) generates() bool { return e == endpointChat || e == endpointResponses }
-
-// streamText is where this exchange's stream carries its text.
-func (ex *exchange) streamText() textIn {
-	if ex.req.endpoint == endpointResponses {
-		return responsesEvents
-	}
-	return chatChunks
+	return u.TotalTokens == 0 || ex.req.endpoint.spec().generates
 }

@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,10 +10,7 @@ import (
 	"modelgate/authz"
 	"modelgate/ratelimit"
 	"modelgate/translate"
-	"modelgate/translate/api"
 	"modelgate/translate/providers"
-	"modelgate/translate/responses"
-	"modelgate/translate/sse"
 )
 
 // phase is what the exchange expects from Envoy next.
@@ -43,7 +39,7 @@ type exchange struct {
 	start time.Time
 
 	req     request
-	ep      endpointState
+	flow    flow // what the endpoint does; nil for one the gateway answers itself
 	route   route
 	tr      translate.Translator // nil until the request is routed
 	meter   meter
@@ -71,19 +67,6 @@ type request struct {
 	// refusedModel: a model the principal may not use was refused,
 	// recorded with its 403.
 	refusedModel bool
-}
-
-// endpointState is what an endpoint adds to the exchange.
-type endpointState struct {
-	imgReq     *api.ImagesRequest // an image generation's request
-	publicBase string             // where the client reaches the gateway, for image URLs
-
-	respReq    *responses.Request // a Responses exchange's request
-	responses  conversationKeeper // its translator, also in tr
-	respInputs int                // items of its conversation before its output
-	respObject json.RawMessage    // the Response object the client got, once known
-	respEvents *sse.Decoder       // reads a stream's events until response.completed
-	saved      bool               // the response is stored
 }
 
 // route is where the request goes.

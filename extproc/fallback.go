@@ -213,10 +213,10 @@ func (ex *exchange) translateAttempt(ctx context.Context, body []byte) (*extproc
 			a.count, contextPath, ex.s.cfg.MetadataNamespace))
 	}
 	ep, err := dispatch(a.headers.get(":method"), rc.path)
-	if err != nil || ep.served() || ep == endpointImageFile {
+	if err != nil || ep.spec().flow == nil {
 		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers.get(":method"), rc.path))
 	}
-	ex.req.endpoint, ex.req.contentType = ep, rc.contentType
+	ex.req.endpoint, ex.req.contentType, ex.flow = ep, rc.contentType, ep.spec().flow(ex.s, a.headers)
 	if rc.account != "" {
 		ex.req.principal = &authz.Principal{AccountID: rc.account}
 	}
@@ -326,7 +326,7 @@ var attemptHeaderNames = sync.OnceValue(func() []string {
 // attempt that cannot is a final error, never a fallback.
 func (ex *exchange) pickFallback(m *Model) error {
 	for _, d := range m.Deployments {
-		if !serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider], ex.req.endpoint) {
+		if !ex.req.endpoint.spec().serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider]) {
 			return errEndpointNotSupported(m.ID, ex.req.endpoint)
 		}
 	}
@@ -340,10 +340,10 @@ func (ex *exchange) pickFallback(m *Model) error {
 // Envoy unchanged, with the model's route headers and the request's
 // context for the upstream streams.
 func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if ex.req.endpoint != endpointTranscriptions {
+	if !ex.req.endpoint.spec().form {
 		ex.req.prompt = promptEstimate(body)
 	}
-	if ex.req.maxOutput == 0 && ex.req.endpoint.generates() {
+	if ex.req.maxOutput == 0 && ex.req.endpoint.spec().generates {
 		ex.req.maxOutput = ex.fallbackOutputBound()
 	}
 	if err := ex.admitRouted(ctx); err != nil {

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -108,21 +109,9 @@ func (g *genAIMetrics) observe(o *outcome, accounts bool) {
 	}
 }
 
-// genAIOperation is gen_ai.operation.name: the conventions' values where
-// they have one.
-func genAIOperation(e endpoint) string {
-	switch e {
-	case endpointChat, endpointResponses:
-		return "chat"
-	case endpointEmbeddings:
-		return "embeddings"
-	case endpointImages:
-		return "image_generation"
-	case endpointTranscriptions:
-		return "transcription"
-	}
-	return e.String()
-}
+// genAIOperation is gen_ai.operation.name: the conventions' value where
+// they have one, else the endpoint's name.
+func genAIOperation(e endpoint) string { return cmp.Or(e.spec().operation, e.String()) }
 
 // syncMap is a sync.Map of one key and value type.
 type syncMap[K comparable, V any] struct{ m sync.Map }

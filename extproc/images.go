@@ -52,8 +52,8 @@ func (s *Server) publicBase(hm headerMap) string {
 // imageURLs keeps every image of a successful ImagesResponse and puts a
 // signed URL in its place, when the client asked for URLs and the
 // provider answered with bytes.
-func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) {
-	if ex.ep.imgReq == nil || ex.ep.imgReq.ResponseFormat != "url" || ex.answer.head.Status/100 != 2 {
+func (f *imagesFlow) imageURLs(ctx context.Context, ex *exchange, body []byte) ([]byte, error) {
+	if f.req == nil || f.req.ResponseFormat != "url" || ex.answer.head.Status/100 != 2 {
 		return body, nil
 	}
 	if ex.s.cfg.Images == nil {
@@ -69,7 +69,7 @@ func (ex *exchange) imageURLs(ctx context.Context, body []byte) ([]byte, error) 
 		if err := ex.s.cfg.Images.SaveImage(ctx, ex.req.principal.AccountID, id, contentType, data, expires.Add(time.Minute)); err != nil {
 			return "", fmt.Errorf("keeping image: %w", err)
 		}
-		return ex.ep.publicBase + ex.s.signImageURL(id, expires), nil
+		return f.publicBase + ex.s.signImageURL(id, expires), nil
 	})
 }
 

@@ -49,7 +49,7 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 // endpoints that generate.
 func (ex *exchange) reservation() int64 {
 	out := ex.req.maxOutput
-	if out == 0 && ex.req.endpoint.generates() {
+	if out == 0 && ex.req.endpoint.spec().generates {
 		out = ex.s.cfg.DefaultOutputTokens
 	}
 	return max(ex.req.prompt+out, 1)

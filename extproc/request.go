@@ -12,91 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/translate"
-	"modelgate/translate/api"
 	"modelgate/translate/providers"
 )
-
-// endpoint is a client-facing API the gateway serves.
-type endpoint int
-
-const (
-	endpointNone endpoint = iota
-	endpointModels
-	endpointChat
-	endpointResponses
-	endpointEmbeddings
-	endpointImages
-	endpointTranscriptions
-	endpointImageFile // a signed URL of an image the gateway keeps
-	// The gateway answers these itself, from its routing table and its
-	// store of responses.
-	endpointModel          // GET /v1/models/{model}
-	endpointResponseGet    // GET /v1/responses/{id}
-	endpointResponseDelete // DELETE /v1/responses/{id}
-	endpointInputItems     // GET /v1/responses/{id}/input_items
-)
-
-var endpointNames = [...]string{"none", "models", "chat.completions", "responses", "embeddings", "images.generations", "audio.transcriptions", "image_file",
-	"models.retrieve", "responses.retrieve", "responses.delete", "responses.input_items"}
-
-// Path prefixes of the resources the gateway answers itself.
-const (
-	modelPrefix      = "/v1/models/"
-	responsePrefix   = "/v1/responses/"
-	inputItemsSuffix = "/input_items"
-)
-
-func (e endpoint) String() string { return endpointNames[e] }
-
-// dispatch maps method and path to an endpoint.
-func dispatch(method, path string) (endpoint, error) {
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	switch {
-	case method == http.MethodGet && path == "/v1/models":
-		return endpointModels, nil
-	case method == http.MethodPost && path == "/v1/chat/completions":
-		return endpointChat, nil
-	case method == http.MethodPost && path == "/v1/responses":
-		return endpointResponses, nil
-	case method == http.MethodPost && path == "/v1/embeddings":
-		return endpointEmbeddings, nil
-	case method == http.MethodPost && path == "/v1/images/generations":
-		return endpointImages, nil
-	case method == http.MethodPost && path == "/v1/audio/transcriptions":
-		return endpointTranscriptions, nil
-	case (method == http.MethodGet || method == http.MethodHead) && strings.HasPrefix(path, imageFilePrefix):
-		return endpointImageFile, nil
-	case method == http.MethodGet && len(path) > len(modelPrefix) && strings.HasPrefix(path, modelPrefix):
-		return endpointModel, nil
-	case strings.HasPrefix(path, responsePrefix):
-		rest := path[len(responsePrefix):]
-		if id, ok := strings.CutSuffix(rest, inputItemsSuffix); ok && method == http.MethodGet && pathID(id) {
-			return endpointInputItems, nil
-		}
-		if pathID(rest) && method == http.MethodGet {
-			return endpointResponseGet, nil
-		}
-		if pathID(rest) && method == http.MethodDelete {
-			return endpointResponseDelete, nil
-		}
-	}
-	return endpointNone, errUnknownURL(method, path)
-}
-
-// pathID reports whether s can be one path segment naming a resource.
-func pathID(s string) bool { return s != "" && !strings.Contains(s, "/") }
-
-// served reports whether the gateway answers the endpoint itself, with
-// no body and no provider.
-func (e endpoint) served() bool {
-	switch e {
-	case endpointModels, endpointModel, endpointResponseGet, endpointResponseDelete, endpointInputItems:
-		return true
-	}
-	return false
-}
 
 // clientHeaders never reach a provider: the client's credentials (the
 // gateway sets the provider's own instead), its OpenAI account headers and
@@ -135,7 +52,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err := ex.authenticate(ctx, hm.get("authorization")); err != nil {
 		return nil, err
 	}
-	if ep.served() {
+	if ep.spec().served {
 		body, err := ex.serve(ctx, hm.get(":path"))
 		if err != nil {
 			return nil, err
@@ -146,9 +63,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
 		return nil, err
 	}
-	if ep == endpointImages {
-		ex.ep.publicBase = ex.s.publicBase(hm)
-	}
+	ex.flow = ep.spec().flow(ex.s, hm)
 	ex.phase = phaseRequestBody
 	mut := stripInternal(hm)
 	// The request's id becomes the gateway's, for Envoy too: its access
@@ -234,7 +149,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 		return errTooLarge()
 	}
 	ex.req.contentType = hm.get("content-type")
-	if ex.req.endpoint == endpointTranscriptions {
+	if ex.req.endpoint.spec().form {
 		return nil
 	}
 	if ct := hm.get("content-type"); ct != "" {
@@ -247,7 +162,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 
 // bodyLimit is the largest request body of the endpoint.
 func (ex *exchange) bodyLimit() int64 {
-	if ex.req.endpoint == endpointTranscriptions {
+	if ex.req.endpoint.spec().form {
 		return ex.s.cfg.MaxAudioBodyBytes
 	}
 	return ex.s.cfg.MaxRequestBodyBytes
@@ -276,7 +191,7 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err != nil {
 		return nil, err
 	}
-	if ex.req.endpoint != endpointTranscriptions { // the provider's body: with a continuation's history
+	if !ex.req.endpoint.spec().form { // the provider's body: with a continuation's history
 		ex.req.prompt = promptEstimate(up.Body)
 	}
 	if n := translate.MaxOutputTokens(ex.tr); n > 0 { // what the provider is sent, not the client's
@@ -331,32 +246,7 @@ func (ex *exchange) parse(ctx context.Context, body []byte) error {
 	if int64(len(body)) > ex.bodyLimit() {
 		return errTooLarge()
 	}
-	switch ex.req.endpoint {
-	case endpointResponses:
-		return ex.translateResponses(ctx, body)
-	case endpointEmbeddings:
-		return ex.translateEmbeddings(ctx, body)
-	case endpointImages:
-		return ex.translateImages(ctx, body)
-	case endpointTranscriptions:
-		return ex.translateTranscription(ctx, body)
-	}
-	return ex.translateChat(ctx, body)
-}
-
-// translateChat sets up a chat completions exchange.
-func (ex *exchange) translateChat(ctx context.Context, body []byte) error {
-	req, err := api.ParseChatRequest(body)
-	if err != nil {
-		return err
-	}
-	if err := ex.pick(ctx, req.Model); err != nil {
-		return err
-	}
-	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
-		return p.Chat(t, req), nil
-	})
+	return ex.flow.parse(ctx, ex, body)
 }
 
 // builder makes the exchange's translator for a deployment.

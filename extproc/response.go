@@ -141,7 +141,7 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 		if len(out) > 0 && ex.answer.firstByte.IsZero() {
 			ex.answer.firstByte = ex.s.now()
 		}
-		ex.answer.generated += generatedText(out, ex.streamText())
+		ex.answer.generated += generatedText(out, ex.req.endpoint.spec().text)
 	} else if eos && ex.tr.Usage().CompletionTokens == 0 {
 		ex.answer.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
 	}
@@ -160,13 +160,10 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 // URLs and stored responses.
 func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([]byte, error) {
 	out, err := ex.tr.ResponseBody(body, eos)
-	if err == nil && ex.ep.imgReq != nil {
-		out, err = ex.imageURLs(ctx, out)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && ex.ep.responses != nil && !ex.ep.saved {
-		ex.saveResponse(ctx, out, eos)
-	}
-	return out, err
+	return ex.flow.answer(ctx, ex, out, eos)
 }
 
 // bodyDone replies with out and, at the end, settles the exchange.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
@@ -39,11 +40,21 @@ type ResponseStore interface {
 	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
 }
 
-// translateResponses sets up a Responses exchange, continuing a stored
-// conversation when asked to. Providers that serve the Responses API
-// themselves (OpenAI, Azure OpenAI) get the request passed through; every
-// other provider gets it bridged onto its chat translator.
-func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
+// responsesFlow is a Responses exchange's: it continues a stored
+// conversation when asked to, and stores the response as soon as it
+// completed. Providers that serve the Responses API themselves (OpenAI,
+// Azure OpenAI) get the request passed through; every other provider
+// gets it bridged onto its chat translator.
+type responsesFlow struct {
+	req    *responses.Request
+	tr     conversationKeeper // the exchange's translator
+	inputs int                // items of its conversation before its output
+	object json.RawMessage    // the Response object the client got, once known
+	events *sse.Decoder       // reads a stream's events until response.completed
+	saved  bool               // the response is stored
+}
+
+func (f *responsesFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
 		return err
@@ -62,7 +73,7 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 	if err != nil {
 		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
-	ex.ep.respReq, ex.ep.respInputs = req, len(history)+len(input)
+	f.req, f.inputs = req, len(history)+len(input)
 	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), ex.s.now().Unix()
 	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
@@ -70,7 +81,7 @@ func (ex *exchange) translateResponses(ctx context.Context, body []byte) error {
 		if err != nil {
 			return nil, err
 		}
-		ex.ep.responses = tr
+		f.tr = tr
 		return tr, nil
 	})
 }
@@ -111,31 +122,40 @@ func errPreviousResponseNotFound(id string) *APIError {
 		Message: fmt.Sprintf("Previous response with id '%s' not found.", quoted(id))}
 }
 
-// saveResponse stores the response as soon as it completed, before the
-// reply that tells the client so: a client may continue it right away. It
+func (f *responsesFlow) answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error) {
+	if !f.saved {
+		f.save(ctx, ex, out, eos)
+	}
+	return out, nil
+}
+
+func (*responsesFlow) price(*pricing.Usage, bool) {}
+
+// save stores the response as soon as it completed, before the reply
+// that tells the client so: a client may continue it right away. It
 // stores nothing when the client said store: false. out is the
 // translation of the latest body or chunk, which holds the Response object
 // the client gets: the whole body, or in a stream the response.completed
 // event's response.
-func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
-	if ex.s.cfg.Responses == nil || !ex.ep.respReq.Store {
-		ex.ep.saved = true
+func (f *responsesFlow) save(ctx context.Context, ex *exchange, out []byte, eos bool) {
+	if ex.s.cfg.Responses == nil || !f.req.Store {
+		f.saved = true
 		return
 	}
 	if ex.answer.head.Stream {
-		ex.watchCompleted(out)
+		f.watchCompleted(out)
 	} else {
-		ex.ep.respObject = out
+		f.object = out
 	}
-	items := ex.ep.responses.Conversation()
-	if items == nil || ex.ep.respObject == nil && !eos { // a stream's response.completed is still to come
+	items := f.tr.Conversation()
+	if items == nil || f.object == nil && !eos { // a stream's response.completed is still to come
 		return
 	}
-	ex.ep.saved = true
+	f.saved = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
 	defer cancel()
-	id := ex.ep.responses.ID()
-	r := authz.StoredResponse{Response: ex.ep.respObject, Items: responses.WithItemIDs(items, ex.ep.respInputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: ex.ep.respInputs}
+	id := f.tr.ID()
+	r := authz.StoredResponse{Response: f.object, Items: responses.WithItemIDs(items, f.inputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: f.inputs}
 	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.req.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
 		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
 	}
@@ -143,15 +163,15 @@ func (ex *exchange) saveResponse(ctx context.Context, out []byte, eos bool) {
 
 // watchCompleted reads the client's stream for the response.completed
 // event and keeps its response.
-func (ex *exchange) watchCompleted(out []byte) {
-	if ex.ep.respObject != nil || len(out) == 0 {
+func (f *responsesFlow) watchCompleted(out []byte) {
+	if f.object != nil || len(out) == 0 {
 		return
 	}
-	if ex.ep.respEvents == nil {
-		ex.ep.respEvents = &sse.Decoder{}
+	if f.events == nil {
+		f.events = &sse.Decoder{}
 	}
 	// The decoder may keep the chunk; the translator may reuse it.
-	for _, ev := range ex.ep.respEvents.Feed(bytes.Clone(out)) {
+	for _, ev := range f.events.Feed(bytes.Clone(out)) {
 		if ev.Type != "" && ev.Type != "response.completed" {
 			continue
 		}
@@ -160,7 +180,7 @@ func (ex *exchange) watchCompleted(out []byte) {
 			Response json.RawMessage `json:"response"`
 		}
 		if json.Unmarshal(ev.Data, &done) == nil && done.Type == "response.completed" && len(done.Response) > 0 {
-			ex.ep.respObject, ex.ep.respEvents = done.Response, nil
+			f.object, f.events = done.Response, nil
 			return
 		}
 	}

@@ -52,8 +52,8 @@ func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
 		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images}
-	if ex.ep.imgReq != nil {
-		p.ImageSize, p.ImageQuality = ex.ep.imgReq.Size, ex.ep.imgReq.Quality
+	if ex.flow != nil {
+		ex.flow.price(&p, false)
 	}
 	return p
 }
