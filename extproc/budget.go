@@ -155,7 +155,7 @@ func (ex *exchange) settleSpend(ctx context.Context, u translate.Usage) {
 		return
 	}
 	ex.meter.spendSettled = true
-	c, _ := ex.cost(ex.pricingUsage(u), ex.s.now())
+	c, _ := ex.s.cost(ex.req.model, ex.pricingUsage(u), ex.s.now())
 	delta := min(int64(c), ratelimit.MaxSpend) - ex.meter.spendReserved
 	if delta == 0 && !alerting(ex.meter.budgets) {
 		return

@@ -83,9 +83,13 @@ func pathID(s string) bool { return s != "" && !strings.Contains(s, "/") }
 // code, which reads it here rather than asking which endpoint it serves.
 type endpointSpec struct {
 	name string
-	// served: the gateway answers it itself, from its routing table and
-	// its store of responses, with no body and no provider.
+	// served: the gateway answers it itself (exchange.serve), from its
+	// routing table and its store of responses, with no body and no
+	// provider.
 	served bool
+	// signed: the gateway answers it itself (exchange.serveImage), and
+	// the URL's signature is the credential rather than a key.
+	signed bool
 	// flow makes the flow of a request that reaches a provider; nil for
 	// the endpoints the gateway answers itself.
 	flow func(s *Server, hm headerMap) flow
@@ -119,7 +123,7 @@ var endpoints = [...]endpointSpec{
 		serves: func(p providers.Provider) bool { return p.Images != nil }},
 	endpointTranscriptions: {name: "audio.transcriptions", form: true, operation: "transcription",
 		flow: func(*Server, headerMap) flow { return transcriptionFlow{} }, serves: func(p providers.Provider) bool { return p.Transcription != nil }},
-	endpointImageFile:      {name: "image_file"},
+	endpointImageFile:      {name: "image_file", signed: true},
 	endpointModel:          {name: "models.retrieve", served: true},
 	endpointResponseGet:    {name: "responses.retrieve", served: true},
 	endpointResponseDelete: {name: "responses.delete", served: true},
@@ -136,15 +140,28 @@ func (e endpoint) String() string { return endpoints[e].name }
 // what the gateway adds, and tells prices what the request asked for.
 type flow interface {
 	// parse validates the client's body, routes the model it names
-	// (exchange.pick) and keeps what builds the translator
-	// (exchange.translator).
-	parse(ctx context.Context, ex *exchange, body []byte) error
+	// (parser.pick) and hands over what builds the translator
+	// (parser.translator).
+	parse(ctx context.Context, st parser, body []byte) error
 	// answer is what the client gets of the translation of the answer's
 	// body, or of one chunk of a stream.
 	answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error)
 	// price adds to u what prices count of the request: the images it
 	// asks for (when reserving) and their size and quality.
 	price(u *pricing.Usage, reserving bool)
+}
+
+// parser is the stream a flow parses a request for: the router-level
+// exchange, or an attempt of a Fallback model (attemptStream), which
+// route the model each their own way.
+type parser interface {
+	server() *Server
+	request() *request
+	// pick routes the model the request names.
+	pick(ctx context.Context, model string) error
+	// translator makes the stream's translator with build (or, for a
+	// Fallback model at the router level, keeps build for the answer).
+	translator(build builder) error
 }
 
 // passAnswer is the answer and prices of the flows that add nothing.
@@ -158,31 +175,32 @@ func (passAnswer) price(*pricing.Usage, bool) {}
 
 type chatFlow struct{ passAnswer }
 
-func (chatFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+func (chatFlow) parse(ctx context.Context, st parser, body []byte) error {
 	req, err := api.ParseChatRequest(body)
 	if err != nil {
 		return err
 	}
-	if err := ex.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	r := st.request()
+	r.stream, r.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
 	})
 }
 
 type embeddingsFlow struct{ passAnswer }
 
-func (embeddingsFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) error {
 	req, err := api.ParseEmbeddingsRequest(body)
 	if err != nil {
 		return err
 	}
-	if err := ex.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointEmbeddings)
 		}
@@ -192,15 +210,15 @@ func (embeddingsFlow) parse(ctx context.Context, ex *exchange, body []byte) erro
 
 type transcriptionFlow struct{ passAnswer }
 
-func (transcriptionFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
-	req, err := api.ParseTranscriptionRequest(ex.req.contentType, body)
+func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) error {
+	req, err := api.ParseTranscriptionRequest(st.request().contentType, body)
 	if err != nil {
 		return err
 	}
-	if err := ex.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Transcription == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointTranscriptions)
 		}
@@ -216,16 +234,16 @@ type imagesFlow struct {
 	publicBase string // where the client reaches the gateway, for image URLs
 }
 
-func (f *imagesFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 	req, err := api.ParseImagesRequest(body)
 	if err != nil {
 		return err
 	}
-	if err := ex.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
 	f.req = req
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Images == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointImages)
 		}

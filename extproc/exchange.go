@@ -49,7 +49,6 @@ type exchange struct {
 	book    bookkeeping
 	// recorded: the outcome went to its sinks.
 	recorded bool
-	attempt  *attempt // set on an upstream stream: one attempt of a Fallback model
 }
 
 // request is what the exchange knows of the client's request.
@@ -132,25 +131,19 @@ func (s *Server) newExchange() *exchange {
 // timeout, a connect failure), and its body after the exchange is
 // settled.
 func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
-	if ex.attempt == nil && ex.phase == phaseRequestHeaders {
-		ex.attempt = ex.s.upstreamAttempt(req)
-	}
-	if ex.attempt != nil {
-		return ex.handleAttempt(ctx, req)
-	}
 	switch r := req.GetRequest().(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
-		if err := ex.expect(phaseRequestHeaders); err != nil {
+		if err := expect(&ex.phase, phaseRequestHeaders); err != nil {
 			return nil, err
 		}
 		return ex.requestHeaders(ctx, r.RequestHeaders), nil
 	case *extprocv3.ProcessingRequest_RequestBody:
-		if err := ex.expect(phaseRequestBody); err != nil {
+		if err := expect(&ex.phase, phaseRequestBody); err != nil {
 			return nil, err
 		}
 		return ex.requestBody(ctx, r.RequestBody), nil
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
-		if err := ex.expect(phaseResponseHeaders); err != nil {
+		if err := expect(&ex.phase, phaseResponseHeaders); err != nil {
 			return nil, err
 		}
 		return ex.responseHeaders(r.ResponseHeaders, req.GetAttributes()), nil
@@ -158,7 +151,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		if ex.phase == phaseDone {
 			return ex.settledBody(), nil
 		}
-		if err := ex.expect(phaseResponseBody); err != nil {
+		if err := expect(&ex.phase, phaseResponseBody); err != nil {
 			return nil, err
 		}
 		return ex.responseBody(ctx, r.ResponseBody), nil
@@ -170,15 +163,15 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 // exchange still expects a request body only when Envoy answered locally
 // (for example 413 on an oversized body), so the response path is allowed
 // from any earlier phase.
-func (ex *exchange) expect(want phase) error {
+func expect(p *phase, want phase) error {
 	switch {
-	case ex.phase == want:
+	case *p == want:
 		return nil
-	case want == phaseResponseHeaders && ex.phase < want:
-		ex.phase = want
+	case want == phaseResponseHeaders && *p < want:
+		*p = want
 		return nil
 	}
-	return fmt.Errorf("got %s message in phase %s", want, ex.phase)
+	return fmt.Errorf("got %s message in phase %s", want, *p)
 }
 
 // settledBody answers a response body chunk of an exchange already
@@ -198,7 +191,7 @@ func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
 // out: a client that sees its answer end has its concurrency slot back and
 // its spending counted, so sequential requests never collide.
 func (ex *exchange) beforeSend(ctx context.Context) {
-	defer ex.recoverFinish()
+	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.meter.rateSettled {
 		u, _ := ex.usageToCharge()
 		ex.settleRate(ctx, u.TotalTokens)
@@ -206,21 +199,32 @@ func (ex *exchange) beforeSend(ctx context.Context) {
 	}
 }
 
-// bookkeeping is the context of the exchange's usage records and
-// rate-limit charges: it outlives the client, and UsageTimeout bounds it
-// from its first use to the end of the exchange. One for all of them
-// spares each a timer of its own.
-func (ex *exchange) bookkeeping(ctx context.Context) context.Context {
-	if ex.book.ctx == nil {
-		ex.book.ctx, ex.book.cancel = context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+// context is the context of an exchange's usage records and rate-limit
+// charges: it outlives the client, and timeout bounds it from its first
+// use to the end of the exchange (done). One for all of them spares each
+// a timer of its own.
+func (b *bookkeeping) context(ctx context.Context, timeout time.Duration) context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	}
-	return ex.book.ctx
+	return b.ctx
+}
+
+// done ends the bookkeeping context.
+func (b *bookkeeping) done() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+func (ex *exchange) bookkeeping(ctx context.Context) context.Context {
+	return ex.book.context(ctx, ex.s.cfg.UsageTimeout)
 }
 
 // afterSend runs once a reply is on its way: the final reply is not delayed
 // by bookkeeping.
 func (ex *exchange) afterSend(ctx context.Context) {
-	defer ex.recoverFinish()
+	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.recorded {
 		ex.record(ctx)
 	}
@@ -230,16 +234,8 @@ func (ex *exchange) afterSend(ctx context.Context) {
 // Envoy gave up mid-answer: the exchange is recorded with what it
 // consumed and the status the client saw.
 func (ex *exchange) finish(ctx context.Context) {
-	defer func() {
-		if ex.book.cancel != nil {
-			ex.book.cancel()
-		}
-	}()
-	defer ex.recoverFinish()
-	if a := ex.attempt; a != nil && !a.answered && ex.phase == phaseResponseHeaders {
-		ex.recordAttempt(ctx, 0) // translated and sent, and no answer came: refused, reset or timed out
-		return
-	}
+	defer ex.book.done()
+	defer recoverFinish(ex.s, &ex.log)
 	if !ex.recorded && ex.phase != phaseRequestHeaders {
 		if !ex.answer.completed {
 			ex.answer.status = ex.brokenStatus(ex.s.now())
@@ -247,3 +243,8 @@ func (ex *exchange) finish(ctx context.Context) {
 		ex.record(ctx)
 	}
 }
+
+func (ex *exchange) server() *Server      { return ex.s }
+func (ex *exchange) request() *request    { return &ex.req }
+func (ex *exchange) logger() *exchangeLog { return &ex.log }
+func (ex *exchange) requestID() string    { return ex.req.id }

@@ -71,10 +71,10 @@ func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.Proc
 
 // recoverFinish keeps a panic in end-of-exchange bookkeeping from taking
 // the process down.
-func (ex *exchange) recoverFinish() {
+func recoverFinish(s *Server, log *exchangeLog) {
 	if r := recover(); r != nil {
-		ex.s.cfg.Metrics.panicked()
-		ex.log.Error("panic while finishing an exchange", zap.Any("panic", r), zap.Stack("stack"))
+		s.cfg.Metrics.panicked()
+		log.Error("panic while finishing an exchange", zap.Any("panic", r), zap.Stack("stack"))
 	}
 }
 

@@ -71,7 +71,7 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.settleRate(ctx, o.usage.TotalTokens)
 	ex.settleSpend(ctx, o.usage)
 	if o.ledgered(ex.route.fallback != nil) {
-		o.cost, o.costKnown = ex.cost(ex.pricingUsage(o.usage), o.end)
+		o.cost, o.costKnown = ex.s.cost(ex.req.model, ex.pricingUsage(o.usage), o.end)
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
 	}
 	ex.log.request(&o, ex.s.cfg.RequestLogSample, ex.s.cfg.Currency)

@@ -46,7 +46,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		return nil, err
 	}
 	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
-	if ep == endpointImageFile { // the signature is the credential
+	if ep.spec().signed {
 		return ex.serveImage(ctx, hm)
 	}
 	if err := ex.authenticate(ctx, hm.get("authorization")); err != nil {
@@ -145,7 +145,7 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 	if endOfStream {
 		return errMissingBody()
 	}
-	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > ex.bodyLimit() {
+	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > ex.s.bodyLimit(ex.req.endpoint) {
 		return errTooLarge()
 	}
 	ex.req.contentType = hm.get("content-type")
@@ -161,11 +161,11 @@ func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
 }
 
 // bodyLimit is the largest request body of the endpoint.
-func (ex *exchange) bodyLimit() int64 {
-	if ex.req.endpoint.spec().form {
-		return ex.s.cfg.MaxAudioBodyBytes
+func (s *Server) bodyLimit(ep endpoint) int64 {
+	if ep.spec().form {
+		return s.cfg.MaxAudioBodyBytes
 	}
-	return ex.s.cfg.MaxRequestBodyBytes
+	return s.cfg.MaxRequestBodyBytes
 }
 
 // requestBody validates and routes the request, translates it for the
@@ -243,7 +243,7 @@ func sendUpstream(h *headers, up translate.Upstream, path, contentType string) *
 // parse validates the client's request for the endpoint, routes its
 // model and sets up the exchange's translator.
 func (ex *exchange) parse(ctx context.Context, body []byte) error {
-	if int64(len(body)) > ex.bodyLimit() {
+	if int64(len(body)) > ex.s.bodyLimit(ex.req.endpoint) {
 		return errTooLarge()
 	}
 	return ex.flow.parse(ctx, ex, body)
@@ -272,9 +272,6 @@ func (ex *exchange) translator(build builder) error {
 // For a Fallback model Envoy picks the deployment; an upstream stream
 // takes the one Envoy picked for its attempt.
 func (ex *exchange) pick(ctx context.Context, model string) error {
-	if ex.attempt != nil {
-		return ex.pickAttempt(ctx, model)
-	}
 	m, err := ex.s.router.lookup(ex.req.principal, model)
 	if err != nil {
 		if ae, ok := err.(*APIError); ok && ae.Status == http.StatusForbidden {
@@ -290,34 +287,46 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 
 // use routes the exchange to a deployment of the model.
 func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
-	target, timeouts := ex.s.router.target(m, d)
-	ex.route.timeouts = timeouts
-	if token := ex.s.router.backends[target.Backend].Token; token != nil {
+	r, err := ex.s.deploy(ctx, m, d)
+	if err != nil {
+		return err
+	}
+	ex.req.model, ex.route = m.ID, r
+	ex.log.with(zap.String("provider", r.target.Provider), zap.String("model", m.ID))
+	return nil
+}
+
+// deploy is the route of a request for model m to its deployment d: the
+// target, with the backend's per-request credential, its provider and
+// its timeouts.
+func (s *Server) deploy(ctx context.Context, m *Model, d Deployment) (route, error) {
+	target, timeouts := s.router.target(m, d)
+	if token := s.router.backends[target.Backend].Token; token != nil {
 		var err error
 		if target.APIKey, err = token(ctx); err != nil {
-			return errProviderCredentials(err)
+			return route{}, errProviderCredentials(err)
 		}
 	}
-	ex.req.model, ex.route.target, ex.route.provider = m.ID, target, ex.s.providers[target.Provider]
-	ex.log.with(zap.String("provider", target.Provider), zap.String("model", m.ID))
-	return nil
+	return route{target: target, provider: s.providers[target.Provider], timeouts: timeouts}, nil
 }
 
 // fail ends the exchange with an OpenAI error as an immediate response.
 func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	apiErr := toAPIError(err)
-	if apiErr.Status >= 500 {
-		ex.log.Error("request failed", zap.Int("status", apiErr.Status), zap.Error(err))
-	} else {
-		ex.log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
-	}
+	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code
 	if ex.capture != nil {
 		ex.captureResponse(apiErr.Body())
 	}
-	if ex.attempt != nil {
-		return attemptError(apiErr)
-	}
 	return errorResponse(apiErr)
+}
+
+// logFailure logs a request the gateway failed or refused.
+func logFailure(log *exchangeLog, apiErr *APIError, err error) {
+	if apiErr.Status >= 500 {
+		log.Error("request failed", zap.Int("status", apiErr.Status), zap.Error(err))
+	} else {
+		log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
+	}
 }

@@ -54,19 +54,20 @@ type responsesFlow struct {
 	saved  bool               // the response is stored
 }
 
-func (f *responsesFlow) parse(ctx context.Context, ex *exchange, body []byte) error {
+func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
 		return err
 	}
-	if err := ex.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
-	history, err := ex.history(ctx, req.PreviousResponseID)
+	s, r := st.server(), st.request()
+	history, err := s.history(ctx, r.principal, req.PreviousResponseID)
 	if err != nil {
 		return err
 	}
-	if window := ex.s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
+	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
 	input, err := req.Items()
@@ -74,9 +75,9 @@ func (f *responsesFlow) parse(ctx context.Context, ex *exchange, body []byte) er
 		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
 	f.req, f.inputs = req, len(history)+len(input)
-	ex.req.stream, ex.req.maxOutput = req.Stream, maxOutputTokens(req.Members)
-	id, created := newID("resp_", 24), ex.s.now().Unix()
-	return ex.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	r.stream, r.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	id, created := newID("resp_", 24), s.now().Unix()
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		tr, err := p.ResponsesTranslator(t, req, history, id, created)
 		if err != nil {
 			return nil, err
@@ -93,17 +94,18 @@ type conversationKeeper interface {
 	Conversation() []json.RawMessage
 }
 
-func (ex *exchange) history(ctx context.Context, previous string) ([]json.RawMessage, error) {
+// history is the conversation a Responses request continues.
+func (s *Server) history(ctx context.Context, p *authz.Principal, previous string) ([]json.RawMessage, error) {
 	if previous == "" {
 		return nil, nil
 	}
-	if ex.s.cfg.Responses == nil {
+	if s.cfg.Responses == nil {
 		return nil, errPreviousResponseNotFound(previous)
 	}
-	if ex.req.principal == nil { // an upstream stream without its request's context
+	if p == nil { // an upstream stream without its request's context
 		return nil, errInternal(errNoAccount)
 	}
-	items, err := ex.s.cfg.Responses.Conversation(ctx, ex.req.principal.AccountID, previous, ex.s.now())
+	items, err := s.cfg.Responses.Conversation(ctx, p.AccountID, previous, s.now())
 	if errors.Is(err, authz.ErrNotFound) {
 		return nil, errPreviousResponseNotFound(previous)
 	}

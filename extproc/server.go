@@ -229,28 +229,50 @@ func withDefaults(cfg Config) Config {
 // Process serves one ext_proc stream, which Envoy opens per HTTP request.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	ctx := stream.Context()
-	ex := s.newExchange()
-	defer ex.finish(ctx)
+	req, err := stream.Recv()
+	if err != nil {
+		return quietClose(err)
+	}
+	var p processor = s.newExchange()
+	if a := s.upstreamAttempt(req); a != nil {
+		p = s.newAttemptStream(a)
+	}
+	defer p.finish(ctx)
 	for {
-		req, err := stream.Recv()
+		resp, err := p.safeHandle(ctx, req)
 		if err != nil {
-			return quietClose(err)
-		}
-		resp, err := ex.safeHandle(ctx, req)
-		if err != nil {
-			ex.log.Warn("protocol violation", zap.Error(err))
+			p.logger().Warn("protocol violation", zap.Error(err))
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
-		withRequestID(resp, ex.req.id)
+		withRequestID(resp, p.requestID())
 		if resp.GetImmediateResponse() != nil {
 			s.markGatewayReply(resp)
 		}
-		ex.beforeSend(ctx)
+		p.beforeSend(ctx)
 		if err := stream.Send(resp); err != nil {
 			return quietClose(err)
 		}
-		ex.afterSend(ctx)
+		p.afterSend(ctx)
+		if req, err = stream.Recv(); err != nil {
+			return quietClose(err)
+		}
 	}
+}
+
+// processor answers the messages of one ext_proc stream: the
+// router-level exchange, or an attempt of a Fallback model
+// (attemptStream), told apart by the stream's first message.
+type processor interface {
+	safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error)
+	// requestID is the gateway's id of the request, which its answers
+	// carry; empty where they carry none.
+	requestID() string
+	// beforeSend and afterSend run around each reply, finish when the
+	// stream ends.
+	beforeSend(ctx context.Context)
+	afterSend(ctx context.Context)
+	finish(ctx context.Context)
+	logger() *exchangeLog
 }
 
 // quietClose treats Envoy's normal ways of ending a stream as success:

@@ -71,10 +71,10 @@ func audioDuration(seconds float64) time.Duration {
 	}
 }
 
-// cost is what u cost at the price of the exchange's model in effect at
-// end, or false when there is none.
-func (ex *exchange) cost(u pricing.Usage, end time.Time) (pricing.Nanos, bool) {
-	p, ok := ex.s.cfg.Prices.At(ex.req.model, end)
+// cost is what u cost at the price of the model in effect at end, or
+// false when there is none.
+func (s *Server) cost(model string, u pricing.Usage, end time.Time) (pricing.Nanos, bool) {
+	p, ok := s.cfg.Prices.At(model, end)
 	if !ok {
 		return 0, false
 	}
