@@ -74,7 +74,7 @@ type route struct {
 	provider providers.Provider // the target's provider
 	timeouts Timeouts           // the model's on its backend
 	build    builder            // makes tr for a deployment (kept for a Fallback model's answer)
-	fallback *Model             // a Fallback model, routed by Envoy: the router-level stream
+	via      routing            // direct, or through Envoy (a Fallback model)
 }
 
 // meter is the exchange's rate-limit and budget bookkeeping: what its
@@ -120,7 +120,7 @@ type bookkeeping struct {
 }
 
 func (s *Server) newExchange() *exchange {
-	ex := &exchange{s: s, start: s.now()}
+	ex := &exchange{s: s, start: s.now(), route: route{via: direct{}}}
 	ex.log.init(s.log, s.cfg.RequestLogger)
 	return ex
 }

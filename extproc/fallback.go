@@ -100,20 +100,29 @@ func (ex *exchange) pickFallback(m *Model) error {
 		}
 	}
 	_, ex.route.timeouts = ex.s.router.target(m, m.first())
-	ex.req.model, ex.route.fallback = m.ID, m
+	ex.req.model, ex.route.via = m.ID, viaEnvoy{m}
 	ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
 	return nil
 }
 
-// passOn admits a Fallback model's request and hands the client's body to
+// viaEnvoy routes a Fallback model's request through Envoy, which picks
+// the deployment attempt by attempt.
+type viaEnvoy struct{ model *Model }
+
+func (viaEnvoy) translator(*exchange, builder) error { return nil } // built for the deployment that answers
+
+// unanswered: Envoy's 503 after every attempt failed is recorded too.
+func (viaEnvoy) unanswered() bool { return true }
+
+// send admits a Fallback model's request and hands the client's body to
 // Envoy unchanged, with the model's route headers and the request's
 // context for the upstream streams.
-func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
+func (v viaEnvoy) send(ctx context.Context, ex *exchange, body []byte) (*extprocv3.ProcessingResponse, error) {
 	if !ex.req.endpoint.spec().form {
 		ex.req.prompt = promptEstimate(body)
 	}
 	if ex.req.maxOutput == 0 && ex.req.endpoint.spec().generates {
-		ex.req.maxOutput = ex.fallbackOutputBound()
+		ex.req.maxOutput = v.outputBound(ex.s)
 	}
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
@@ -144,14 +153,14 @@ func (ex *exchange) passOn(ctx context.Context, body []byte) (*extprocv3.Process
 	}, nil
 }
 
-// fallbackOutputBound is the most a deployment of the Fallback model may
+// outputBound is the most a deployment of the Fallback model may
 // be sent as the bound on an answer whose client sets none (Anthropic's
 // required max_tokens, else Config.DefaultOutputTokens): Envoy picks the
 // deployment after admission.
-func (ex *exchange) fallbackOutputBound() int64 {
-	out := ex.s.cfg.DefaultOutputTokens
-	for _, d := range ex.route.fallback.Deployments {
-		if def := ex.s.providers[ex.s.router.backends[d.Backend].Provider].DefaultMaxOutput; def != nil {
+func (v viaEnvoy) outputBound(s *Server) int64 {
+	out := s.cfg.DefaultOutputTokens
+	for _, d := range v.model.Deployments {
+		if def := s.providers[s.router.backends[d.Backend].Provider].DefaultMaxOutput; def != nil {
 			out = max(out, def(d.Model))
 		}
 	}
@@ -164,7 +173,7 @@ func (ex *exchange) fallbackOutputBound() int64 {
 // upstream stream's error (passed on), or a reply of Envoy's without the
 // local-reply mark (answered as Envoy's own replies are); nil lets
 // responseHeaders go on, to the fault path for Envoy's marked replies.
-func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse {
+func (v viaEnvoy) answered(ex *exchange, status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse {
 	if _, ok := hm.lookup(attemptReplyHeader); ok {
 		return ex.attemptReplyHeaders(status)
 	}
@@ -175,11 +184,11 @@ func (ex *exchange) answered(status int, hm headerMap, envoyReply, eos bool) *ex
 	if !ok {
 		return ex.envoyReplyHeaders(status, "", eos)
 	}
-	d, ok := ex.route.fallback.deployment(backend)
+	d, ok := v.model.deployment(backend)
 	if !ok {
 		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.req.model)))
 	}
-	target, timeouts := ex.s.router.target(ex.route.fallback, d)
+	target, timeouts := ex.s.router.target(v.model, d)
 	p := ex.s.providers[target.Provider]
 	tr, err := ex.route.build(p, target)
 	if err != nil {

@@ -45,8 +45,8 @@ type outcome struct {
 // of a known principal, a Fallback model's also when no deployment
 // answered (Envoy's 503 after every attempt failed), and a refusal of a
 // model the principal may not use, beside its successes.
-func (o *outcome) ledgered(fallback bool) bool {
-	return o.principal != nil && (o.routed || fallback || o.refusedModel)
+func (o *outcome) ledgered(unanswered bool) bool {
+	return o.principal != nil && (o.routed || unanswered || o.refusedModel)
 }
 
 // outcome is the exchange's outcome at end.
@@ -70,7 +70,7 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.span.end(&o)
 	ex.settleRate(ctx, o.usage.TotalTokens)
 	ex.settleSpend(ctx, o.usage)
-	if o.ledgered(ex.route.fallback != nil) {
+	if o.ledgered(ex.route.via.unanswered()) {
 		o.cost, o.costKnown = ex.s.cost(ex.req.model, ex.pricingUsage(o.usage), o.end)
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
 	}

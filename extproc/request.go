@@ -184,9 +184,33 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
 	}
-	if ex.route.fallback != nil {
-		return ex.passOn(ctx, body)
-	}
+	return ex.route.via.send(ctx, ex, body)
+}
+
+// routing is how the router-level stream routes a request: to the
+// deployment it picked (direct), or through Envoy, which picks a
+// Fallback model's deployment attempt by attempt (viaEnvoy, fallback.go).
+type routing interface {
+	// send answers the parsed request's body.
+	send(ctx context.Context, ex *exchange, body []byte) (*extprocv3.ProcessingResponse, error)
+	// translator makes the exchange's translator with build, or keeps
+	// build for the deployment that answers.
+	translator(ex *exchange, build builder) error
+	// answered prepares the exchange of a request not yet translated for
+	// its answer's headers. It returns a reply when the answer is not a
+	// provider's to translate, nil to go on.
+	answered(ex *exchange, status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse
+	// unanswered reports that the ledger records the request also when
+	// no deployment answered.
+	unanswered() bool
+}
+
+// direct routes to the deployment the gateway picked.
+type direct struct{}
+
+// send translates the request for the deployment, admits it against the
+// limits and budgets, and points Envoy's router at the deployment.
+func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.ProcessingResponse, error) {
 	up, err := ex.tr.RequestBody()
 	if err != nil {
 		return nil, err
@@ -257,16 +281,18 @@ type builder func(providers.Provider, translate.Target) (translate.Translator, e
 // it only once the answer names the deployment that gave it.
 func (ex *exchange) translator(build builder) error {
 	ex.route.build = build
-	if ex.route.fallback != nil {
-		return nil
-	}
-	tr, err := build(ex.route.provider, ex.route.target)
-	if err != nil {
-		return err
-	}
-	ex.tr = tr
-	return nil
+	return ex.route.via.translator(ex, build)
 }
+
+func (direct) translator(ex *exchange, build builder) error {
+	tr, err := build(ex.route.provider, ex.route.target)
+	ex.tr = tr
+	return err
+}
+
+func (direct) answered(*exchange, int, headerMap, bool, bool) *extprocv3.ProcessingResponse { return nil }
+
+func (direct) unanswered() bool { return false }
 
 // pick routes the model and resolves the backend's per-request credential.
 // For a Fallback model Envoy picks the deployment; an upstream stream
@@ -307,7 +333,7 @@ func (s *Server) deploy(ctx context.Context, m *Model, d Deployment) (route, err
 			return route{}, errProviderCredentials(err)
 		}
 	}
-	return route{target: target, provider: s.providers[target.Provider], timeouts: timeouts}, nil
+	return route{target: target, provider: s.providers[target.Provider], timeouts: timeouts, via: direct{}}, nil
 }
 
 // fail ends the exchange with an OpenAI error as an immediate response.

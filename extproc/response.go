@@ -30,8 +30,8 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if !envoyReply {
 		details, envoyReply = localReplyDetails(attrs)
 	}
-	if ex.route.fallback != nil && ex.tr == nil {
-		if resp := ex.answered(status, hm, envoyReply, h.GetEndOfStream()); resp != nil {
+	if ex.tr == nil {
+		if resp := ex.route.via.answered(ex, status, hm, envoyReply, h.GetEndOfStream()); resp != nil {
 			return resp
 		}
 	}
