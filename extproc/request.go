@@ -290,7 +290,9 @@ func (direct) translator(ex *exchange, build builder) error {
 	return err
 }
 
-func (direct) answered(*exchange, int, headerMap, bool, bool) *extprocv3.ProcessingResponse { return nil }
+func (direct) answered(*exchange, int, headerMap, bool, bool) *extprocv3.ProcessingResponse {
+	return nil
+}
 
 func (direct) unanswered() bool { return false }
 
