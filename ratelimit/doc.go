@@ -14,7 +14,8 @@
 // One exchange makes three calls on the same rules (the caller builds them
 // from its configuration, e.g. key:<id>, account:<id> and group:<id> rules):
 //
-//  1. At admission (request_headers, after authentication):
+//  1. At admission (the request body, once the request is validated and
+//     routed):
 //     d, err := lim.Admit(ctx, rules, reserve), reserve being an estimate
 //     of the tokens the exchange will use (prompt plus max output, say). It
 //     decides on every rule at once and consumes only if all allow: one

@@ -128,8 +128,8 @@ const replicaChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content"
 // state: a key made with `modelgate keys` works on both; a response or an
 // image one keeps, the other serves; revoked through
 // one's admin API (which drops that replica's cache at once), it is
-// refused by the other within the principal cache TTL, the bound the
-// README states; the usage both recorded adds up in one ledger; and a
+// refused by the other within the principal cache TTL, the bound
+// docs/behaviour.md states; the usage both recorded adds up in one ledger; and a
 // response made on one is continued on the other.
 func TestReplicasOnOnePostgreSQL(t *testing.T) {
 	db := postgresSchema(t)

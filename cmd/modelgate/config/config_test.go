@@ -119,23 +119,24 @@ func TestAPIVersionStaysAString(t *testing.T) {
 	}
 }
 
-// The configuration reference in the README is a valid configuration.
-func TestREADMEConfigReferenceParses(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// The configuration reference in docs/configuration.md is a valid
+// configuration.
+func TestDocsConfigReferenceParses(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "## Configuration reference\n\n```yaml\n")
+	_, rest, ok := strings.Cut(string(doc), "## Configuration reference\n\n```yaml\n")
 	block, _, closed := strings.Cut(rest, "```")
 	if !ok || !closed {
-		t.Fatal("README has no yaml block under Configuration reference")
+		t.Fatal("docs/configuration.md has no yaml block under Configuration reference")
 	}
 	cfg, err := Parse([]byte(block))
 	if err != nil {
-		t.Fatalf("README config: %v", err)
+		t.Fatalf("docs/configuration.md config: %v", err)
 	}
 	if len(cfg.Backends) < 5 {
-		t.Errorf("README config has %d backends", len(cfg.Backends))
+		t.Errorf("docs/configuration.md config has %d backends", len(cfg.Backends))
 	}
 }
 
