@@ -55,15 +55,32 @@ type AuthStats struct {
 	StoreTimeouts uint64
 }
 
+// PrincipalStore is what an Authenticator reads and writes of a store: a
+// key by its hash with its account and group, and the key's last use.
+// Every Store has it; it is the part of Keys, Accounts and Groups that
+// authentication uses.
+type PrincipalStore interface {
+	// KeyByHash returns the key with that SHA-256, revoked or not, as
+	// Keys.KeyByHash.
+	KeyByHash(ctx context.Context, hash [32]byte) (Key, error)
+	// AccountByID returns an account, as Accounts.AccountByID.
+	AccountByID(ctx context.Context, id string) (Account, error)
+	// GroupByID returns a group, as Groups.GroupByID.
+	GroupByID(ctx context.Context, id string) (Group, error)
+	// TouchKey records that a key was used at at, unless a later use is
+	// already recorded, as Keys.TouchKey.
+	TouchKey(ctx context.Context, id string, at time.Time) error
+}
+
 // Authenticator turns presented keys into principals, with a short-lived
-// in-memory cache in front of the Store.
+// in-memory cache in front of the store.
 //
 // Concurrent misses of one key share a single lookup, which runs with the
 // values but not the cancellation of the context that started it: a caller
 // whose context ends stops waiting and returns the context's error, and the
 // lookup goes on for the others, bounded by StoreTimeout.
 type Authenticator struct {
-	store Store
+	store PrincipalStore
 	cfg   AuthenticatorConfig
 	// errTimeout is returned when a lookup runs past StoreTimeout.
 	errTimeout error
@@ -92,7 +109,7 @@ type flight struct {
 }
 
 // NewAuthenticator returns an Authenticator over store.
-func NewAuthenticator(store Store, cfg AuthenticatorConfig) *Authenticator {
+func NewAuthenticator(store PrincipalStore, cfg AuthenticatorConfig) *Authenticator {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 10 * time.Second
 	}

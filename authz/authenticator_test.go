@@ -150,10 +150,10 @@ func BenchmarkAuthenticateCached(b *testing.B) {
 	}
 }
 
-// countingStore wraps a Store, counting KeyByHash calls per hash; hook, when
+// countingStore wraps a store, counting KeyByHash calls per hash; hook, when
 // set, answers KeyByHash in its place.
 type countingStore struct {
-	authz.Store
+	authz.PrincipalStore
 	mu    sync.Mutex
 	calls map[[32]byte]int
 	hook  func(ctx context.Context, hash [32]byte, call int) (authz.Key, error)
@@ -167,7 +167,7 @@ func (s *countingStore) KeyByHash(ctx context.Context, hash [32]byte) (authz.Key
 	if hook != nil {
 		return hook(ctx, hash, call)
 	}
-	return s.Store.KeyByHash(ctx, hash)
+	return s.PrincipalStore.KeyByHash(ctx, hash)
 }
 
 func (s *countingStore) count(secret string) int {
@@ -179,7 +179,7 @@ func (s *countingStore) count(secret string) int {
 // counting puts a countingStore in front of f's store and points f.auth at
 // it, with cfg and f's clock.
 func (f *fixture) counting(cfg authz.AuthenticatorConfig) *countingStore {
-	cs := &countingStore{Store: f.store, calls: map[[32]byte]int{}}
+	cs := &countingStore{PrincipalStore: f.store, calls: map[[32]byte]int{}}
 	cfg.Now = func() time.Time { return f.now }
 	f.auth = authz.NewAuthenticator(cs, cfg)
 	return cs

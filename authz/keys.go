@@ -58,14 +58,14 @@ func wellFormed(secret string) bool {
 
 // CreateKey generates a key for an account, stores its hash and returns the
 // secret, which is never available again.
-func CreateKey(ctx context.Context, s Store, accountID, name string, models []string) (string, Key, error) {
+func CreateKey(ctx context.Context, s Keys, accountID, name string, models []string) (string, Key, error) {
 	return IssueKey(ctx, s, Key{AccountID: accountID, Name: name, Models: models})
 }
 
 // IssueKey generates a secret for k (its account, name, models, disabled
 // flag and expiry), stores its hash and prefix and returns the secret,
 // which is never available again.
-func IssueKey(ctx context.Context, s Store, k Key) (string, Key, error) {
+func IssueKey(ctx context.Context, s Keys, k Key) (string, Key, error) {
 	secret, err := GenerateKey()
 	if err != nil {
 		return "", Key{}, err
@@ -76,11 +76,11 @@ func IssueKey(ctx context.Context, s Store, k Key) (string, Key, error) {
 
 // RegisterKey stores a secret chosen elsewhere (for scripts and dev mode).
 // It must be at least 20 characters long.
-func RegisterKey(ctx context.Context, s Store, accountID, name, secret string, models []string) (Key, error) {
+func RegisterKey(ctx context.Context, s Keys, accountID, name, secret string, models []string) (Key, error) {
 	return storeKey(ctx, s, Key{AccountID: accountID, Name: name, Models: models}, secret)
 }
 
-func storeKey(ctx context.Context, s Store, k Key, secret string) (Key, error) {
+func storeKey(ctx context.Context, s Keys, k Key, secret string) (Key, error) {
 	if !wellFormed(secret) {
 		return Key{}, fmt.Errorf("a key must be %d to %d characters without spaces", minKeyLen, maxKeyLen)
 	}

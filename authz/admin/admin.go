@@ -63,9 +63,23 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Store is what the admin API and the dashboard read and change: groups,
+// accounts and keys, the usage ledger (reports and requests) with the
+// captures of requests, the prices set at run time and the audit log of
+// it all. Every authz.Store is one.
+type Store interface {
+	authz.Accounts
+	authz.Groups
+	authz.Keys
+	authz.Ledger
+	authz.Captures
+	authz.Prices
+	authz.Audit
+}
+
 // Handler serves the admin API and the dashboard. Mount it at /admin/.
 type Handler struct {
-	store    authz.Store
+	store    Store
 	cfg      Config
 	sessions *sessions
 	throttle *throttle
@@ -75,7 +89,7 @@ type Handler struct {
 }
 
 // New returns a Handler over store.
-func New(store authz.Store, cfg Config) (*Handler, error) {
+func New(store Store, cfg Config) (*Handler, error) {
 	if cfg.TokenSHA256 == ([32]byte{}) {
 		return nil, errors.New("admin: the SHA-256 of the admin token is required")
 	}

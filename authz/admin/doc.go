@@ -1,6 +1,6 @@
 // Package admin serves the admin API (JSON under /admin/v1/) and the web
 // dashboard (HTML under /admin/) for groups, accounts, API keys and usage,
-// over an authz.Store.
+// over a Store: the parts of an authz.Store they use.
 //
 // Both are guarded by one admin token, of which only the SHA-256 is kept
 // and compared in constant time. The API takes it as a bearer token on

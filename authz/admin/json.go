@@ -79,7 +79,7 @@ const CommandActor = "modelgate keys command"
 // command) in the audit log, with before and after as the admin API shows
 // them: a key (authz.Key) or an account (authz.Account), nil where it did
 // not exist.
-func AuditCommand(ctx context.Context, store authz.Store, now time.Time, action, target string, before, after any) error {
+func AuditCommand(ctx context.Context, store authz.Audit, now time.Time, action, target string, before, after any) error {
 	shown := func(v any) any {
 		switch x := v.(type) {
 		case authz.Key:

@@ -10,8 +10,8 @@ import (
 	"modelgate/authz"
 )
 
-// CaptureWriter is where Captures writes; authz.Store implementations
-// have it.
+// CaptureWriter is where Captures writes: the part of authz.Captures it
+// uses.
 type CaptureWriter interface {
 	SaveCapture(ctx context.Context, c authz.Capture) error
 }

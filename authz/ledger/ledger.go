@@ -20,8 +20,8 @@ import (
 	"modelgate/authz"
 )
 
-// BatchWriter is where a Ledger writes; authz.Store implementations
-// have it.
+// BatchWriter is where a Ledger writes: the part of authz.Ledger it
+// uses.
 type BatchWriter interface {
 	// AppendUsageBatch appends records in one transaction: all or none,
 	// so that a failed batch can be retried whole without duplicates.

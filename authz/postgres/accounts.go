@@ -12,7 +12,7 @@ import (
 
 const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, budget, created_at`
 
-// CreateAccount implements authz.Store.
+// CreateAccount implements authz.Accounts.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
 	a := authz.Account{ID: storesql.NewID("acct"), Name: name, CreatedAt: ms(s.now())}
 	_, err := s.pool.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ($1, $2, $3)`, a.ID, a.Name, a.CreatedAt)
@@ -22,22 +22,22 @@ func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, 
 	return a, nil
 }
 
-// AccountByID implements authz.Store.
+// AccountByID implements authz.Accounts.
 func (s *Store) AccountByID(ctx context.Context, id string) (authz.Account, error) {
 	return s.account(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = $1`, id)
 }
 
-// AccountByName implements authz.Store.
+// AccountByName implements authz.Accounts.
 func (s *Store) AccountByName(ctx context.Context, name string) (authz.Account, error) {
 	return s.account(ctx, `SELECT `+accountColumns+` FROM accounts WHERE name = $1`, name)
 }
 
-// ListAccounts implements authz.Store.
+// ListAccounts implements authz.Accounts.
 func (s *Store) ListAccounts(ctx context.Context) ([]authz.Account, error) {
 	return list(ctx, s, scanAccount, `SELECT `+accountColumns+` FROM accounts ORDER BY name`)
 }
 
-// UpdateAccount implements authz.Store.
+// UpdateAccount implements authz.Accounts.
 func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 	var group *string
 	if a.GroupID != "" {
@@ -55,7 +55,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 	return err
 }
 
-// SetAccountDisabled implements authz.Store.
+// SetAccountDisabled implements authz.Accounts.
 func (s *Store) SetAccountDisabled(ctx context.Context, id string, disabled bool) error {
 	return s.update(ctx, `UPDATE accounts SET disabled = $2 WHERE id = $1`, id, disabled)
 }

@@ -11,7 +11,7 @@ import (
 	"modelgate/authz/pricing"
 )
 
-// ListPrices implements authz.Store.
+// ListPrices implements authz.Prices.
 func (s *Store) ListPrices(ctx context.Context) ([]pricing.Price, error) {
 	return list(ctx, s, func(row pgx.Row) (pricing.Price, error) {
 		var text string
@@ -22,7 +22,7 @@ func (s *Store) ListPrices(ctx context.Context) ([]pricing.Price, error) {
 	}, `SELECT price FROM prices ORDER BY model, from_ms`)
 }
 
-// SetPrice implements authz.Store.
+// SetPrice implements authz.Prices.
 func (s *Store) SetPrice(ctx context.Context, p pricing.Price) error {
 	text, err := storesql.PriceArg(p)
 	if err != nil {
@@ -33,19 +33,19 @@ func (s *Store) SetPrice(ctx context.Context, p pricing.Price) error {
 	return err
 }
 
-// DeletePrice implements authz.Store.
+// DeletePrice implements authz.Prices.
 func (s *Store) DeletePrice(ctx context.Context, model string, from time.Time) error {
 	return s.update(ctx, `DELETE FROM prices WHERE model = $1 AND from_ms = $2`, model, storesql.FromMS(from))
 }
 
-// AppendAudit implements authz.Store.
+// AppendAudit implements authz.Audit.
 func (s *Store) AppendAudit(ctx context.Context, e authz.AuditEntry) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO audit (at, actor, action, target, before, after) VALUES ($1, $2, $3, $4, $5, $6)`,
 		ms(e.At), e.Actor, e.Action, e.Target, storesql.NullJSON(e.Before), storesql.NullJSON(e.After))
 	return err
 }
 
-// ListAudit implements authz.Store.
+// ListAudit implements authz.Audit.
 func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.AuditEntry, error) {
 	before := q.Before
 	if before <= 0 {
@@ -63,7 +63,7 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 		WHERE id < $1 AND ($2 = '' OR target = $2) ORDER BY id DESC LIMIT $3`, before, q.Target, storesql.AuditLimit(q))
 }
 
-// DeleteUsageBefore implements authz.Store.
+// DeleteUsageBefore implements authz.Ledger.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "usage", before, limit)
 }
@@ -79,7 +79,7 @@ func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time
 	return tag.RowsAffected(), nil
 }
 
-// ListRequests implements authz.Store.
+// ListRequests implements authz.Ledger.
 func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
 	query, args := dialect.Requests(q)
 	return list(ctx, s, func(row pgx.Row) (authz.UsageRecord, error) {
@@ -94,7 +94,7 @@ func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz
 	}, query, args...)
 }
 
-// SaveCapture implements authz.Store.
+// SaveCapture implements authz.Captures.
 func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
 		response, request_truncated, response_truncated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -103,7 +103,7 @@ func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
 	return err
 }
 
-// CaptureOf implements authz.Store.
+// CaptureOf implements authz.Captures.
 func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
 	var c authz.Capture
 	err := s.row(ctx, func(row pgx.Row) error {
@@ -115,7 +115,7 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 	return c, err
 }
 
-// DeleteCapturesBefore implements authz.Store.
+// DeleteCapturesBefore implements authz.Captures.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "captures", before, limit)
 }

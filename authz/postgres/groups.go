@@ -12,7 +12,7 @@ import (
 
 const groupColumns = `id, name, models, ` + limitColumns + `, budget, created_at`
 
-// CreateGroup implements authz.Store.
+// CreateGroup implements authz.Groups.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
 	if g.ID == "" {
 		g.ID = storesql.NewID("grp")
@@ -29,22 +29,22 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 	return g, nil
 }
 
-// GroupByID implements authz.Store.
+// GroupByID implements authz.Groups.
 func (s *Store) GroupByID(ctx context.Context, id string) (authz.Group, error) {
 	return s.group(ctx, `SELECT `+groupColumns+` FROM groups WHERE id = $1`, id)
 }
 
-// GroupByName implements authz.Store.
+// GroupByName implements authz.Groups.
 func (s *Store) GroupByName(ctx context.Context, name string) (authz.Group, error) {
 	return s.group(ctx, `SELECT `+groupColumns+` FROM groups WHERE name = $1`, name)
 }
 
-// ListGroups implements authz.Store.
+// ListGroups implements authz.Groups.
 func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
 	return list(ctx, s, scanGroup, `SELECT `+groupColumns+` FROM groups ORDER BY name`)
 }
 
-// UpdateGroup implements authz.Store.
+// UpdateGroup implements authz.Groups.
 func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
 	err := s.update(ctx, `UPDATE groups SET name = $2, models = $3, requests_per_minute = $4, tokens_per_minute = $5,
 		tokens_per_day = $6, concurrent_requests = $7, budget = $8 WHERE id = $1`,

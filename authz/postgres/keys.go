@@ -13,7 +13,7 @@ import (
 
 const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
-// CreateKey implements authz.Store.
+// CreateKey implements authz.Keys.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 	if k.ID == "" {
 		k.ID = storesql.NewID("key")
@@ -37,17 +37,17 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 	return authz.Key{}, err
 }
 
-// KeyByHash implements authz.Store.
+// KeyByHash implements authz.Keys.
 func (s *Store) KeyByHash(ctx context.Context, hash [32]byte) (authz.Key, error) {
 	return s.key(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash[:])
 }
 
-// KeyByID implements authz.Store.
+// KeyByID implements authz.Keys.
 func (s *Store) KeyByID(ctx context.Context, id string) (authz.Key, error) {
 	return s.key(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = $1`, id)
 }
 
-// KeyByPrefix implements authz.Store. A prefix shared by several keys is
+// KeyByPrefix implements authz.Keys. A prefix shared by several keys is
 // ambiguous and returns an error rather than picking one.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, error) {
 	keys, err := list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE prefix = $1 ORDER BY created_at, seq LIMIT 2`, prefix)
@@ -62,28 +62,28 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, erro
 	return keys[0], nil
 }
 
-// ListKeys implements authz.Store.
+// ListKeys implements authz.Keys.
 func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, error) {
 	return list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE account_id = $1 ORDER BY created_at, seq`, accountID)
 }
 
-// UpdateKey implements authz.Store.
+// UpdateKey implements authz.Keys.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
 	return s.update(ctx, `UPDATE keys SET name = $2, models = $3, disabled = $4, expires_at = $5, budget = $6 WHERE id = $1`,
 		k.ID, k.Name, modelsArg(k.Models), k.Disabled, msPtr(k.ExpiresAt), storesql.BudgetArg(k.Budget))
 }
 
-// SetKeyDisabled implements authz.Store.
+// SetKeyDisabled implements authz.Keys.
 func (s *Store) SetKeyDisabled(ctx context.Context, id string, disabled bool) error {
 	return s.update(ctx, `UPDATE keys SET disabled = $2 WHERE id = $1`, id, disabled)
 }
 
-// RevokeKey implements authz.Store.
+// RevokeKey implements authz.Keys.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return s.update(ctx, `UPDATE keys SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1`, id, ms(s.now()))
 }
 
-// TouchKey implements authz.Store.
+// TouchKey implements authz.Keys.
 func (s *Store) TouchKey(ctx context.Context, id string, at time.Time) error {
 	// GREATEST ignores NULL: the first use is recorded as is.
 	return s.update(ctx, `UPDATE keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = $1`, id, ms(at))

@@ -10,7 +10,7 @@ import (
 	"modelgate/authz"
 )
 
-// SaveResponse implements authz.Store.
+// SaveResponse implements authz.Responses.
 func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
 	b, err := json.Marshal(r.Items)
 	if err != nil {
@@ -31,7 +31,7 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.
 	return err
 }
 
-// Conversation implements authz.Store.
+// Conversation implements authz.Responses.
 func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
 	var b []byte
 	err := s.row(ctx, func(row pgx.Row) error { return row.Scan(&b) },
@@ -46,7 +46,7 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 	return items, nil
 }
 
-// Response implements authz.Store.
+// Response implements authz.Responses.
 func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
 	var items, resp []byte
 	var inputs *int32
@@ -68,7 +68,7 @@ func (s *Store) Response(ctx context.Context, accountID, id string, now time.Tim
 	return r, nil
 }
 
-// DeleteResponse implements authz.Store.
+// DeleteResponse implements authz.Responses.
 func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
 	if err != nil {
@@ -80,7 +80,7 @@ func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now ti
 	return nil
 }
 
-// SaveImage implements authz.Store.
+// SaveImage implements authz.Images.
 func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error {
 	now := ms(s.now())
 	if _, err := s.pool.Exec(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -91,7 +91,7 @@ func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string
 	return err
 }
 
-// Image implements authz.Store.
+// Image implements authz.Images.
 func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error) {
 	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&contentType, &data) },
 		`SELECT content_type, data FROM images WHERE id = $1 AND expires_at > $2`, id, ms(now))
@@ -101,4 +101,16 @@ func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentTyp
 	return contentType, data, nil
 }
 
-var _ authz.Store = (*Store)(nil)
+// The store implements every storage interface of authz.
+var (
+	_ authz.Store     = (*Store)(nil)
+	_ authz.Accounts  = (*Store)(nil)
+	_ authz.Groups    = (*Store)(nil)
+	_ authz.Keys      = (*Store)(nil)
+	_ authz.Ledger    = (*Store)(nil)
+	_ authz.Captures  = (*Store)(nil)
+	_ authz.Prices    = (*Store)(nil)
+	_ authz.Audit     = (*Store)(nil)
+	_ authz.Responses = (*Store)(nil)
+	_ authz.Images    = (*Store)(nil)
+)

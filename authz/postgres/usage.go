@@ -31,7 +31,7 @@ func usageValues(r authz.UsageRecord) []any {
 		cost, r.Audio.Milliseconds(), r.Images, r.ClientRequestID}
 }
 
-// AppendUsage implements authz.Store.
+// AppendUsage implements authz.Ledger.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	_, err := s.pool.Exec(ctx, insertUsage, usageValues(r)...)
 	return err
@@ -46,7 +46,7 @@ var insertUsage = func() string {
 		`) ON CONFLICT (record_id) DO NOTHING`
 }()
 
-// AppendUsageBatch implements authz.Store: one COPY into a temporary
+// AppendUsageBatch implements authz.Ledger: one COPY into a temporary
 // table, then one INSERT that skips ids already stored, in a transaction.
 // (COPY itself cannot skip conflicts.)
 func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
@@ -68,7 +68,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	})
 }
 
-// UsageSince implements authz.Store.
+// UsageSince implements authz.Ledger.
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
 	err := s.row(ctx, func(row pgx.Row) error {
@@ -77,7 +77,7 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 	return t, err
 }
 
-// SpentSince implements authz.Store.
+// SpentSince implements authz.Ledger.
 func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
 	query, id, err := dialect.SpentSince(subject)
 	if err != nil {
@@ -88,7 +88,7 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 	return pricing.Nanos(n), err
 }
 
-// UsageReport implements authz.Store.
+// UsageReport implements authz.Ledger.
 func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
 	query, args := dialect.UsageReport(q)
 	return list(ctx, s, func(row pgx.Row) (authz.UsageRow, error) {

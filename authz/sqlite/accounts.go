@@ -11,7 +11,7 @@ import (
 
 const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, budget, created_at`
 
-// CreateAccount implements authz.Store.
+// CreateAccount implements authz.Accounts.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
 	a := authz.Account{ID: storesql.NewID("acct"), Name: name, CreatedAt: ms(s.now())}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)`,
@@ -22,24 +22,24 @@ func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, 
 	return a, err
 }
 
-// AccountByID implements authz.Store.
+// AccountByID implements authz.Accounts.
 func (s *Store) AccountByID(ctx context.Context, id string) (authz.Account, error) {
 	a, err := scanAccount(s.db.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM accounts WHERE id = ?`, id))
 	return a, notFound(err)
 }
 
-// AccountByName implements authz.Store.
+// AccountByName implements authz.Accounts.
 func (s *Store) AccountByName(ctx context.Context, name string) (authz.Account, error) {
 	a, err := scanAccount(s.db.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM accounts WHERE name = ?`, name))
 	return a, notFound(err)
 }
 
-// ListAccounts implements authz.Store.
+// ListAccounts implements authz.Accounts.
 func (s *Store) ListAccounts(ctx context.Context) ([]authz.Account, error) {
 	return list(ctx, s, scanAccount, `SELECT `+accountColumns+` FROM accounts ORDER BY name`)
 }
 
-// UpdateAccount implements authz.Store.
+// UpdateAccount implements authz.Accounts.
 func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 	err := s.update(ctx, `UPDATE accounts SET name = ?, group_id = ?, models = ?, disabled = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
 		append([]any{a.Name, nullString(a.GroupID), joinModels(a.Models), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget), a.ID)...)...)
@@ -52,7 +52,7 @@ func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 	return err
 }
 
-// SetAccountDisabled implements authz.Store.
+// SetAccountDisabled implements authz.Accounts.
 func (s *Store) SetAccountDisabled(ctx context.Context, id string, disabled bool) error {
 	return s.update(ctx, `UPDATE accounts SET disabled = ? WHERE id = ?`, disabled, id)
 }

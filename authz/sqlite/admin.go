@@ -9,7 +9,7 @@ import (
 	"modelgate/authz/pricing"
 )
 
-// ListPrices implements authz.Store.
+// ListPrices implements authz.Prices.
 func (s *Store) ListPrices(ctx context.Context) ([]pricing.Price, error) {
 	return list(ctx, s, func(row scanner) (pricing.Price, error) {
 		var text string
@@ -20,7 +20,7 @@ func (s *Store) ListPrices(ctx context.Context) ([]pricing.Price, error) {
 	}, `SELECT price FROM prices ORDER BY model, from_ms`)
 }
 
-// SetPrice implements authz.Store.
+// SetPrice implements authz.Prices.
 func (s *Store) SetPrice(ctx context.Context, p pricing.Price) error {
 	text, err := storesql.PriceArg(p)
 	if err != nil {
@@ -31,19 +31,19 @@ func (s *Store) SetPrice(ctx context.Context, p pricing.Price) error {
 	return err
 }
 
-// DeletePrice implements authz.Store.
+// DeletePrice implements authz.Prices.
 func (s *Store) DeletePrice(ctx context.Context, model string, from time.Time) error {
 	return s.update(ctx, `DELETE FROM prices WHERE model = ? AND from_ms = ?`, model, storesql.FromMS(from))
 }
 
-// AppendAudit implements authz.Store.
+// AppendAudit implements authz.Audit.
 func (s *Store) AppendAudit(ctx context.Context, e authz.AuditEntry) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO audit (at, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?)`,
 		e.At.UnixMilli(), e.Actor, e.Action, e.Target, storesql.NullJSON(e.Before), storesql.NullJSON(e.After))
 	return err
 }
 
-// ListAudit implements authz.Store.
+// ListAudit implements authz.Audit.
 func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.AuditEntry, error) {
 	before := q.Before
 	if before <= 0 {
@@ -62,7 +62,7 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 		WHERE id < ? AND (? = '' OR target = ?) ORDER BY id DESC LIMIT ?`, before, q.Target, q.Target, storesql.AuditLimit(q))
 }
 
-// DeleteUsageBefore implements authz.Store.
+// DeleteUsageBefore implements authz.Ledger.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "usage", before, limit)
 }
@@ -78,7 +78,7 @@ func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time
 	return res.RowsAffected()
 }
 
-// ListRequests implements authz.Store.
+// ListRequests implements authz.Ledger.
 func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
 	query, args := dialect.Requests(q)
 	return list(ctx, s, func(row scanner) (authz.UsageRecord, error) {
@@ -93,7 +93,7 @@ func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz
 	}, query, args...)
 }
 
-// SaveCapture implements authz.Store.
+// SaveCapture implements authz.Captures.
 func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
 		response, request_truncated, response_truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -102,7 +102,7 @@ func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
 	return err
 }
 
-// CaptureOf implements authz.Store.
+// CaptureOf implements authz.Captures.
 func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
 	var c authz.Capture
 	var at int64
@@ -114,7 +114,7 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 	return c, notFound(err)
 }
 
-// DeleteCapturesBefore implements authz.Store.
+// DeleteCapturesBefore implements authz.Captures.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "captures", before, limit)
 }

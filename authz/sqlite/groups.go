@@ -10,7 +10,7 @@ import (
 
 const groupColumns = `id, name, models, ` + limitColumns + `, budget, created_at`
 
-// CreateGroup implements authz.Store.
+// CreateGroup implements authz.Groups.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
 	if g.ID == "" {
 		g.ID = storesql.NewID("grp")
@@ -27,24 +27,24 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 	return g, err
 }
 
-// GroupByID implements authz.Store.
+// GroupByID implements authz.Groups.
 func (s *Store) GroupByID(ctx context.Context, id string) (authz.Group, error) {
 	g, err := scanGroup(s.db.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM groups WHERE id = ?`, id))
 	return g, notFound(err)
 }
 
-// GroupByName implements authz.Store.
+// GroupByName implements authz.Groups.
 func (s *Store) GroupByName(ctx context.Context, name string) (authz.Group, error) {
 	g, err := scanGroup(s.db.QueryRowContext(ctx, `SELECT `+groupColumns+` FROM groups WHERE name = ?`, name))
 	return g, notFound(err)
 }
 
-// ListGroups implements authz.Store.
+// ListGroups implements authz.Groups.
 func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
 	return list(ctx, s, scanGroup, `SELECT `+groupColumns+` FROM groups ORDER BY name`)
 }
 
-// UpdateGroup implements authz.Store.
+// UpdateGroup implements authz.Groups.
 func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
 	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
 		append([]any{g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.ID)...)...)

@@ -12,7 +12,7 @@ import (
 
 const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
-// CreateKey implements authz.Store.
+// CreateKey implements authz.Keys.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 	if k.ID == "" {
 		k.ID = storesql.NewID("key")
@@ -33,17 +33,17 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 	return k, err
 }
 
-// KeyByHash implements authz.Store.
+// KeyByHash implements authz.Keys.
 func (s *Store) KeyByHash(ctx context.Context, hash [32]byte) (authz.Key, error) {
 	return s.key(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = ?`, hash[:])
 }
 
-// KeyByID implements authz.Store.
+// KeyByID implements authz.Keys.
 func (s *Store) KeyByID(ctx context.Context, id string) (authz.Key, error) {
 	return s.key(ctx, `SELECT `+keyColumns+` FROM keys WHERE id = ?`, id)
 }
 
-// KeyByPrefix implements authz.Store. A prefix shared by several keys is
+// KeyByPrefix implements authz.Keys. A prefix shared by several keys is
 // ambiguous and returns an error rather than picking one.
 func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, error) {
 	keys, err := list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE prefix = ? ORDER BY created_at, rowid`, prefix)
@@ -58,28 +58,28 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (authz.Key, erro
 	return keys[0], nil
 }
 
-// ListKeys implements authz.Store.
+// ListKeys implements authz.Keys.
 func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, error) {
 	return list(ctx, s, scanKey, `SELECT `+keyColumns+` FROM keys WHERE account_id = ? ORDER BY created_at, rowid`, accountID)
 }
 
-// UpdateKey implements authz.Store.
+// UpdateKey implements authz.Keys.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
 	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, disabled = ?, expires_at = ?, budget = ? WHERE id = ?`,
 		k.Name, joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt), storesql.BudgetArg(k.Budget), k.ID)
 }
 
-// SetKeyDisabled implements authz.Store.
+// SetKeyDisabled implements authz.Keys.
 func (s *Store) SetKeyDisabled(ctx context.Context, id string, disabled bool) error {
 	return s.update(ctx, `UPDATE keys SET disabled = ? WHERE id = ?`, disabled, id)
 }
 
-// RevokeKey implements authz.Store.
+// RevokeKey implements authz.Keys.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return s.update(ctx, `UPDATE keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.now().UnixMilli(), id)
 }
 
-// TouchKey implements authz.Store.
+// TouchKey implements authz.Keys.
 func (s *Store) TouchKey(ctx context.Context, id string, at time.Time) error {
 	return s.update(ctx, `UPDATE keys SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?`, at.UnixMilli(), id)
 }

@@ -9,7 +9,7 @@ import (
 	"modelgate/authz"
 )
 
-// SaveResponse implements authz.Store.
+// SaveResponse implements authz.Responses.
 func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
 	b, err := json.Marshal(r.Items)
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.
 	return err
 }
 
-// Conversation implements authz.Store.
+// Conversation implements authz.Responses.
 func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
 	var b []byte
 	err := s.db.QueryRowContext(ctx, `SELECT items FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
@@ -44,7 +44,7 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 	return items, nil
 }
 
-// Response implements authz.Store.
+// Response implements authz.Responses.
 func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
 	var items, resp []byte
 	var inputs sql.NullInt64
@@ -63,7 +63,7 @@ func (s *Store) Response(ctx context.Context, accountID, id string, now time.Tim
 	return r, nil
 }
 
-// DeleteResponse implements authz.Store.
+// DeleteResponse implements authz.Responses.
 func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
 		id, accountID, now.UnixMilli())

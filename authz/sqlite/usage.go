@@ -70,13 +70,13 @@ func reuse(prev []any, i int, v string) any {
 	return v
 }
 
-// AppendUsage implements authz.Store.
+// AppendUsage implements authz.Ledger.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	_, err := s.inserts[len(usageGroups)-1].ExecContext(ctx, appendUsageArgs(make([]any, 0, usageColumns), r)...)
 	return err
 }
 
-// AppendUsageBatch implements authz.Store: one transaction, so SQLite
+// AppendUsageBatch implements authz.Ledger: one transaction, so SQLite
 // syncs once per batch instead of per record, and one statement for up
 // to usageGroups[0] records, so each costs SQLite and database/sql one
 // statement execution.
@@ -108,7 +108,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	return tx.Commit()
 }
 
-// UsageSince implements authz.Store.
+// UsageSince implements authz.Ledger.
 func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
 	var t authz.UsageTotals
 	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ? AND attempt = 0`,
@@ -116,7 +116,7 @@ func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Tim
 	return t, err
 }
 
-// SpentSince implements authz.Store.
+// SpentSince implements authz.Ledger.
 func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
 	query, id, err := dialect.SpentSince(subject)
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 	return pricing.Nanos(n), err
 }
 
-// UsageReport implements authz.Store.
+// UsageReport implements authz.Ledger.
 func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
 	query, args := dialect.UsageReport(q)
 	return list(ctx, s, func(row scanner) (authz.UsageRow, error) {

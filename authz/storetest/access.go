@@ -11,6 +11,32 @@ import (
 	"modelgate/authz"
 )
 
+// principalStore is what the Principals suite uses: keys, accounts and
+// groups, which an Authenticator reads together.
+type principalStore interface {
+	authz.Accounts
+	authz.Groups
+	authz.Keys
+}
+
+// Principals tests what an Authenticator makes of the keys, accounts and
+// groups a store holds: effective models, limits and budgets, and the
+// states, expiry and last use of keys.
+func Principals[S interface {
+	authz.Accounts
+	authz.Groups
+	authz.Keys
+}](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore,
+		test[S]{"EffectiveAccess", testEffectiveAccess[S]},
+		test[S]{"Budgets", testBudgets[S]},
+		test[S]{"GroupLimitsAreACap", testGroupLimitsAreACap[S]},
+		test[S]{"AuthenticateStates", testAuthenticateStates[S]},
+		test[S]{"AuthenticateExpiry", testAuthenticateExpiry[S]},
+		test[S]{"AuthenticateLastUsed", testAuthenticateLastUsed[S]},
+	)
+}
+
 // clock is a settable time source for the Authenticator.
 type clock struct{ now time.Time }
 
@@ -18,7 +44,7 @@ func (c *clock) Now() time.Time { return c.now }
 
 func newClock() *clock { return &clock{now: time.UnixMilli(1_800_000_000_000).UTC()} }
 
-func testEffectiveAccess(t *testing.T, s authz.Store) {
+func testEffectiveAccess[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	g := mustGroup(t, s, authz.Group{Name: "team", Models: []string{"a", "b", "c"},
 		Limits: authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerMinute: new(int64(1000))}})
@@ -84,7 +110,7 @@ func testEffectiveAccess(t *testing.T, s authz.Store) {
 	}
 }
 
-func testAuthenticateStates(t *testing.T, s authz.Store) {
+func testAuthenticateStates[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	c := newClock()
 	tests := []struct {
@@ -123,7 +149,7 @@ func testAuthenticateStates(t *testing.T, s authz.Store) {
 	}
 }
 
-func testAuthenticateExpiry(t *testing.T, s authz.Store) {
+func testAuthenticateExpiry[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	c := newClock()
 	a := mustAccount(t, s, "acme")
@@ -147,7 +173,7 @@ func testAuthenticateExpiry(t *testing.T, s authz.Store) {
 
 // testAuthenticateLastUsed checks the documented bound: cache hits never
 // write, and a miss writes only when the stored time is an interval old.
-func testAuthenticateLastUsed(t *testing.T, s authz.Store) {
+func testAuthenticateLastUsed[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	c := newClock()
 	a := mustAccount(t, s, "acme")

@@ -13,10 +13,25 @@ import (
 	"modelgate/authz/pricing"
 )
 
+// Prices tests authz.Prices.
+func Prices[S authz.Prices](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore, test[S]{"Prices", testPrices[S]})
+}
+
+// Audit tests authz.Audit.
+func Audit[S authz.Audit](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore, test[S]{"Audit", testAudit[S]})
+}
+
+// Captures tests authz.Captures.
+func Captures[S authz.Captures](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore, test[S]{"Captures", testCaptures[S]})
+}
+
 // testPrices: prices set at run time are listed by model and From, a
 // price of the same model and From replaces the last, and deleting one
 // leaves the others.
-func testPrices(t *testing.T, s authz.Store) {
+func testPrices[S authz.Prices](t *testing.T, s S) {
 	ctx := context.Background()
 	june := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	cached := pricing.Nanos(1_250_000_000)
@@ -54,7 +69,7 @@ func testPrices(t *testing.T, s authz.Store) {
 
 // testAudit: entries come back newest first with what was recorded, a page
 // at a time by cursor, and by target.
-func testAudit(t *testing.T, s authz.Store) {
+func testAudit[S authz.Audit](t *testing.T, s S) {
 	ctx := context.Background()
 	at := time.UnixMilli(1_800_000_000_000).UTC()
 	var want []authz.AuditEntry
@@ -96,102 +111,9 @@ func testAudit(t *testing.T, s authz.Store) {
 	}
 }
 
-// testUsageRetention: records before the cut-off go, oldest first and at
-// most the limit at a time; later ones stay.
-func testUsageRetention(t *testing.T, s authz.Store) {
-	ctx := context.Background()
-	a := mustAccount(t, s, "retained")
-	_, k, err := authz.CreateKey(ctx, s, a.ID, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := time.UnixMilli(1_800_000_000_000).UTC()
-	for i := range 5 {
-		at := cut.Add(time.Duration(i-3) * time.Hour) // 3 before the cut, 2 after
-		if err := s.AppendUsage(ctx, authz.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
-			Status: 200, TotalTokens: int64(i + 1), At: at}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n, err := s.DeleteUsageBefore(ctx, cut, 2)
-	if err != nil || n != 2 {
-		t.Fatalf("first batch: %d, %v; want 2", n, err)
-	}
-	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 3 || u.TotalTokens != 3+4+5 {
-		t.Errorf("after the first batch: %+v; want the oldest two gone", u)
-	}
-	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 1 {
-		t.Errorf("second batch: %d, %v; want 1", n, err)
-	}
-	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 0 {
-		t.Errorf("third batch: %d, %v; want 0", n, err)
-	}
-	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 2 || u.TotalTokens != 9 {
-		t.Errorf("after retention: %+v; want the two after the cut", u)
-	}
-}
-
-// testRequests: the ledger's requests come newest first, filtered, a page
-// at a time by cursor, without failed attempts.
-func testRequests(t *testing.T, s authz.Store) {
-	ctx := context.Background()
-	a := mustAccount(t, s, "requester")
-	b := mustAccount(t, s, "other requester")
-	_, k, _ := authz.CreateKey(ctx, s, a.ID, "", nil)
-	_, kb, _ := authz.CreateKey(ctx, s, b.ID, "", nil)
-	at := time.UnixMilli(1_800_000_000_000).UTC()
-	recs := []authz.UsageRecord{
-		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at},
-		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
-		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 502, At: at.Add(2 * time.Second)},
-		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 503, Attempt: 1, At: at.Add(2 * time.Second)},
-		{RequestID: "r4", KeyID: kb.ID, AccountID: b.ID, Model: "m1", Status: 200, At: at.Add(2 * time.Second)},
-		{RequestID: "r5", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 403, At: at.Add(2 * time.Second)},
-	}
-	for _, r := range recs {
-		if err := s.AppendUsage(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ids := func(q authz.RequestQuery) []string {
-		t.Helper()
-		rs, err := s.ListRequests(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.RequestID)
-		}
-		return out
-	}
-	for name, c := range map[string]struct {
-		q    authz.RequestQuery
-		want []string
-	}{
-		"all, newest first": {authz.RequestQuery{}, []string{"r5", "r4", "r3", "r2", "r1"}},
-		"an account":        {authz.RequestQuery{AccountID: a.ID}, []string{"r5", "r3", "r2", "r1"}},
-		"a key and a model": {authz.RequestQuery{KeyID: k.ID, Model: "m1"}, []string{"r5", "r3", "r1"}},
-		"refused":           {authz.RequestQuery{Outcome: "refused"}, []string{"r5", "r2"}},
-		"failed":            {authz.RequestQuery{Outcome: "failed"}, []string{"r3"}},
-		"ok":                {authz.RequestQuery{Outcome: "ok"}, []string{"r4", "r1"}},
-		"a page":            {authz.RequestQuery{Limit: 2}, []string{"r5", "r4"}},
-		"the next page":     {authz.RequestQuery{Limit: 2, BeforeAt: at.Add(2 * time.Second), BeforeID: "r4"}, []string{"r3", "r2"}},
-	} {
-		if got := ids(c.q); cmp.Diff(c.want, got) != "" {
-			t.Errorf("%s: %v, want %v", name, got, c.want)
-		}
-	}
-	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
-	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
-		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID {
-		t.Errorf("r1 = %+v", rs)
-	}
-}
-
 // testCaptures: a capture is kept and found by its request, and goes with
 // retention.
-func testCaptures(t *testing.T, s authz.Store) {
+func testCaptures[S authz.Captures](t *testing.T, s S) {
 	ctx := context.Background()
 	at := time.UnixMilli(1_800_000_000_000).UTC()
 	c := authz.Capture{RequestID: "req-1", AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m", Status: 200,

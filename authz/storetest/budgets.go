@@ -12,7 +12,7 @@ import (
 
 // testBudgets: budgets on groups, accounts and keys are stored, read back,
 // removed, and carried by the principal.
-func testBudgets(t *testing.T, s authz.Store) {
+func testBudgets[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	month := &authz.Budget{Amount: 12_500_000_000, Period: authz.PeriodMonth, Alerts: true}
 	day := &authz.Budget{Amount: 1, Period: authz.PeriodDay}
@@ -72,7 +72,7 @@ func testBudgets(t *testing.T, s authz.Store) {
 // testGroupLimitsAreACap: an account's limits narrow its group's and never
 // widen them; a limit of zero is kept as zero (nothing allowed), apart
 // from unset.
-func testGroupLimitsAreACap(t *testing.T, s authz.Store) {
+func testGroupLimitsAreACap[S principalStore](t *testing.T, s S) {
 	ctx := context.Background()
 	g := mustGroup(t, s, authz.Group{Name: "capped", Limits: authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerDay: new(int64(5000))}})
 	a := mustAccount(t, s, "greedy")

@@ -11,7 +11,28 @@ import (
 	"modelgate/authz"
 )
 
-func testKeys(t *testing.T, s authz.Store) {
+// keyStore is what the Keys suite uses: keys, and accounts to own them.
+type keyStore interface {
+	authz.Accounts
+	authz.Keys
+}
+
+// Keys tests authz.Keys. Keys belong to accounts: the stores have
+// authz.Accounts too.
+func Keys[S interface {
+	authz.Accounts
+	authz.Keys
+}](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore,
+		test[S]{"Keys", testKeys[S]},
+		test[S]{"KeyPrefixAmbiguous", testKeyPrefixAmbiguous[S]},
+		test[S]{"KeyDisableAndRevoke", testKeyDisableAndRevoke[S]},
+		test[S]{"UpdateKey", testUpdateKey[S]},
+		test[S]{"TouchKey", testTouchKey[S]},
+	)
+}
+
+func testKeys[S keyStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	// Nanoseconds that the store must drop like it drops them on read.
@@ -77,7 +98,7 @@ func testKeys(t *testing.T, s authz.Store) {
 	}
 }
 
-func testKeyPrefixAmbiguous(t *testing.T, s authz.Store) {
+func testKeyPrefixAmbiguous[S keyStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	for _, secret := range []string{"one", "two"} {
@@ -90,7 +111,7 @@ func testKeyPrefixAmbiguous(t *testing.T, s authz.Store) {
 	}
 }
 
-func testKeyDisableAndRevoke(t *testing.T, s authz.Store) {
+func testKeyDisableAndRevoke[S keyStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	_, k, err := authz.CreateKey(ctx, s, a.ID, "", nil)
@@ -126,7 +147,7 @@ func testKeyDisableAndRevoke(t *testing.T, s authz.Store) {
 	}
 }
 
-func testUpdateKey(t *testing.T, s authz.Store) {
+func testUpdateKey[S keyStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	_, k, err := authz.CreateKey(ctx, s, a.ID, "old", []string{"gpt-4o"})
@@ -161,7 +182,7 @@ func testUpdateKey(t *testing.T, s authz.Store) {
 	}
 }
 
-func testTouchKey(t *testing.T, s authz.Store) {
+func testTouchKey[S keyStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	_, k, err := authz.CreateKey(ctx, s, a.ID, "", nil)

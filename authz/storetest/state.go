@@ -13,7 +13,20 @@ import (
 	"modelgate/authz"
 )
 
-func testResponses(t *testing.T, s authz.Store) {
+// Responses tests authz.Responses.
+func Responses[S authz.Responses](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore,
+		test[S]{"Responses", testResponses[S]},
+		test[S]{"ResponseObjects", testResponseObjects[S]},
+	)
+}
+
+// Images tests authz.Images.
+func Images[S authz.Images](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore, test[S]{"Images", testImages[S]})
+}
+
+func testResponses[S authz.Responses](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	// Kept as sent, bar insignificant spaces: key order is the client's.
@@ -51,7 +64,7 @@ func testResponses(t *testing.T, s authz.Store) {
 // testResponseObjects covers what GET, DELETE and input_items of stored
 // responses need: the Response object and the number of input items kept
 // beside the conversation, and deletion, all scoped to the account.
-func testResponseObjects(t *testing.T, s authz.Store) {
+func testResponseObjects[S authz.Responses](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	want := authz.StoredResponse{
@@ -119,7 +132,7 @@ func testResponseObjects(t *testing.T, s authz.Store) {
 	}
 }
 
-func testImages(t *testing.T, s authz.Store) {
+func testImages[S authz.Images](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\xffbytes")

@@ -15,7 +15,33 @@ import (
 	"modelgate/authz/pricing"
 )
 
-func testUsage(t *testing.T, s authz.Store) {
+// ledgerStore is what the Ledger suite uses: the ledger, and the accounts
+// and groups its records and budget subjects name.
+type ledgerStore interface {
+	authz.Ledger
+	authz.Accounts
+	authz.Groups
+}
+
+// Ledger tests authz.Ledger. A group's spending is its accounts' records:
+// the stores have authz.Accounts and authz.Groups too.
+func Ledger[S interface {
+	authz.Ledger
+	authz.Accounts
+	authz.Groups
+}](t *testing.T, newStore func(t *testing.T) S) {
+	run(t, newStore,
+		test[S]{"Usage", testUsage[S]},
+		test[S]{"UsageReport", testUsageReport[S]},
+		test[S]{"SpentSince", testSpentSince[S]},
+		test[S]{"UsageConcurrent", testUsageConcurrent[S]},
+		test[S]{"UsageIdempotent", testUsageIdempotent[S]},
+		test[S]{"UsageRetention", testUsageRetention[S]},
+		test[S]{"Requests", testRequests[S]},
+	)
+}
+
+func testUsage[S ledgerStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	t0 := time.Now().Add(-time.Hour)
@@ -131,7 +157,7 @@ func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
 	return rows
 }
 
-func testUsageReport(t *testing.T, s authz.Store) {
+func testUsageReport[S authz.Ledger](t *testing.T, s S) {
 	ctx := context.Background()
 	recs := reportRecords()
 	half := len(recs) / 2
@@ -167,7 +193,7 @@ func testUsageReport(t *testing.T, s authz.Store) {
 
 // testUsageConcurrent appends from many goroutines, one by one and in
 // batches, and checks that no record is lost.
-func testUsageConcurrent(t *testing.T, s authz.Store) {
+func testUsageConcurrent[S authz.Ledger](t *testing.T, s S) {
 	ctx := context.Background()
 	const singles, batches, batchSize, perWorker = 8, 4, 10, 25
 	at := time.Now().Add(-time.Minute)
@@ -217,7 +243,7 @@ func testUsageConcurrent(t *testing.T, s authz.Store) {
 // A record whose ID is stored already is not stored again, alone or in a
 // batch (a retried batch whose commit reply was lost); records without an
 // ID may repeat.
-func testUsageIdempotent(t *testing.T, s authz.Store) {
+func testUsageIdempotent[S ledgerStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
 	rec := func(id string) authz.UsageRecord {
@@ -247,7 +273,7 @@ func testUsageIdempotent(t *testing.T, s authz.Store) {
 
 // SpentSince sums the known costs of a key's, an account's or a group's
 // requests from a time, as budget counters are rebuilt from it.
-func testSpentSince(t *testing.T, s authz.Store) {
+func testSpentSince[S ledgerStore](t *testing.T, s S) {
 	ctx := context.Background()
 	g, err := s.CreateGroup(ctx, authz.Group{Name: "spenders"})
 	if err != nil {
@@ -296,5 +322,94 @@ func testSpentSince(t *testing.T, s authz.Store) {
 		if _, err := s.SpentSince(ctx, bad, since); err == nil {
 			t.Errorf("SpentSince(%q): no error", bad)
 		}
+	}
+}
+
+// testUsageRetention: records before the cut-off go, oldest first and at
+// most the limit at a time; later ones stay.
+func testUsageRetention[S ledgerStore](t *testing.T, s S) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "retained")
+	k := authz.Key{ID: "key_retained"} // the ledger does not look keys up
+	cut := time.UnixMilli(1_800_000_000_000).UTC()
+	for i := range 5 {
+		at := cut.Add(time.Duration(i-3) * time.Hour) // 3 before the cut, 2 after
+		if err := s.AppendUsage(ctx, authz.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
+			Status: 200, TotalTokens: int64(i + 1), At: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.DeleteUsageBefore(ctx, cut, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("first batch: %d, %v; want 2", n, err)
+	}
+	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 3 || u.TotalTokens != 3+4+5 {
+		t.Errorf("after the first batch: %+v; want the oldest two gone", u)
+	}
+	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 1 {
+		t.Errorf("second batch: %d, %v; want 1", n, err)
+	}
+	if n, err := s.DeleteUsageBefore(ctx, cut, 2); err != nil || n != 0 {
+		t.Errorf("third batch: %d, %v; want 0", n, err)
+	}
+	if u, _ := s.UsageSince(ctx, a.ID, time.Time{}); u.Requests != 2 || u.TotalTokens != 9 {
+		t.Errorf("after retention: %+v; want the two after the cut", u)
+	}
+}
+
+// testRequests: the ledger's requests come newest first, filtered, a page
+// at a time by cursor, without failed attempts.
+func testRequests[S ledgerStore](t *testing.T, s S) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "requester")
+	b := mustAccount(t, s, "other requester")
+	k, kb := authz.Key{ID: "key_requester"}, authz.Key{ID: "key_other_requester"} // the ledger does not look keys up
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	recs := []authz.UsageRecord{
+		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at},
+		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
+		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 502, At: at.Add(2 * time.Second)},
+		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 503, Attempt: 1, At: at.Add(2 * time.Second)},
+		{RequestID: "r4", KeyID: kb.ID, AccountID: b.ID, Model: "m1", Status: 200, At: at.Add(2 * time.Second)},
+		{RequestID: "r5", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 403, At: at.Add(2 * time.Second)},
+	}
+	for _, r := range recs {
+		if err := s.AppendUsage(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(q authz.RequestQuery) []string {
+		t.Helper()
+		rs, err := s.ListRequests(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.RequestID)
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		q    authz.RequestQuery
+		want []string
+	}{
+		"all, newest first": {authz.RequestQuery{}, []string{"r5", "r4", "r3", "r2", "r1"}},
+		"an account":        {authz.RequestQuery{AccountID: a.ID}, []string{"r5", "r3", "r2", "r1"}},
+		"a key and a model": {authz.RequestQuery{KeyID: k.ID, Model: "m1"}, []string{"r5", "r3", "r1"}},
+		"refused":           {authz.RequestQuery{Outcome: "refused"}, []string{"r5", "r2"}},
+		"failed":            {authz.RequestQuery{Outcome: "failed"}, []string{"r3"}},
+		"ok":                {authz.RequestQuery{Outcome: "ok"}, []string{"r4", "r1"}},
+		"a page":            {authz.RequestQuery{Limit: 2}, []string{"r5", "r4"}},
+		"the next page":     {authz.RequestQuery{Limit: 2, BeforeAt: at.Add(2 * time.Second), BeforeID: "r4"}, []string{"r3", "r2"}},
+	} {
+		if got := ids(c.q); gocmp.Diff(c.want, got) != "" {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
+	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
+		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID {
+		t.Errorf("r1 = %+v", rs)
 	}
 }

@@ -27,7 +27,7 @@ const minAdminToken = 32
 // mountAdmin serves the admin API and dashboard under /admin/ on the admin
 // mux when the admin token's variable is set. Only the token's SHA-256 is
 // kept.
-func mountAdmin(mux *http.ServeMux, cfg *config.Config, store authz.Store, auth *authz.Authenticator, prices *livePrices,
+func mountAdmin(mux *http.ServeMux, cfg *config.Config, store admin.Store, auth *authz.Authenticator, prices *livePrices,
 	spender ratelimit.Spender, getenv func(string) string, log *zap.Logger) error {
 	token := getenv(cfg.Admin.TokenEnv)
 	if token == "" {

@@ -20,7 +20,7 @@ import (
 // captureConfig is the ext_proc server's payload capture for the config,
 // nil when off, and its sink to run and close. To: store queues captures
 // for store off the request path, with the queue's metrics on reg.
-func captureConfig(cfg *config.Config, store authz.Store, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
+func captureConfig(cfg *config.Config, store authz.Captures, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
 	c := cfg.Observability.Capture
 	var sink extproc.CaptureSink
 	var out captureSink

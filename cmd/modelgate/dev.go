@@ -405,7 +405,7 @@ func devKey(ctx context.Context, store authz.Store, dataDir, fromEnv string) (ke
 // keptDevKey returns the key in the file at path if it authenticates
 // against store, and "" if there is no such file or its key does not
 // (unknown to this store, revoked, expired or disabled).
-func keptDevKey(ctx context.Context, store authz.Store, path string) (string, error) {
+func keptDevKey(ctx context.Context, store authz.PrincipalStore, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil

@@ -144,7 +144,7 @@ func splitList(s string) []string {
 
 // ensureAccount returns the named account, creating it if needed, and
 // whether it did.
-func ensureAccount(ctx context.Context, store authz.Store, name string) (authz.Account, bool, error) {
+func ensureAccount(ctx context.Context, store authz.Accounts, name string) (authz.Account, bool, error) {
 	a, err := store.AccountByName(ctx, name)
 	if errors.Is(err, authz.ErrNotFound) {
 		a, err = store.CreateAccount(ctx, name)
@@ -156,7 +156,7 @@ func ensureAccount(ctx context.Context, store authz.Store, name string) (authz.A
 // audit records a change the command made in the audit log, as the admin
 // API records its own. The change is made already: a failure to record it
 // is reported, not returned.
-func audit(ctx context.Context, store authz.Store, e env, action, target string, before, after any) {
+func audit(ctx context.Context, store authz.Audit, e env, action, target string, before, after any) {
 	if err := admin.AuditCommand(ctx, store, time.Now(), action, target, before, after); err != nil {
 		fmt.Fprintf(e.stderr, "warning: %s %s is not in the audit log: %v\n", action, target, err)
 	}

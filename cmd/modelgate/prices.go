@@ -19,11 +19,11 @@ const pricesInterval = 10 * time.Second
 type livePrices struct {
 	*pricing.Live
 	base  []pricing.Price
-	store authz.Store
+	store authz.Prices
 	log   *zap.Logger
 }
 
-func newLivePrices(base *pricing.Table, store authz.Store, log *zap.Logger) *livePrices {
+func newLivePrices(base *pricing.Table, store authz.Prices, log *zap.Logger) *livePrices {
 	return &livePrices{Live: pricing.NewLive(base), base: base.Prices(), store: store, log: log}
 }
 

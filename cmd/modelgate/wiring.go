@@ -276,7 +276,7 @@ func waitForStore(ctx context.Context, cfg *config.Config, getenv func(string) s
 // pingStore returns what tells whether store answers: its Ping method if
 // it has one, else a key lookup that finds nothing, the query every
 // request depends on.
-func pingStore(store authz.Store) func(context.Context) error {
+func pingStore(store authz.Keys) func(context.Context) error {
 	if p, ok := store.(interface{ Ping(context.Context) error }); ok {
 		return p.Ping
 	}

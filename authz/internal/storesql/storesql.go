@@ -282,7 +282,7 @@ func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
 		` ORDER BY at DESC, request_id DESC LIMIT ` + strconv.Itoa(min(limit, 1000)), args
 }
 
-// SpentSince returns the query of authz.Store.SpentSince for subject, its
+// SpentSince returns the query of authz.Ledger.SpentSince for subject, its
 // arguments being the returned id and then the time since: the sum of the
 // known costs of the subject's requests, by the usage_key_at and
 // usage_account_at indexes (and accounts_group for a group's).

@@ -1,0 +1,190 @@
+package authz
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"modelgate/authz/pricing"
+)
+
+// The storage interfaces, one a concern. Their methods are safe for
+// concurrent use; lookups that find nothing return ErrNotFound. Times are
+// kept to the millisecond. Consumers take the interfaces they use (or
+// declare smaller ones of their own); Store is all of them, what a
+// storage backend implements.
+
+// Store persists everything authz keeps: groups, accounts and keys, the
+// usage ledger and payload captures, run-time prices, the audit log, the
+// response state of the Responses API and the images the gateway keeps.
+// The SQLite and PostgreSQL stores implement it; it is what wiring opens
+// and hands out in parts, and what the conformance suite runs against.
+type Store interface {
+	Accounts
+	Groups
+	Keys
+	Ledger
+	Captures
+	Prices
+	Audit
+	Responses
+	Images
+
+	// Close releases the store.
+	Close() error
+}
+
+// Accounts persists accounts, which own keys and are charged usage.
+type Accounts interface {
+	// CreateAccount creates an account; ErrExists if the name is taken.
+	CreateAccount(ctx context.Context, name string) (Account, error)
+	// AccountByID returns an account.
+	AccountByID(ctx context.Context, id string) (Account, error)
+	// AccountByName returns an account.
+	AccountByName(ctx context.Context, name string) (Account, error)
+	// ListAccounts returns every account, by name.
+	ListAccounts(ctx context.Context) ([]Account, error)
+	// UpdateAccount sets the name, group, models, disabled flag and limits
+	// of the account with a.ID. ErrNotFound for an unknown account or
+	// group, ErrExists if the name is taken.
+	UpdateAccount(ctx context.Context, a Account) error
+	// SetAccountDisabled disables or enables an account.
+	SetAccountDisabled(ctx context.Context, id string, disabled bool) error
+}
+
+// Groups persists groups, which hold accounts.
+type Groups interface {
+	// CreateGroup stores a group; it assigns ID and CreatedAt when empty.
+	// ErrExists if the name is taken.
+	CreateGroup(ctx context.Context, g Group) (Group, error)
+	// GroupByID returns a group.
+	GroupByID(ctx context.Context, id string) (Group, error)
+	// GroupByName returns a group.
+	GroupByName(ctx context.Context, name string) (Group, error)
+	// ListGroups returns every group, by name.
+	ListGroups(ctx context.Context) ([]Group, error)
+	// UpdateGroup sets the name, models and limits of the group with g.ID.
+	// ErrExists if the name is taken.
+	UpdateGroup(ctx context.Context, g Group) error
+}
+
+// Keys persists API keys: their hashes, never their secrets (CreateKey,
+// IssueKey and RegisterKey make one from a secret).
+type Keys interface {
+	// CreateKey stores a key; it assigns ID and CreatedAt when empty.
+	// ErrExists if the hash is already stored; ErrNotFound for an unknown
+	// account.
+	CreateKey(ctx context.Context, k Key) (Key, error)
+	// KeyByHash returns the key with that SHA-256, revoked or not.
+	KeyByHash(ctx context.Context, hash [32]byte) (Key, error)
+	// KeyByID returns a key.
+	KeyByID(ctx context.Context, id string) (Key, error)
+	// KeyByPrefix returns the key with that visible prefix.
+	KeyByPrefix(ctx context.Context, prefix string) (Key, error)
+	// ListKeys returns an account's keys, oldest first.
+	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	// UpdateKey sets the name, models, disabled flag and expiry of the key
+	// with k.ID; its secret, account and revocation stay.
+	UpdateKey(ctx context.Context, k Key) error
+	// SetKeyDisabled disables or enables a key.
+	SetKeyDisabled(ctx context.Context, id string, disabled bool) error
+	// RevokeKey revokes a key for good.
+	RevokeKey(ctx context.Context, id string) error
+	// TouchKey records that a key was used at at, unless a later use is
+	// already recorded.
+	TouchKey(ctx context.Context, id string, at time.Time) error
+}
+
+// Ledger is the usage ledger: one record per request (and per failed
+// attempt), summed for reports and budgets, listed for the requests page,
+// and expired by retention. The ledger package writes it in batches.
+type Ledger interface {
+	// AppendUsage appends a record to the usage ledger.
+	AppendUsage(ctx context.Context, rec UsageRecord) error
+	// AppendUsageBatch appends records in one transaction: all or none.
+	// Records whose ID is stored already are skipped, as by AppendUsage.
+	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
+	// UsageSince sums an account's usage records at or after since.
+	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)
+	// UsageReport sums the selected usage records per group, ordered by
+	// day, account, key and model; groups without records are absent.
+	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+	// SpentSince sums the known cost of the requests (not failed
+	// attempts) at or after since of a subject as budgets name it:
+	// "key:<id>", "account:<id>" or "group:<id>" (the records of the
+	// group's accounts as they are now). Budget counters lost with a
+	// process or a Redis are rebuilt from it. A malformed subject is an
+	// error.
+	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
+	// DeleteUsageBefore deletes at most limit usage records from before
+	// before, oldest first, and returns how many it deleted: retention,
+	// in batches that never hold the database long.
+	DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error)
+	// ListRequests returns usage records (requests, not failed attempts),
+	// newest first, as the query selects.
+	ListRequests(ctx context.Context, q RequestQuery) ([]UsageRecord, error)
+}
+
+// Captures keeps the bodies payload capture took of exchanges, by request.
+type Captures interface {
+	// SaveCapture keeps an exchange's captured bodies.
+	SaveCapture(ctx context.Context, c Capture) error
+	// CaptureOf returns the capture of a request; ErrNotFound when there
+	// is none.
+	CaptureOf(ctx context.Context, requestID string) (Capture, error)
+	// DeleteCapturesBefore deletes at most limit captures from before
+	// before, oldest first, and returns how many it deleted.
+	DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// Prices keeps the prices set at run time, over the config file's.
+type Prices interface {
+	// ListPrices returns the prices set at run time (through the admin),
+	// by model and From; the config file's are not stored.
+	ListPrices(ctx context.Context) ([]pricing.Price, error)
+	// SetPrice stores a price, replacing the one of the same model and
+	// From.
+	SetPrice(ctx context.Context, p pricing.Price) error
+	// DeletePrice removes the price of a model from a time; ErrNotFound
+	// when there is none.
+	DeletePrice(ctx context.Context, model string, from time.Time) error
+}
+
+// Audit is the log of admin changes.
+type Audit interface {
+	// AppendAudit records an admin change; the store numbers it.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// ListAudit returns admin changes, newest first.
+	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+}
+
+// Responses keeps the responses of the Responses API the gateway produced,
+// per account and until they expire.
+type Responses interface {
+	// SaveResponse stores a response of the account until expires, and
+	// drops expired ones. ErrExists if the id is taken.
+	SaveResponse(ctx context.Context, accountID, id string, r StoredResponse, expires time.Time) error
+	// Conversation returns the conversation of a stored response of the
+	// account; unknown, expired and other accounts' ids are ErrNotFound
+	// alike.
+	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+	// Response returns a stored response of the account, as Conversation
+	// finds it.
+	Response(ctx context.Context, accountID, id string, now time.Time) (StoredResponse, error)
+	// DeleteResponse deletes a stored response of the account; unknown,
+	// expired and other accounts' ids are ErrNotFound.
+	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
+}
+
+// Images keeps generated images until they expire, for the signed URLs
+// handed out in their place.
+type Images interface {
+	// SaveImage keeps a generated image until expires, for the signed URL
+	// handed out in its place, and drops expired ones. ErrExists if the id
+	// is taken.
+	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
+	// Image returns a kept image; unknown and expired ids are ErrNotFound.
+	// It is not account-scoped: whoever holds a validly signed URL may
+	// fetch it.
+	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
+}
