@@ -5,9 +5,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The gateway's module alone: go.work adds deploy/'s, which only tests use.
+ENV GOWORK=off
 RUN CGO_ENABLED=0 go build -trimpath -o /out/modelgate ./cmd/modelgate && \
     CGO_ENABLED=0 go build -trimpath -o /out/mockprovider ./cmd/mockprovider && \
-    CGO_ENABLED=0 go build -trimpath -o /out/healthcheck ./deploy/compose/healthcheck && \
+    CGO_ENABLED=0 go build -trimpath -o /out/healthcheck ./cmd/healthcheck && \
     install -d -m 0700 /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
