@@ -163,9 +163,19 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 	return s, nil
 }
 
+// Defaults of Config that the configuration file's defaults are too
+// (cmd/modelgate/config): written once, here.
+const (
+	DefaultMaxRequestBodyBytes = 10 << 20
+	DefaultMaxAudioBodyBytes   = 25 << 20
+	DefaultImageURLTTL         = time.Hour
+	DefaultResponseRetention   = 30 * 24 * time.Hour
+	DefaultCurrency            = "USD"
+)
+
 func withDefaults(cfg Config) Config {
 	if cfg.MaxRequestBodyBytes <= 0 {
-		cfg.MaxRequestBodyBytes = 10 << 20
+		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
 	if cfg.RoutingHeader == "" {
 		cfg.RoutingHeader = "x-modelgate-backend"
@@ -190,7 +200,7 @@ func withDefaults(cfg Config) Config {
 		cfg.RequestLogSample = 1
 	}
 	if cfg.Currency == "" {
-		cfg.Currency = "USD"
+		cfg.Currency = DefaultCurrency
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -199,10 +209,10 @@ func withDefaults(cfg Config) Config {
 		cfg.RequestLogger = cfg.Logger
 	}
 	if cfg.MaxAudioBodyBytes <= 0 {
-		cfg.MaxAudioBodyBytes = 25 << 20
+		cfg.MaxAudioBodyBytes = DefaultMaxAudioBodyBytes
 	}
 	if cfg.ImageURLTTL <= 0 {
-		cfg.ImageURLTTL = time.Hour
+		cfg.ImageURLTTL = DefaultImageURLTTL
 	}
 	if len(cfg.ImageURLKey) == 0 {
 		cfg.ImageURLKey = make([]byte, 32)
@@ -212,7 +222,7 @@ func withDefaults(cfg Config) Config {
 		cfg.UsageTimeout = 5 * time.Second
 	}
 	if cfg.ResponseRetention <= 0 {
-		cfg.ResponseRetention = 30 * 24 * time.Hour
+		cfg.ResponseRetention = DefaultResponseRetention
 	}
 	if cfg.DefaultOutputTokens <= 0 {
 		cfg.DefaultOutputTokens = 1024

@@ -24,6 +24,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"modelgate/extproc"
 	"modelgate/translate/providers"
 )
 
@@ -439,7 +440,7 @@ func Parse(data []byte) (*Config, error) {
 func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
-	setDefault(&c.Prices.Currency, "USD")
+	setDefault(&c.Prices.Currency, extproc.DefaultCurrency)
 	setDefault(&c.Observability.Tracing.ServiceName, "modelgate")
 	if c.Observability.Capture.RetentionDays == 0 {
 		c.Observability.Capture.RetentionDays = 7
@@ -472,16 +473,16 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	if c.Limits.MaxRequestBodyBytes == 0 {
-		c.Limits.MaxRequestBodyBytes = 10 << 20
+		c.Limits.MaxRequestBodyBytes = extproc.DefaultMaxRequestBodyBytes
 	}
 	if c.Limits.MaxAudioBytes == 0 {
-		c.Limits.MaxAudioBytes = 25 << 20
+		c.Limits.MaxAudioBytes = extproc.DefaultMaxAudioBodyBytes
 	}
 	if c.Images.URLTTL.Duration == 0 {
-		c.Images.URLTTL.Duration = time.Hour
+		c.Images.URLTTL.Duration = extproc.DefaultImageURLTTL
 	}
 	if c.Storage.ResponseRetention.Duration == 0 {
-		c.Storage.ResponseRetention.Duration = 30 * 24 * time.Hour
+		c.Storage.ResponseRetention.Duration = extproc.DefaultResponseRetention
 	}
 }
 
