@@ -22,6 +22,14 @@ import (
 // and the codec hands the message to protobuf, so what goes on the wire
 // and what the server reads are protobuf's either way (wire_test.go holds
 // both to it, and the fuzz targets look for a message they disagree on).
+//
+// What it saves, measured by BenchmarkCodec against gRPC's proto codec
+// (2 shared cores, 2026-11-28; `go test ./extproc -run XXX -bench Codec`):
+// a buffered exchange's final reply (730-byte body, header mutations,
+// usage metadata) marshals in about a sixth of the time, with 1
+// allocation instead of 17; a stream chunk's reply in about a third, 2
+// allocations instead of 3; Envoy's request headers unmarshal in about two
+// thirds of the time, with 10 allocations instead of 32.
 
 // Field numbers (external_processor.proto, processing_mode.proto,
 // base.proto, struct.proto).
