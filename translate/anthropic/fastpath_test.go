@@ -190,6 +190,9 @@ func BenchmarkStreamChunkDeltas(b *testing.B) {
 		{"text-escaped", `{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"\n\n## Step 2: \"Split\" the <input>\n"}}`},
 		{"thinking", `{"type":"content_block_delta","index":2,"delta":{"type":"thinking_delta","thinking":" is a straightforward question about"}       }`},
 		{"tool-arguments", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"location\": \"San Fra"}}`},
+		// The text delta with its index repeated, which the fast path
+		// leaves to the decoded road: what the fast path saves.
+		{"text-decoded", `{"type":"content_block_delta","index":2,"index":2,"delta":{"type":"text_delta","text":" crossing"}}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := fastPathChat(b)

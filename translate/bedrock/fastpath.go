@@ -12,6 +12,12 @@ import "modelgate/translate/jsonscan"
 // padding member "p" is such a key. Anything else (nulls, duplicate
 // members, escaped keys) goes to decodedFrame's full decoding, so the
 // output is the same either way.
+//
+// What it saves, measured by BenchmarkStreamFrameDeltas (its text case
+// against text-decoded, the same delta with a member repeated, which
+// takes the decoded road; 2 shared cores, 2026-11-28): a text delta costs
+// a fifth of the time or less, and 1 allocation (256 bytes) instead of 14
+// (1,072 bytes).
 
 // deltaEvent is what the fast path reads of a contentBlockDelta payload:
 // the delta's texts as JSON string tokens, nil when absent, and whether

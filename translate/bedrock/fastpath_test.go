@@ -233,6 +233,9 @@ func BenchmarkStreamFrameDeltas(b *testing.B) {
 		{"text-escaped", `{"contentBlockIndex":2,"delta":{"text":"\n\n## Step 2: \"Split\" the <input>\n"},"p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJK"}`},
 		{"reasoning", `{"contentBlockIndex":2,"delta":{"reasoningContent":{"text":" user has"}},"p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01"}`},
 		{"tool-arguments", `{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"location\": \"San Fra"}},"p":"abcdefghijklmnopqrstuvw"}`},
+		// The text delta with its index repeated, which the fast path
+		// leaves to the decoded road: what the fast path saves.
+		{"text-decoded", `{"contentBlockIndex":2,"contentBlockIndex":2,"delta":{"text":" capital of France is Paris."},"p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJK"}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := fastPathChat(b)

@@ -11,6 +11,10 @@
 //     regard to case).
 //   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody
 //     and Unquote read a string token as json.Unmarshal does.
+//
+// What that saves is measured where it is used: the stream fast paths of
+// translate/anthropic and translate/bedrock (their fastpath.go: a text
+// delta in a fifth of the time or less, one allocation instead of 14–16).
 package jsonscan
 
 import "bytes"
