@@ -86,46 +86,62 @@ func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
 // before anything reaches a provider. A request the rate limits refuse
 // gets its budget reservation back.
 func (ex *exchange) admitRouted(ctx context.Context) error {
-	if err := ex.admitSpend(ctx); err != nil {
+	return ex.meter.admit(ctx, ex.req.principal, ex.reservation(), ex.costEstimate)
+}
+
+// admit reserves the request's estimated cost (costAt, at the time of
+// the admission) from its budgets, then reserve tokens from its rate
+// limits. A request the rate limits refuse gets its budget reservation
+// back.
+func (m *meter) admit(ctx context.Context, p *authz.Principal, reserve int64, costAt func(time.Time) int64) error {
+	if err := m.admitSpend(ctx, p, costAt); err != nil {
 		return err
 	}
-	if err := ex.admitRate(ctx, ex.reservation()); err != nil {
-		ex.settleSpend(ctx, translate.Usage{})
+	if err := m.admitRate(ctx, p, reserve); err != nil {
+		m.settleSpend(ctx, func() int64 { return 0 })
 		return err
 	}
 	return nil
 }
 
+// settle reconciles the reservations with what the exchange used: tokens,
+// and what it cost (cost, asked only when budgets were admitted). It runs
+// once, however the exchange ended.
+func (m *meter) settle(ctx context.Context, tokens int64, cost func() int64) {
+	m.settleRate(ctx, tokens)
+	m.settleSpend(ctx, cost)
+}
+
 // admitSpend reserves the request's estimated cost from its budgets, and
 // refuses it with OpenAI's 429 insufficient_quota when one is spent. A
 // Spender failure fails open or closed as rate limits do.
-func (ex *exchange) admitSpend(ctx context.Context) error {
-	sp := ex.s.cfg.Spender
+func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(time.Time) int64) error {
+	sp := m.s.cfg.Spender
 	if sp == nil {
 		return nil
 	}
-	bs := budgets(ex.req.principal)
+	bs := budgets(p)
 	if len(bs) == 0 {
 		return nil
 	}
-	ex.meter.spendAt = ex.s.now()
-	amount := ex.costEstimate(ex.meter.spendAt)
-	d, err := sp.Reserve(ctx, bs, ex.meter.spendAt, amount)
+	m.spendAt = m.s.now()
+	amount := costAt(m.spendAt)
+	d, err := sp.Reserve(ctx, bs, m.spendAt, amount)
 	if err != nil {
-		ex.s.cfg.Metrics.limiterError()
-		if ex.s.cfg.RateLimitFailClosed {
-			ex.log.Error("budgets failed; refusing (fail closed)", zap.Error(err))
+		m.s.cfg.Metrics.limiterError()
+		if m.s.cfg.RateLimitFailClosed {
+			m.log.Error("budgets failed; refusing (fail closed)", zap.Error(err))
 			return errLimiterUnavailable(err)
 		}
-		ex.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
-		ex.meter.budgets = bs // charged in full when the exchange ends
+		m.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
+		m.budgets = bs // charged in full when the exchange ends
 		return nil
 	}
 	if st, refused := d.Refused(); refused {
-		ex.s.cfg.Metrics.budgetRefused(subjectType(st.Budget.Key))
-		return errBudgetSpent(st, ex.s.cfg.Currency)
+		m.s.cfg.Metrics.budgetRefused(subjectType(st.Budget.Key))
+		return errBudgetSpent(st, m.s.cfg.Currency)
 	}
-	ex.meter.budgets, ex.meter.spendReserved = bs, amount
+	m.budgets, m.spendReserved = bs, amount
 	return nil
 }
 
@@ -148,30 +164,37 @@ func (ex *exchange) costEstimate(at time.Time) int64 {
 }
 
 // settleSpend charges the exchange's budgets what it cost, less what it
-// reserved, once, however the exchange ended: u is the usage the ledger
-// charges, estimates included, priced as the ledger prices it.
-func (ex *exchange) settleSpend(ctx context.Context, u translate.Usage) {
-	if ex.meter.budgets == nil || ex.meter.spendSettled {
+// reserved, once, however the exchange ended: cost is what the usage the
+// ledger charges (estimates included) cost, priced as the ledger prices
+// it.
+func (m *meter) settleSpend(ctx context.Context, cost func() int64) {
+	if m.budgets == nil || m.spendSettled {
 		return
 	}
-	ex.meter.spendSettled = true
-	c, _ := ex.s.cost(ex.req.model, ex.pricingUsage(u), ex.s.now())
-	delta := min(int64(c), ratelimit.MaxSpend) - ex.meter.spendReserved
-	if delta == 0 && !alerting(ex.meter.budgets) {
+	m.spendSettled = true
+	delta := min(cost(), ratelimit.MaxSpend) - m.spendReserved
+	if delta == 0 && !alerting(m.budgets) {
 		return
 	}
-	alerts, err := ex.s.cfg.Spender.Charge(ex.bookkeeping(ctx), ex.meter.budgets, ex.meter.spendAt, delta)
+	alerts, err := m.s.cfg.Spender.Charge(m.book.context(ctx, m.s.cfg.UsageTimeout), m.budgets, m.spendAt, delta)
 	if err != nil {
-		ex.s.cfg.Metrics.limiterError()
-		ex.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))
+		m.s.cfg.Metrics.limiterError()
+		m.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))
 		return
 	}
 	for _, a := range alerts {
-		ex.s.cfg.Metrics.budgetAlert(subjectType(a.Budget.Key), a.Percent)
-		ex.log.Warn("budget alert", zap.String("subject", a.Budget.Key), zap.Int("percent", a.Percent),
+		m.s.cfg.Metrics.budgetAlert(subjectType(a.Budget.Key), a.Percent)
+		m.log.Warn("budget alert", zap.String("subject", a.Budget.Key), zap.Int("percent", a.Percent),
 			zap.String("spent", pricing.Nanos(a.Spent).String()), zap.String("budget", pricing.Nanos(a.Budget.Max).String()),
-			zap.String("currency", ex.s.cfg.Currency), zap.Stringer("period", a.Budget.Renewal), zap.Time("renews", a.Renews))
+			zap.String("currency", m.s.cfg.Currency), zap.Stringer("period", a.Budget.Renewal), zap.Time("renews", a.Renews))
 	}
+}
+
+// spentCost is what usage u cost at the model's price now, as the
+// ledger prices it, for settleSpend.
+func (ex *exchange) spentCost(u translate.Usage) int64 {
+	c, _ := ex.s.cost(ex.req.model, ex.pricingUsage(u), ex.s.now())
+	return int64(c)
 }
 
 func alerting(bs []ratelimit.Budget) bool {

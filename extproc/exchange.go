@@ -80,6 +80,10 @@ type route struct {
 // meter is the exchange's rate-limit and budget bookkeeping: what its
 // admission reserved, settled once however the exchange ends.
 type meter struct {
+	s    *Server
+	log  *exchangeLog
+	book *bookkeeping // the exchange's, for the settlement
+
 	rules    []ratelimit.Rule    // the principal's rate limit rules
 	limit    *ratelimit.Decision // the admission, nil if none was made
 	reserved int64               // tokens the admission reserved
@@ -122,6 +126,7 @@ type bookkeeping struct {
 func (s *Server) newExchange() *exchange {
 	ex := &exchange{s: s, start: s.now(), route: route{via: direct{}}}
 	ex.log.init(s.log, s.cfg.RequestLogger)
+	ex.meter.s, ex.meter.log, ex.meter.book = s, &ex.log, &ex.book
 	return ex
 }
 
@@ -194,8 +199,7 @@ func (ex *exchange) beforeSend(ctx context.Context) {
 	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.meter.rateSettled {
 		u, _ := ex.usageToCharge()
-		ex.settleRate(ctx, u.TotalTokens)
-		ex.settleSpend(ctx, u)
+		ex.meter.settle(ctx, u.TotalTokens, func() int64 { return ex.spentCost(u) })
 	}
 }
 

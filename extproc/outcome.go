@@ -68,8 +68,7 @@ func (ex *exchange) record(ctx context.Context) {
 	o := ex.outcome(ex.s.now())
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)
-	ex.settleRate(ctx, o.usage.TotalTokens)
-	ex.settleSpend(ctx, o.usage)
+	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.spentCost(o.usage) })
 	if o.ledgered(ex.route.via.unanswered()) {
 		o.cost, o.costKnown = ex.s.cost(ex.req.model, ex.pricingUsage(o.usage), o.end)
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)

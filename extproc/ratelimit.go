@@ -58,33 +58,33 @@ func (ex *exchange) reservation() int64 {
 // admitRate admits the request against its rate limits once it is
 // routed, before anything reaches a provider, reserving tokens. A limiter
 // failure fails open (logged and counted) unless the config says closed.
-func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
-	if ex.s.cfg.Limiter == nil {
+func (m *meter) admitRate(ctx context.Context, p *authz.Principal, reserve int64) error {
+	if m.s.cfg.Limiter == nil {
 		return nil
 	}
-	rules, zero := ex.s.rules(ex.req.principal)
+	rules, zero := m.s.rules(p)
 	if zero != nil {
 		return errNothingAllowed(*zero)
 	}
 	if len(rules) == 0 {
 		return nil
 	}
-	ex.meter.rules = rules
-	d, err := ex.s.cfg.Limiter.Admit(ctx, rules, reserve)
+	m.rules = rules
+	d, err := m.s.cfg.Limiter.Admit(ctx, rules, reserve)
 	if err != nil {
-		ex.s.cfg.Metrics.limiterError()
-		if ex.s.cfg.RateLimitFailClosed {
-			ex.log.Error("rate limiter failed; refusing (fail closed)", zap.Error(err))
+		m.s.cfg.Metrics.limiterError()
+		if m.s.cfg.RateLimitFailClosed {
+			m.log.Error("rate limiter failed; refusing (fail closed)", zap.Error(err))
 			return errLimiterUnavailable(err)
 		}
-		ex.log.Warn("rate limiter failed; admitting (fail open)", zap.Error(err))
+		m.log.Warn("rate limiter failed; admitting (fail open)", zap.Error(err))
 		return nil
 	}
-	ex.meter.limit = &d
+	m.limit = &d
 	if !d.Allowed {
 		return errRateLimited(d)
 	}
-	ex.meter.reserved = reserve
+	m.reserved = reserve
 	return nil
 }
 
@@ -92,24 +92,24 @@ func (ex *exchange) admitRate(ctx context.Context, reserve int64) error {
 // really used (or their estimate) and frees its concurrency slot, however
 // the exchange ended. The charge happens also when admission failed open:
 // usage is usage.
-func (ex *exchange) settleRate(ctx context.Context, used int64) {
-	if ex.meter.rateSettled {
+func (m *meter) settleRate(ctx context.Context, used int64) {
+	if m.rateSettled {
 		return
 	}
-	ex.meter.rateSettled = true
-	if ex.meter.rules == nil || ex.meter.limit != nil && !ex.meter.limit.Allowed {
+	m.rateSettled = true
+	if m.rules == nil || m.limit != nil && !m.limit.Allowed {
 		return
 	}
-	ctx = ex.bookkeeping(ctx)
-	if delta := used - ex.meter.reserved; delta != 0 {
-		if err := ex.s.cfg.Limiter.Charge(ctx, ex.meter.rules, delta); err != nil {
-			ex.s.cfg.Metrics.limiterError()
-			ex.log.Error("charging tokens to rate limits", zap.Int64("tokens", delta), zap.Error(err))
+	ctx = m.book.context(ctx, m.s.cfg.UsageTimeout)
+	if delta := used - m.reserved; delta != 0 {
+		if err := m.s.cfg.Limiter.Charge(ctx, m.rules, delta); err != nil {
+			m.s.cfg.Metrics.limiterError()
+			m.log.Error("charging tokens to rate limits", zap.Int64("tokens", delta), zap.Error(err))
 		}
 	}
-	if ex.meter.limit != nil {
-		if err := ex.s.cfg.Limiter.Release(ctx, ex.meter.limit.Lease); err != nil {
-			ex.log.Error("releasing a concurrency slot", zap.Error(err))
+	if m.limit != nil {
+		if err := m.s.cfg.Limiter.Release(ctx, m.limit.Lease); err != nil {
+			m.log.Error("releasing a concurrency slot", zap.Error(err))
 		}
 	}
 }
