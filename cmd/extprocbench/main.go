@@ -1,9 +1,9 @@
 // Command extprocbench measures the gateway's own cost: it plays Envoy's
 // side of the ext_proc protocol over loopback gRPC against `modelgate
-// serve` and against a server that does nothing (the floor), each in a
-// process of its own, and reports for each scenario and concurrency the
-// CPU time each server's process spends per exchange and the exchanges
-// per second, and the gateway's ratio to the floor.
+// serve` and against the cheapest legal ext_proc server (the floor,
+// noop.go), each in a process of its own, and reports for each scenario
+// and concurrency the CPU time each server's process spends per exchange
+// and the exchanges per second, and the gateway's ratio to the floor.
 //
 //	go run ./cmd/extprocbench                 # 3 rounds, medians
 //	go run ./cmd/extprocbench -profile-dir /tmp/prof -rounds 1
@@ -50,7 +50,14 @@ func main() {
 	conc := flag.String("concurrency", "1,16", "concurrent exchanges, comma-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers and of the driver (first round) to this folder")
 	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (json or stream)")
+	flag.IntVar(&envoyWorkers, "connections", envoyWorkers, "gRPC connections to each server (Envoy: one per worker thread, as many as the machine's hardware threads)")
+	flag.StringVar(&floorKind, "floor", "", `the floor: "" the cheapest legal ext_proc server, "proto" the former one (gRPC's defaults, extproctest.Noop)`)
+	flag.StringVar(&floorGOGC, "noop-gogc", "", "the floor's GOGC (default: noopGOGC)")
 	flag.Parse()
+	if envoyWorkers < 1 || (floorKind != "" && floorKind != "proto") {
+		flag.Usage()
+		os.Exit(2)
+	}
 	for _, f := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
@@ -117,9 +124,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange (driver %.1f µs, machine idle %2.0f%%)\n",
+					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange (driver %.1f µs, machine idle %2.0f%%, server RSS %.0f MiB)\n",
 						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange(),
-						float64(r.driverCPU.Microseconds())/float64(max(r.exchanges, 1)), 100*r.idle)
+						float64(r.driverCPU.Microseconds())/float64(max(r.exchanges, 1)), 100*r.idle, float64(r.rss)/(1<<20))
 					results = append(results, r)
 				}
 			}
@@ -173,6 +180,9 @@ type result struct {
 	// throughput was bound by the machine's CPU.
 	driverCPU time.Duration
 	idle      float64
+	// rss is the server's largest resident set seen meanwhile (sampled
+	// every 100 ms).
+	rss int64
 }
 
 func (r result) cpuPerExchange() float64 {
@@ -216,9 +226,11 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 		return result{}, err
 	}
 	busy0, total0 := machineCPU()
+	stopRSS, rss := s.sampleRSS()
 	start := time.Now()
 	done, err := drive(ctx, s, sc, c, start.Add(duration), n)
 	wall := time.Since(start)
+	stopRSS()
 	if err != nil {
 		return result{}, err
 	}
@@ -241,7 +253,7 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 		}
 	}
 	return result{server: s.name, scenario: sc.name, concurrency: c, exchanges: done, cpu: cpu1 - cpu0, wall: wall,
-		driverCPU: driver1 - driver0, idle: idle}, nil
+		driverCPU: driver1 - driver0, idle: idle, rss: rss.Load()}, nil
 }
 
 // drive runs c workers until deadline or, with n > 0, until n exchanges

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,14 +22,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-)
-
-// noopEnv, when set, makes this program the no-op server on its address
-// (and its pprof on noopPprofEnv's): the benchmark starts it as a child
-// process of its own, so that each server's CPU is its process's alone.
-const (
-	noopEnv      = "EXTPROCBENCH_NOOP_ADDR"
-	noopPprofEnv = "EXTPROCBENCH_NOOP_PPROF"
 )
 
 // server is one ext_proc server under test, in a process of its own.
@@ -126,7 +119,8 @@ func startNoop(ctx context.Context) (*server, error) {
 	}
 	s := &server{name: "no-op", pprof: pprofAddr}
 	s.cmd = exec.Command(self)
-	s.cmd.Env = append(os.Environ(), noopEnv+"="+addr, noopPprofEnv+"="+pprofAddr)
+	s.cmd.Env = append(os.Environ(), noopEnv+"="+addr, noopPprofEnv+"="+pprofAddr,
+		noopKindEnv+"="+floorKind, noopGOGCEnv+"="+floorGOGC)
 	s.cmd.Stderr = &s.stderr
 	if err := s.start(ctx, addr); err != nil {
 		return nil, err
@@ -138,8 +132,14 @@ func startNoop(ctx context.Context) (*server, error) {
 // envoyWorkers is how many connections Envoy opens to the server: one
 // for each worker thread, whose connection pools are its own, and Envoy
 // runs as many workers as the machine has hardware threads unless told
-// otherwise (--concurrency).
+// otherwise (--concurrency). A worker's exchanges all go through its own
+// connection; -connections sets it.
 var envoyWorkers = runtime.NumCPU()
+
+// The floor the benchmark starts: floorKind "" is the cheapest legal
+// server (noop.go), "proto" the former one (-floor); floorGOGC, when
+// set, its GOGC (-noop-gogc).
+var floorKind, floorGOGC string
 
 func (s *server) clients() []extprocv3.ExternalProcessorClient {
 	cs := make([]extprocv3.ExternalProcessorClient, len(s.conns))
@@ -210,6 +210,45 @@ func (s *server) stop() error {
 // cpu is the process's CPU time so far, user and system (Linux).
 func (s *server) cpu() (time.Duration, error) {
 	return processCPU(s.cmd.Process.Pid)
+}
+
+// sampleRSS records the process's largest resident set (VmRSS) every
+// 100 ms, from now until stop returns.
+func (s *server) sampleRSS() (stop func(), rss *atomic.Int64) {
+	rss = new(atomic.Int64)
+	quit, done := make(chan struct{}), make(chan struct{})
+	path := "/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status"
+	sample := func() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		_, after, ok := bytes.Cut(b, []byte("VmRSS:"))
+		if !ok {
+			return
+		}
+		f := strings.Fields(string(after))
+		if len(f) < 2 || f[1] != "kB" {
+			return
+		}
+		if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb<<10 > rss.Load() {
+			rss.Store(kb << 10)
+		}
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sample()
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(quit); <-done; sample() }, rss
 }
 
 // clockTick is the kernel's USER_HZ, the unit of /proc/PID/stat's times:
