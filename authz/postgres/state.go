@@ -101,16 +101,6 @@ func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentTyp
 	return contentType, data, nil
 }
 
-// The store implements every storage interface of authz.
-var (
-	_ authz.Store     = (*Store)(nil)
-	_ authz.Accounts  = (*Store)(nil)
-	_ authz.Groups    = (*Store)(nil)
-	_ authz.Keys      = (*Store)(nil)
-	_ authz.Ledger    = (*Store)(nil)
-	_ authz.Captures  = (*Store)(nil)
-	_ authz.Prices    = (*Store)(nil)
-	_ authz.Audit     = (*Store)(nil)
-	_ authz.Responses = (*Store)(nil)
-	_ authz.Images    = (*Store)(nil)
-)
+// The store implements every storage interface of authz (authz.Store
+// embeds them all).
+var _ authz.Store = (*Store)(nil)
