@@ -297,8 +297,8 @@ func (direct) answered(*exchange, int, headerMap, bool, bool) *extprocv3.Process
 func (direct) unanswered() bool { return false }
 
 // pick routes the model and resolves the backend's per-request credential.
-// For a Fallback model Envoy picks the deployment; an upstream stream
-// takes the one Envoy picked for its attempt.
+// For a Fallback model Envoy picks the deployment (an attempt's stream
+// takes the one Envoy picked: attemptStream.pick).
 func (ex *exchange) pick(ctx context.Context, model string) error {
 	m, err := ex.s.router.lookup(ex.req.principal, model)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"modelgate/translate/responses"
 )
 
-// serve answers the endpoints the gateway serves itself (endpoint.served)
+// serve answers the endpoints the gateway serves itself (endpointSpec.served)
 // from the path and query Envoy passed: the models the key may use and the
 // responses its account stored.
 func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
