@@ -158,7 +158,7 @@ func (ex *exchange) costEstimate(at time.Time) int64 {
 	if ex.req.endpoint.spec().generates {
 		u.CompletionTokens = ex.reservation() - ex.req.prompt
 	}
-	ex.flow.price(&u, true) // audio's length is known only after
+	u = ex.flow.price(u, true) // audio's length is known only after
 	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
 }

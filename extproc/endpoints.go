@@ -146,9 +146,10 @@ type flow interface {
 	// answer is what the client gets of the translation of the answer's
 	// body, or of one chunk of a stream.
 	answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error)
-	// price adds to u what prices count of the request: the images it
-	// asks for (when reserving) and their size and quality.
-	price(u *pricing.Usage, reserving bool)
+	// price is u with what prices count of the request: the images it
+	// asks for (when reserving) and their size and quality. (By value:
+	// a pointer through the interface would put u on the heap.)
+	price(u pricing.Usage, reserving bool) pricing.Usage
 }
 
 // parser is the stream a flow parses a request for: the router-level
@@ -171,7 +172,7 @@ func (passAnswer) answer(_ context.Context, _ *exchange, out []byte, _ bool) ([]
 	return out, nil
 }
 
-func (passAnswer) price(*pricing.Usage, bool) {}
+func (passAnswer) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 
 type chatFlow struct{ passAnswer }
 
@@ -255,14 +256,15 @@ func (f *imagesFlow) answer(ctx context.Context, ex *exchange, out []byte, _ boo
 	return f.imageURLs(ctx, ex, out)
 }
 
-func (f *imagesFlow) price(u *pricing.Usage, reserving bool) {
+func (f *imagesFlow) price(u pricing.Usage, reserving bool) pricing.Usage {
 	if f.req == nil {
-		return
+		return u
 	}
 	if reserving { // the images asked for; the answer's count is the provider's
 		u.Images = int64(max(f.req.N, 1))
 	}
 	u.ImageSize, u.ImageQuality = f.req.Size, f.req.Quality
+	return u
 }
 
 // errEndpointNotSupported is a model whose provider does not serve the

@@ -131,7 +131,7 @@ func (f *responsesFlow) answer(ctx context.Context, ex *exchange, out []byte, eo
 	return out, nil
 }
 
-func (*responsesFlow) price(*pricing.Usage, bool) {}
+func (*responsesFlow) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 
 // save stores the response as soon as it completed, before the reply
 // that tells the client so: a client may continue it right away. It

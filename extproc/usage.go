@@ -53,7 +53,7 @@ func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images}
 	if ex.flow != nil {
-		ex.flow.price(&p, false)
+		p = ex.flow.price(p, false)
 	}
 	return p
 }
