@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -122,8 +123,8 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 	a := st.a
 	rc := a.ctx
 	if a.count <= 1 { // the first attempt sees the client's own headers
-		rc.path = cmpOr(rc.path, a.headers.get(":path"))
-		rc.contentType = cmpOr(rc.contentType, a.headers.get("content-type"))
+		rc.path = cmp.Or(rc.path, a.headers.get(":path"))
+		rc.contentType = cmp.Or(rc.contentType, a.headers.get("content-type"))
 	}
 	if rc.path == "" {
 		return nil, errInternal(fmt.Errorf("attempt %d carries no %s in dynamic metadata %q: the upstream ext_proc filter must forward that namespace (metadata_options.forwarding_namespaces)",
@@ -160,13 +161,6 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 	}
 	st.log.Debug("attempt translated", zap.String("provider", st.route.target.Provider), zap.String("path", up.Path))
 	return sendUpstream(&h, up, a.headers.get(":path"), a.headers.get("content-type")), nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // pick routes an attempt to the deployment Envoy chose. The

@@ -3,10 +3,9 @@ package extproc
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"modelgate/translate"
-	"modelgate/translate/jsonscan"
+	"modelgate/translate/api"
 )
 
 // Estimates stand in for the provider's usage where an exchange consumed
@@ -42,17 +41,9 @@ func tokensOf(n int) int64 { return int64((n + bytesPerToken - 1) / bytesPerToke
 
 // maxOutputTokens is a request's own bound on its answer, from its
 // members: OpenAI's max_completion_tokens or max_tokens, or the Responses
-// API's max_output_tokens; zero when it sets none. The members are valid
-// JSON, whose integers strconv reads as encoding/json would.
+// API's max_output_tokens; zero when it sets none.
 func maxOutputTokens(members map[string]json.RawMessage) int64 {
-	for _, name := range []string{"max_completion_tokens", "max_tokens", "max_output_tokens"} {
-		if raw, ok := members[name]; ok {
-			if v, err := strconv.ParseInt(string(jsonscan.TrimSpace(raw)), 10, 64); err == nil && v > 0 {
-				return v
-			}
-		}
-	}
-	return 0
+	return api.PositiveInteger(members, "max_completion_tokens", "max_tokens", "max_output_tokens")
 }
 
 // textIn says which members of an answer hold its generated text.

@@ -1,6 +1,11 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+
+	"modelgate/translate/jsonscan"
+)
 
 // ChatParams are the members of a chat completion request that the
 // translators of providers with APIs of their own read; decode them with
@@ -66,11 +71,8 @@ type AnswerParams struct {
 // absent: the translation of the request refuses it.
 func (r *ChatRequest) AnswerParams() AnswerParams {
 	var p AnswerParams
-	for _, name := range []string{"max_completion_tokens", "max_tokens"} {
-		if raw, ok := r.Members[name]; ok && json.Unmarshal(raw, &p.MaxTokens) == nil && p.MaxTokens != nil {
-			break
-		}
-		p.MaxTokens = nil
+	if n := PositiveInteger(r.Members, "max_completion_tokens", "max_tokens"); n > 0 {
+		p.MaxTokens = &n
 	}
 	if raw, ok := r.Members["reasoning_effort"]; ok {
 		json.Unmarshal(raw, &p.ReasoningEffort) //nolint:errcheck // wrong type: absent
@@ -84,6 +86,20 @@ func (r *ChatRequest) AnswerParams() AnswerParams {
 		}
 	}
 	return p
+}
+
+// PositiveInteger is the first of the named members that holds a
+// positive integer; zero when none does. The members are valid JSON,
+// whose integers strconv reads as encoding/json would.
+func PositiveInteger(members map[string]json.RawMessage, names ...string) int64 {
+	for _, name := range names {
+		if raw, ok := members[name]; ok {
+			if v, err := strconv.ParseInt(string(jsonscan.TrimSpace(raw)), 10, 64); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 // JSON reports a response_format that asks for JSON.
