@@ -19,6 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"modelgate/extproc/routing"
 )
 
 // Names of the extensions in the generated bootstrap.
@@ -43,9 +45,9 @@ const notFoundBody = `{"error":{"message":"Unknown request URL. modelgate serves
 func Bootstrap(cfg Config) (*bootstrapv3.Bootstrap, error) {
 	cfg = cfg.withDefaults()
 	errs := cfg.checkSettings()
-	ups, backendErrs := parseBackends(cfg.Backends)
+	ups, backendErrs := cfg.parseBackends()
 	errs = append(errs, backendErrs...)
-	errs = append(errs, checkFallbacks(cfg.Fallbacks, ups)...)
+	errs = append(errs, cfg.checkModels(ups)...)
 	errs = append(errs, cfg.checkVersion()...)
 	listener, err := buildListener(cfg, ups)
 	if err != nil {
@@ -185,7 +187,7 @@ func routes(cfg Config, ups []upstream) *routev3.RouteConfiguration {
 	rs := fallbackRoutes(cfg)
 	for _, up := range ups {
 		for _, m := range up.models {
-			rs = append(rs, backendRoutes(cfg, up, "/"+m.Model, m.Timeouts, exactHeader(ModelHeader, m.Model))...)
+			rs = append(rs, backendRoutes(cfg, up, "/"+m.model, m.timeouts, exactHeader(routing.ModelHeader, m.model))...)
 		}
 		rs = append(rs, backendRoutes(cfg, up, "", up.timeouts)...)
 	}
@@ -198,10 +200,10 @@ func routes(cfg Config, ups []upstream) *routev3.RouteConfiguration {
 // backendRoutes are the routes of a backend, or of one model on it (named
 // by suffix and matched by extra): for streaming requests, when a stream
 // idle timeout applies, and for the rest.
-func backendRoutes(cfg Config, up upstream, suffix string, t Timeouts, extra ...*routev3.HeaderMatcher) []*routev3.Route {
+func backendRoutes(cfg Config, up upstream, suffix string, t routing.Timeouts, extra ...*routev3.HeaderMatcher) []*routev3.Route {
 	var rs []*routev3.Route
 	if t.StreamIdle > 0 {
-		stream := backendRoute(cfg, up, t, append(extra, exactHeader(StreamHeader, "1"))...)
+		stream := backendRoute(cfg, up, t, append(extra, exactHeader(routing.StreamHeader, "1"))...)
 		stream.Name = up.name + suffix + "/stream"
 		rs = append(rs, stream)
 	}
@@ -216,7 +218,7 @@ func backendRoutes(cfg Config, up upstream, suffix string, t Timeouts, extra ...
 // to start and every gap in it instead (router docs: per_try_timeout,
 // per_try_idle_timeout). No retries yet: num_retries 0. The gateway's own
 // headers stop at Envoy: request_headers_to_remove applies after routing.
-func backendRoute(cfg Config, up upstream, t Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
+func backendRoute(cfg Config, up upstream, t routing.Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
 	ra := &routev3.RouteAction{
 		ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: up.name},
 		Timeout:              durationpb.New(0),
@@ -238,7 +240,7 @@ func backendRoute(cfg Config, up upstream, t Timeouts, extra ...*routev3.HeaderM
 			Headers:       append([]*routev3.HeaderMatcher{exactHeader(cfg.RoutingHeader, up.name)}, extra...),
 		},
 		Action:                 &routev3.Route_Route{Route: ra},
-		RequestHeadersToRemove: []string{cfg.RoutingHeader, ModelHeader, StreamHeader},
+		RequestHeadersToRemove: []string{cfg.RoutingHeader, routing.ModelHeader, routing.StreamHeader},
 	}
 }
 

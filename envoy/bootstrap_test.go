@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/extproc/routing"
+
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -25,10 +27,10 @@ import (
 // testConfig has an https backend on a hostname and an http one on an IP.
 var testConfig = Config{
 	ExtProcAddress: "modelgate:50051",
-	Backends: []Backend{
+	Routing: routing.Table{Backends: []routing.Backend{
 		{Name: "openai-main", BaseURL: "https://api.openai.com"},
 		{Name: "local", BaseURL: "http://127.0.0.1:11434"},
-	},
+	}},
 }
 
 func generate(t *testing.T, cfg Config) *bootstrapv3.Bootstrap {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"modelgate/extproc/routing"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -57,7 +59,7 @@ func TestBackendCluster(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := generate(t, Config{ExtProcAddress: "127.0.0.1:50051", Backends: []Backend{{Name: "up", BaseURL: tt.baseURL}}})
+			b := generate(t, Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{Backends: []routing.Backend{{Name: "up", BaseURL: tt.baseURL}}}})
 			c := clusterNamed(t, b, "up")
 			if c.GetType() != tt.wantType || (c.GetDnsLookupFamily() == clusterv3.Cluster_V4_PREFERRED) != tt.wantDNSPreferred {
 				t.Errorf("type %v, dns_lookup_family %v; want %v, V4_PREFERRED %v", c.GetType(), c.GetDnsLookupFamily(), tt.wantType, tt.wantDNSPreferred)
@@ -106,7 +108,7 @@ func TestProviderHosts(t *testing.T) {
 	}
 	cfg := Config{ExtProcAddress: "modelgate:50051"}
 	for name, u := range hosts {
-		cfg.Backends = append(cfg.Backends, Backend{Name: name, BaseURL: u})
+		cfg.Routing.Backends = append(cfg.Routing.Backends, routing.Backend{Name: name, BaseURL: u})
 	}
 	b := generate(t, cfg)
 	y, err := MarshalYAML(b)

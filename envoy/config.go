@@ -9,14 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Headers the ext_proc server sets beside the routing header, for routes:
-// the public model id, and "1" on streaming requests. No route forwards
-// them upstream.
-const (
-	ModelHeader  = "x-modelgate-model"
-	StreamHeader = "x-modelgate-stream"
+	"modelgate/extproc/routing"
 )
 
 // ExtProcCluster is the name of the cluster of the ext_proc server; no
@@ -30,8 +24,6 @@ const (
 	defaultBufferLimit       = 32 << 20
 	defaultStreamIdleTimeout = 300 * time.Second
 	defaultRequestTimeout    = 120 * time.Second
-	defaultRoutingHeader     = "x-modelgate-backend"
-	defaultMetadataNamespace = "io.modelgate"
 	defaultCAFile            = "/etc/ssl/certs/ca-certificates.crt"
 	defaultAdminListen       = "127.0.0.1:9901"
 	// defaultMaxRequests lifts Envoy's circuit breakers (1,024 requests,
@@ -98,11 +90,14 @@ type Config struct {
 	// XffNumTrustedHops is how many proxies in front of Envoy append to
 	// x-forwarded-for; the client address is the entry before theirs.
 	XffNumTrustedHops uint32
-	// Backends become one cluster and one route each, in this order.
-	Backends []Backend
-	// Fallbacks are models served across backends by Envoy's retries and
-	// priorities: one cluster and route each, before the backends' routes.
-	Fallbacks []Fallback
+	// Routing is what the routes and clusters are made of. Each backend
+	// becomes a cluster and routes, in this order; a model with timeouts
+	// of its own gets routes of its own on each of its backends, before
+	// the backend's, and a model with fallback a cluster and routes of its
+	// own, before every backend's. Envoy takes the backends' names, base
+	// URLs and timeouts, and the models' ids, deployments, timeouts and
+	// fallback.
+	Routing routing.Table
 	// Tracing turns on Envoy's own OpenTelemetry tracing; off when its
 	// Collector is empty.
 	Tracing Tracing
@@ -122,47 +117,42 @@ const (
 	AccessLogNone   AccessLog = "none"
 )
 
-// Backend is an upstream the gateway routes to.
-type Backend struct {
-	// Name is the cluster name and the routing-header value: 1 to 63
-	// lower-case letters, digits, '.', '_' or '-', starting with a letter
-	// or digit, and not ExtProcCluster.
-	Name string
-	// BaseURL is http:// or https:// with a host and an optional port
-	// (default 80 or 443). Its path is the ext_proc server's business.
-	BaseURL string
-	// Timeouts bound each exchange with the backend.
-	Timeouts Timeouts
-	// Models are the models served by this backend with timeouts of their
-	// own; each gets a route of its own before the backend's.
-	Models []ModelTimeouts
+// modelTimeouts are a public model's own timeouts on one backend, Or'd
+// with the backend's.
+type modelTimeouts struct {
+	// model is the public model id, as the ext_proc server sets it in
+	// routing.ModelHeader.
+	model    string
+	timeouts routing.Timeouts
 }
 
-// Timeouts bound one upstream exchange; zero means none.
-type Timeouts struct {
-	// ResponseHeaders is the longest wait, once the request is sent, for
-	// the response to start (the route's per_try_timeout).
-	ResponseHeaders time.Duration
-	// StreamIdle bounds streaming requests only: the longest gap between
-	// two bytes of the response, before and after it started
-	// (per_try_idle_timeout). A buffered answer's first byte comes when
-	// the whole answer is ready, so it would cut long generations there.
-	StreamIdle time.Duration
+// ownTimeouts lists the models b serves that have timeouts of their
+// own, in the table's order: each gets routes of its own on b.
+func (c Config) ownTimeouts(b routing.Backend) []modelTimeouts {
+	var out []modelTimeouts
+	for _, m := range c.Routing.Models {
+		if m.Timeouts == (routing.Timeouts{}) || !servedBy(m, b.Name) {
+			continue
+		}
+		out = append(out, modelTimeouts{model: m.ID, timeouts: m.Timeouts.Or(b.Timeouts)})
+	}
+	return out
 }
 
-// ModelTimeouts are a public model's own timeouts on one backend.
-type ModelTimeouts struct {
-	// Model is the public model id, as the ext_proc server sets it in
-	// ModelHeader.
-	Model    string
-	Timeouts Timeouts
+func servedBy(m routing.Model, backend string) bool {
+	for _, d := range m.Deployments {
+		if d.Backend == backend {
+			return true
+		}
+	}
+	return false
 }
 
 // withDefaults fills in the zero values.
 func (c Config) withDefaults() Config {
 	setDefault(&c.Listen, defaultListen)
-	setDefault(&c.RoutingHeader, defaultRoutingHeader)
-	setDefault(&c.MetadataNamespace, defaultMetadataNamespace)
+	setDefault(&c.RoutingHeader, routing.Header)
+	setDefault(&c.MetadataNamespace, routing.MetadataNamespace)
 	setDefault(&c.CAFile, defaultCAFile)
 	setDefault(&c.AdminListen, defaultAdminListen)
 	setDefault(&c.Tracing.ServiceName, "modelgate-envoy")
@@ -207,15 +197,15 @@ const idleMargin = 10 * time.Second
 // the model allows.
 func (c Config) longestPath() time.Duration {
 	var d time.Duration
-	add := func(t Timeouts) { d = max(d, t.ResponseHeaders, t.StreamIdle) }
-	for _, b := range c.Backends {
+	add := func(t routing.Timeouts) { d = max(d, t.ResponseHeaders, t.StreamIdle) }
+	for _, b := range c.Routing.Backends {
 		add(b.Timeouts)
-		for _, m := range b.Models {
-			add(m.Timeouts)
+		for _, m := range c.ownTimeouts(b) {
+			add(m.timeouts)
 		}
 	}
-	for _, f := range c.Fallbacks {
-		add(f.Timeouts)
+	for _, f := range c.fallbacks() {
+		add(f.timeouts)
 	}
 	return d
 }
@@ -251,7 +241,7 @@ func (c Config) checkSettings() []error {
 	if c.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("request timeout %v: must not be negative", c.RequestTimeout))
 	}
-	if c.RoutingHeader == ModelHeader || c.RoutingHeader == StreamHeader {
+	if c.RoutingHeader == routing.ModelHeader || c.RoutingHeader == routing.StreamHeader {
 		errs = append(errs, fmt.Errorf("routing header %q: taken by the gateway", c.RoutingHeader))
 	}
 	if !namespaceName.MatchString(c.MetadataNamespace) {
@@ -294,8 +284,8 @@ type upstream struct {
 	host     string // without brackets for IPv6
 	port     uint32
 	tls      bool
-	timeouts Timeouts
-	models   []ModelTimeouts
+	timeouts routing.Timeouts
+	models   []modelTimeouts
 }
 
 // isIP reports whether the host is an IP literal (a STATIC cluster).
@@ -320,15 +310,16 @@ func defaultPort(tls bool) uint32 {
 	return 80
 }
 
-// parseBackends checks every backend and the names across them.
-func parseBackends(bs []Backend) ([]upstream, []error) {
+// parseBackends checks every backend, with its models' timeouts, and the
+// names across them.
+func (c Config) parseBackends() ([]upstream, []error) {
 	var (
 		ups  []upstream
 		errs []error
 	)
 	seen := map[string]bool{}
-	for i, b := range bs {
-		up, err := parseBackend(b)
+	for i, b := range c.Routing.Backends {
+		up, err := parseBackend(b, c.ownTimeouts(b))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("backends[%d] %q: %w", i, b.Name, err))
 			continue
@@ -343,7 +334,7 @@ func parseBackends(bs []Backend) ([]upstream, []error) {
 	return ups, errs
 }
 
-func parseBackend(b Backend) (upstream, error) {
+func parseBackend(b routing.Backend, models []modelTimeouts) (upstream, error) {
 	if !backendName.MatchString(b.Name) {
 		return upstream{}, errors.New("name must be 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
@@ -365,19 +356,19 @@ func parseBackend(b Backend) (upstream, error) {
 		return upstream{}, err
 	}
 	seen := map[string]bool{}
-	for _, m := range b.Models {
-		if m.Model == "" || strings.ContainsFunc(m.Model, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return upstream{}, fmt.Errorf("model %q: must be non-empty without control characters (it is a header value)", m.Model)
+	for _, m := range models {
+		if !headerValue(m.model) {
+			return upstream{}, fmt.Errorf("model %q: must be non-empty without control characters (it is a header value)", m.model)
 		}
-		if seen[m.Model] {
-			return upstream{}, fmt.Errorf("model %q: timeouts given twice", m.Model)
+		if seen[m.model] {
+			return upstream{}, fmt.Errorf("model %q: timeouts given twice", m.model)
 		}
-		seen[m.Model] = true
-		if err := checkTimeouts(m.Timeouts); err != nil {
-			return upstream{}, fmt.Errorf("model %q: %w", m.Model, err)
+		seen[m.model] = true
+		if err := checkTimeouts(m.timeouts); err != nil {
+			return upstream{}, fmt.Errorf("model %q: %w", m.model, err)
 		}
 	}
-	up := upstream{name: b.Name, host: u.Hostname(), tls: u.Scheme == "https", timeouts: b.Timeouts, models: b.Models}
+	up := upstream{name: b.Name, host: u.Hostname(), tls: u.Scheme == "https", timeouts: b.Timeouts, models: models}
 	up.port = defaultPort(up.tls)
 	if p := u.Port(); p != "" {
 		n, err := strconv.ParseUint(p, 10, 16)
@@ -389,7 +380,13 @@ func parseBackend(b Backend) (upstream, error) {
 	return up, nil
 }
 
-func checkTimeouts(t Timeouts) error {
+// headerValue reports whether a model id can be matched as a header
+// value: non-empty, without control characters.
+func headerValue(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+func checkTimeouts(t routing.Timeouts) error {
 	if t.ResponseHeaders < 0 || t.StreamIdle < 0 {
 		return fmt.Errorf("timeouts must not be negative (response headers %v, stream idle %v)", t.ResponseHeaders, t.StreamIdle)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/extproc/routing"
+
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
@@ -15,30 +17,30 @@ import (
 
 func TestBootstrapRejects(t *testing.T) {
 	t.Parallel()
-	backend := func(name, url string) []Backend { return []Backend{{Name: name, BaseURL: url}} }
+	backend := func(name, url string) []routing.Backend { return []routing.Backend{{Name: name, BaseURL: url}} }
 	tests := []struct {
 		name   string
 		edit   func(*Config)
 		wantIn []string // each must appear in the error
 	}{
 		{"duplicate backend", func(c *Config) {
-			c.Backends = []Backend{{Name: "a", BaseURL: "http://x"}, {Name: "a", BaseURL: "http://y"}}
+			c.Routing.Backends = []routing.Backend{{Name: "a", BaseURL: "http://x"}, {Name: "a", BaseURL: "http://y"}}
 		}, []string{`backends[1] "a": duplicate backend name`}},
-		{"unparseable URL", func(c *Config) { c.Backends = backend("a", "http://[::1") }, []string{`backends[0] "a": parsing base URL`}},
-		{"unsupported scheme", func(c *Config) { c.Backends = backend("a", "ftp://x") }, []string{"scheme must be http or https"}},
-		{"no scheme", func(c *Config) { c.Backends = backend("a", "api.openai.com") }, []string{"scheme must be http or https"}},
-		{"no host", func(c *Config) { c.Backends = backend("a", "http://") }, []string{"has no host"}},
-		{"user info", func(c *Config) { c.Backends = backend("a", "https://k:s@x") }, []string{"user info"}},
-		{"query", func(c *Config) { c.Backends = backend("a", "https://x/?a=1") }, []string{"a query"}},
-		{"port 0", func(c *Config) { c.Backends = backend("a", "http://x:0") }, []string{"port must be 1-65535"}},
-		{"port 70000", func(c *Config) { c.Backends = backend("a", "http://x:70000") }, []string{"port must be 1-65535"}},
-		{"upper-case name", func(c *Config) { c.Backends = backend("OpenAI", "http://x") }, []string{`"OpenAI": name must be`}},
-		{"name with a space", func(c *Config) { c.Backends = backend("a b", "http://x") }, []string{"name must be"}},
-		{"name with a colon", func(c *Config) { c.Backends = backend("a:b", "http://x") }, []string{"name must be"}},
-		{"name starting with a dash", func(c *Config) { c.Backends = backend("-a", "http://x") }, []string{"name must be"}},
-		{"empty name", func(c *Config) { c.Backends = backend("", "http://x") }, []string{"name must be"}},
-		{"64-character name", func(c *Config) { c.Backends = backend(strings.Repeat("a", 64), "http://x") }, []string{"name must be"}},
-		{"ext_proc cluster name", func(c *Config) { c.Backends = backend("modelgate_extproc", "http://x") }, []string{"reserved for the ext_proc cluster"}},
+		{"unparseable URL", func(c *Config) { c.Routing.Backends = backend("a", "http://[::1") }, []string{`backends[0] "a": parsing base URL`}},
+		{"unsupported scheme", func(c *Config) { c.Routing.Backends = backend("a", "ftp://x") }, []string{"scheme must be http or https"}},
+		{"no scheme", func(c *Config) { c.Routing.Backends = backend("a", "api.openai.com") }, []string{"scheme must be http or https"}},
+		{"no host", func(c *Config) { c.Routing.Backends = backend("a", "http://") }, []string{"has no host"}},
+		{"user info", func(c *Config) { c.Routing.Backends = backend("a", "https://k:s@x") }, []string{"user info"}},
+		{"query", func(c *Config) { c.Routing.Backends = backend("a", "https://x/?a=1") }, []string{"a query"}},
+		{"port 0", func(c *Config) { c.Routing.Backends = backend("a", "http://x:0") }, []string{"port must be 1-65535"}},
+		{"port 70000", func(c *Config) { c.Routing.Backends = backend("a", "http://x:70000") }, []string{"port must be 1-65535"}},
+		{"upper-case name", func(c *Config) { c.Routing.Backends = backend("OpenAI", "http://x") }, []string{`"OpenAI": name must be`}},
+		{"name with a space", func(c *Config) { c.Routing.Backends = backend("a b", "http://x") }, []string{"name must be"}},
+		{"name with a colon", func(c *Config) { c.Routing.Backends = backend("a:b", "http://x") }, []string{"name must be"}},
+		{"name starting with a dash", func(c *Config) { c.Routing.Backends = backend("-a", "http://x") }, []string{"name must be"}},
+		{"empty name", func(c *Config) { c.Routing.Backends = backend("", "http://x") }, []string{"name must be"}},
+		{"64-character name", func(c *Config) { c.Routing.Backends = backend(strings.Repeat("a", 64), "http://x") }, []string{"name must be"}},
+		{"ext_proc cluster name", func(c *Config) { c.Routing.Backends = backend("modelgate_extproc", "http://x") }, []string{"reserved for the ext_proc cluster"}},
 		{"no ext_proc address", func(c *Config) { c.ExtProcAddress = "" }, []string{"ext_proc address (required)"}},
 		{"ext_proc address without port", func(c *Config) { c.ExtProcAddress = "modelgate" }, []string{"ext_proc address", "missing port"}},
 		{"ext_proc port 0", func(c *Config) { c.ExtProcAddress = "modelgate:0" }, []string{"ext_proc address", "port must be 1-65535"}},
@@ -53,13 +55,13 @@ func TestBootstrapRejects(t *testing.T) {
 		{"namespace with a space", func(c *Config) { c.MetadataNamespace = "io modelgate" }, []string{"metadata namespace"}},
 		{"every problem at once", func(c *Config) {
 			c.Listen, c.RoutingHeader = "nowhere", "x-envoy-a"
-			c.Backends = []Backend{{Name: "A", BaseURL: "http://x"}, {Name: "b", BaseURL: "gopher://x"}}
+			c.Routing.Backends = []routing.Backend{{Name: "A", BaseURL: "http://x"}, {Name: "b", BaseURL: "gopher://x"}}
 		}, []string{"listen address", "routing header", `backends[0] "A"`, `backends[1] "b"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{ExtProcAddress: "modelgate:50051", Backends: backend("ok", "http://x")}
+			cfg := Config{ExtProcAddress: "modelgate:50051", Routing: routing.Table{Backends: backend("ok", "http://x")}}
 			tt.edit(&cfg)
 			b, err := Bootstrap(cfg)
 			if err == nil {
@@ -80,7 +82,7 @@ func TestBootstrapSettings(t *testing.T) {
 		Listen: "127.0.0.1:0", ExtProcAddress: "127.0.0.1:50051", MessageTimeout: 1500 * time.Millisecond,
 		BufferLimitBytes: 1 << 20, StreamIdleTimeout: time.Minute, RoutingHeader: "x-route",
 		MetadataNamespace: "com.example.gw", CAFile: "/ca.pem",
-		Backends: []Backend{{Name: "up", BaseURL: "https://up.example"}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "up", BaseURL: "https://up.example"}}},
 	}
 	b := generate(t, cfg)
 	hcm := hcmOf(t, b)

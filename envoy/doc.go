@@ -19,11 +19,11 @@
 // Config.EnvoyVersion makes Bootstrap refuse a release that lacks what the
 // config needs (fallback needs 1.37, version.go).
 //
-// A model with fallback (Fallback) is served by Envoy's own retries: one
-// cluster per model whose endpoints are its deployments, each at its
-// priority and weight, with its backend and upstream model name in the
-// endpoint's metadata. A route on the model header sends the model there
-// with a retry policy that moves to the next priority
+// A model with fallback (routing.Model.Fallback) is served by Envoy's own
+// retries: one cluster per model whose endpoints are its deployments, each
+// at its priority and weight, with its backend's name in the endpoint's
+// metadata. A route on the model header sends the model there with a
+// retry policy that moves to the next priority
 // (previous_priorities) and honours a 429's Retry-After up to a bound (a
 // longer one is ignored, not capped); outlier detection ejects a failing
 // deployment's address for a while. An ext_proc filter in the

@@ -2,7 +2,9 @@ package envoy
 
 import (
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,94 +23,60 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"modelgate/extproc/routing"
 )
 
-// Fallback is a model whose deployments span backends. Envoy picks the
-// deployment for each attempt (priorities, weights, outlier ejection) and
-// retries on another when one fails; an ext_proc filter in the model
-// cluster's upstream filter chain translates each attempt for the provider
-// of the deployment Envoy chose, which it reads from the endpoint's
-// metadata. envoy/standin's doc.go has the Envoy rules this relies on,
-// this package's doc.go the choice of one cluster with priorities over an
-// aggregate cluster.
-type Fallback struct {
-	// Model is the public model id, matched on ModelHeader.
-	Model string
-	// Deployments are the model's backends, each at most once.
-	Deployments []Deployment
-	// Retry says when Envoy tries another attempt.
-	Retry Retry
-	// Outlier ejects a failing deployment for a while.
-	Outlier Outlier
-	// Timeouts bound each attempt, as a backend's do.
-	Timeouts Timeouts
+// fallback is a model with fallback (routing.Model.Fallback) as Envoy
+// serves it. Envoy picks the deployment for each attempt (priorities,
+// weights, outlier ejection) and retries on another when one fails; an
+// ext_proc filter in the model cluster's upstream filter chain translates
+// each attempt for the provider of the deployment Envoy chose, which it
+// reads from the endpoint's metadata. envoy/standin's doc.go has the Envoy
+// rules this relies on, this package's doc.go the choice of one cluster
+// with priorities over an aggregate cluster.
+type fallback struct {
+	// index is the model's in Config.Routing.Models, for errors.
+	index int
+	// model is the public model id, matched on routing.ModelHeader.
+	model string
+	// deployments are the model's backends, each at most once.
+	deployments []routing.Deployment
+	// Fallback says when Envoy retries and when it ejects a deployment.
+	// Envoy never retries once the answer has started reaching the client.
+	routing.Fallback
+	// timeouts bound each attempt: the model's, else those of its first
+	// deployment's backend.
+	timeouts routing.Timeouts
 }
 
-// Deployment is one backend of a Fallback.
-type Deployment struct {
-	// Backend names a Config.Backends entry.
-	Backend string
-	// Priority orders deployments: 0 first; a higher one takes traffic
-	// when the lower ones are down or ejected, and retries move to it.
-	Priority uint32
-	// Weight splits traffic within a priority; zero means 1.
-	Weight uint32
+// fallbacks are the models with fallback, in the table's order.
+func (c Config) fallbacks() []fallback {
+	var out []fallback
+	for i, m := range c.Routing.Models {
+		if m.Fallback == nil {
+			continue
+		}
+		f := fallback{index: i, model: m.ID, deployments: m.Deployments, Fallback: *m.Fallback, timeouts: m.Timeouts}
+		if len(m.Deployments) > 0 {
+			if b, ok := c.Routing.Backend(m.Deployments[0].Backend); ok {
+				f.timeouts = f.timeouts.Or(b.Timeouts)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
-// Retry is a model's retry policy. Envoy never retries once the answer
-// has started reaching the client.
-type Retry struct {
-	// Retries after the first attempt; zero means one per deployment
-	// beyond the first.
-	Retries uint32
-	// On are the failures that retry: RetryConnect, RetryReset,
-	// Retry5xx, Retry429. A per-try timeout before the answer starts
-	// retries under Retry5xx or RetryReset. Empty means all of them.
-	On []RetryCondition
-	// MaxRetryAfter is the longest Retry-After of a 429 that Envoy waits
-	// for before the retry; zero means 10s. A longer Retry-After is
-	// ignored, not capped (retry_state_impl.cc: a reset header's interval
-	// counts only if it is at most max_interval), and so is a missing one:
-	// Envoy's back-off (25ms doubling to 250ms, jittered) applies.
-	MaxRetryAfter time.Duration
-	// BudgetPercent caps retries in flight at this share of the model's
-	// requests in flight (at least 3); zero means 100. Each retry goes to
-	// another deployment (previous_priorities, previous_hosts), so a
-	// failing one gets no more load from it, and the requests a storm of
-	// 429s meets while the next deployment is healthy all move there:
-	// Envoy's 20%, with its minimum of 3, left most of 40 concurrent
-	// clients with the 429.
-	BudgetPercent float64
-}
-
-// RetryCondition is a failure that retries.
-type RetryCondition string
-
-// The retry conditions, named as Envoy's retry_on tokens where one
-// exists.
-const (
-	RetryConnect RetryCondition = "connect-failure"
-	RetryReset   RetryCondition = "reset"
-	Retry5xx     RetryCondition = "5xx"
-	Retry429     RetryCondition = "429"
-)
-
-// Outlier ejects a deployment after consecutive failures, for
-// BaseEjection times the number of its ejections (at most 300s).
-type Outlier struct {
-	// Consecutive is how many 5xx, 429-free gateway failures or local
-	// errors in a row eject; zero means 3.
-	Consecutive uint32
-	// Interval is how often ejected deployments are reconsidered; zero
-	// means 5s.
-	Interval time.Duration
-	// BaseEjection is the first ejection's length; zero means 30s.
-	BaseEjection time.Duration
-}
-
-// Defaults of Fallback's zero values.
+// Defaults of routing.Fallback's zero values.
 const (
 	defaultMaxRetryAfter = 10 * time.Second
+	// defaultBudgetPercent lets every request in flight retry. Each retry
+	// goes to another deployment (previous_priorities, previous_hosts),
+	// so a failing one gets no more load from it, and the requests a
+	// storm of 429s meets while the next deployment is healthy all move
+	// there: Envoy's 20%, with its minimum of 3, left most of 40
+	// concurrent clients with the 429.
 	defaultBudgetPercent = 100
 	defaultConsecutive   = 3
 	defaultOutlierSweep  = 5 * time.Second
@@ -140,25 +108,25 @@ func UpstreamAttributes(namespace string) []string {
 	}
 }
 
-// ModelCluster is the cluster name of a Fallback's model.
+// ModelCluster is the cluster name of a model with fallback.
 func ModelCluster(model string) string {
 	return "model_" + strings.Trim(unsafeClusterChars.ReplaceAllString(strings.ToLower(model), "_"), "_")
 }
 
 var unsafeClusterChars = regexp.MustCompile(`[^a-z0-9._-]+`)
 
-func (f Fallback) withDefaults() Fallback {
-	if f.Retry.Retries == 0 && len(f.Deployments) > 1 {
-		f.Retry.Retries = uint32(len(f.Deployments) - 1)
+func (f fallback) withDefaults() fallback {
+	if f.Retries == 0 && len(f.deployments) > 1 {
+		f.Retries = len(f.deployments) - 1
 	}
-	if len(f.Retry.On) == 0 {
-		f.Retry.On = []RetryCondition{RetryConnect, RetryReset, Retry5xx, Retry429}
+	if len(f.RetryOn) == 0 {
+		f.RetryOn = []routing.RetryCondition{routing.RetryConnect, routing.RetryReset, routing.Retry5xx, routing.Retry429}
 	}
-	if f.Retry.MaxRetryAfter == 0 {
-		f.Retry.MaxRetryAfter = defaultMaxRetryAfter
+	if f.MaxRetryAfter == 0 {
+		f.MaxRetryAfter = defaultMaxRetryAfter
 	}
-	if f.Retry.BudgetPercent == 0 {
-		f.Retry.BudgetPercent = defaultBudgetPercent
+	if f.BudgetPercent == 0 {
+		f.BudgetPercent = defaultBudgetPercent
 	}
 	if f.Outlier.Consecutive == 0 {
 		f.Outlier.Consecutive = defaultConsecutive
@@ -169,61 +137,94 @@ func (f Fallback) withDefaults() Fallback {
 	if f.Outlier.BaseEjection == 0 {
 		f.Outlier.BaseEjection = defaultBaseEjection
 	}
-	for i := range f.Deployments {
-		if f.Deployments[i].Weight == 0 {
-			f.Deployments[i].Weight = 1
+	f.deployments = slices.Clone(f.deployments)
+	for i := range f.deployments {
+		if f.deployments[i].Weight == 0 {
+			f.deployments[i].Weight = 1
 		}
 	}
 	return f
 }
 
-// checkFallbacks reports every problem of the fallbacks: an unknown or
-// repeated backend, a model given twice, an unknown retry condition.
-func checkFallbacks(fs []Fallback, ups []upstream) []error {
+// checkModels reports every problem of the models: a deployment on a
+// backend that is not in the table or failed its own checks; and of a
+// model with fallback, an id that cannot be a header value, no deployments
+// or one backend twice, a cluster name another model's takes, a number
+// that does not fit Envoy's uint32, a negative duration, an unknown retry
+// condition.
+func (c Config) checkModels(ups []upstream) []error {
 	var errs []error
 	backends := map[string]bool{}
 	for _, up := range ups {
 		backends[up.name] = true
 	}
-	clusters := map[string]string{}
-	for i, f := range fs {
-		at := fmt.Sprintf("fallback %d (%q)", i, f.Model)
-		if f.Model == "" {
-			errs = append(errs, fmt.Errorf("%s: no model", at))
+	for i, m := range c.Routing.Models {
+		for j, d := range m.Deployments {
+			if !backends[d.Backend] {
+				errs = append(errs, fmt.Errorf("models[%d] %q: deployments[%d]: unknown backend %q", i, m.ID, j, d.Backend))
+			}
 		}
-		name := ModelCluster(f.Model)
+	}
+	clusters := map[string]string{}
+	for _, f := range c.fallbacks() {
+		at := fmt.Sprintf("models[%d] %q", f.index, f.model)
+		if !headerValue(f.model) {
+			errs = append(errs, fmt.Errorf("%s: the id must be non-empty without control characters (it is a header value)", at))
+		}
+		name := ModelCluster(f.model)
 		if other, dup := clusters[name]; dup {
 			errs = append(errs, fmt.Errorf("%s: cluster %s is also model %q's", at, name, other))
 		}
-		clusters[name] = f.Model
-		if len(f.Deployments) == 0 {
-			errs = append(errs, fmt.Errorf("%s: no deployments", at))
+		clusters[name] = f.model
+		if len(f.deployments) == 0 {
+			errs = append(errs, fmt.Errorf("%s: fallback with no deployments", at))
 		}
 		seen := map[string]bool{}
-		for _, d := range f.Deployments {
-			if !backends[d.Backend] {
-				errs = append(errs, fmt.Errorf("%s: unknown backend %q", at, d.Backend))
-			}
+		for j, d := range f.deployments {
+			dat := fmt.Sprintf("%s: deployments[%d] (backend %q)", at, j, d.Backend)
 			if seen[d.Backend] {
-				errs = append(errs, fmt.Errorf("%s: backend %q twice", at, d.Backend))
+				errs = append(errs, fmt.Errorf("%s: deployments[%d]: backend %q twice", at, j, d.Backend))
 			}
 			seen[d.Backend] = true
+			errs = appendRange(errs, dat, "priority", d.Priority)
+			errs = appendRange(errs, dat, "weight", d.Weight)
 		}
-		for _, c := range f.Retry.On {
-			switch c {
-			case RetryConnect, RetryReset, Retry5xx, Retry429:
+		errs = appendRange(errs, at, "fallback retries", f.Retries)
+		errs = appendRange(errs, at, "fallback outlier consecutive", f.Outlier.Consecutive)
+		for _, rc := range f.RetryOn {
+			switch rc {
+			case routing.RetryConnect, routing.RetryReset, routing.Retry5xx, routing.Retry429:
 			default:
-				errs = append(errs, fmt.Errorf("%s: unknown retry condition %q", at, c))
+				errs = append(errs, fmt.Errorf("%s: unknown retry condition %q", at, rc))
 			}
 		}
-		if f.Retry.BudgetPercent < 0 || f.Retry.BudgetPercent > 100 {
-			errs = append(errs, fmt.Errorf("%s: retry budget %v%% is not 0 to 100", at, f.Retry.BudgetPercent))
+		if f.BudgetPercent < 0 || f.BudgetPercent > 100 {
+			errs = append(errs, fmt.Errorf("%s: retry budget %v%% is not 0 to 100", at, f.BudgetPercent))
+		}
+		for _, d := range []struct {
+			what string
+			d    time.Duration
+		}{{"max retry after", f.MaxRetryAfter}, {"outlier interval", f.Outlier.Interval}, {"outlier base ejection", f.Outlier.BaseEjection}} {
+			if d.d < 0 {
+				errs = append(errs, fmt.Errorf("%s: fallback %s %v is negative", at, d.what, d.d))
+			}
+		}
+		if err := checkTimeouts(f.timeouts); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", at, err))
 		}
 	}
 	return errs
 }
 
-// modelClusters makes one cluster per Fallback: an endpoint per
+// appendRange appends an error unless n fits the uint32 Envoy takes it as.
+func appendRange(errs []error, at, what string, n int) []error {
+	if n < 0 || uint64(n) > math.MaxUint32 {
+		return append(errs, fmt.Errorf("%s: %s %d is not 0 to %d", at, what, n, uint32(math.MaxUint32)))
+	}
+	return errs
+}
+
+// modelClusters makes one cluster per model with fallback: an endpoint per
 // deployment, at its priority and weight, named by its backend in the
 // endpoint metadata and with its authority as hostname (auto_host_rewrite
 // sends it as Host); least-request balancing, outlier ejection without
@@ -236,13 +237,13 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 		byName[up.name] = up
 	}
 	var out []*clusterv3.Cluster
-	for _, f := range cfg.Fallbacks {
+	for _, f := range cfg.fallbacks() {
 		f = f.withDefaults()
-		name := ModelCluster(f.Model)
+		name := ModelCluster(f.model)
 		la := &endpointv3.ClusterLoadAssignment{ClusterName: name}
 		allIP := true
 		var tlsMatches []*clusterv3.Cluster_TransportSocketMatch
-		for _, d := range f.Deployments {
+		for _, d := range f.deployments {
 			up := byName[d.Backend]
 			allIP = allIP && up.isIP()
 			md, err := structpb.NewStruct(map[string]any{BackendMetadataKey: d.Backend})
@@ -261,9 +262,9 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 			// The weight is the endpoint's: Envoy ignores a locality's
 			// without locality-weighted balancing.
 			la.Endpoints = append(la.Endpoints, &endpointv3.LocalityLbEndpoints{
-				Priority: d.Priority,
+				Priority: uint32(d.Priority),
 				LbEndpoints: []*endpointv3.LbEndpoint{{
-					LoadBalancingWeight: wrapperspb.UInt32(d.Weight),
+					LoadBalancingWeight: wrapperspb.UInt32(uint32(d.Weight)),
 					HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 						Address: socketAddress(up.host, up.port), Hostname: up.authority(),
 					}},
@@ -273,7 +274,7 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 		}
 		cb := circuitBreakers(cfg)
 		cb.Thresholds[0].RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
-			BudgetPercent:       &typev3.Percent{Value: f.Retry.BudgetPercent},
+			BudgetPercent:       &typev3.Percent{Value: f.BudgetPercent},
 			MinRetryConcurrency: wrapperspb.UInt32(minRetryConcurrency),
 		}
 		c := &clusterv3.Cluster{
@@ -285,8 +286,8 @@ func modelClusters(cfg Config, ups []upstream) ([]*clusterv3.Cluster, error) {
 			CircuitBreakers:               cb,
 			CommonLbConfig:                &clusterv3.Cluster_CommonLbConfig{HealthyPanicThreshold: &typev3.Percent{Value: 0}},
 			OutlierDetection: &clusterv3.OutlierDetection{
-				Consecutive_5Xx:                    wrapperspb.UInt32(f.Outlier.Consecutive),
-				ConsecutiveGatewayFailure:          wrapperspb.UInt32(f.Outlier.Consecutive),
+				Consecutive_5Xx:                    wrapperspb.UInt32(uint32(f.Outlier.Consecutive)),
+				ConsecutiveGatewayFailure:          wrapperspb.UInt32(uint32(f.Outlier.Consecutive)),
 				EnforcingConsecutiveGatewayFailure: wrapperspb.UInt32(100),
 				Interval:                           durationpb.New(f.Outlier.Interval),
 				BaseEjectionTime:                   durationpb.New(f.Outlier.BaseEjection),
@@ -377,29 +378,29 @@ func upstreamProtocolOptions(cfg Config) *upstreamsv3.HttpProtocolOptions {
 	}
 }
 
-// fallbackRoutes route a Fallback's model to its cluster, before the
+// fallbackRoutes route each model with fallback to its cluster, before the
 // backends' routes: one for streaming requests (with the idle timeout)
 // and one for the rest.
 func fallbackRoutes(cfg Config) []*routev3.Route {
 	var rs []*routev3.Route
-	for _, f := range cfg.Fallbacks {
+	for _, f := range cfg.fallbacks() {
 		f = f.withDefaults()
-		if f.Timeouts.StreamIdle > 0 {
-			r := fallbackRoute(cfg, f, f.Timeouts, exactHeader(StreamHeader, "1"))
-			r.Name = ModelCluster(f.Model) + "/stream"
+		if f.timeouts.StreamIdle > 0 {
+			r := fallbackRoute(cfg, f, f.timeouts, exactHeader(routing.StreamHeader, "1"))
+			r.Name = ModelCluster(f.model) + "/stream"
 			rs = append(rs, r)
 		}
-		t := f.Timeouts
+		t := f.timeouts
 		t.StreamIdle = 0
 		rs = append(rs, fallbackRoute(cfg, f, t))
 	}
 	return rs
 }
 
-func fallbackRoute(cfg Config, f Fallback, t Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
+func fallbackRoute(cfg Config, f fallback, t routing.Timeouts, extra ...*routev3.HeaderMatcher) *routev3.Route {
 	rp := &routev3.RetryPolicy{
-		RetryOn:                       retryOn(f.Retry.On),
-		NumRetries:                    wrapperspb.UInt32(f.Retry.Retries),
+		RetryOn:                       retryOn(f.RetryOn),
+		NumRetries:                    wrapperspb.UInt32(uint32(f.Retries)),
 		HostSelectionRetryMaxAttempts: 3,
 		RetryPriority: &routev3.RetryPolicy_RetryPriority{Name: "envoy.retry_priorities.previous_priorities",
 			ConfigType: &routev3.RetryPolicy_RetryPriority_TypedConfig{TypedConfig: mustAny(
@@ -407,12 +408,12 @@ func fallbackRoute(cfg Config, f Fallback, t Timeouts, extra ...*routev3.HeaderM
 		RetryHostPredicate: []*routev3.RetryPolicy_RetryHostPredicate{{Name: "envoy.retry_host_predicates.previous_hosts",
 			ConfigType: &routev3.RetryPolicy_RetryHostPredicate_TypedConfig{TypedConfig: mustAny(&previoushosts.PreviousHostsPredicate{})}}},
 	}
-	for _, c := range f.Retry.On {
-		if c == Retry429 {
+	for _, c := range f.RetryOn {
+		if c == routing.Retry429 {
 			rp.RetriableStatusCodes = []uint32{429}
 			rp.RateLimitedRetryBackOff = &routev3.RetryPolicy_RateLimitedRetryBackOff{
 				ResetHeaders: []*routev3.RetryPolicy_ResetHeader{{Name: "retry-after", Format: routev3.RetryPolicy_SECONDS}},
-				MaxInterval:  durationpb.New(f.Retry.MaxRetryAfter),
+				MaxInterval:  durationpb.New(f.MaxRetryAfter),
 			}
 		}
 	}
@@ -423,27 +424,27 @@ func fallbackRoute(cfg Config, f Fallback, t Timeouts, extra ...*routev3.HeaderM
 		rp.PerTryIdleTimeout = durationpb.New(t.StreamIdle)
 	}
 	return &routev3.Route{
-		Name: ModelCluster(f.Model),
+		Name: ModelCluster(f.model),
 		Match: &routev3.RouteMatch{
 			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
-			Headers:       append([]*routev3.HeaderMatcher{exactHeader(ModelHeader, f.Model)}, extra...),
+			Headers:       append([]*routev3.HeaderMatcher{exactHeader(routing.ModelHeader, f.model)}, extra...),
 		},
 		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-			ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: ModelCluster(f.Model)},
+			ClusterSpecifier:     &routev3.RouteAction_Cluster{Cluster: ModelCluster(f.model)},
 			Timeout:              durationpb.New(0),
 			HostRewriteSpecifier: &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)},
 			RetryPolicy:          rp,
 		}},
-		RequestHeadersToRemove: []string{cfg.RoutingHeader, ModelHeader, StreamHeader},
+		RequestHeadersToRemove: []string{cfg.RoutingHeader, routing.ModelHeader, routing.StreamHeader},
 	}
 }
 
 // retryOn maps the conditions onto Envoy's retry_on tokens: 429 is a
 // retriable status code.
-func retryOn(on []RetryCondition) string {
+func retryOn(on []routing.RetryCondition) string {
 	var tokens []string
 	for _, c := range on {
-		if c == Retry429 {
+		if c == routing.Retry429 {
 			tokens = append(tokens, "retriable-status-codes")
 		} else {
 			tokens = append(tokens, string(c))

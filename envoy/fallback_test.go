@@ -1,10 +1,13 @@
 package envoy
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/extproc/routing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -16,18 +19,19 @@ import (
 )
 
 func fallbackConfig() Config {
-	return Config{ExtProcAddress: "127.0.0.1:50051",
-		Backends: []Backend{
-			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: Timeouts{ResponseHeaders: time.Minute}},
+	return Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{
+		Backends: []routing.Backend{
+			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: routing.Timeouts{ResponseHeaders: time.Minute}},
 			{Name: "anthropic", BaseURL: "https://api.anthropic.com"},
 			{Name: "local", BaseURL: "http://127.0.0.1:9000"},
 		},
-		Fallbacks: []Fallback{{
-			Model:       "GPT/4o",
-			Deployments: []Deployment{{Backend: "openai"}, {Backend: "anthropic", Priority: 1}, {Backend: "local", Priority: 1, Weight: 3}},
-			Timeouts:    Timeouts{ResponseHeaders: 30 * time.Second, StreamIdle: 20 * time.Second},
+		Models: []routing.Model{{
+			ID:          "GPT/4o",
+			Deployments: []routing.Deployment{{Backend: "openai"}, {Backend: "anthropic", Priority: 1}, {Backend: "local", Priority: 1, Weight: 3}},
+			Timeouts:    routing.Timeouts{ResponseHeaders: 30 * time.Second, StreamIdle: 20 * time.Second},
+			Fallback:    &routing.Fallback{},
 		}},
-	}
+	}}
 }
 
 // A model with fallback gets a cluster of its deployments and routes on
@@ -78,7 +82,7 @@ func TestFallbackBootstrap(t *testing.T) {
 		ep := eps[i].GetLbEndpoints()[0]
 		md := ep.GetMetadata().GetFilterMetadata()
 		if eps[i].GetPriority() != w.priority || ep.GetEndpoint().GetHostname() != w.host ||
-			md[defaultMetadataNamespace].GetFields()[BackendMetadataKey].GetStringValue() != w.backend ||
+			md[routing.MetadataNamespace].GetFields()[BackendMetadataKey].GetStringValue() != w.backend ||
 			(md[transportSocketMatchKey] != nil) != w.tls {
 			t.Errorf("endpoint %d: priority %d, %v", i, eps[i].GetPriority(), ep)
 		}
@@ -110,7 +114,7 @@ func TestFallbackBootstrap(t *testing.T) {
 	for i, r := range rs[:2] {
 		ra := r.GetRoute()
 		rp := ra.GetRetryPolicy()
-		if r.GetMatch().GetHeaders()[0].GetName() != ModelHeader || ra.GetCluster() != name || !ra.GetAutoHostRewrite().GetValue() ||
+		if r.GetMatch().GetHeaders()[0].GetName() != routing.ModelHeader || ra.GetCluster() != name || !ra.GetAutoHostRewrite().GetValue() ||
 			rp.GetRetryOn() != "connect-failure,reset,5xx,retriable-status-codes" || rp.GetNumRetries().GetValue() != 2 ||
 			len(rp.GetRetriableStatusCodes()) != 1 || rp.GetRateLimitedRetryBackOff() == nil ||
 			rp.GetRetryPriority().GetName() != "envoy.retry_priorities.previous_priorities" || rp.GetPerTryTimeout().AsDuration() != 30*time.Second {
@@ -126,7 +130,7 @@ func TestFallbackBootstrap(t *testing.T) {
 // codes and no Retry-After back-off.
 func TestFallbackRetryConditions(t *testing.T) {
 	cfg := fallbackConfig()
-	cfg.Fallbacks[0].Retry = Retry{Retries: 5, On: []RetryCondition{RetryConnect}}
+	cfg.Routing.Models[0].Fallback = &routing.Fallback{Retries: 5, RetryOn: []routing.RetryCondition{routing.RetryConnect}}
 	b, err := Bootstrap(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +152,30 @@ func TestFallbackErrors(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		"unknown backend": {func(c *Config) { c.Fallbacks[0].Deployments[1].Backend = "antropic" }, `unknown backend "antropic"`},
-		"backend twice":   {func(c *Config) { c.Fallbacks[0].Deployments[1].Backend = "openai" }, `backend "openai" twice`},
-		"no deployments":  {func(c *Config) { c.Fallbacks[0].Deployments = nil }, "no deployments"},
-		"condition":       {func(c *Config) { c.Fallbacks[0].Retry.On = []RetryCondition{"timeout"} }, `unknown retry condition "timeout"`},
-		"budget":          {func(c *Config) { c.Fallbacks[0].Retry.BudgetPercent = 120 }, "retry budget"},
+		"unknown backend": {func(c *Config) { c.Routing.Models[0].Deployments[1].Backend = "antropic" }, `unknown backend "antropic"`},
+		"backend twice":   {func(c *Config) { c.Routing.Models[0].Deployments[1].Backend = "openai" }, `backend "openai" twice`},
+		"no deployments":  {func(c *Config) { c.Routing.Models[0].Deployments = nil }, "no deployments"},
+		"condition":       {func(c *Config) { c.Routing.Models[0].Fallback.RetryOn = []routing.RetryCondition{"timeout"} }, `unknown retry condition "timeout"`},
+		"budget":          {func(c *Config) { c.Routing.Models[0].Fallback.BudgetPercent = 120 }, "retry budget"},
 		"same cluster": {func(c *Config) {
-			c.Fallbacks = append(c.Fallbacks, Fallback{Model: "gpt 4o", Deployments: []Deployment{{Backend: "openai"}}})
+			c.Routing.Models = append(c.Routing.Models, routing.Model{ID: "gpt 4o", Deployments: []routing.Deployment{{Backend: "openai"}}, Fallback: &routing.Fallback{}})
 		}, "is also model"},
+		"negative priority": {func(c *Config) { c.Routing.Models[0].Deployments[1].Priority = -1 },
+			`models[0] "GPT/4o": deployments[1] (backend "anthropic"): priority -1 is not 0 to 4294967295`},
+		"negative weight": {func(c *Config) { c.Routing.Models[0].Deployments[2].Weight = -3 },
+			`models[0] "GPT/4o": deployments[2] (backend "local"): weight -3 is not 0 to 4294967295`},
+		"weight over uint32": {func(c *Config) { c.Routing.Models[0].Deployments[2].Weight = math.MaxUint32 + 1 },
+			`models[0] "GPT/4o": deployments[2] (backend "local"): weight 4294967296 is not 0 to 4294967295`},
+		"negative retries": {func(c *Config) { c.Routing.Models[0].Fallback.Retries = -1 },
+			`models[0] "GPT/4o": fallback retries -1 is not 0 to 4294967295`},
+		"negative consecutive": {func(c *Config) { c.Routing.Models[0].Fallback.Outlier.Consecutive = -2 },
+			`models[0] "GPT/4o": fallback outlier consecutive -2 is not 0 to 4294967295`},
+		"negative max retry after": {func(c *Config) { c.Routing.Models[0].Fallback.MaxRetryAfter = -time.Second },
+			`models[0] "GPT/4o": fallback max retry after -1s is negative`},
+		"model id with a newline": {func(c *Config) { c.Routing.Models[0].ID = "gpt\n4o" }, "control characters"},
+		"unknown backend without fallback": {func(c *Config) {
+			c.Routing.Models = append(c.Routing.Models, routing.Model{ID: "plain", Deployments: []routing.Deployment{{Backend: "local"}, {Backend: "gone"}}})
+		}, `models[1] "plain": deployments[1]: unknown backend "gone"`},
 	} {
 		cfg := fallbackConfig()
 		tc.edit(&cfg)
@@ -173,14 +193,15 @@ func TestFallbackErrors(t *testing.T) {
 // client_context_impl.cc and default_validator.cc.)
 func TestFallbackTLSNames(t *testing.T) {
 	t.Parallel()
-	cfg := Config{ExtProcAddress: "127.0.0.1:50051",
-		Backends: []Backend{
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{
+		Backends: []routing.Backend{
 			{Name: "odd-port", BaseURL: "https://llm.internal.example:8443"},
 			{Name: "ip", BaseURL: "https://10.1.2.3:8443"},
 			{Name: "plain", BaseURL: "http://127.0.0.1:9000"},
 		},
-		Fallbacks: []Fallback{{Model: "m", Deployments: []Deployment{{Backend: "odd-port"}, {Backend: "ip", Priority: 1}, {Backend: "plain", Priority: 2}}}},
-	}
+		Models: []routing.Model{{ID: "m", Fallback: &routing.Fallback{},
+			Deployments: []routing.Deployment{{Backend: "odd-port"}, {Backend: "ip", Priority: 1}, {Backend: "plain", Priority: 2}}}},
+	}}
 	b := generate(t, cfg)
 	var c *clusterv3.Cluster
 	for _, cl := range b.GetStaticResources().GetClusters() {
@@ -195,7 +216,7 @@ func TestFallbackTLSNames(t *testing.T) {
 	got := map[string]names{}
 	for _, lle := range c.GetLoadAssignment().GetEndpoints() {
 		le := lle.GetLbEndpoints()[0]
-		backend := le.GetMetadata().GetFilterMetadata()[defaultMetadataNamespace].GetFields()[BackendMetadataKey].GetStringValue()
+		backend := le.GetMetadata().GetFilterMetadata()[routing.MetadataNamespace].GetFields()[BackendMetadataKey].GetStringValue()
 		n := names{hostname: le.GetEndpoint().GetHostname()}
 		label := le.GetMetadata().GetFilterMetadata()[transportSocketMatchKey]
 		for _, m := range c.GetTransportSocketMatches() {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/extproc/routing"
+
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
@@ -64,19 +66,19 @@ func productionOf(t *testing.T, b *bootstrapv3.Bootstrap) production {
 // passes Validate and survives a YAML round trip.
 func TestProductionKnobs(t *testing.T) {
 	t.Parallel()
-	backends := []Backend{{Name: "openai", BaseURL: "https://api.openai.com"}, {Name: "local", BaseURL: "http://127.0.0.1:11434"}}
+	backends := routing.Table{Backends: []routing.Backend{{Name: "openai", BaseURL: "https://api.openai.com"}, {Name: "local", BaseURL: "http://127.0.0.1:11434"}}}
 	tests := []struct {
 		name string
 		cfg  Config
 		want production
 	}{
-		{"defaults", Config{ExtProcAddress: "modelgate:50051", Backends: backends}, production{
+		{"defaults", Config{ExtProcAddress: "modelgate:50051", Routing: backends}, production{
 			Admin:         "127.0.0.1:9901",
 			MaxRequests:   map[string]uint32{ExtProcCluster: 100000, "openai": 100000, "local": 100000},
 			HealthChecked: []string{ExtProcCluster}, AccessLog: "envoy.access_loggers.stdout",
 		}},
 		{"every knob set", Config{
-			ExtProcAddress: "10.0.0.7:50051", Backends: backends, AdminListen: "0.0.0.0:19000", MaxRequests: 5000,
+			ExtProcAddress: "10.0.0.7:50051", Routing: backends, AdminListen: "0.0.0.0:19000", MaxRequests: 5000,
 			AccessLog: AccessLogStderr, UseRemoteAddress: true, XffNumTrustedHops: 2,
 		}, production{
 			Admin:         "0.0.0.0:19000",

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
 )
 
@@ -26,14 +27,17 @@ import (
 // model header.
 func TestBackendTimeouts(t *testing.T) {
 	t.Parallel()
-	cfg := Config{ExtProcAddress: "127.0.0.1:50051", Backends: []Backend{{
-		Name: "openai", BaseURL: "https://api.openai.com",
-		Timeouts: Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 20 * time.Second},
-		Models:   []ModelTimeouts{{Model: "o3", Timeouts: Timeouts{ResponseHeaders: 600 * time.Second, StreamIdle: 400 * time.Second}}},
-	}, {Name: "plain", BaseURL: "http://127.0.0.1:1"}}}
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{
+		Backends: []routing.Backend{{
+			Name: "openai", BaseURL: "https://api.openai.com",
+			Timeouts: routing.Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 20 * time.Second},
+		}, {Name: "plain", BaseURL: "http://127.0.0.1:1"}},
+		Models: []routing.Model{{ID: "o3", Deployments: []routing.Deployment{{Backend: "openai"}},
+			Timeouts: routing.Timeouts{ResponseHeaders: 600 * time.Second, StreamIdle: 400 * time.Second}}},
+	}}
 	hcm := hcmOf(t, generate(t, cfg))
 	rs := hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()
-	backend, model, stream := exactHeader("x-modelgate-backend", "openai"), exactHeader(ModelHeader, "o3"), exactHeader(StreamHeader, "1")
+	backend, model, stream := exactHeader("x-modelgate-backend", "openai"), exactHeader(routing.ModelHeader, "o3"), exactHeader(routing.StreamHeader, "1")
 	want := []struct {
 		name         string
 		headers      []*routev3.HeaderMatcher
@@ -70,7 +74,7 @@ func TestBackendTimeouts(t *testing.T) {
 		if diff := cmp.Diff(wantPolicy, ra.GetRetryPolicy(), protocmp.Transform()); diff != "" {
 			t.Errorf("%s: retry policy (-want +got):\n%s", w.name, diff)
 		}
-		if diff := cmp.Diff([]string{"x-modelgate-backend", ModelHeader, StreamHeader}, r.GetRequestHeadersToRemove()); diff != "" {
+		if diff := cmp.Diff([]string{"x-modelgate-backend", routing.ModelHeader, routing.StreamHeader}, r.GetRequestHeadersToRemove()); diff != "" {
 			t.Errorf("%s: request_headers_to_remove (-want +got):\n%s", w.name, diff)
 		}
 	}
@@ -84,14 +88,19 @@ func TestBackendTimeouts(t *testing.T) {
 
 func TestBackendTimeoutsRejected(t *testing.T) {
 	t.Parallel()
-	for name, b := range map[string]Backend{
-		"negative":       {Name: "a", BaseURL: "http://x", Timeouts: Timeouts{StreamIdle: -time.Second}},
-		"model newline":  {Name: "a", BaseURL: "http://x", Models: []ModelTimeouts{{Model: "m\n"}}},
-		"model twice":    {Name: "a", BaseURL: "http://x", Models: []ModelTimeouts{{Model: "m"}, {Model: "m"}}},
-		"model negative": {Name: "a", BaseURL: "http://x", Models: []ModelTimeouts{{Model: "m", Timeouts: Timeouts{ResponseHeaders: -1}}}},
+	backends := []routing.Backend{{Name: "a", BaseURL: "http://x"}}
+	model := func(id string, t routing.Timeouts) routing.Model {
+		return routing.Model{ID: id, Deployments: []routing.Deployment{{Backend: "a"}}, Timeouts: t}
+	}
+	own := routing.Timeouts{ResponseHeaders: time.Second}
+	for name, rt := range map[string]routing.Table{
+		"negative":       {Backends: []routing.Backend{{Name: "a", BaseURL: "http://x", Timeouts: routing.Timeouts{StreamIdle: -time.Second}}}},
+		"model newline":  {Backends: backends, Models: []routing.Model{model("m\n", own)}},
+		"model twice":    {Backends: backends, Models: []routing.Model{model("m", own), model("m", own)}},
+		"model negative": {Backends: backends, Models: []routing.Model{model("m", routing.Timeouts{ResponseHeaders: -1})}},
 	} {
-		if _, err := Bootstrap(Config{ExtProcAddress: "127.0.0.1:1", Backends: []Backend{b}}); err == nil {
-			t.Errorf("%s: Bootstrap accepted %+v", name, b)
+		if _, err := Bootstrap(Config{ExtProcAddress: "127.0.0.1:1", Routing: rt}); err == nil {
+			t.Errorf("%s: Bootstrap accepted %+v", name, rt)
 		}
 	}
 }
@@ -106,7 +115,7 @@ func TestLocalReplyConfig(t *testing.T) {
 	}
 	first := lrc.GetMappers()[0]
 	mf := first.GetFilter().GetMetadataFilter()
-	if mf.GetMatcher().GetFilter() != defaultMetadataNamespace || mf.GetMatcher().GetPath()[0].GetKey() != GatewayReplyKey ||
+	if mf.GetMatcher().GetFilter() != routing.MetadataNamespace || mf.GetMatcher().GetPath()[0].GetKey() != GatewayReplyKey ||
 		!mf.GetMatcher().GetValue().GetBoolMatch() || mf.GetMatchIfKeyNotFound() == nil || mf.GetMatchIfKeyNotFound().GetValue() ||
 		first.GetBodyFormatOverride() != nil || first.GetBody() != nil || first.GetStatusCode() != nil || len(first.GetHeadersToAdd()) > 0 {
 		t.Errorf("first mapper %v: want the server's marker and no rewrite", first)
@@ -134,7 +143,7 @@ func TestLocalReplyConfig(t *testing.T) {
 // stream_idle_timeout (no event restarts it while the provider works on
 // an answer), and on each of the model's routes the route timeout, the
 // route idle_timeout and the per-try timeouts.
-func shortTimeouts(b *bootstrapv3.Bootstrap, model string, want Timeouts) []string {
+func shortTimeouts(b *bootstrapv3.Bootstrap, model string, want routing.Timeouts) []string {
 	var short []string
 	longest := max(want.ResponseHeaders, want.StreamIdle)
 	hcm := &hcmv3.HttpConnectionManager{}
@@ -147,13 +156,13 @@ func shortTimeouts(b *bootstrapv3.Bootstrap, model string, want Timeouts) []stri
 	routes := 0
 	for _, r := range hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
 		if !slices.ContainsFunc(r.GetMatch().GetHeaders(), func(h *routev3.HeaderMatcher) bool {
-			return h.GetName() == ModelHeader && h.GetStringMatch().GetExact() == model
+			return h.GetName() == routing.ModelHeader && h.GetStringMatch().GetExact() == model
 		}) {
 			continue
 		}
 		routes++
 		ra := r.GetRoute()
-		stream := slices.ContainsFunc(r.GetMatch().GetHeaders(), func(h *routev3.HeaderMatcher) bool { return h.GetName() == StreamHeader })
+		stream := slices.ContainsFunc(r.GetMatch().GetHeaders(), func(h *routev3.HeaderMatcher) bool { return h.GetName() == routing.StreamHeader })
 		if d := ra.GetTimeout().AsDuration(); ra.GetTimeout() == nil || d > 0 && d < longest {
 			short = append(short, fmt.Sprintf("%s: timeout %v (15s when unset)", r.GetName(), d))
 		}
@@ -183,16 +192,18 @@ func shortTimeouts(b *bootstrapv3.Bootstrap, model string, want Timeouts) []stri
 // with 504 "stream timeout".
 func TestNoTimeoutShorterThanTheModels(t *testing.T) {
 	t.Parallel()
-	slow := Timeouts{ResponseHeaders: 900 * time.Second, StreamIdle: 300 * time.Second}
-	cfg := Config{ExtProcAddress: "127.0.0.1:50051",
-		Backends: []Backend{
-			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 30 * time.Second},
-				Models: []ModelTimeouts{{Model: "o3", Timeouts: slow}}},
+	slow := routing.Timeouts{ResponseHeaders: 900 * time.Second, StreamIdle: 300 * time.Second}
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{
+		Backends: []routing.Backend{
+			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: routing.Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 30 * time.Second}},
 			{Name: "anthropic", BaseURL: "https://api.anthropic.com"},
 		},
-		Fallbacks: []Fallback{{Model: "thinker", Timeouts: slow,
-			Deployments: []Deployment{{Backend: "anthropic"}, {Backend: "openai", Priority: 1}}}},
-	}
+		Models: []routing.Model{
+			{ID: "o3", Timeouts: slow, Deployments: []routing.Deployment{{Backend: "openai"}}},
+			{ID: "thinker", Timeouts: slow, Fallback: &routing.Fallback{},
+				Deployments: []routing.Deployment{{Backend: "anthropic"}, {Backend: "openai", Priority: 1}}},
+		},
+	}}
 	b := generate(t, cfg)
 	for _, model := range []string{"o3", "thinker"} {
 		if short := shortTimeouts(b, model, slow); len(short) > 0 {
@@ -211,5 +222,50 @@ func TestNoTimeoutShorterThanTheModels(t *testing.T) {
 		&listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}
 	if short := shortTimeouts(b, "o3", slow); len(short) != 1 || !strings.Contains(short[0], "stream_idle_timeout 5m10s") {
 		t.Errorf("shortTimeouts with a 310s idle timeout = %v", short)
+	}
+}
+
+// A model's timeouts override its backend's member by member: on each
+// backend that serves it, and for a model with fallback, on every attempt
+// with its first deployment's backend's filling in. A model without
+// timeouts of its own gets no routes of its own.
+func TestModelTimeoutsOrBackends(t *testing.T) {
+	t.Parallel()
+	cfg := Config{ExtProcAddress: "127.0.0.1:50051", Routing: routing.Table{
+		Backends: []routing.Backend{
+			{Name: "openai", BaseURL: "https://api.openai.com", Timeouts: routing.Timeouts{ResponseHeaders: 60 * time.Second, StreamIdle: 20 * time.Second}},
+			{Name: "anthropic", BaseURL: "https://api.anthropic.com", Timeouts: routing.Timeouts{ResponseHeaders: 90 * time.Second}},
+		},
+		Models: []routing.Model{
+			{ID: "o3", Timeouts: routing.Timeouts{ResponseHeaders: 600 * time.Second},
+				Deployments: []routing.Deployment{{Backend: "openai"}, {Backend: "anthropic"}}},
+			{ID: "fb", Timeouts: routing.Timeouts{StreamIdle: 30 * time.Second}, Fallback: &routing.Fallback{},
+				Deployments: []routing.Deployment{{Backend: "anthropic"}, {Backend: "openai", Priority: 1}}},
+			{ID: "plain", Deployments: []routing.Deployment{{Backend: "openai"}}},
+		},
+	}}
+	type timers struct{ PerTry, Idle time.Duration }
+	got := map[string]timers{}
+	for _, r := range hcmOf(t, generate(t, cfg)).GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
+		rp := r.GetRoute().GetRetryPolicy()
+		got[r.GetName()] = timers{rp.GetPerTryTimeout().AsDuration(), rp.GetPerTryIdleTimeout().AsDuration()}
+	}
+	want := map[string]timers{
+		"model_fb/stream":     {90 * time.Second, 30 * time.Second},
+		"model_fb":            {90 * time.Second, 0},
+		"openai/o3/stream":    {600 * time.Second, 20 * time.Second},
+		"openai/o3":           {600 * time.Second, 0},
+		"openai/fb/stream":    {60 * time.Second, 30 * time.Second},
+		"openai/fb":           {60 * time.Second, 0},
+		"openai/stream":       {60 * time.Second, 20 * time.Second},
+		"openai":              {60 * time.Second, 0},
+		"anthropic/o3":        {600 * time.Second, 0},
+		"anthropic/fb/stream": {90 * time.Second, 30 * time.Second},
+		"anthropic/fb":        {90 * time.Second, 0},
+		"anthropic":           {90 * time.Second, 0},
+		"not_found":           {},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("routes' per-try timeouts (-want +got):\n%s", diff)
 	}
 }

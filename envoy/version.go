@@ -63,12 +63,12 @@ func (c Config) checkVersion() []error {
 		return []error{fmt.Errorf("envoy %v: the bootstrap needs Envoy %v or later", v, MinVersion)}
 	}
 	var errs []error
-	for _, f := range c.Fallbacks {
-		if v.Less(FallbackVersion) {
+	for _, m := range c.Routing.Models {
+		if m.Fallback != nil && v.Less(FallbackVersion) {
 			errs = append(errs, fmt.Errorf("fallback of model %q needs Envoy %v or later, not %v: older releases ignore the "+
 				"upstream ext_proc's immediate responses and failures (a refused attempt hangs until its per-try timeout, "+
 				"then is retried) and, before 1.37, break retries after an upstream filter paused the response headers",
-				f.Model, FallbackVersion, v))
+				m.ID, FallbackVersion, v))
 		}
 	}
 	return errs

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"modelgate/extproc/routing"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 )
@@ -20,20 +22,20 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{"defaults and no backends", Config{ExtProcAddress: "127.0.0.1:50051"}},
 		{"https and http backends", testConfig},
-		{"every kind of backend", Config{ExtProcAddress: "[::1]:50051", Backends: []Backend{
+		{"every kind of backend", Config{ExtProcAddress: "[::1]:50051", Routing: routing.Table{Backends: []routing.Backend{
 			{Name: "a", BaseURL: "https://api.anthropic.com"}, {Name: "b.c", BaseURL: "https://llm.internal:8443/base"},
 			{Name: "d_e", BaseURL: "http://10.1.2.3"}, {Name: "f", BaseURL: "https://[2001:db8::1]:8443"},
-		}}},
+		}}}},
 		// Strings YAML 1.1 reads as booleans, numbers or null.
-		{"YAML look-alike names", Config{ExtProcAddress: "modelgate:50051", RoutingHeader: "on", Backends: []Backend{
+		{"YAML look-alike names", Config{ExtProcAddress: "modelgate:50051", RoutingHeader: "on", Routing: routing.Table{Backends: []routing.Backend{
 			{Name: "no", BaseURL: "http://yes"}, {Name: "on", BaseURL: "http://off"}, {Name: "y", BaseURL: "http://1e3"},
 			{Name: "1e3", BaseURL: "http://n"}, {Name: "0x10", BaseURL: "http://null"}, {Name: "null", BaseURL: "http://true:8080"},
 			{Name: "0755", BaseURL: "http://x"}, {Name: "1.5", BaseURL: "http://x"},
-		}}},
+		}}}},
 		{"every setting", Config{
 			Listen: "[::]:443", ExtProcAddress: "extproc.svc.cluster.local:9000", MessageTimeout: 1500 * time.Millisecond,
 			BufferLimitBytes: 4294967295, StreamIdleTimeout: time.Hour, RoutingHeader: "x-route",
-			MetadataNamespace: "com.example", CAFile: "/ca.pem", Backends: []Backend{{Name: "up", BaseURL: "https://up"}},
+			MetadataNamespace: "com.example", CAFile: "/ca.pem", Routing: routing.Table{Backends: []routing.Backend{{Name: "up", BaseURL: "https://up"}}},
 			AdminListen: "[::1]:9902", MaxRequests: 4294967295, AccessLog: AccessLogStderr, UseRemoteAddress: true,
 			XffNumTrustedHops: 4294967295,
 		}},

@@ -171,7 +171,7 @@ func (st *attemptStream) pick(ctx context.Context, model string) error {
 	if !ok {
 		return errModelNotFound(model)
 	}
-	d, ok := m.deployment(st.a.backend)
+	d, ok := deploymentOn(m, st.a.backend)
 	if !ok {
 		return errInternal(fmt.Errorf("envoy chose backend %q, which does not serve model %q", st.a.backend, model))
 	}

@@ -15,6 +15,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
+	"modelgate/extproc/routing"
 )
 
 // benchClient is an ext_proc client on loopback gRPC playing Envoy's
@@ -35,8 +36,9 @@ func newBenchClient(b *testing.B) *benchClient {
 	acct, _ := store.CreateAccount(ctx, "bench")
 	key, _, _ := authz.CreateKey(ctx, store, acct.ID, "", nil)
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: "provider"}},
-		Models:   []extproc.Model{{ID: "gpt-4o", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-4o-2024-08-06"}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "gpt-4o", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-4o-2024-08-06"}}}}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: "provider"}},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		b.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
@@ -50,10 +51,11 @@ func restartGateway(t *testing.T, f *fixture, sp ratelimit.Spender) *extproctest
 	}
 	ecfg := extproc.Config{
 		MaxRequestBodyBytes: 64 << 10,
-		Backends:            []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey}},
-		Models: []extproc.Model{{ID: "gpt-4o", OwnedBy: "openai",
-			Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}}},
-		Prices: prices, Spender: extproc.LedgerSpender(sp, f.store), Currency: "EUR",
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "gpt-4o", OwnedBy: "openai",
+				Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-5-nano"}}}}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}},
+		Prices:      prices, Spender: extproc.LedgerSpender(sp, f.store), Currency: "EUR",
 	}
 	srv, err := extproc.New(ecfg, authz.NewAuthenticator(f.store, authz.AuthenticatorConfig{}), f.store)
 	if err != nil {

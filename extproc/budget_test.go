@@ -18,6 +18,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 )
@@ -241,9 +242,9 @@ func mediaFixture(t *testing.T) (*fixture, *memory.Spender) {
 	}
 	return budgetFixture(t, func(c *extproc.Config) {
 		c.Prices = prices
-		c.Models = append(c.Models,
-			extproc.Model{ID: "whisper-1", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "whisper-1"}}},
-			extproc.Model{ID: "dall-e-2", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "dall-e-2"}}})
+		c.Routing.Models = append(c.Routing.Models,
+			routing.Model{ID: "whisper-1", OwnedBy: "openai", Deployments: []routing.Deployment{{Backend: "main", Model: "whisper-1"}}},
+			routing.Model{ID: "dall-e-2", OwnedBy: "openai", Deployments: []routing.Deployment{{Backend: "main", Model: "dall-e-2"}}})
 	})
 }
 

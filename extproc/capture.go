@@ -103,15 +103,16 @@ func (ex *exchange) captureResponse(out []byte) {
 
 // providerSecrets are the backends' credentials: a provider that echoes
 // the key it was sent does not put it in a capture.
-func providerSecrets(bs []Backend) []string {
+func providerSecrets(creds map[string]Credentials) []string {
 	var out []string
-	for _, b := range bs {
-		for _, s := range []string{b.APIKey, b.AWS.AccessKeyID, b.AWS.SecretAccessKey, b.AWS.SessionToken} {
+	for _, c := range creds {
+		for _, s := range []string{c.APIKey, c.AWS.AccessKeyID, c.AWS.SecretAccessKey, c.AWS.SessionToken} {
 			if len(s) >= minSecretLen {
 				out = append(out, s)
 			}
 		}
 	}
+	slices.Sort(out) // the same list each time
 	return out
 }
 

@@ -20,6 +20,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 )
 
 // captureLog is a CaptureSink that keeps captures in memory.
@@ -202,9 +203,10 @@ func TestCaptureKeepsNoCredential(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(26, 4))
 	providerKey := "prov-" + strconv.FormatUint(rnd.Uint64(), 36) + strconv.FormatUint(rnd.Uint64(), 36) // of no listed shape
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey}},
-		Models:   []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "main", Model: "m"}}}},
-		Capture:  &extproc.Capture{Sink: sink},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "m", Deployments: []routing.Deployment{{Backend: "main", Model: "m"}}}}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}},
+		Capture:     &extproc.Capture{Sink: sink},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)

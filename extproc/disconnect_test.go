@@ -14,6 +14,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 )
 
 // A client that leaves mid-stream still gets its usage recorded: the
@@ -28,8 +29,8 @@ func TestUsageRecordedWhenClientLeavesMidStream(t *testing.T) {
 	acct, _ := store.CreateAccount(ctx, "acme")
 	key, _, _ := authz.CreateKey(ctx, store, acct.ID, "", nil)
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai"}},
-		Models:   []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "main", Model: "m"}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "m", Deployments: []routing.Deployment{{Backend: "main", Model: "m"}}}}},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)

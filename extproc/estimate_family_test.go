@@ -13,6 +13,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 )
 
@@ -20,7 +21,8 @@ import (
 // documents it: what it sends before the text, and a chunk of text.
 type family struct {
 	name, provider, contentType string
-	backend                     Backend
+	backend                     routing.Backend
+	creds                       Credentials
 	head                        func() [][]byte
 	text                        func(s string, i int) []byte
 }
@@ -73,7 +75,7 @@ func families() []family {
 		{name: "mistral, spaced JSON", provider: "mistral", contentType: "text/event-stream", head: none, text: openAIChunk(true)},
 		{name: "groq", provider: "groq", contentType: "text/event-stream", head: none, text: openAIChunk(false)},
 		{name: "azure", provider: "azure", contentType: "text/event-stream", head: none, text: openAIChunk(false),
-			backend: Backend{APIVersion: "2024-10-21"}},
+			backend: routing.Backend{APIVersion: "2024-10-21"}},
 		// message_start reports output_tokens 1 before any text.
 		{name: "anthropic", provider: "anthropic", contentType: "text/event-stream",
 			head: func() [][]byte {
@@ -102,9 +104,9 @@ func families() []family {
 				return sseEvent("content-delta", `{"type":"content-delta","index":0,"delta":{"message":{"content":{"text":`+jsonString(s)+`}}}}`)
 			}},
 		{name: "bedrock", provider: "bedrock", contentType: "application/vnd.amazon.eventstream",
-			backend: Backend{Region: "us-east-1", Host: "bedrock-runtime.us-east-1.amazonaws.com",
-				AWS: translate.AWSCredentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}},
-			head: func() [][]byte { return [][]byte{bedrockFrame("messageStart", `{"role":"assistant"}`)} },
+			backend: routing.Backend{Region: "us-east-1", BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com"},
+			creds:   Credentials{AWS: translate.AWSCredentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}},
+			head:    func() [][]byte { return [][]byte{bedrockFrame("messageStart", `{"role":"assistant"}`)} },
 			text: func(s string, _ int) []byte {
 				return bedrockFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":`+jsonString(s)+`}}`)
 			}},
@@ -153,13 +155,14 @@ func TestLeftStreamChargedForItsText(t *testing.T) {
 					t.Fatal(err)
 				}
 				usage := &usageLog{}
-				b := f.backend
-				b.Name, b.Provider, b.APIKey = "b", f.provider, "provider-key"
-				if f.provider == "bedrock" {
-					b.APIKey = ""
+				b, creds := f.backend, f.creds
+				b.Name, b.Provider = "b", f.provider
+				if f.provider != "bedrock" {
+					creds.APIKey = "provider-key"
 				}
-				s, err := New(Config{Metrics: m, Backends: []Backend{b},
-					Models: []Model{{ID: "m", Deployments: []Deployment{{Backend: "b", Model: "up"}}}}}, stubAuth{}, usage)
+				s, err := New(Config{Metrics: m, Routing: routing.Table{Backends: []routing.Backend{b},
+					Models: []routing.Model{{ID: "m", Deployments: []routing.Deployment{{Backend: "b", Model: "up"}}}}},
+					Credentials: map[string]Credentials{"b": creds}}, stubAuth{}, usage)
 				if err != nil {
 					t.Fatal(err)
 				}

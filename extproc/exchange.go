@@ -8,6 +8,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"modelgate/authz"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/providers"
@@ -72,9 +73,9 @@ type request struct {
 type route struct {
 	target   translate.Target
 	provider providers.Provider // the target's provider
-	timeouts Timeouts           // the model's on its backend
+	timeouts routing.Timeouts   // the model's on its backend
 	build    builder            // makes tr for a deployment (kept for a Fallback model's answer)
-	via      routing            // direct, or through Envoy (a Fallback model)
+	via      forwarding         // direct, or through Envoy (a Fallback model)
 }
 
 // meter is the exchange's rate-limit and budget bookkeeping: what its

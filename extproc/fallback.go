@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"modelgate/extproc/routing"
 	"modelgate/translate/providers"
 )
 
@@ -93,13 +94,13 @@ var attemptHeaderNames = sync.OnceValue(func() []string {
 // pickFallback routes a Fallback model at the router level: Envoy picks
 // the deployment. Every deployment must serve the endpoint, since an
 // attempt that cannot is a final error, never a fallback.
-func (ex *exchange) pickFallback(m *Model) error {
+func (ex *exchange) pickFallback(m *routing.Model) error {
 	for _, d := range m.Deployments {
 		if !ex.req.endpoint.spec().serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider]) {
 			return errEndpointNotSupported(m.ID, ex.req.endpoint)
 		}
 	}
-	_, ex.route.timeouts = ex.s.router.target(m, m.first())
+	_, ex.route.timeouts = ex.s.router.target(m, firstDeployment(m))
 	ex.req.model, ex.route.via = m.ID, viaEnvoy{m}
 	ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
 	return nil
@@ -107,7 +108,7 @@ func (ex *exchange) pickFallback(m *Model) error {
 
 // viaEnvoy routes a Fallback model's request through Envoy, which picks
 // the deployment attempt by attempt.
-type viaEnvoy struct{ model *Model }
+type viaEnvoy struct{ model *routing.Model }
 
 func (viaEnvoy) translator(*exchange, builder) error { return nil } // built for the deployment that answers
 
@@ -129,9 +130,9 @@ func (v viaEnvoy) send(ctx context.Context, ex *exchange, body []byte) (*extproc
 	}
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
-	h.Set(modelHeader, ex.req.model)
+	h.Set(routing.ModelHeader, ex.req.model)
 	if ex.req.stream {
-		h.Set(streamHeader, "1")
+		h.Set(routing.StreamHeader, "1")
 	}
 	rc, err := structpb.NewStruct(map[string]any{
 		contextPath:        ex.req.path,
@@ -184,7 +185,7 @@ func (v viaEnvoy) answered(ex *exchange, status int, hm headerMap, envoyReply, e
 	if !ok {
 		return ex.envoyReplyHeaders(status, "", eos)
 	}
-	d, ok := v.model.deployment(backend)
+	d, ok := deploymentOn(v.model, backend)
 	if !ok {
 		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.req.model)))
 	}

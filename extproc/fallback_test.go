@@ -16,6 +16,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
 )
 
@@ -29,17 +30,15 @@ func newFallbackServer(t *testing.T) (*Server, *usageLog, *Metrics) {
 	}
 	usage := &usageLog{}
 	s, err := New(Config{Metrics: m,
-		Backends: []Backend{
-			{Name: "anthropic", Provider: "anthropic", APIKey: "ant-key"},
-			{Name: "openai", Provider: "openai", APIKey: "oai-key"},
-		},
-		Models: []Model{
-			{ID: "smart", Fallback: true, Deployments: []Deployment{
-				{Backend: "openai", Model: "gpt-up", Priority: 1},
-				{Backend: "anthropic", Model: "claude-up", Priority: 0},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "anthropic", Provider: "anthropic"}, {Name: "openai", Provider: "openai"}},
+			Models: []routing.Model{
+				{ID: "smart", Fallback: &routing.Fallback{}, Deployments: []routing.Deployment{
+					{Backend: "openai", Model: "gpt-up", Priority: 1},
+					{Backend: "anthropic", Model: "claude-up", Priority: 0},
+				}},
+				{ID: "plain", Deployments: []routing.Deployment{{Backend: "openai", Model: "gpt-up"}}},
 			}},
-			{ID: "plain", Deployments: []Deployment{{Backend: "openai", Model: "gpt-up"}}},
-		},
+		Credentials: map[string]Credentials{"anthropic": {APIKey: "ant-key"}, "openai": {APIKey: "oai-key"}},
 	}, stubAuth{}, usage)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +119,7 @@ func TestFallbackRouterPassesBodyOn(t *testing.T) {
 	if _, ok := set["x-modelgate-backend"]; ok {
 		t.Errorf("routing header set: %v", set)
 	}
-	if set[modelHeader] != "smart" || set[streamHeader] != "1" || set["authorization"] != "" || set[":path"] != "" {
+	if set[routing.ModelHeader] != "smart" || set[routing.StreamHeader] != "1" || set["authorization"] != "" || set[":path"] != "" {
 		t.Errorf("set headers %v", set)
 	}
 	if !slices.Contains(mut.GetRemoveHeaders(), "authorization") || !br.GetResponse().GetClearRouteCache() {
@@ -290,7 +289,7 @@ func TestFallbackAnswerFromAnthropic(t *testing.T) {
 		}
 		msgs = append(msgs, respBody("", true))
 		out := play(t, s, false, msgs...)
-		if out[1].GetRequestBody().GetResponse().GetHeaderMutation() == nil || setHeaders(out[1].GetRequestBody().GetResponse().GetHeaderMutation())[streamHeader] != "1" {
+		if out[1].GetRequestBody().GetResponse().GetHeaderMutation() == nil || setHeaders(out[1].GetRequestBody().GetResponse().GetHeaderMutation())[routing.StreamHeader] != "1" {
 			t.Errorf("stream header not set: %v", out[1])
 		}
 		head := out[2].GetResponseHeaders()
@@ -436,8 +435,8 @@ func TestAttemptHeaderNames(t *testing.T) {
 // A fallback model may name a backend once only: an attempt names its
 // deployment by backend.
 func TestFallbackModelBackendTwice(t *testing.T) {
-	_, err := New(Config{Backends: []Backend{{Name: "b", Provider: "openai"}},
-		Models: []Model{{ID: "m", Fallback: true, Deployments: []Deployment{{Backend: "b", Model: "x"}, {Backend: "b", Model: "y"}}}}},
+	_, err := New(Config{Routing: routing.Table{Backends: []routing.Backend{{Name: "b", Provider: "openai"}},
+		Models: []routing.Model{{ID: "m", Fallback: &routing.Fallback{}, Deployments: []routing.Deployment{{Backend: "b", Model: "x"}, {Backend: "b", Model: "y"}}}}}},
 		stubAuth{}, &usageLog{})
 	if err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("err = %v", err)

@@ -14,15 +14,12 @@ import (
 	"modelgate/translate/sse"
 )
 
-// Headers shared with the generated Envoy bootstrap (package envoy, whose
-// tests check they match): Envoy's local replies carry localReplyHeader
-// (its value is %RESPONSE_CODE_DETAILS%); routes match modelHeader and
-// streamHeader, and remove them before the upstream.
-const (
-	localReplyHeader = "x-modelgate-envoy-reply"
-	modelHeader      = "x-modelgate-model"
-	streamHeader     = "x-modelgate-stream"
-)
+// Headers shared with the generated Envoy bootstrap: Envoy's local
+// replies carry localReplyHeader (its value is %RESPONSE_CODE_DETAILS%;
+// package envoy's tests check it matches); routes match the model and
+// stream headers (routing.ModelHeader, routing.StreamHeader) and remove
+// them before the upstream.
+const localReplyHeader = "x-modelgate-envoy-reply"
 
 // maxQuoted bounds client input quoted in error messages.
 const maxQuoted = 256

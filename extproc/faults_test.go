@@ -19,6 +19,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
@@ -106,9 +107,9 @@ func newFaultServer(t *testing.T) (*Server, *usageLog, *Metrics) {
 	}
 	usage := &usageLog{}
 	s, err := New(Config{Metrics: m,
-		Backends: []Backend{{Name: "b", Provider: "openai", APIKey: "provider-key",
-			Timeouts: Timeouts{ResponseHeaders: time.Minute, StreamIdle: 10 * time.Second}}},
-		Models: []Model{{ID: "gpt-x", Deployments: []Deployment{{Backend: "b", Model: "up"}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "b", Provider: "openai", Timeouts: routing.Timeouts{ResponseHeaders: time.Minute, StreamIdle: 10 * time.Second}}},
+			Models: []routing.Model{{ID: "gpt-x", Deployments: []routing.Deployment{{Backend: "b", Model: "up"}}}}},
+		Credentials: map[string]Credentials{"b": {APIKey: "provider-key"}},
 	}, stubAuth{}, usage)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestPanicInBufferedBody(t *testing.T) {
 // headers and body with an OpenAI error naming the model, and records what
 // the provider may have consumed.
 func TestEnvoyLocalReplies(t *testing.T) {
-	if localReplyHeader != envoy.LocalReplyHeader || modelHeader != envoy.ModelHeader || streamHeader != envoy.StreamHeader {
+	if localReplyHeader != envoy.LocalReplyHeader {
 		t.Fatal("the headers the bootstrap and the server share differ")
 	}
 	if errTooLarge().Message != envoy.TooLargeMessage || errInternal(nil).Message != envoy.InternalMessage {
@@ -306,7 +307,7 @@ func TestRequestHeadersForTheProvider(t *testing.T) {
 	for _, h := range mut.GetSetHeaders() {
 		set[h.GetHeader().GetKey()] = string(h.GetHeader().GetRawValue())
 	}
-	if set["authorization"] != "Bearer provider-key" || set[modelHeader] != "gpt-x" || set[streamHeader] != "1" ||
+	if set["authorization"] != "Bearer provider-key" || set[routing.ModelHeader] != "gpt-x" || set[routing.StreamHeader] != "1" ||
 		set["x-modelgate-backend"] != "b" {
 		t.Errorf("set headers %v", set)
 	}

@@ -5,120 +5,58 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"time"
+	"slices"
 
 	"modelgate/authz"
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 )
 
-// Backend is an upstream the gateway can route to.
-type Backend struct {
-	// Name is the Envoy cluster and the value of the routing header.
-	Name string
-	// Provider selects the translator, such as "openai".
-	Provider string
-	// BasePath is the path of the backend's base URL, without a trailing
-	// slash.
-	BasePath string
+// Credentials are a backend's secrets, which the routing table
+// (routing.Table, which Envoy's configuration is generated from) does
+// not hold.
+type Credentials struct {
 	// APIKey is the provider credential; empty sends none.
 	APIKey string
-	// APIVersion is passed to translators that send one (Azure).
-	APIVersion string
-	// Host is the upstream host, for signatures; Region and AWS are for
-	// backends that sign with SigV4.
-	Host   string
-	Region string
-	AWS    translate.AWSCredentials
-	// Project is the Google Cloud project (Vertex AI).
-	Project string
+	// AWS signs the requests of a backend that signs with SigV4.
+	AWS translate.AWSCredentials
 	// Token, when set, supplies a short-lived bearer credential per
 	// request (Vertex AI access tokens); it replaces APIKey. It must be
 	// safe for concurrent use and cache what it mints.
 	Token func(ctx context.Context) (string, error)
-	// Timeouts are the backend's, as Envoy enforces them (its routes are
-	// generated from the same config); the server names them in errors
-	// and tells a stalled stream from a client that left.
-	Timeouts Timeouts
 }
 
-// Timeouts bound an exchange with a provider; zero means none.
-type Timeouts struct {
-	// ResponseHeaders is the longest wait for the answer to start.
-	ResponseHeaders time.Duration
-	// StreamIdle is the longest silence of a streaming answer.
-	StreamIdle time.Duration
-}
-
-// or returns t with its zero members taken from def.
-func (t Timeouts) or(def Timeouts) Timeouts {
-	if t.ResponseHeaders == 0 {
-		t.ResponseHeaders = def.ResponseHeaders
-	}
-	if t.StreamIdle == 0 {
-		t.StreamIdle = def.StreamIdle
-	}
-	return t
-}
-
-// Model is a public model id and the deployments that serve it.
-type Model struct {
-	ID          string
-	OwnedBy     string
-	Created     int64
-	Deployments []Deployment
-	// ContextWindow is the model's context in tokens; Responses requests
-	// with truncation "auto" drop their oldest items to fit it. Zero
-	// disables that.
-	ContextWindow int
-	// Timeouts override its backends' member by member.
-	Timeouts Timeouts
-	// Fallback says Envoy picks the deployment of each attempt and
-	// retries on another (priorities, weights, outlier ejection, its
-	// retry policy): cmd/modelgate sets it for a model whose deployments
-	// have priorities or retries configured, and generates the model's
-	// cluster and route (envoy.Fallback). The server then does not pick
-	// a deployment: the router-level stream authenticates, admits and
-	// passes the client's OpenAI body on; an upstream stream per attempt
-	// translates it for the backend Envoy chose; the router-level stream
-	// translates the answer of the backend that answered, as it names
-	// itself in x-modelgate-deployment (fallback.go). A backend may serve
-	// a fallback model only once, and every deployment must serve each
-	// endpoint the model is used with. Without Fallback the server picks
-	// by Weight and Envoy routes by the routing header, as before.
-	Fallback bool
-}
-
-// Deployment is one backend serving a model under its upstream name.
-type Deployment struct {
-	Backend string
-	Model   string
-	// Weight is the relative share of requests; zero counts as one.
-	Weight int
-	// Priority orders a Fallback model's deployments for Envoy: 0 first;
-	// a higher one takes traffic when the lower ones fail or are ejected.
-	// The generated cluster carries it; the server's own pick (models
-	// without Fallback) ignores it.
-	Priority int
+// backend is a backend as the server reaches it.
+type backend struct {
+	routing.Backend
+	Credentials
+	basePath, host string
 }
 
 // router resolves public model ids to deployments. It is immutable after
 // newRouter.
 type router struct {
-	models   map[string]*Model
-	order    []*Model // config order, for /v1/models
-	backends map[string]Backend
+	models   map[string]*routing.Model
+	order    []*routing.Model // config order, for /v1/models
+	backends map[string]backend
 }
 
 // newRouter builds the routing table. A model without a Created time is
 // listed with created (the server's start).
-func newRouter(backends []Backend, models []Model, created int64) (*router, error) {
-	r := &router{models: make(map[string]*Model), backends: make(map[string]Backend)}
-	for _, b := range backends {
+func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*router, error) {
+	r := &router{models: make(map[string]*routing.Model), backends: make(map[string]backend)}
+	for _, b := range t.Backends {
 		if _, dup := r.backends[b.Name]; dup {
 			return nil, fmt.Errorf("backend %q defined twice", b.Name)
 		}
-		r.backends[b.Name] = b
+		r.backends[b.Name] = backend{Backend: b, Credentials: creds[b.Name], basePath: b.BasePath(), host: b.Host()}
 	}
+	for name := range creds {
+		if _, ok := r.backends[name]; !ok {
+			return nil, fmt.Errorf("credentials for backend %q, which is not configured", name)
+		}
+	}
+	models := slices.Clone(t.Models)
 	for i := range models {
 		m := &models[i]
 		if _, dup := r.models[m.ID]; dup {
@@ -137,7 +75,7 @@ func newRouter(backends []Backend, models []Model, created int64) (*router, erro
 			}
 			// An attempt names its deployment by backend alone (the
 			// endpoint metadata of the model's cluster).
-			if m.Fallback && seen[d.Backend] {
+			if m.Fallback != nil && seen[d.Backend] {
 				return nil, fmt.Errorf("model %q: backend %q serves it twice, which a fallback model cannot tell apart", m.ID, d.Backend)
 			}
 			seen[d.Backend] = true
@@ -152,7 +90,7 @@ func newRouter(backends []Backend, models []Model, created int64) (*router, erro
 }
 
 // lookup finds a model the principal may use.
-func (r *router) lookup(p *authz.Principal, model string) (*Model, error) {
+func (r *router) lookup(p *authz.Principal, model string) (*routing.Model, error) {
 	m, ok := r.models[model]
 	if !ok {
 		return nil, errModelNotFound(model)
@@ -164,27 +102,27 @@ func (r *router) lookup(p *authz.Principal, model string) (*Model, error) {
 }
 
 // target is the deployment's target and the timeouts that bound it.
-func (r *router) target(m *Model, d Deployment) (translate.Target, Timeouts) {
+func (r *router) target(m *routing.Model, d routing.Deployment) (translate.Target, routing.Timeouts) {
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
-		BasePath: b.BasePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.Host, Region: b.Region, AWS: b.AWS,
-		Project: b.Project}, m.Timeouts.or(b.Timeouts)
+		BasePath: b.basePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.host, Region: b.Region, AWS: b.AWS,
+		Project: b.Project}, m.Timeouts.Or(b.Timeouts)
 }
 
-// deployment is the model's deployment on a backend, as Envoy names the
+// deploymentOn is the model's deployment on a backend, as Envoy names the
 // one it chose for an attempt of a Fallback model.
-func (m *Model) deployment(backend string) (Deployment, bool) {
+func deploymentOn(m *routing.Model, backend string) (routing.Deployment, bool) {
 	for _, d := range m.Deployments {
 		if d.Backend == backend {
 			return d, true
 		}
 	}
-	return Deployment{}, false
+	return routing.Deployment{}, false
 }
 
-// first is the deployment Envoy tries first: the lowest priority (the
-// first listed among equals).
-func (m *Model) first() Deployment {
+// firstDeployment is the deployment Envoy tries first: the lowest
+// priority (the first listed among equals).
+func firstDeployment(m *routing.Model) routing.Deployment {
 	best := m.Deployments[0]
 	for _, d := range m.Deployments[1:] {
 		if d.Priority < best.Priority {
@@ -195,7 +133,7 @@ func (m *Model) first() Deployment {
 }
 
 // pick makes a weighted random choice.
-func pick(ds []Deployment) Deployment {
+func pick(ds []routing.Deployment) routing.Deployment {
 	if len(ds) == 1 {
 		return ds[0]
 	}
@@ -212,7 +150,7 @@ func pick(ds []Deployment) Deployment {
 	return ds[len(ds)-1]
 }
 
-func weight(d Deployment) int { return max(d.Weight, 1) }
+func weight(d routing.Deployment) int { return max(d.Weight, 1) }
 
 type modelObject struct {
 	ID      string `json:"id"`
@@ -233,14 +171,14 @@ func (r *router) get(p *authz.Principal, id string) ([]byte, bool) {
 	if !ok || !p.Allows(id) {
 		return nil, false
 	}
-	b, err := json.Marshal(m.object())
+	b, err := json.Marshal(modelOf(m))
 	if err != nil { // cannot happen: plain strings and numbers
 		panic(err)
 	}
 	return b, true
 }
 
-func (m *Model) object() modelObject {
+func modelOf(m *routing.Model) modelObject {
 	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
 }
 
@@ -249,7 +187,7 @@ func (r *router) list(p *authz.Principal) []byte {
 	out := modelList{Object: "list", Data: []modelObject{}}
 	for _, m := range r.order {
 		if p.Allows(m.ID) {
-			out.Data = append(out.Data, m.object())
+			out.Data = append(out.Data, modelOf(m))
 		}
 	}
 	b, err := json.Marshal(out)

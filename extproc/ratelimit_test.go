@@ -17,6 +17,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	"modelgate/translate/anthropic"
@@ -144,9 +145,9 @@ func TestCancelledStreamIsChargedAndReleased(t *testing.T) {
 	key, _, _ := authz.CreateKey(ctx, store, acct.ID, "", nil)
 	lim := &countingLimiter{Limiter: memory.New(memory.Config{}), charged: make(chan int64, 4), released: make(chan struct{}, 4)}
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai"}},
-		Models:   []extproc.Model{{ID: "m", Deployments: []extproc.Deployment{{Backend: "main", Model: "m"}}}},
-		Limiter:  lim, KeyLimits: authz.Limits{ConcurrentRequests: limit(1), TokensPerMinute: limit(100000)},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "m", Deployments: []routing.Deployment{{Backend: "main", Model: "m"}}}}},
+		Limiter: lim, KeyLimits: authz.Limits{ConcurrentRequests: limit(1), TokensPerMinute: limit(100000)},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)
@@ -241,10 +242,11 @@ func TestReservationIsTheBoundTheProviderIsSent(t *testing.T) {
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
 		c.Limiter = lim
 		c.AccountLimits = authz.Limits{TokensPerMinute: limit(1 << 30)}
-		c.Backends = append(c.Backends, extproc.Backend{Name: "claude", Provider: "anthropic", APIKey: providerKey})
-		c.Models = append(c.Models,
-			extproc.Model{ID: "claude", Deployments: []extproc.Deployment{{Backend: "claude", Model: "claude-sonnet-4-20250514"}}},
-			extproc.Model{ID: "smart", Fallback: true, Deployments: []extproc.Deployment{
+		c.Routing.Backends = append(c.Routing.Backends, routing.Backend{Name: "claude", Provider: "anthropic"})
+		c.Credentials["claude"] = extproc.Credentials{APIKey: providerKey}
+		c.Routing.Models = append(c.Routing.Models,
+			routing.Model{ID: "claude", Deployments: []routing.Deployment{{Backend: "claude", Model: "claude-sonnet-4-20250514"}}},
+			routing.Model{ID: "smart", Fallback: &routing.Fallback{}, Deployments: []routing.Deployment{
 				{Backend: "main", Model: "gpt-5-nano"}, {Backend: "claude", Model: "claude-sonnet-4-20250514", Priority: 1}}})
 	})
 	const messages = `"messages":[{"role":"user","content":"Hello!"}]`

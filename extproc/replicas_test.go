@@ -20,6 +20,7 @@ import (
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/testdata"
 )
@@ -62,10 +63,11 @@ func TestReplicasShareLimitsThroughRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv, err := extproc.New(extproc.Config{
-			Backends:  []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey}},
-			Models:    []extproc.Model{{ID: "gpt-4o", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-4o"}}}},
-			Limiter:   lim,
-			KeyLimits: authz.Limits{RequestsPerMinute: limit(10)},
+			Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+				Models: []routing.Model{{ID: "gpt-4o", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-4o"}}}}},
+			Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}},
+			Limiter:     lim,
+			KeyLimits:   authz.Limits{RequestsPerMinute: limit(10)},
 		}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/providers"
 )
@@ -187,10 +188,10 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	return ex.route.via.send(ctx, ex, body)
 }
 
-// routing is how the router-level stream routes a request: to the
+// forwarding is how the router-level stream routes a request: to the
 // deployment it picked (direct), or through Envoy, which picks a
 // Fallback model's deployment attempt by attempt (viaEnvoy, fallback.go).
-type routing interface {
+type forwarding interface {
 	// send answers the parsed request's body.
 	send(ctx context.Context, ex *exchange, body []byte) (*extprocv3.ProcessingResponse, error)
 	// translator makes the exchange's translator with build, or keeps
@@ -228,9 +229,9 @@ func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.Proc
 	h.reserve(6 + len(up.Headers))
 	// Envoy's routes match these and remove them before the upstream.
 	h.Set(ex.s.cfg.RoutingHeader, ex.route.target.Backend)
-	h.Set(modelHeader, ex.req.model)
+	h.Set(routing.ModelHeader, ex.req.model)
 	if ex.req.stream {
-		h.Set(streamHeader, "1")
+		h.Set(routing.StreamHeader, "1")
 	}
 	ex.answer.sent, ex.answer.sentAt = true, ex.s.now()
 	resp := sendUpstream(&h, up, ex.req.path, ex.req.contentType)
@@ -307,14 +308,14 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 		}
 		return err
 	}
-	if m.Fallback {
+	if m.Fallback != nil {
 		return ex.pickFallback(m)
 	}
 	return ex.use(ctx, m, pick(m.Deployments))
 }
 
 // use routes the exchange to a deployment of the model.
-func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
+func (ex *exchange) use(ctx context.Context, m *routing.Model, d routing.Deployment) error {
 	r, err := ex.s.deploy(ctx, m, d)
 	if err != nil {
 		return err
@@ -327,7 +328,7 @@ func (ex *exchange) use(ctx context.Context, m *Model, d Deployment) error {
 // deploy is the route of a request for model m to its deployment d: the
 // target, with the backend's per-request credential, its provider and
 // its timeouts.
-func (s *Server) deploy(ctx context.Context, m *Model, d Deployment) (route, error) {
+func (s *Server) deploy(ctx context.Context, m *routing.Model, d routing.Deployment) (route, error) {
 	target, timeouts := s.router.target(m, d)
 	if token := s.router.backends[target.Backend].Token; token != nil {
 		var err error

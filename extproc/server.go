@@ -17,6 +17,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
 	"modelgate/translate/providers"
 )
@@ -36,18 +37,21 @@ type UsageRecorder interface {
 
 // Config holds the server's routing table and knobs.
 type Config struct {
-	// Backends and Models are the routing table.
-	Backends []Backend
-	Models   []Model
+	// Routing is the backends and models the server routes to; Envoy's
+	// configuration is generated from the same table.
+	Routing routing.Table
+	// Credentials are the backends' secrets, by backend name; a backend
+	// without an entry sends none.
+	Credentials map[string]Credentials
 	// MaxRequestBodyBytes limits request bodies; zero means 10 MiB. Envoy's
 	// buffer limit must be larger so that the gateway, not Envoy, answers
 	// with an OpenAI-shaped 413.
 	MaxRequestBodyBytes int64
 	// RoutingHeader carries the chosen backend to Envoy's route table; zero
-	// means "x-modelgate-backend". It must not start with "x-envoy-".
+	// means routing.Header. It must not start with "x-envoy-".
 	RoutingHeader string
 	// MetadataNamespace is the dynamic metadata namespace for usage; zero
-	// means "io.modelgate".
+	// means routing.MetadataNamespace.
 	MetadataNamespace string
 	// Logger receives one child logger per stream; nil logs nothing.
 	Logger *zap.Logger
@@ -147,13 +151,13 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		return nil, errors.New("extproc: an authenticator and a usage recorder are required")
 	}
 	cfg = withDefaults(cfg)
-	r, err := newRouter(cfg.Backends, slices.Clone(cfg.Models), time.Now().Unix())
+	r, err := newRouter(cfg.Routing, cfg.Credentials, time.Now().Unix())
 	if err != nil {
 		return nil, fmt.Errorf("building routes: %w", err)
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
 		providers: map[string]providers.Provider{}}
-	for _, b := range cfg.Backends {
+	for _, b := range cfg.Routing.Backends {
 		p, ok := providers.Lookup(b.Provider)
 		if !ok {
 			return nil, fmt.Errorf("backend %q: unsupported provider %q", b.Name, b.Provider)
@@ -164,7 +168,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 }
 
 // Defaults of Config that the configuration file's defaults are too
-// (cmd/modelgate/config): written once, here.
+// (extproc/config): written once, here.
 const (
 	DefaultMaxRequestBodyBytes = 10 << 20
 	DefaultMaxAudioBodyBytes   = 25 << 20
@@ -178,10 +182,10 @@ func withDefaults(cfg Config) Config {
 		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
 	if cfg.RoutingHeader == "" {
-		cfg.RoutingHeader = "x-modelgate-backend"
+		cfg.RoutingHeader = routing.Header
 	}
 	if cfg.MetadataNamespace == "" {
-		cfg.MetadataNamespace = "io.modelgate"
+		cfg.MetadataNamespace = routing.MetadataNamespace
 	}
 	if cfg.Prices == nil {
 		cfg.Prices = (*pricing.Table)(nil) // no prices
@@ -193,7 +197,7 @@ func withDefaults(cfg Config) Config {
 		}
 		// The backends' own credentials are hidden wherever a capture
 		// holds them (a provider that echoes its key).
-		c.Redact.Secrets = append(slices.Clip(c.Redact.Secrets), providerSecrets(cfg.Backends)...)
+		c.Redact.Secrets = append(slices.Clip(c.Redact.Secrets), providerSecrets(cfg.Credentials)...)
 		cfg.Capture = &c
 	}
 	if cfg.RequestLogSample <= 0 || cfg.RequestLogSample > 1 {

@@ -19,6 +19,7 @@ import (
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/testdata"
 	"modelgate/translate/api/spec"
 )
@@ -53,16 +54,16 @@ func newFixture(t *testing.T, cfg extproctest.Config, opts ...func(*extproc.Conf
 
 	ecfg := extproc.Config{
 		MaxRequestBodyBytes: 64 << 10,
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey},
-			{Name: "evil", Provider: "openai", APIKey: "evil"}},
-		Models: []extproc.Model{
-			{ID: "gpt-4o", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
-			{ID: "gpt-4o-mini", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
-			{ID: "mock-truncated", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-truncated"}}},
-			{ID: "mock-error-400", OwnedBy: "test", Deployments: []extproc.Deployment{{Backend: "main", Model: "mock-error-400"}}},
-			{ID: "small-window", OwnedBy: "test", ContextWindow: 300, Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
-		},
-		Responses: store,
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}, {Name: "evil", Provider: "openai"}},
+			Models: []routing.Model{
+				{ID: "gpt-4o", OwnedBy: "openai", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
+				{ID: "gpt-4o-mini", OwnedBy: "openai", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
+				{ID: "mock-truncated", OwnedBy: "test", Deployments: []routing.Deployment{{Backend: "main", Model: "mock-truncated"}}},
+				{ID: "mock-error-400", OwnedBy: "test", Deployments: []routing.Deployment{{Backend: "main", Model: "mock-error-400"}}},
+				{ID: "small-window", OwnedBy: "test", ContextWindow: 300, Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-5-nano"}}},
+			}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}, "evil": {APIKey: "evil"}},
+		Responses:   store,
 	}
 	for _, o := range opts {
 		o(&ecfg)

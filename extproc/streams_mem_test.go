@@ -23,6 +23,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/ratelimit/memory"
 )
 
@@ -116,9 +117,10 @@ func newStreamsMemServer(tb testing.TB) (srv extprocv3.ExternalProcessorServer, 
 	}
 	high := func(v int64) *int64 { return &v }
 	s, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: "provider"}},
-		Models:   []extproc.Model{{ID: "gpt-4o", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-4o-2024-08-06"}}}},
-		Limiter:  memory.New(memory.Config{}),
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "gpt-4o", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-4o-2024-08-06"}}}}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: "provider"}},
+		Limiter:     memory.New(memory.Config{}),
 		KeyLimits: authz.Limits{RequestsPerMinute: high(1e9), TokensPerMinute: high(1e12),
 			ConcurrentRequests: high(1e6)},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)

@@ -12,6 +12,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
 )
 
@@ -34,8 +35,9 @@ func TestBackendTokenSource(t *testing.T) {
 		return "ya29.minted", nil
 	}
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "vx", Provider: "vertex", Project: "proj", Region: "us-central1", Token: token}},
-		Models:   []extproc.Model{{ID: "gemini", Deployments: []extproc.Deployment{{Backend: "vx", Model: "gemini-2.0-flash"}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "vx", Provider: "vertex", Project: "proj", Region: "us-central1"}},
+			Models: []routing.Model{{ID: "gemini", Deployments: []routing.Deployment{{Backend: "vx", Model: "gemini-2.0-flash"}}}}},
+		Credentials: map[string]extproc.Credentials{"vx": {Token: token}},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/admin"
 	"modelgate/authz/pricing"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
+	"modelgate/extproc/config"
 	"modelgate/ratelimit"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
+	"modelgate/extproc/config"
 )
 
 // captureConfig is the ext_proc server's payload capture for the config,

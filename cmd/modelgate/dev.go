@@ -20,9 +20,9 @@ import (
 
 	"modelgate/authz"
 	"modelgate/cmd/mockprovider/replay"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
+	"modelgate/extproc/config"
 	"modelgate/testdata"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
-	"modelgate/cmd/modelgate/config"
+	"modelgate/extproc/config"
 )
 
 // waitLog waits for serve's first JSON log line whose msg is msg and

@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
+	"modelgate/extproc/config"
 )
 
 // heldProvider is an OpenAI provider whose streams send their first chunk,

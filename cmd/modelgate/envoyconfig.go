@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 func runEnvoyConfig(args []string, e env) error {

@@ -20,10 +20,10 @@ import (
 
 	_ "modernc.org/sqlite" // reads the ledger
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
+	"modelgate/extproc/config"
 	"modelgate/translate/api/spec"
 	"modelgate/translate/openai"
 )

@@ -17,7 +17,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"modelgate/cmd/modelgate/config"
+	"modelgate/extproc/config"
 	"modelgate/extproc/extproctest"
 )
 

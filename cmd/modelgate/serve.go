@@ -28,8 +28,8 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
+	"modelgate/extproc/config"
 )
 
 func runServe(ctx context.Context, args []string, e env) error {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/cmd/modelgate/config"
+	"modelgate/extproc/config"
 )
 
 type syncBuffer struct {
@@ -92,12 +92,12 @@ func TestServeNeedsCredentials(t *testing.T) {
 func TestBedrockCredentials(t *testing.T) {
 	env := map[string]string{"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "S"}
 	getenv := func(n string) string { return env[n] }
-	b, err := backend(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"}, getenv)
-	if err != nil || b.AWS.AccessKeyID != "AKID" || b.Host != "bedrock-runtime.eu-west-1.amazonaws.com" || b.APIKey != "" {
-		t.Errorf("backend = %+v, %v", b, err)
+	c, err := credentials(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"}, getenv)
+	if err != nil || c.AWS.AccessKeyID != "AKID" || c.AWS.SecretAccessKey != "S" || c.APIKey != "" {
+		t.Errorf("credentials = %+v, %v", c, err)
 	}
 	delete(env, "AWS_SECRET_ACCESS_KEY")
-	if _, err := backend(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://x"}, getenv); err == nil || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
+	if _, err := credentials(config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://x"}, getenv); err == nil || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
 		t.Errorf("missing secret: error = %v", err)
 	}
 }
@@ -118,7 +118,7 @@ func TestCredentialsWithLineBreaksRefused(t *testing.T) {
 		"aws secret CR": {config.Backend{Name: "br", Provider: "bedrock", BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"},
 			map[string]string{"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "XYZZY\r"}, "AWS_SECRET_ACCESS_KEY"},
 	} {
-		_, err := backend(tc.b, func(n string) string { return tc.env[n] })
+		_, err := credentials(tc.b, func(n string) string { return tc.env[n] })
 		if err == nil || !strings.Contains(err.Error(), tc.bad) || strings.Contains(err.Error(), "XY") {
 			t.Errorf("%s: error %v, want the variable %s named and no value", name, err, tc.bad)
 		}

@@ -10,7 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"modelgate/cmd/modelgate/config"
+	"modelgate/extproc/config"
 )
 
 // newTracer returns the tracer of the config's tracing, and what flushes

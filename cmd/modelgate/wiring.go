@@ -18,8 +18,8 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/postgres"
 	"modelgate/authz/sqlite"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/extproc"
+	"modelgate/extproc/config"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/translate/providers"
@@ -57,32 +57,23 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		}
 		out.ImageURLKey = []byte(key)
 	}
+	out.Routing = cfg.Routing()
 	for _, b := range cfg.Backends {
-		eb, err := backend(b, getenv)
+		creds, err := credentials(b, getenv)
 		if err != nil {
 			return extproc.Config{}, err
 		}
-		out.Backends = append(out.Backends, eb)
-	}
-	for _, m := range cfg.Models {
-		em := extproc.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
-			Timeouts: extprocTimeouts(m.Timeouts), Fallback: m.Fallback != nil}
-		for _, d := range m.Deployments {
-			em.Deployments = append(em.Deployments, extproc.Deployment{Backend: d.Backend, Model: d.Model, Weight: d.Weight, Priority: d.Priority})
+		if out.Credentials == nil {
+			out.Credentials = map[string]extproc.Credentials{}
 		}
-		out.Models = append(out.Models, em)
+		out.Credentials[b.Name] = creds
 	}
 	return out, nil
 }
 
-func extprocTimeouts(t config.Timeouts) extproc.Timeouts {
-	return extproc.Timeouts{ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration}
-}
-
-// backend resolves one backend's credentials from the environment.
-func backend(b config.Backend, getenv func(string) string) (extproc.Backend, error) {
-	out := extproc.Backend{Name: b.Name, Provider: b.Provider, BasePath: b.BasePath(), APIVersion: b.APIVersion,
-		Host: b.Host(), Region: b.Region, Timeouts: extprocTimeouts(b.Timeouts)}
+// credentials resolves one backend's credentials from the environment.
+func credentials(b config.Backend, getenv func(string) string) (extproc.Credentials, error) {
+	var out extproc.Credentials
 	if b.APIKeyEnv != "" {
 		if out.APIKey = getenv(b.APIKeyEnv); out.APIKey == "" {
 			return out, fmt.Errorf("backend %q: environment variable %s is not set", b.Name, b.APIKeyEnv)
@@ -121,7 +112,7 @@ func badCredential(backend, env, value string) error {
 
 // vertexBackend mints access tokens from the backend's service account,
 // or from Application Default Credentials when it names none.
-func vertexBackend(out extproc.Backend, b config.Backend, getenv func(string) string) (extproc.Backend, error) {
+func vertexBackend(out extproc.Credentials, b config.Backend, getenv func(string) string) (extproc.Credentials, error) {
 	var key []byte
 	var err error
 	switch {
@@ -139,7 +130,7 @@ func vertexBackend(out extproc.Backend, b config.Backend, getenv func(string) st
 	if err != nil {
 		return out, fmt.Errorf("backend %q: %w", b.Name, err)
 	}
-	out.Project, out.Token = b.Project, tokens
+	out.Token = tokens
 	return out, nil
 }
 

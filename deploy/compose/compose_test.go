@@ -21,8 +21,8 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"sigs.k8s.io/yaml"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 // root is the repository, where docker-compose.yml and the Dockerfile are;

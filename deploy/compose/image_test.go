@@ -23,8 +23,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the Envoy bootstraps in deploy/compose from their modelgate configs")

@@ -36,10 +36,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"modelgate/authz"
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/envoy"
 	"modelgate/extproc"
+	"modelgate/extproc/config"
+	"modelgate/extproc/routing"
 )
 
 // Paths of what the manifests must agree with.
@@ -256,8 +257,9 @@ func ProbeRoutingHeader(t *testing.T) string {
 	t.Helper()
 	const backend, model = "probe-backend", "probe-model"
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: backend, Provider: "openai", APIKey: "upstream-key"}},
-		Models:   []extproc.Model{{ID: model, Deployments: []extproc.Deployment{{Backend: backend, Model: model}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: backend, Provider: "openai"}},
+			Models: []routing.Model{{ID: model, Deployments: []routing.Deployment{{Backend: backend, Model: model}}}}},
+		Credentials: map[string]extproc.Credentials{backend: {APIKey: "upstream-key"}},
 	}, allowAll{}, allowAll{})
 	if err != nil {
 		t.Fatal(err)

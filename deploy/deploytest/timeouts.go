@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/cmd/modelgate/config"
-	"modelgate/envoy"
+	"modelgate/extproc/config"
+	"modelgate/extproc/routing"
 )
 
 // IdleMargin is how much an idle timer that is not the model's own bound
@@ -36,7 +36,7 @@ type ModelPath struct {
 	Stream         bool
 	// Headers are the routing headers the ext_proc server sets for it:
 	// the backend under the routing header, the model id under
-	// envoy.ModelHeader, and envoy.StreamHeader "1" when streamed.
+	// routing.ModelHeader, and routing.StreamHeader "1" when streamed.
 	Headers map[string]string
 	// ResponseHeaders and StreamIdle are the model's timeouts on that
 	// backend (its own, else the backend's).
@@ -69,9 +69,9 @@ func ModelPaths(cfg *config.Config, routingHeader string) []ModelPath {
 			seen = append(seen, d.Backend)
 			t := modelTimeouts(cfg, m, d.Backend)
 			for _, stream := range []bool{false, true} {
-				h := map[string]string{routingHeader: d.Backend, envoy.ModelHeader: m.ID}
+				h := map[string]string{routingHeader: d.Backend, routing.ModelHeader: m.ID}
 				if stream {
-					h[envoy.StreamHeader] = "1"
+					h[routing.StreamHeader] = "1"
 				}
 				paths = append(paths, ModelPath{Model: m.ID, Backend: d.Backend, Stream: stream, Headers: h,
 					ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration})

@@ -20,10 +20,10 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 // ruleRef is one rule of an HTTPRoute attached to the Gateway.

@@ -18,9 +18,9 @@ import (
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
+	"modelgate/extproc/config"
 )
 
 // Envoy's defaults where Envoy Gateway sets nothing: the route timeout

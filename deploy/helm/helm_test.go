@@ -23,9 +23,9 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/deploy/kubernetes"
+	"modelgate/extproc/config"
 )
 
 const chartDir = "modelgate"

@@ -23,10 +23,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 // safeRetryOn are the retry conditions under which the request never

@@ -25,10 +25,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	istioapi "istio.io/api/networking/v1alpha3"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
-	"modelgate/envoy"
+	"modelgate/extproc/config"
+	"modelgate/extproc/routing"
 )
 
 // routePatchesFor lists, in order, the HTTP_ROUTE patches that reach the
@@ -223,7 +223,7 @@ func TestTimeoutsCoverModels(t *testing.T) {
 				var routes []*vsRoute
 				for i := range len(vs.spec.GetHttp()) - 1 {
 					r := newVSRoute(vs, i)
-					if _, stream := r.headers[envoy.StreamHeader]; !tt.today || r.headers[envoy.ModelHeader] == "" && !stream {
+					if _, stream := r.headers[routing.StreamHeader]; !tt.today || r.headers[routing.ModelHeader] == "" && !stream {
 						routes = append(routes, r)
 					}
 				}

@@ -27,9 +27,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"modelgate/cmd/modelgate/config"
 	"modelgate/deploy"
 	"modelgate/envoy"
+	"modelgate/extproc/config"
 )
 
 // Files are the plain manifests, one or more objects per .yaml file.

@@ -23,6 +23,7 @@ import (
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 )
 
 // catchAllBootstrap is a small generated bootstrap: one backend and the
@@ -39,7 +40,7 @@ func catchAllBootstrap(t *testing.T) *bootstrapv3.Bootstrap {
 	go s.Serve(l) //nolint:errcheck // ends with Stop
 	t.Cleanup(s.Stop)
 	b, err := envoy.Bootstrap(envoy.Config{Listen: "127.0.0.1:0", ExtProcAddress: l.Addr().String(),
-		Backends: []envoy.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}})
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestStandinOptions(t *testing.T) {
 // Entry the stand-in would hand over.
 func TestParseAccessLogLine(t *testing.T) {
 	b, err := envoy.Bootstrap(envoy.Config{Listen: "127.0.0.1:0", ExtProcAddress: "127.0.0.1:50051",
-		Backends: []envoy.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}})
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 )
 
 // prepare moves everything to free loopback ports and a stderr access log
@@ -20,7 +21,7 @@ func TestPrepare(t *testing.T) {
 	}{{envoy.AccessLogStdout, true}, {envoy.AccessLogStderr, true}, {envoy.AccessLogNone, false}} {
 		t.Run(string(c.log), func(t *testing.T) {
 			b, err := envoy.Bootstrap(envoy.Config{Listen: "0.0.0.0:8080", AdminListen: "127.0.0.1:9901", ExtProcAddress: "127.0.0.1:50051",
-				AccessLog: c.log, Backends: []envoy.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}})
+				AccessLog: c.log, Routing: routing.Table{Backends: []routing.Backend{{Name: "main", BaseURL: "http://127.0.0.1:9"}}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 )
 
 // A deployment whose DNS name resolves to two addresses is two hosts, as
@@ -41,11 +42,11 @@ func TestStrictDNSHostPerAddress(t *testing.T) {
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
-	cfg := envoy.Config{
-		Backends: []envoy.Backend{{Name: "multi", BaseURL: "http://provider.test:" + strconv.Itoa(port)}, {Name: "other", BaseURL: other.URL}},
-		Fallbacks: []envoy.Fallback{{Model: fbModel, Outlier: envoy.Outlier{Consecutive: 1},
-			Deployments: []envoy.Deployment{{Backend: "multi"}, {Backend: "other", Priority: 1}}}},
-	}
+	cfg := envoy.Config{Routing: routing.Table{
+		Backends: []routing.Backend{{Name: "multi", BaseURL: "http://provider.test:" + strconv.Itoa(port)}, {Name: "other", BaseURL: other.URL}},
+		Models: []routing.Model{{ID: fbModel, Fallback: &routing.Fallback{Outlier: routing.Outlier{Consecutive: 1}},
+			Deployments: []routing.Deployment{{Backend: "multi"}, {Backend: "other", Priority: 1}}}},
+	}}
 	d := &dualProc{router: &stubProc{reply: routeToModel}, up: &upstreamStub{}}
 	e := startGenerated(t, cfg, d, nil, WithResolver(resolve), WithClock(newFakeClock()), WithRandom(zeroRandom),
 		WithBackOff(func(time.Duration) time.Duration { return 0 }))

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// The fallback topology the gateway generates (envoy.Fallback) runs: a
-// 503 from the priority-0 deployment is retried on priority 1, each
+// The fallback topology the gateway generates (routing.Model.Fallback)
+// runs: a 503 from the priority-0 deployment is retried on priority 1, each
 // attempt's upstream ext_proc stream gets the chosen endpoint's metadata,
 // the attempt count and, through forwarding_namespaces, what the
 // router-level stream wrote as dynamic metadata (ext_proc.cc: metadata
@@ -33,10 +34,11 @@ func TestGeneratedFallback(t *testing.T) {
 		return resp
 	}}
 	d := &dualProc{router: router, up: &upstreamStub{}}
-	e := startGenerated(t, envoy.Config{
-		Backends:  []envoy.Backend{{Name: "b0", BaseURL: s0.URL}, {Name: "b1", BaseURL: s1.URL}},
-		Fallbacks: []envoy.Fallback{{Model: fbModel, Deployments: []envoy.Deployment{{Backend: "b0"}, {Backend: "b1", Priority: 1}}}},
-	}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
+	e := startGenerated(t, envoy.Config{Routing: routing.Table{
+		Backends: []routing.Backend{{Name: "b0", BaseURL: s0.URL}, {Name: "b1", BaseURL: s1.URL}},
+		Models: []routing.Model{{ID: fbModel, Fallback: &routing.Fallback{},
+			Deployments: []routing.Deployment{{Backend: "b0"}, {Backend: "b1", Priority: 1}}}},
+	}}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
 	fe := &fbEnv{env: e, router: router, up: d.up}
 	r := fe.post(t)
 	en := e.entry(t)
@@ -72,10 +74,11 @@ func TestGeneratedFallback(t *testing.T) {
 // (transport_socket_match_impl.cc), and https endpoints send and verify
 // their backend's host name.
 func TestGeneratedFallbackTLS(t *testing.T) {
-	b, err := envoy.Bootstrap(envoy.Config{ExtProcAddress: "127.0.0.1:1",
-		Backends:  []envoy.Backend{{Name: "tls", BaseURL: "https://api.example.com"}, {Name: "plain", BaseURL: "http://127.0.0.1:9"}},
-		Fallbacks: []envoy.Fallback{{Model: fbModel, Deployments: []envoy.Deployment{{Backend: "tls"}, {Backend: "plain", Priority: 1}}}},
-	})
+	b, err := envoy.Bootstrap(envoy.Config{ExtProcAddress: "127.0.0.1:1", Routing: routing.Table{
+		Backends: []routing.Backend{{Name: "tls", BaseURL: "https://api.example.com"}, {Name: "plain", BaseURL: "http://127.0.0.1:9"}},
+		Models: []routing.Model{{ID: fbModel, Fallback: &routing.Fallback{},
+			Deployments: []routing.Deployment{{Backend: "tls"}, {Backend: "plain", Priority: 1}}}},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 )
 
 // These tests run the bootstrap package envoy generates, where the
@@ -135,8 +136,8 @@ func TestGeneratedSlowAnswer(t *testing.T) {
 			if tt.idle > 0 {
 				edit = editHCM(t, func(h *hcmv3.HttpConnectionManager) { h.StreamIdleTimeout = durationpb.New(tt.idle) })
 			}
-			e := startGenerated(t, envoy.Config{Backends: []envoy.Backend{{Name: "up", BaseURL: up.URL,
-				Timeouts: envoy.Timeouts{ResponseHeaders: 900 * time.Second, StreamIdle: 300 * time.Second}}}},
+			e := startGenerated(t, envoy.Config{Routing: routing.Table{Backends: []routing.Backend{{Name: "up", BaseURL: up.URL,
+				Timeouts: routing.Timeouts{ResponseHeaders: 900 * time.Second, StreamIdle: 300 * time.Second}}}}},
 				&stubProc{reply: routeTo("up")}, edit, WithClock(clock))
 			done := make(chan response, 1)
 			go func() { done <- e.do(t, "POST", "/v1/chat/completions", `{"model":"o3"}`, nil) }()
@@ -173,10 +174,10 @@ func TestGeneratedFallbackTLSOnAPort(t *testing.T) {
 	up.StartTLS()
 	t.Cleanup(up.Close)
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
-	cfg := envoy.Config{CAFile: caFile,
-		Backends:  []envoy.Backend{{Name: "tls", BaseURL: "https://localhost:" + port}},
-		Fallbacks: []envoy.Fallback{{Model: fbModel, Deployments: []envoy.Deployment{{Backend: "tls"}}}},
-	}
+	cfg := envoy.Config{CAFile: caFile, Routing: routing.Table{
+		Backends: []routing.Backend{{Name: "tls", BaseURL: "https://localhost:" + port}},
+		Models:   []routing.Model{{ID: fbModel, Fallback: &routing.Fallback{}, Deployments: []routing.Deployment{{Backend: "tls"}}}},
+	}}
 	autoSNI := func(b *bootstrapv3.Bootstrap) {
 		for _, c := range b.GetStaticResources().GetClusters() {
 			for _, m := range c.GetTransportSocketMatches() {
@@ -287,7 +288,7 @@ func TestClientCannotSteerRetries(t *testing.T) {
 			}
 			// use_remote_address: the client is the connection's peer,
 			// 127.0.0.1, which the internal cases count as internal.
-			e := startGenerated(t, envoy.Config{UseRemoteAddress: true, Backends: []envoy.Backend{{Name: "up", BaseURL: srv.URL}}},
+			e := startGenerated(t, envoy.Config{UseRemoteAddress: true, Routing: routing.Table{Backends: []routing.Backend{{Name: "up", BaseURL: srv.URL}}}},
 				&stubProc{reply: routeTo("up")}, edit, WithBackOff(func(time.Duration) time.Duration { return 0 }))
 			r := e.do(t, "POST", "/v1/chat/completions", `{"model":"m"}`, map[string]string{
 				"X-Envoy-Retry-On": "5xx", "X-Envoy-Max-Retries": "2"})
@@ -414,12 +415,12 @@ func TestGeneratedRetryBudgetCoversAStorm(t *testing.T) {
 			healthy := httptest.NewServer(&upstreamRecorder{})
 			t.Cleanup(healthy.Close)
 			d := &dualProc{router: &stubProc{reply: routeToModel}, up: &upstreamStub{}}
-			e := startGenerated(t, envoy.Config{
-				Backends: []envoy.Backend{{Name: "storm", BaseURL: storm.URL}, {Name: "healthy", BaseURL: healthy.URL}},
-				Fallbacks: []envoy.Fallback{{Model: fbModel, Retry: envoy.Retry{BudgetPercent: tt.budget},
-					Outlier:     envoy.Outlier{Consecutive: 1000},
-					Deployments: []envoy.Deployment{{Backend: "storm"}, {Backend: "healthy", Priority: 1}}}},
-			}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
+			e := startGenerated(t, envoy.Config{Routing: routing.Table{
+				Backends: []routing.Backend{{Name: "storm", BaseURL: storm.URL}, {Name: "healthy", BaseURL: healthy.URL}},
+				Models: []routing.Model{{ID: fbModel,
+					Fallback:    &routing.Fallback{BudgetPercent: tt.budget, Outlier: routing.Outlier{Consecutive: 1000}},
+					Deployments: []routing.Deployment{{Backend: "storm"}, {Backend: "healthy", Priority: 1}}}},
+			}}, d, nil, WithBackOff(func(time.Duration) time.Duration { return 0 }))
 			var wg sync.WaitGroup
 			statuses := make(chan int, clients)
 			for range clients {

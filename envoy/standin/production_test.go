@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"modelgate/envoy"
+	"modelgate/extproc/routing"
 )
 
 // generatedHCM is the connection manager the gateway generates for cfg.
@@ -49,7 +50,7 @@ func generatedHCM(t *testing.T, cfg envoy.Config) *hcmv3.HttpConnectionManager {
 // The bootstrap the gateway generates, with each production knob set or
 // not, is what the stand-in runs.
 func TestGeneratedProductionBootstrap(t *testing.T) {
-	backends := []envoy.Backend{{Name: "up", BaseURL: "http://127.0.0.1:2"}}
+	backends := []routing.Backend{{Name: "up", BaseURL: "http://127.0.0.1:2"}}
 	type want struct {
 		out              *os.File // nil: no access log
 		useRemoteAddress bool
@@ -68,7 +69,7 @@ func TestGeneratedProductionBootstrap(t *testing.T) {
 		{"no access log", envoy.Config{AccessLog: envoy.AccessLogNone}, want{nil, false, 0, map[string]int64{"modelgate_extproc": 100000, "up": 100000}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.ExtProcAddress, tt.cfg.Backends = "127.0.0.1:1", backends
+			tt.cfg.ExtProcAddress, tt.cfg.Routing.Backends = "127.0.0.1:1", backends
 			b, err := envoy.Bootstrap(tt.cfg)
 			if err != nil {
 				t.Fatal(err)

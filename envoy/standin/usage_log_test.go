@@ -14,6 +14,7 @@ import (
 	"modelgate/envoy"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/routing"
 	"modelgate/testdata"
 )
 
@@ -37,8 +38,9 @@ func TestAccessLogCarriesTheServersUsage(t *testing.T) {
 	}
 	const providerKey = "provider-secret-key-123"
 	srv, err := extproc.New(extproc.Config{
-		Backends: []extproc.Backend{{Name: "main", Provider: "openai", APIKey: providerKey}},
-		Models:   []extproc.Model{{ID: "gpt-4o", OwnedBy: "openai", Deployments: []extproc.Deployment{{Backend: "main", Model: "gpt-5-nano"}}}},
+		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
+			Models: []routing.Model{{ID: "gpt-4o", OwnedBy: "openai", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-5-nano"}}}}},
+		Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		t.Fatal(err)

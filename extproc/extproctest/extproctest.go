@@ -24,6 +24,7 @@ import (
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
+	"modelgate/extproc/routing"
 )
 
 // Config configures a Gateway.
@@ -82,7 +83,7 @@ func Start(t testing.TB, proc extprocv3.ExternalProcessorServer, cfg Config) *Ga
 	for _, name := range names {
 		up := httptest.NewServer(g.record(name, cfg.Backends[name]))
 		t.Cleanup(up.Close)
-		ec.Backends = append(ec.Backends, envoy.Backend{Name: name, BaseURL: up.URL})
+		ec.Routing.Backends = append(ec.Routing.Backends, routing.Backend{Name: name, BaseURL: up.URL})
 	}
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

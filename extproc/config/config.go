@@ -705,30 +705,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-// Host returns the base URL's host as Envoy sends it upstream: with its
-// port unless that is the scheme's default (Envoy's host rewrite drops it,
-// and a request signature over another Host fails).
-func (b Backend) Host() string {
-	u, err := url.Parse(b.BaseURL)
-	if err != nil {
-		return ""
-	}
-	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
-		h := u.Hostname()
-		if strings.Contains(h, ":") {
-			return "[" + h + "]"
-		}
-		return h
-	}
-	return u.Host
-}
-
-// BasePath returns the path of a backend's base URL without a trailing slash.
-func (b Backend) BasePath() string {
-	u, err := url.Parse(b.BaseURL)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(u.EscapedPath(), "/")
-}

@@ -1,0 +1,36 @@
+package config
+
+import "modelgate/extproc/routing"
+
+// Routing is the routing the file describes, resolved: what the ext_proc
+// server routes by and what Envoy's configuration is generated from.
+// Each model's fallback takes its unset members from the top-level one.
+func (cfg *Config) Routing() routing.Table {
+	var t routing.Table
+	for _, b := range cfg.Backends {
+		t.Backends = append(t.Backends, routing.Backend{Name: b.Name, Provider: b.Provider, BaseURL: b.BaseURL,
+			APIVersion: b.APIVersion, Region: b.Region, Project: b.Project, Timeouts: b.Timeouts.resolved()})
+	}
+	for _, m := range cfg.Models {
+		rm := routing.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
+			Timeouts: m.Timeouts.resolved()}
+		for _, d := range m.Deployments {
+			rm.Deployments = append(rm.Deployments, routing.Deployment(d))
+		}
+		if m.Fallback != nil {
+			f := m.Fallback.Or(cfg.Fallback)
+			rm.Fallback = &routing.Fallback{Retries: f.Retries, MaxRetryAfter: f.MaxRetryAfter.Duration,
+				BudgetPercent: f.RetryBudgetPercent, Outlier: routing.Outlier{Consecutive: f.Outlier.Consecutive,
+					Interval: f.Outlier.Interval.Duration, BaseEjection: f.Outlier.BaseEjection.Duration}}
+			for _, c := range f.RetryOn {
+				rm.Fallback.RetryOn = append(rm.Fallback.RetryOn, routing.RetryCondition(c))
+			}
+		}
+		t.Models = append(t.Models, rm)
+	}
+	return t
+}
+
+func (t Timeouts) resolved() routing.Timeouts {
+	return routing.Timeouts{ResponseHeaders: t.ResponseHeaders.Duration, StreamIdle: t.StreamIdle.Duration}
+}
