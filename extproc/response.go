@@ -61,6 +61,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if ct := hm.get("content-type"); ct != ex.answer.head.ContentType {
 		mut.Set("content-type", ex.answer.head.ContentType)
 	}
+	if w := ex.answer.head.Warning; w != "" {
+		mut.Set(translate.WarningHeader, w)
+	}
 	rateHeaders(ex.meter.limit, &mut)
 	if ex.answer.head.Status != ex.answer.status {
 		mut.Set(":status", strconv.Itoa(ex.answer.head.Status))

@@ -84,7 +84,14 @@ type Head struct {
 	// Stream reports that the body is processed chunk by chunk (SSE) rather
 	// than buffered whole.
 	Stream bool
+	// Warning, when set, tells the client what the translation left out
+	// of its request (tools the provider cannot run); the gateway sends
+	// it in the WarningHeader response header.
+	Warning string
 }
+
+// WarningHeader is the response header that carries Head.Warning.
+const WarningHeader = "x-modelgate-warning"
 
 // Usage is the normalized usage of one exchange. Zero means the provider
 // did not report that count.

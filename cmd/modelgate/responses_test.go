@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
 	"modelgate/cmd/mockprovider/replay"
@@ -239,4 +241,52 @@ func respond(t *testing.T, c openai.Client, rec *recorder, p responses.ResponseN
 		t.Fatal(err)
 	}
 	return r
+}
+
+// codexTools are the tool types Codex offers by default: a function, a
+// freeform tool, a namespace of MCP tools and tools OpenAI runs itself.
+var codexTools = []any{
+	map[string]any{"type": "function", "name": "exec_command", "description": "Runs a shell command.",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"cmd": map[string]any{"type": "string"}}}},
+	map[string]any{"type": "custom", "name": "apply_patch", "description": "Edits files.",
+		"format": map[string]any{"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+ end_patch"}},
+	map[string]any{"type": "namespace", "name": "mcp__github__", "description": "GitHub.", "tools": []any{
+		map[string]any{"type": "function", "name": "get_issue", "parameters": map[string]any{"type": "object"}}}},
+	map[string]any{"type": "web_search"},
+}
+
+// A bridged model is offered every client tool, and the client is told
+// which tools (those OpenAI runs) it was not offered, rather than refused:
+// Codex's default request on Anthropic, Bedrock and Gemini models.
+func TestDevResponsesEveryToolType(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	for _, model := range []string{"claude-tools", "nova-tools", "gemini-tools"} {
+		t.Run(model, func(t *testing.T) {
+			var head *http.Response
+			resp, err := c.Responses.New(context.Background(), responseParams(model, "Fix the crash."),
+				option.WithJSONSet("tools", codexTools), option.WithResponseInto(&head))
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "Response", rec.last())
+			if w := head.Header.Get("x-modelgate-warning"); !strings.HasSuffix(w, ": web_search") {
+				t.Errorf("warning %q, want web_search named", w)
+			}
+			if len(resp.Output) == 0 {
+				t.Errorf("no output: %s", resp.RawJSON())
+			}
+			reqs := a.Mock.Requests()
+			sent := string(reqs[len(reqs)-1].Body)
+			for _, name := range []string{"exec_command", "apply_patch", "mcp__github__get_issue", "lark grammar"} {
+				if !strings.Contains(sent, name) {
+					t.Errorf("the provider was not offered %s: %s", name, sent)
+				}
+			}
+			if strings.Contains(sent, "web_search") {
+				t.Errorf("the provider was offered web_search: %s", sent)
+			}
+		})
+	}
 }

@@ -24,7 +24,7 @@ func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, er
 	}
 	resp := skeleton(r, id, created)
 	resp["model"] = c.Model
-	resp["output"] = outputItems(id, c)
+	resp["output"] = outputItems(r.tools, id, c)
 	status, details := statusOf(c.Choices[0].FinishReason)
 	resp["status"], resp["incomplete_details"] = status, details
 	resp["usage"] = responsesUsage(c.Usage)
@@ -63,9 +63,9 @@ func skeleton(r *Request, id string, created int64) map[string]any {
 	}
 }
 
-// outputItems are reasoning, the message and function calls, in that
-// order, with ids derived from the response id.
-func outputItems(id string, c api.ChatCompletion) []any {
+// outputItems are reasoning, the message and tool calls, in that order,
+// with ids derived from the response id.
+func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 	base := strings.TrimPrefix(id, "resp_")
 	msg := c.Choices[0].Message
 	out := []any{}
@@ -83,10 +83,27 @@ func outputItems(id string, c api.ChatCompletion) []any {
 		out = append(out, map[string]any{"type": "message", "id": "msg_" + base, "status": "completed", "role": "assistant", "content": parts})
 	}
 	for i, tc := range msg.ToolCalls {
-		out = append(out, map[string]any{"type": "function_call", "id": "fc_" + base + "_" + strconv.Itoa(i), "call_id": tc.ID,
-			"name": tc.Function.Name, "arguments": tc.Function.Arguments, "status": "completed"})
+		out = append(out, callItem(tools.call(tc.Function.Name), base, i, tc.ID, tc.Function.Arguments, "completed"))
 	}
 	return out
+}
+
+// callItem is the output item of the model's call of a client tool: a
+// function_call, or a custom_tool_call with the input its function's
+// arguments hold.
+func callItem(t clientTool, base string, index int, callID, arguments, status string) map[string]any {
+	var it map[string]any
+	if t.kind == customTool {
+		it = map[string]any{"type": "custom_tool_call", "id": "ctc_" + base + "_" + strconv.Itoa(index), "call_id": callID,
+			"name": t.name, "input": customInput(arguments), "status": status}
+	} else {
+		it = map[string]any{"type": "function_call", "id": "fc_" + base + "_" + strconv.Itoa(index), "call_id": callID,
+			"name": t.name, "arguments": arguments, "status": status}
+	}
+	if t.namespace != "" {
+		it["namespace"] = t.namespace
+	}
+	return it
 }
 
 // echoTools echoes the request's tools with the members a Response's

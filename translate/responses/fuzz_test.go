@@ -20,6 +20,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","input":"hi"}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]},{"type":"function_call_output","call_id":"c","output":"o"}],"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`))
 	f.Add([]byte(`{"model":"m","previous_response_id":"resp_1","truncation":"auto","max_output_tokens":16}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"custom_tool_call","call_id":"c","name":"p","input":"x","namespace":"n"},{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"t"}]},{"type":"web_search_call"}],"tools":[{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"d"}},{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"}]},{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"required"}}`))
 	f.Add([]byte(`{"model":"m","input":[null,1,"x",{}],"text":{"format":{"type":"json_schema","schema":{}}},"reasoning":{"effort":"high"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseRequest(body)

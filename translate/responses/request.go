@@ -15,6 +15,8 @@ type Request struct {
 	PreviousResponseID string
 	// Members are the request's top-level members as sent.
 	Members map[string]json.RawMessage
+	// tools are its tools as a chat model is offered them.
+	tools toolset
 }
 
 // ParseRequest validates a CreateResponse body. Input may be missing only
@@ -35,6 +37,7 @@ func ParseRequest(body []byte) (*Request, error) {
 		func() error { return numberIn(m, "top_p", 0, 1) },
 		func() error { return numberIn(m, "max_output_tokens", 16, 1<<31) },
 		func() error { return checkTruncation(m) },
+		func() (err error) { r.tools, err = parseTools(m["tools"]); return err },
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {

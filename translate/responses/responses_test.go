@@ -227,8 +227,8 @@ func TestResponsesError(t *testing.T) {
 	// The bridge's own checks name the input item of the request, after
 	// any stored history.
 	history := []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":"Hi"}`)}
-	r, _ := ParseRequest([]byte(`{"model":"m","previous_response_id":"resp_1","input":[{"role":"user","content":"x"},{"type":"web_search_call"}]}`))
-	if _, err := ToChat(r, history); !errors.As(err, new(*api.RequestError)) || !strings.Contains(err.Error(), "web_search_call") {
+	r, _ := ParseRequest([]byte(`{"model":"m","previous_response_id":"resp_1","input":[{"role":"user","content":"x"},{"type":"no_such_item"}]}`))
+	if _, err := ToChat(r, history); !errors.As(err, new(*api.RequestError)) || !strings.Contains(err.Error(), "no_such_item") {
 		t.Fatalf("ToChat: %v", err)
 	} else if re := err.(*api.RequestError); re.Param != "input[1].type" {
 		t.Errorf("param = %s, want input[1].type", re.Param)

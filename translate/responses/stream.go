@@ -47,7 +47,7 @@ type outItem struct {
 	id     string
 	idJSON []byte // id as a JSON string, for the delta events
 	callID string
-	name   string
+	tool   clientTool // of a function_call
 	text   strings.Builder
 }
 
@@ -227,20 +227,29 @@ func textPart(text string) map[string]any {
 	return map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}
 }
 
-// openCall opens the function call item of chat tool call index, which
-// the call's first piece names.
+// openCall opens the tool call item of chat tool call index, which the
+// call's first piece names.
 func (s *Stream) openCall(index int, callID, name string) *outItem {
-	it := s.newItem("function_call", "fc_"+strings.TrimPrefix(s.id, "resp_")+"_"+strconv.Itoa(index))
-	it.callID, it.name = callID, name
+	t := s.req.tools.call(name)
+	prefix := "fc_"
+	if t.kind == customTool {
+		prefix = "ctc_"
+	}
+	it := s.newItem("function_call", prefix+strings.TrimPrefix(s.id, "resp_")+"_"+strconv.Itoa(index))
+	it.callID, it.tool = callID, t
 	s.calls[index] = it
 	s.emit("response.output_item.added", map[string]any{"output_index": it.index, "item": it.item("in_progress")})
 	return it
 }
 
-// argumentsDelta adds a piece of a function call's arguments.
+// argumentsDelta adds a piece of a function call's arguments. A custom
+// tool's input is inside its function's arguments, a JSON string that
+// pieces cut anywhere: it goes out whole when the call is complete.
 func (s *Stream) argumentsDelta(it *outItem, args []byte) {
 	it.text.Write(args)
-	s.emitDelta(argumentsDeltaEvent, it, args)
+	if it.tool.kind != customTool {
+		s.emitDelta(argumentsDeltaEvent, it, args)
+	}
 }
 
 // deltaEvent is the shape of a delta event as json.Marshal writes its
@@ -283,8 +292,9 @@ func (s *Stream) emitDelta(e deltaEvent, it *outItem, delta []byte) {
 func (it *outItem) item(status string) map[string]any {
 	switch it.kind {
 	case "function_call":
-		return map[string]any{"type": "function_call", "id": it.id, "call_id": it.callID, "name": it.name,
-			"arguments": it.text.String(), "status": status}
+		item := callItem(it.tool, "", 0, it.callID, it.text.String(), status)
+		item["id"] = it.id
+		return item
 	case "reasoning":
 		return map[string]any{"type": "reasoning", "id": it.id, "summary": []any{summaryPart(it.text.String())}}
 	}
@@ -320,8 +330,14 @@ func (s *Stream) closeItem(it *outItem) {
 		s.emit("response.reasoning_summary_part.done", map[string]any{"output_index": it.index, "item_id": it.id,
 			"summary_index": 0, "part": summaryPart(it.text.String())})
 	case "function_call":
+		if it.tool.kind == customTool {
+			input := customInput(it.text.String())
+			s.emit("response.custom_tool_call_input.delta", map[string]any{"output_index": it.index, "item_id": it.id, "delta": input})
+			s.emit("response.custom_tool_call_input.done", map[string]any{"output_index": it.index, "item_id": it.id, "input": input})
+			break
+		}
 		s.emit("response.function_call_arguments.done", map[string]any{"output_index": it.index, "item_id": it.id,
-			"name": it.name, "arguments": it.text.String()})
+			"name": it.tool.name, "arguments": it.text.String()})
 	}
 	s.emit("response.output_item.done", map[string]any{"output_index": it.index, "item": it.item("completed")})
 }

@@ -1,8 +1,10 @@
 package responses
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"modelgate/translate/api"
 )
@@ -15,7 +17,18 @@ type item struct {
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
+	Input     string          `json:"input"`
+	Namespace string          `json:"namespace"`
 	Output    json.RawMessage `json:"output"`
+}
+
+// unreplayed are the input items a chat model is not sent: reasoning is
+// the provider's own, and the others are calls of tools OpenAI runs,
+// which a bridged request leaves out (tools.go), and their results.
+var unreplayed = map[string]bool{
+	"reasoning": true, "compaction": true, "web_search_call": true, "file_search_call": true,
+	"code_interpreter_call": true, "image_generation_call": true, "mcp_list_tools": true, "mcp_call": true,
+	"mcp_approval_request": true, "mcp_approval_response": true, "tool_search_call": true, "tool_search_output": true,
 }
 
 type contentPart struct {
@@ -82,7 +95,7 @@ func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 	if err := c.addItems(append(append([]json.RawMessage(nil), history...), input...), len(history)); err != nil {
 		return nil, err
 	}
-	if err := c.setTools(m); err != nil {
+	if err := c.setTools(r); err != nil {
 		return nil, err
 	}
 	c.setReasoningAndFormat(m)
@@ -119,10 +132,15 @@ func (c *chat) addItems(items []json.RawMessage, stored int) error {
 		switch {
 		case it.Type == "function_call":
 			calls = append(calls, map[string]any{"id": it.CallID, "type": "function",
-				"function": map[string]any{"name": it.Name, "arguments": it.Arguments}})
+				"function": map[string]any{"name": qualified(it.Namespace, it.Name), "arguments": it.Arguments}})
 			continue
-		case it.Type == "reasoning":
-			continue // reasoning is the provider's; it is not replayed
+		case it.Type == "custom_tool_call":
+			args, _ := json.Marshal(map[string]string{"input": it.Input})
+			calls = append(calls, map[string]any{"id": it.CallID, "type": "function",
+				"function": map[string]any{"name": qualified(it.Namespace, it.Name), "arguments": string(args)}})
+			continue
+		case unreplayed[it.Type]:
+			continue
 		}
 		flush()
 		msg, err := message(param, it)
@@ -137,12 +155,8 @@ func (c *chat) addItems(items []json.RawMessage, stored int) error {
 
 func message(param string, it item) (json.RawMessage, error) {
 	switch {
-	case it.Type == "function_call_output":
-		var output string
-		if json.Unmarshal(it.Output, &output) != nil {
-			output = string(it.Output)
-		}
-		return json.Marshal(map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": output})
+	case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
+		return json.Marshal(map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": toolOutput(it.Output)})
 	case it.Type == "message" || it.Type == "" && it.Role != "":
 		content, err := chatContent(param, it.Content)
 		if err != nil {
@@ -151,6 +165,27 @@ func message(param string, it item) (json.RawMessage, error) {
 		return json.Marshal(map[string]any{"role": it.Role, "content": content})
 	}
 	return nil, api.Invalid(param+".type", "Unsupported input item type '%s'.", it.Type)
+}
+
+// toolOutput is a tool call's output as a tool message's text: a string
+// as it is, the text of an array of content parts (its images and files
+// left out: a chat tool message holds text only), anything else as JSON.
+func toolOutput(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []contentPart
+	if json.Unmarshal(raw, &parts) != nil {
+		return string(raw)
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "input_text" || p.Type == "output_text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // chatContent maps input_text/output_text/input_image parts to chat parts.
@@ -177,40 +212,19 @@ func chatContent(param string, raw json.RawMessage) (any, error) {
 	return out, nil
 }
 
-// setTools maps Responses function tools ({type, name, parameters}) to
-// chat tools ({type, function: {...}}).
-func (c *chat) setTools(m map[string]json.RawMessage) error {
-	var in []struct {
-		Type        string          `json:"type"`
-		Name        string          `json:"name"`
-		Description *string         `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      *bool           `json:"strict"`
+// setTools sets the chat tools the request's tools are offered as
+// (tools.go) and the tool choice.
+func (c *chat) setTools(r *Request) error {
+	if len(r.tools.chat) == 0 {
+		return nil // no tool to choose: a choice would refuse the request
 	}
-	if !isNull(m["tools"]) && json.Unmarshal(m["tools"], &in) != nil {
-		return &api.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
-	}
-	var tools []json.RawMessage
-	for i, t := range in {
-		if t.Type != "function" {
-			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
-		}
-		fn := map[string]any{"name": t.Name, "parameters": t.Parameters}
-		if t.Description != nil {
-			fn["description"] = *t.Description
-		}
-		if t.Strict != nil {
-			fn["strict"] = *t.Strict
-		}
-		b, _ := json.Marshal(map[string]any{"type": "function", "function": fn})
-		tools = append(tools, b)
-	}
-	if len(tools) > 0 {
-		c.members["tools"] = tools
-	}
-	return c.setToolChoice(m["tool_choice"])
+	c.members["tools"] = r.tools.chat
+	return c.setToolChoice(r.Members["tool_choice"])
 }
 
+// setToolChoice maps a Responses tool choice: a mode as it is, a function
+// or custom tool by the function the model knows it by, allowed_tools as
+// its mode, and one of the tools left out (hosted tools) as auto.
 func (c *chat) setToolChoice(raw json.RawMessage) error {
 	if isNull(raw) {
 		return nil
@@ -220,11 +234,21 @@ func (c *chat) setToolChoice(raw json.RawMessage) error {
 		c.members["tool_choice"] = raw
 		return nil
 	}
-	var named struct{ Type, Name string }
-	if json.Unmarshal(raw, &named) != nil || named.Type != "function" || named.Name == "" {
+	var choice struct{ Type, Name, Mode string }
+	if json.Unmarshal(raw, &choice) != nil || choice.Type == "" {
 		return api.Invalid("tool_choice", "Invalid 'tool_choice'.")
 	}
-	c.members["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": named.Name}}
+	switch choice.Type {
+	case "function", "custom":
+		if choice.Name == "" {
+			return api.Invalid("tool_choice", "Invalid 'tool_choice'.")
+		}
+		c.members["tool_choice"] = map[string]any{"type": "function", "function": map[string]string{"name": choice.Name}}
+	case "allowed_tools":
+		c.members["tool_choice"] = cmp.Or(choice.Mode, "auto")
+	default:
+		c.members["tool_choice"] = "auto"
+	}
 	return nil
 }
 

@@ -87,6 +87,9 @@ func responsesParam(chat string) string {
 // ResponseHeaders implements translate.Translator.
 func (t *Translator) ResponseHeaders(status int, contentType string) translate.Head {
 	t.head = t.chat.ResponseHeaders(status, contentType)
+	if t.head.Status/100 == 2 {
+		t.head.Warning = t.req.tools.warning()
+	}
 	if t.head.Stream {
 		t.stream = NewStream(t.req, t.id, t.created)
 	}
