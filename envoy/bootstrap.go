@@ -145,7 +145,12 @@ func connectionManager(cfg Config, ups []upstream) *hcmv3.HttpConnectionManager 
 		// client's on the answers the server gives at the request's
 		// headers (conn_manager_utility.cc, mutateResponseHeaders).
 		AlwaysSetRequestIdInResponse: false,
-		RouteSpecifier:               &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
+		// WebSocket handshakes reach the ext_proc server, which refuses
+		// them with a 426 (the Responses API's WebSocket mode falls back
+		// to HTTP at once on it); without this Envoy answers them 403
+		// before any filter, which clients retry.
+		UpgradeConfigs: []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}},
+		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routes(cfg, ups)},
 		HttpFilters: []*hcmv3.HttpFilter{
 			{Name: extProcFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(extProcFilter(cfg))}},
 			{Name: routerFilterName, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{

@@ -133,6 +133,14 @@ func errUnknownURL(method, path string) *APIError {
 		Message: fmt.Sprintf("Invalid URL (%s %s)", quoted(method), quoted(path))}
 }
 
+// errUpgrade refuses a request to switch protocols: the gateway serves
+// HTTP only, and a client of the Responses API's WebSocket mode (Codex)
+// falls back to HTTP at once on a 426, where it retries other statuses.
+func errUpgrade(protocol string) *APIError {
+	return &APIError{Status: http.StatusUpgradeRequired, Type: typeInvalidRequest, Code: "upgrade_not_supported",
+		Message: fmt.Sprintf("This gateway does not switch protocols (Upgrade: %s); send the request over HTTP, such as POST /v1/responses with \"stream\": true.", quoted(protocol))}
+}
+
 func errModelNotFound(model string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "model", Code: "model_not_found",
 		Message: fmt.Sprintf("The model `%s` does not exist.", quoted(model))}

@@ -42,6 +42,12 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 }
 
 func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
+	// Envoy passes an upgrade (a WebSocket handshake) to the filters with
+	// its upgrade header when the connection manager allows the upgrade
+	// type (envoy.Bootstrap allows websocket for this answer).
+	if protocol, ok := hm.lookup("upgrade"); ok {
+		return nil, errUpgrade(protocol)
+	}
 	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -288,5 +289,36 @@ func TestDevResponsesEveryToolType(t *testing.T) {
 				t.Errorf("the provider was offered web_search: %s", sent)
 			}
 		})
+	}
+}
+
+// The Responses API's WebSocket mode (Codex tries it first) is refused
+// with a 426 and an OpenAI error at the handshake, on which Codex falls
+// back to HTTP at once; a key is not needed to learn that.
+func TestDevWebSocketUpgradeRefused(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	for _, key := range []string{a.APIKey, ""} {
+		req, _ := http.NewRequest(http.MethodGet, a.Gateway+"/responses", nil)
+		for k, v := range map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+			"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "OpenAI-Beta": "responses_websockets=2026-02-06"} {
+			req.Header.Set(k, v)
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e struct {
+			Error struct{ Type, Code, Message string }
+		}
+		if resp.StatusCode != http.StatusUpgradeRequired || json.Unmarshal(body, &e) != nil || e.Error.Code != "upgrade_not_supported" ||
+			e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "POST /v1/responses") {
+			t.Errorf("key %t: %d %s", key != "", resp.StatusCode, body)
+		}
+		spec.ValidateT(t, "ErrorResponse", body)
 	}
 }

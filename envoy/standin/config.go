@@ -129,6 +129,8 @@ type plan struct {
 	xffTrustedHops   uint32
 	// earlyRemove are the headers the early header mutations remove.
 	earlyRemove []string
+	// upgrades are the upgrade types upgrade_configs allows, lower-case.
+	upgrades []string
 	// internal are internal_address_config's cidr_ranges; internalAll
 	// says an internal_address_config without any, which counts RFC 1918,
 	// RFC 4193 and loopback addresses as internal. Without the config no
@@ -227,7 +229,8 @@ func (p *plan) listener(l *listenerv3.Listener) error {
 // or that do not change what it does (stat_prefix, codec_type).
 var hcmFields = []string{"stat_prefix", "codec_type", "route_config", "http_filters", "stream_idle_timeout",
 	"request_timeout", "local_reply_config", "always_set_request_id_in_response", "access_log",
-	"use_remote_address", "xff_num_trusted_hops", "early_header_mutation_extensions", "internal_address_config"}
+	"use_remote_address", "xff_num_trusted_hops", "early_header_mutation_extensions", "internal_address_config",
+	"upgrade_configs"}
 
 func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	if hcm.GetRouteConfig() == nil {
@@ -251,6 +254,14 @@ func (p *plan) hcm(hcm *hcmv3.HttpConnectionManager) error {
 	p.xffTrustedHops = hcm.GetXffNumTrustedHops()
 	if p.earlyRemove, err = compileEarlyMutations(hcm.GetEarlyHeaderMutationExtensions()); err != nil {
 		return err
+	}
+	for _, u := range hcm.GetUpgradeConfigs() {
+		if len(u.GetFilters()) > 0 {
+			return unsupported("upgrade_configs %q with filters of its own", u.GetUpgradeType())
+		}
+		if u.GetEnabled() == nil || u.GetEnabled().GetValue() {
+			p.upgrades = append(p.upgrades, strings.ToLower(u.GetUpgradeType()))
+		}
 	}
 	if iac := hcm.GetInternalAddressConfig(); iac != nil {
 		if extra := extraFields(iac, "cidr_ranges"); len(extra) > 0 {

@@ -9,8 +9,9 @@
 // to 1.36 that matter to the gateway (version.go). Configuration it does not implement is refused by New with
 // an error; a request that asks for something it does not implement (a
 // mode_override to BUFFERED_PARTIAL, FULL_DUPLEX_STREAMED or trailer
-// processing, a streamed immediate response) fails with a 500 whose
-// details are standin_unimplemented{...}. It is a test and development
+// processing, a streamed immediate response, an upgrade the filters let
+// through to a backend: it does not tunnel) fails with a 500 whose details
+// are standin_unimplemented{...}. It is a test and development
 // tool; production traffic goes through Envoy.
 //
 // The rules it implements, and where they come from in Envoy (source files

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type exchange struct {
 	mode   *filterv3.ProcessingMode
 
 	headers    headerMap
+	upgrade    string // the protocol an upgrade request asks for (upgradeOf)
 	body       []byte
 	hasBody    bool
 	received   atomic.Bool // the whole request body arrived (any goroutine)
@@ -189,7 +191,9 @@ func (x *exchange) requestHeaders() headerMap {
 	}
 	for name, values := range in {
 		key := strings.ToLower(name)
-		if hopByHop[key] || key == "x-request-id" || key == "host" || key == "x-forwarded-for" || key == "x-forwarded-proto" ||
+		// An upgrade keeps its connection and upgrade headers
+		// (conn_manager_utility.cc, mutateRequestHeaders).
+		if hopByHop[key] && !(x.upgrade != "" && (key == "connection" || key == "upgrade")) || key == "x-request-id" || key == "host" || key == "x-forwarded-for" || key == "x-forwarded-proto" ||
 			key == "x-envoy-internal" || !internal && externalStripped[key] || edge && edgeStripped[key] {
 			continue
 		}
@@ -253,9 +257,35 @@ func fromXFF(xff string, hops uint32) string {
 
 func (x *exchange) run() {
 	x.timers.start(x.p.plan.idleTimeout, x.p.plan.requestTimeout)
+	x.upgrade = upgradeOf(x.r)
 	x.headers = x.requestHeaders()
 	x.route = x.match() // the connection manager routes on the original headers
+	// An HTTP/1.1 upgrade of a type the connection manager does not allow
+	// fails before any filter when a route matched; the connection closes
+	// (conn_manager_impl.cc, decodeHeaders: upgrade_rejected).
+	if x.upgrade != "" && x.route != nil && !slices.Contains(x.p.plan.upgrades, x.upgrade) {
+		x.w.Header().Set("Connection", "close")
+		x.stop(&localReply{status: http.StatusForbidden, details: "upgrade_failed", skipFilters: true})
+		return
+	}
 	x.stop(x.process())
+}
+
+// upgradeOf is the protocol an HTTP/1.1 request asks to switch to, lower
+// case, or "" (utility.cc, isUpgrade: a Connection header with the upgrade
+// token and an Upgrade header).
+func upgradeOf(r *http.Request) string {
+	if r.ProtoMajor != 1 || r.Header.Get("Upgrade") == "" {
+		return ""
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for _, token := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return strings.ToLower(r.Header.Get("Upgrade"))
+			}
+		}
+	}
+	return ""
 }
 
 func (x *exchange) process() error {

@@ -23,6 +23,9 @@ func (x *exchange) forward() error {
 		return directResponse(r)
 	}
 	x.entry.Route, x.entry.Cluster = r.GetName(), r.GetRoute().GetCluster()
+	if x.upgrade != "" {
+		return x.unimplemented("upgrade tunnel") // the gateway answers upgrades itself
+	}
 	return x.routeUpstream(r)
 }
 
