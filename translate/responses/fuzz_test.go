@@ -94,8 +94,11 @@ func checkResponsesStream(t *testing.T, out []byte) {
 		if err := json.Unmarshal(ev.Data, &m); err != nil || m.Type != ev.Type || m.Seq == nil || *m.Seq != i {
 			t.Fatalf("event %d: %q %s", i, ev.Type, ev.Data)
 		}
-		terminal := m.Type == "error" || m.Type == "response.completed" || m.Type == "response.incomplete" || m.Type == "response.failed"
-		if terminal != (i == len(events)-1) {
+		// An error event ends the stream, followed at most by the
+		// response.failed that says so.
+		terminal := m.Type == "response.completed" || m.Type == "response.incomplete" || m.Type == "response.failed"
+		last := i == len(events)-1
+		if terminal != last && !(m.Type == "error" && (last || i == len(events)-2 && events[i+1].Type == "response.failed")) {
 			t.Fatalf("event %d of %d is %s", i, len(events), m.Type)
 		}
 	}

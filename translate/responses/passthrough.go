@@ -37,6 +37,7 @@ type Passthrough struct {
 	seq     int
 	names   map[string]string // function call name by item id
 	ended   bool              // a terminal event or an error was relayed
+	last    json.RawMessage   // the Response of the latest event that held one
 	out     []byte            // the events of one chunk, reused
 	scratch []byte            // a decoded event type, see jsonscan.Unquote
 	id      string
@@ -192,6 +193,7 @@ func (p *Passthrough) event(out, data []byte) []byte {
 	}
 	if raw, ok := m["response"]; ok {
 		m["response"], _ = p.response(raw, typ == "response.completed" || typ == "response.incomplete")
+		p.last = m["response"]
 	}
 	if raw, ok := m["item"]; ok {
 		m["item"] = p.item(raw)
@@ -211,6 +213,12 @@ func (p *Passthrough) event(out, data []byte) []byte {
 	case "error":
 		setAbsent(m, "code", "null")
 		setAbsent(m, "param", "null")
+		var e struct {
+			Code    *string
+			Message string
+		}
+		json.Unmarshal(data, &e) //nolint:errcheck // a code or message of another type counts as none
+		return p.failed(p.emit(out, typ, m), e.Code, e.Message)
 	}
 	return p.emit(out, typ, m)
 }
@@ -289,12 +297,27 @@ func (p *Passthrough) emit(out []byte, typ string, m map[string]json.RawMessage)
 	return sse.AppendEvent(out, typ, b)
 }
 
-// fail ends the stream with an error event.
+// fail ends the stream with an error event and response.failed.
 func (p *Passthrough) fail(out []byte, msg string) []byte {
 	p.ended = true
 	m := map[string]json.RawMessage{"message": mustJSON(msg), "code": json.RawMessage(`"server_error"`),
 		"param": json.RawMessage("null"), "type": json.RawMessage(`"error"`)}
-	return p.emit(out, "error", m)
+	code := "server_error"
+	return p.failed(p.emit(out, "error", m), &code, msg)
+}
+
+// failed follows an error event with response.failed, the Response as
+// the stream last showed it, for clients that ignore error events
+// (Codex). Before any Response was shown there is none to fail.
+func (p *Passthrough) failed(out []byte, code *string, msg string) []byte {
+	var r map[string]json.RawMessage
+	if json.Unmarshal(p.last, &r) != nil || r == nil {
+		return out
+	}
+	r["status"] = json.RawMessage(`"failed"`)
+	r["error"], _ = json.Marshal(failedError(code, msg))
+	b, _ := json.Marshal(r)
+	return p.emit(out, "response.failed", map[string]json.RawMessage{"type": json.RawMessage(`"response.failed"`), "response": b})
 }
 
 // response makes a Response object valid and, when final, keeps its id,

@@ -65,7 +65,8 @@ func TestPassthroughRequestInlinesTheConversation(t *testing.T) {
 }
 
 // A stream cut off before its terminal event ends with an error event and
-// stores nothing; an upstream error response passes as an OpenAI error.
+// response.failed and stores nothing; an upstream error response passes as
+// an OpenAI error.
 func TestPassthroughFailures(t *testing.T) {
 	r, _ := ParseRequest([]byte(`{"model":"gpt","input":"Hi","stream":true}`))
 	up := translatetest.ReadFile(t, "../../testdata/fixtures/openai/responses/test_openai_responses_stream.bodies/01.response.sse")
@@ -74,9 +75,14 @@ func TestPassthroughFailures(t *testing.T) {
 	p.ResponseHeaders(200, "text/event-stream")
 	got := translatetest.Stream(t, p, [][]byte{cut})
 	events := checkEvents(t, got)
-	last := events[len(events)-1]
-	if last["type"] != "error" || last["code"] != "server_error" || p.Conversation() != nil {
-		t.Errorf("last event %v; conversation %v", last, p.Conversation())
+	errEvent, last := events[len(events)-2], events[len(events)-1]
+	if errEvent["type"] != "error" || errEvent["code"] != "server_error" || p.Conversation() != nil {
+		t.Errorf("error event %v; conversation %v", errEvent, p.Conversation())
+	}
+	// Then the Response as the stream last showed it, failed.
+	if resp, _ := last["response"].(map[string]any); last["type"] != "response.failed" || resp["status"] != "failed" ||
+		resp["id"] != "resp_cut" || resp["error"].(map[string]any)["code"] != "server_error" {
+		t.Errorf("last event %v", last)
 	}
 
 	p = NewPassthrough(translate.Target{Model: "gpt-4o"}, r, nil, "resp_err")

@@ -184,18 +184,24 @@ func TestUsageDetails(t *testing.T) {
 }
 
 // The error event of a failed chat stream keeps the chat error's code or,
-// when it has none, says its type: the Responses event has no type.
+// when it has none, says its type: the Responses event has no type. The
+// response.failed after it, for clients that ignore error events, has a
+// code the Response schema has.
 func TestStreamErrorCode(t *testing.T) {
 	r, _ := ParseRequest([]byte(`{"model":"m","input":"hi","stream":true}`))
-	for chatErr, want := range map[string]string{
-		`{"message":"Slow down.","type":"rate_limit_error","param":null,"code":null}`:              `"code":"rate_limit_error"`,
-		`{"message":"Too long.","type":"invalid_request_error","param":"input","code":"too_long"}`: `"code":"too_long","message":"Too long.","param":"input"`,
-		`{"message":"Odd."}`: `"code":null`,
+	for chatErr, want := range map[string]struct{ event, failed string }{
+		`{"message":"Slow down.","type":"rate_limit_error","param":null,"code":null}`:              {`"code":"rate_limit_error"`, "rate_limit_exceeded"},
+		`{"message":"Too long.","type":"invalid_request_error","param":"input","code":"too_long"}`: {`"code":"too_long","message":"Too long.","param":"input"`, "server_error"},
+		`{"message":"Odd."}`: {`"code":null`, "server_error"},
 	} {
 		out := NewStream(r, "resp_e", 1).Feed([]byte("data: {\"error\":"+chatErr+"}\n\n"), true)
 		events := checkEvents(t, out)
-		if len(events) != 1 || !strings.Contains(string(out), want) {
-			t.Errorf("chat error %s: got %s, want %s", chatErr, out, want)
+		if len(events) != 2 || events[0]["type"] != "error" || !strings.Contains(string(out), want.event) {
+			t.Fatalf("chat error %s: got %s, want %s", chatErr, out, want.event)
+		}
+		resp := events[1]["response"].(map[string]any)
+		if e := resp["error"].(map[string]any); events[1]["type"] != "response.failed" || resp["status"] != "failed" || e["code"] != want.failed {
+			t.Errorf("chat error %s: %v, want response.failed with code %s", chatErr, events[1], want.failed)
 		}
 	}
 }

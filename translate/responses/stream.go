@@ -342,10 +342,24 @@ func (s *Stream) closeItem(it *outItem) {
 	s.emit("response.output_item.done", map[string]any{"output_index": it.index, "item": it.item("completed")})
 }
 
-// fail ends the stream with an error event.
+// fail ends the stream with an error event and response.failed: clients
+// that ignore error events (Codex) end on the latter.
 func (s *Stream) fail(message string, code, param *string) {
 	s.done, s.failed = true, true
 	s.emit("error", map[string]any{"message": message, "code": code, "param": param})
+	r := s.response("failed", nil)
+	r["error"] = failedError(code, message)
+	s.emit("response.failed", map[string]any{"response": r})
+}
+
+// failedError is a failed Response's error: its code one the schema's
+// ResponseErrorCode has (a rate limit's, else server_error).
+func failedError(code *string, message string) map[string]any {
+	c := "server_error"
+	if code != nil && (*code == "rate_limit_exceeded" || *code == "rate_limit_error") {
+		c = "rate_limit_exceeded"
+	}
+	return map[string]any{"code": c, "message": message}
 }
 
 // failServer ends the stream with a server_error event.
