@@ -20,6 +20,7 @@ const (
 	endpointModels
 	endpointChat
 	endpointResponses
+	endpointCompact // POST /v1/responses/compact
 	endpointEmbeddings
 	endpointImages
 	endpointTranscriptions
@@ -51,6 +52,8 @@ func dispatch(method, path string) (endpoint, error) {
 		return endpointChat, nil
 	case method == http.MethodPost && path == "/v1/responses":
 		return endpointResponses, nil
+	case method == http.MethodPost && path == "/v1/responses/compact":
+		return endpointCompact, nil
 	case method == http.MethodPost && path == "/v1/embeddings":
 		return endpointEmbeddings, nil
 	case method == http.MethodPost && path == "/v1/images/generations":
@@ -116,6 +119,8 @@ var endpoints = [...]endpointSpec{
 		flow: func(*Server, headerMap) flow { return chatFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointResponses: {name: "responses", generates: true, text: responsesEvents, operation: "chat",
 		flow: func(*Server, headerMap) flow { return &responsesFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
+	endpointCompact: {name: "responses.compact", generates: true, operation: "chat",
+		flow: func(*Server, headerMap) flow { return compactFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointEmbeddings: {name: "embeddings", operation: "embeddings",
 		flow: func(*Server, headerMap) flow { return embeddingsFlow{} }, serves: func(p providers.Provider) bool { return p.Embeddings != nil }},
 	endpointImages: {name: "images.generations", operation: "image_generation",

@@ -87,6 +87,34 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error
 	})
 }
 
+// compactFlow is a compaction's (POST /v1/responses/compact): the
+// conversation it compacts may continue a stored one; the compacted
+// response is not stored, the client sends its output back as input.
+type compactFlow struct{ passAnswer }
+
+func (compactFlow) parse(ctx context.Context, st parser, body []byte) error {
+	req, err := responses.ParseRequest(body)
+	if err != nil {
+		return err
+	}
+	if req.Stream {
+		return api.Invalid("stream", "Compaction does not stream; leave 'stream' out.")
+	}
+	if err := st.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	s, r := st.server(), st.request()
+	history, err := s.history(ctx, r.principal, req.PreviousResponseID)
+	if err != nil {
+		return err
+	}
+	r.maxOutput = maxOutputTokens(req.Members)
+	id, created := newID("resp_", 24), s.now().Unix()
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		return p.CompactTranslator(t, req, history, id, created)
+	})
+}
+
 // conversationKeeper is a Responses translator: it knows the response's id
 // and the conversation a continuation of it replays.
 type conversationKeeper interface {

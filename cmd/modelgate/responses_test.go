@@ -322,3 +322,47 @@ func TestDevWebSocketUpgradeRefused(t *testing.T) {
 		spec.ValidateT(t, "ErrorResponse", body)
 	}
 }
+
+// POST /v1/responses/compact on providers without the endpoint, with
+// openai-go: the conversation's user messages and one compaction item,
+// whose summary the next request (on another provider too) continues from.
+func TestDevResponsesCompact(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	rec := &recorder{}
+	c := client(a, a.APIKey, rec)
+	ctx := context.Background()
+	for _, model := range []string{"claude-sonnet", "gemini-flash", "nova-micro"} {
+		t.Run(model, func(t *testing.T) {
+			first, err := c.Responses.New(ctx, responseParams(model, "Create a landing page for a dog café."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			compacted, err := c.Responses.Compact(ctx, responses.ResponseCompactParams{Model: responses.ResponseCompactParamsModel(model),
+				PreviousResponseID: openai.String(first.ID)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec.ValidateT(t, "CompactResource", rec.last())
+			out := compacted.Output
+			if len(out) != 2 || out[0].Type != "message" || out[1].Type != "compaction" || compacted.Usage.TotalTokens == 0 {
+				t.Fatalf("compacted %s", compacted.RawJSON())
+			}
+			reqs := a.Mock.Requests()
+			if asked := string(reqs[len(reqs)-1].Body); !strings.Contains(asked, "context checkpoint compaction") || !strings.Contains(asked, "dog café") {
+				t.Errorf("the provider was not asked for a summary of the conversation: %s", asked)
+			}
+			var input []any
+			json.Unmarshal([]byte(compacted.RawJSON()), &struct{ Output *[]any }{&input})
+			input = append(input, map[string]any{"role": "user", "content": "Go on."})
+			for _, next := range []string{model, "claude-sonnet"} {
+				if _, err := c.Responses.New(ctx, responseParams(next, ""), option.WithJSONSet("input", input)); err != nil {
+					t.Fatalf("continuing on %s: %v", next, err)
+				}
+				reqs = a.Mock.Requests()
+				if sent := string(reqs[len(reqs)-1].Body); !strings.Contains(sent, "Summary of the earlier conversation") || !strings.Contains(sent, "Go on.") {
+					t.Errorf("continuing on %s did not replay the summary: %s", next, sent)
+				}
+			}
+		})
+	}
+}

@@ -35,6 +35,9 @@ type Provider struct {
 	// Responses serves POST /v1/responses natively; nil serves it through
 	// Chat (responses.ToChat and responses.NewTranslator).
 	Responses ResponsesFunc
+	// Compact serves POST /v1/responses/compact natively; nil compacts
+	// through Chat (responses.NewCompactBridge).
+	Compact func(t translate.Target, r *responses.Request, history []json.RawMessage) translate.Translator
 	// DefaultMaxOutput is the bound on the answer a chat request to the
 	// upstream model carries when the client sets none (Anthropic requires
 	// one); nil or zero when it carries none. The translators report the
@@ -84,6 +87,9 @@ type ResponsesFunc func(t translate.Target, r *responses.Request, history []json
 // OpenAI-compatible family is added from openai.CompatibleProviders.
 var table = []Provider{
 	{Name: "openai", Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough),
+		Compact: func(t translate.Target, r *responses.Request, history []json.RawMessage) translate.Translator {
+			return responses.NewCompactPassthrough(t, r, history)
+		},
 		Headers: bearer},
 	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses),
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
@@ -178,6 +184,16 @@ func (p Provider) ResponsesTranslator(t translate.Target, r *responses.Request, 
 		return nil, err
 	}
 	return responses.NewTranslator(p.Chat(t, chat), r, history, id, created), nil
+}
+
+// CompactTranslator builds the translator of a POST /v1/responses/compact
+// exchange: the provider's native one, else one that asks its chat
+// translator for a summary. id and created name the compacted response.
+func (p Provider) CompactTranslator(t translate.Target, r *responses.Request, history []json.RawMessage, id string, created int64) (translate.Translator, error) {
+	if p.Compact != nil {
+		return p.Compact(t, r, history), nil
+	}
+	return responses.NewCompactBridge(func(req *api.ChatRequest) translate.Translator { return p.Chat(t, req) }, r, history, id, created)
 }
 
 // native adapts a constructor of a concrete Responses translator.

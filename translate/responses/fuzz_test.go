@@ -34,6 +34,12 @@ func FuzzParseRequest(f *testing.F) {
 		if _, err := ToChat(r, nil); err != nil && !errors.As(err, &re) {
 			t.Fatalf("ToChat error %v is not a client error", err)
 		}
+		compact := func(req *api.ChatRequest) translate.Translator {
+			return openai.NewChat(translate.Target{Model: "m"}, req)
+		}
+		if _, err := NewCompactBridge(compact, r, nil, "resp_f", 1); err != nil && !errors.As(err, &re) {
+			t.Fatalf("NewCompactBridge error %v is not a client error", err)
+		}
 		if r.PreviousResponseID != "" {
 			p := NewPassthrough(translate.Target{Model: "m"}, r, []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":"x"}`)}, "resp_f")
 			if _, err := p.RequestBody(); err != nil && !errors.As(err, &re) && r.Members["input"] == nil {

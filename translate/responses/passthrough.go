@@ -66,12 +66,15 @@ func (p *Passthrough) RequestBody() (translate.Upstream, error) {
 		return translate.Upstream{}, err
 	}
 	delete(members, "previous_response_id")
-	if p.req.PreviousResponseID != "" {
-		input, err := p.req.Items()
-		if err != nil {
-			return translate.Upstream{}, err
-		}
-		if members["input"], err = json.Marshal(append(replayable(p.history), input...)); err != nil {
+	input, err := p.req.Items()
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	// The stored conversation inlined, and the gateway's compaction items
+	// (of a conversation compacted on another provider) as the summaries
+	// they stand for, which OpenAI can read.
+	if all, summaries := withSummaries(append(replayable(p.history), input...)); p.req.PreviousResponseID != "" || summaries {
+		if members["input"], err = json.Marshal(all); err != nil {
 			return translate.Upstream{}, err
 		}
 	}

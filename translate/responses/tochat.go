@@ -92,7 +92,8 @@ func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 	if err != nil {
 		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
-	if err := c.addItems(append(append([]json.RawMessage(nil), history...), input...), len(history)); err != nil {
+	items, _ := withSummaries(append(append([]json.RawMessage(nil), history...), input...))
+	if err := c.addItems(items, len(history)); err != nil {
 		return nil, err
 	}
 	if err := c.setTools(r); err != nil {
