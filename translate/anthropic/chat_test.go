@@ -366,7 +366,33 @@ data: {"type":"message_stop"}
 	if !bytes.Contains(sout, []byte(`"content":"{\"city\": "`)) || bytes.Contains(sout, []byte("tool_calls")) || !bytes.Contains(sout, []byte(`"finish_reason":"stop"`)) {
 		t.Errorf("stream %s", sout)
 	}
-	if _, err := newChat(t, strings.Replace(body, `"messages"`, `"tools":[{"type":"function","function":{"name":"f"}}],"messages"`, 1)).RequestBody(); err == nil {
-		t.Error("response_format with tools was accepted")
+
+	// With the client's tools the answer is one tool more, which the
+	// model must call when it calls no other: a call of a client's tool
+	// is a tool call, a call of the answer's the JSON content.
+	withTools := newChat(t, strings.Replace(body, `"messages"`, `"tools":[{"type":"function","function":{"name":"f"}}],"messages"`, 1))
+	up, err := withTools.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Tools      []struct{ Name string }
+		ToolChoice map[string]any `json:"tool_choice"`
+	}
+	json.Unmarshal(up.Body, &sent)
+	if len(sent.Tools) != 2 || sent.Tools[0].Name != "f" || sent.Tools[1].Name != "json_response" || sent.ToolChoice["type"] != "any" {
+		t.Errorf("sent %s", up.Body)
+	}
+	withTools.ResponseHeaders(200, "application/json")
+	out, err = withTools.ResponseBody([]byte(`{"id":"msg_2","model":"claude","content":[{"type":"tool_use","id":"t2","name":"f","input":{}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":3}}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	if !bytes.Contains(out, []byte(`"finish_reason":"tool_calls"`)) || !bytes.Contains(out, []byte(`"name":"f"`)) {
+		t.Errorf("a call of the client's tool: %s", out)
+	}
+	if _, err := newChat(t, strings.Replace(body, `"messages"`, `"reasoning_effort":"low","messages"`, 1)).RequestBody(); err == nil {
+		t.Error("response_format with reasoning_effort was accepted")
 	}
 }

@@ -104,14 +104,19 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 }
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
-// is the requested one (Anthropic has no JSON mode).
+// is the requested one (Anthropic has no JSON mode). With the client's
+// tools it is one tool more, the one the model answers with: the model
+// must call a tool (tool_choice any), the client's while it works and
+// this one for its answer; a client's named tool choice stands, and
+// "none" leaves only this one. Extended thinking refuses a forced tool
+// choice, so reasoning_effort and a JSON answer do not go together.
 func (r *request) setResponseFormat(in api.ChatParams) error {
 	rf := in.ResponseFormat
 	if rf == nil || rf.Type == "" || rf.Type == "text" {
 		return nil
 	}
-	if len(in.Tools) > 0 || r.Thinking != nil {
-		return api.Invalid("response_format", "Anthropic models take a JSON response_format only without tools and reasoning_effort.")
+	if r.Thinking != nil {
+		return api.Invalid("response_format", "Anthropic models take a JSON response_format only without reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	switch rf.Type {
@@ -123,8 +128,27 @@ func (r *request) setResponseFormat(in api.ChatParams) error {
 	default:
 		return api.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
-	r.Tools = []tool{{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}}
-	r.ToolChoice = json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
+	answer := tool{Name: jsonTool, Description: "Respond with the final answer as JSON matching this schema.", InputSchema: schema}
+	forced := json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
+	if len(r.Tools) == 0 {
+		r.Tools, r.ToolChoice = []tool{answer}, forced
+		return nil
+	}
+	answer.Description = "Respond with the final answer as JSON matching this schema, once the other tools gave you what you need."
+	r.Tools = append(r.Tools, answer)
+	var choice map[string]any
+	json.Unmarshal(r.ToolChoice, &choice) //nolint:errcheck // toolChoice wrote it; none is auto
+	switch choice["type"] {
+	case "none":
+		r.ToolChoice = forced
+	case "tool":
+	default:
+		if choice == nil {
+			choice = map[string]any{}
+		}
+		choice["type"] = "any"
+		r.ToolChoice, _ = json.Marshal(choice)
+	}
 	return nil
 }
 

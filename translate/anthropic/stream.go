@@ -151,7 +151,7 @@ func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 	if ev.Delta.StopReason == "" {
 		return out
 	}
-	reason := c.finishReason(ev.Delta.StopReason)
+	reason := c.finishReason(ev.Delta.StopReason, len(c.st.tools) > 0)
 	return c.emit(out, api.Delta{}, &reason)
 }
 

@@ -164,9 +164,10 @@ func (u usageIn) normalize() translate.Usage {
 	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
 }
 
-// finishReason maps stopReason; the forced JSON tool is a normal stop.
-func (c *chat) finishReason(stop string) string {
-	if c.jsonMode && stop == "tool_use" {
+// finishReason maps stopReason; a call of the JSON answer's tool alone is
+// a normal stop. called says whether the client's tools were called.
+func (c *chat) finishReason(stop string, called bool) string {
+	if c.jsonMode && stop == "tool_use" && !called {
 		return "stop"
 	}
 	return finishReason(stop)
@@ -231,7 +232,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	}
 	msg.SetText(text.String(), reasoning.String())
 	cc := api.NewChatCompletion(c.id, c.target.Model, c.created)
-	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(r.StopReason), api.ChatUsage(c.usage)
+	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(r.StopReason, len(msg.ToolCalls) > 0), api.ChatUsage(c.usage)
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }

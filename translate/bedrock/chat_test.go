@@ -211,6 +211,29 @@ func TestReasoningAndResponseFormat(t *testing.T) {
 	if !bytes.Contains(out, []byte(`"content":"{\"a\":1}"`)) || !bytes.Contains(out, []byte(`"finish_reason":"stop"`)) {
 		t.Errorf("output %s", out)
 	}
+
+	// With the client's tools the answer is one tool more, which the
+	// model must call when it calls no other.
+	w := newChat(t, `{"model":"m","response_format":{"type":"json_object"},"tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`)
+	up, err = w.RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		ToolConfig struct {
+			Tools      []struct{ ToolSpec struct{ Name string } }
+			ToolChoice map[string]any
+		}
+	}
+	json.Unmarshal(up.Body, &sent)
+	if tc := sent.ToolConfig; len(tc.Tools) != 2 || tc.Tools[1].ToolSpec.Name != "json_response" || tc.ToolChoice["any"] == nil {
+		t.Errorf("sent %s", up.Body)
+	}
+	w.ResponseHeaders(200, "application/json")
+	out, _ = w.ResponseBody([]byte(`{"output":{"message":{"role":"assistant","content":[{"toolUse":{"toolUseId":"t","name":"f","input":{}}}]}},"stopReason":"tool_use","usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5}}`), true)
+	if !bytes.Contains(out, []byte(`"finish_reason":"tool_calls"`)) {
+		t.Errorf("a call of the client's tool: %s", out)
+	}
 }
 
 // A request signed with SigV4 is the same request when RequestBody is

@@ -139,14 +139,18 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 }
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
-// is the requested one.
+// is the requested one. With the client's tools it is one tool more, the
+// one the model answers with: the model must call a tool (toolChoice
+// any), the client's while it works and this one for its answer; a
+// client's named tool choice stands. Extended thinking refuses a forced
+// tool choice, so reasoning_effort and a JSON answer do not go together.
 func (r *converseRequest) setResponseFormat(in api.ChatParams) error {
 	rf := in.ResponseFormat
 	if rf == nil || rf.Type == "" || rf.Type == "text" {
 		return nil
 	}
-	if r.ToolConfig != nil || r.AdditionalModelRequestFields != nil {
-		return api.Invalid("response_format", "Bedrock takes a JSON response_format only without tools and reasoning_effort.")
+	if r.AdditionalModelRequestFields != nil {
+		return api.Invalid("response_format", "Bedrock takes a JSON response_format only without reasoning_effort.")
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	if rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
@@ -157,7 +161,15 @@ func (r *converseRequest) setResponseFormat(in api.ChatParams) error {
 	var spec toolSpec
 	spec.ToolSpec.Name, spec.ToolSpec.Description = jsonTool, "Respond with the answer as JSON matching this schema."
 	spec.ToolSpec.InputSchema.JSON = schema
-	r.ToolConfig = &toolConfig{Tools: []toolSpec{spec}, ToolChoice: map[string]any{"tool": map[string]any{"name": jsonTool}}}
+	if r.ToolConfig == nil || len(r.ToolConfig.Tools) == 0 {
+		r.ToolConfig = &toolConfig{Tools: []toolSpec{spec}, ToolChoice: map[string]any{"tool": map[string]any{"name": jsonTool}}}
+		return nil
+	}
+	spec.ToolSpec.Description = "Respond with the final answer as JSON matching this schema, once the other tools gave you what you need."
+	r.ToolConfig.Tools = append(r.ToolConfig.Tools, spec)
+	if _, named := r.ToolConfig.ToolChoice["tool"]; !named {
+		r.ToolConfig.ToolChoice = map[string]any{"any": map[string]any{}}
+	}
 	return nil
 }
 

@@ -88,7 +88,7 @@ func (c *chat) decodedFrame(out []byte, f rawFrame) []byte {
 		return c.blockDelta(out, ev)
 	case "messageStop":
 		c.stopped = true
-		reason := c.finishReason(ev.StopReason)
+		reason := c.finishReason(ev.StopReason, len(c.tools) > 0)
 		return c.emit(out, api.Delta{}, &reason)
 	case "metadata":
 		if ev.Usage != nil {
