@@ -251,9 +251,9 @@ func (p *CompactPassthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byt
 			output[i] = keptMessage(it, "msg_"+strings.TrimPrefix(id, "resp_")+"_"+strconv.Itoa(i))
 		}
 	}
-	m["output"] = mustJSON(output)
+	m["output"], _ = marshalAsIs(output)
 	if u, ok := m["usage"]; ok && !isNull(u) {
 		m["usage"] = p.readUsage(u)
 	}
-	return json.Marshal(m)
+	return marshalAsIs(m)
 }

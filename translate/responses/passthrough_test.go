@@ -132,3 +132,38 @@ func BenchmarkPassthroughArgumentsDelta(b *testing.B) {
 		}
 	}
 }
+
+// opaqueItems are the items Codex sends back to OpenAI as it got them:
+// reasoning with encrypted_content, a compaction, a custom tool's call
+// and output, a tool search's call and output.
+var opaqueItems = []string{
+	`{"type":"reasoning","id":"rs_9","summary":[],"encrypted_content":"gAAAAABo-opaque+/=","status":null}`,
+	`{"type":"compaction","id":"cmp_9","encrypted_content":"enc-<not&base64>"}`,
+	`{"type":"custom_tool_call","call_id":"call_9","name":"apply_patch","input":"*** Begin Patch\n*** End Patch\n"}`,
+	`{"type":"custom_tool_call_output","call_id":"call_9","output":"Done <ok> & well"}`,
+	`{"type":"tool_search_call","id":"ts_9","call_id":"call_8","execution":"client","arguments":{"query":"git"},"status":"completed"}`,
+	`{"type":"tool_search_output","id":"tso_9","call_id":"call_8","execution":"client","tools":[],"status":"completed"}`,
+}
+
+// On OpenAI, the items a client sends reach it byte for byte: the gateway
+// neither reads nor rewrites what only OpenAI can (OpenAI's own
+// encrypted content is bound to the key that made it).
+func TestPassthroughOpaqueItemsByteForByte(t *testing.T) {
+	input := "[" + strings.Join(opaqueItems, ",") + `,{"role":"user","content":"Go on."}]`
+	r, err := ParseRequest([]byte(`{"model":"gpt","store":false,"include":["reasoning.encrypted_content"],"input":` + input + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := NewPassthrough(translate.Target{Model: "gpt-5-codex"}, r, nil, "resp_o").RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range opaqueItems {
+		if !strings.Contains(string(up.Body), it) {
+			t.Errorf("item changed on its way upstream: %s\nbody: %s", it, up.Body)
+		}
+	}
+	if !strings.Contains(string(up.Body), `"include":["reasoning.encrypted_content"]`) || !strings.Contains(string(up.Body), `"store":false`) {
+		t.Errorf("include or store changed: %s", up.Body)
+	}
+}
