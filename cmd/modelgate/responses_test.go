@@ -366,3 +366,31 @@ func TestDevResponsesCompact(t *testing.T) {
 		})
 	}
 }
+
+// Codex's cache-affinity and session headers reach the provider as sent:
+// dropping them cuts OpenAI's prompt cache hits.
+func TestDevCodexHeadersReachTheProvider(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	c := client(a, a.APIKey, &recorder{})
+	headers := map[string]string{"session_id": "0199a1b2-c3d4", "x-client-request-id": "0199a1b2-c3d4", "originator": "codex_cli_rs",
+		"x-codex-turn-metadata": `{"turn":1}`, "x-codex-window-id": "w1"}
+	var opts []option.RequestOption
+	for k, v := range headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	p := responseParams("gpt-4o-mini", "Hello!")
+	p.PromptCacheKey = openai.String("0199a1b2-c3d4")
+	if _, err := c.Responses.New(context.Background(), p, opts...); err != nil {
+		t.Fatal(err)
+	}
+	reqs := a.Mock.Requests()
+	got := reqs[len(reqs)-1]
+	for k, v := range headers {
+		if got.Header.Get(k) != v {
+			t.Errorf("%s = %q, want %q", k, got.Header.Get(k), v)
+		}
+	}
+	if !strings.Contains(string(got.Body), `"prompt_cache_key":"0199a1b2-c3d4"`) {
+		t.Errorf("prompt_cache_key did not reach the provider: %s", got.Body)
+	}
+}
