@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -93,7 +94,10 @@ func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
 	items, _ := withSummaries(append(append([]json.RawMessage(nil), history...), input...))
-	if err := c.addItems(items, len(history)); err != nil {
+	if items, err = resolveReferences(items, len(history)); err != nil {
+		return nil, err
+	}
+	if err := c.addItems(items, min(len(history), len(items))); err != nil {
 		return nil, err
 	}
 	if err := c.setTools(r); err != nil {
@@ -166,6 +170,41 @@ func message(param string, it item) (json.RawMessage, error) {
 		return json.Marshal(map[string]any{"role": it.Role, "content": content})
 	}
 	return nil, api.Invalid(param+".type", "Unsupported input item type '%s'.", it.Type)
+}
+
+// resolveReferences resolves the item_references in items, whose first
+// stored items are the history previous_response_id continues: a
+// reference to an item of it is that item, which the conversation holds
+// already, and goes; a reference to an item of the request's own input is
+// a copy of it. The gateway finds stored items by the response they
+// belong to, so a reference to any other item is the client's error.
+func resolveReferences(items []json.RawMessage, stored int) ([]json.RawMessage, error) {
+	var at map[string]int // item index by id
+	out := items[:0:0]
+	for i, raw := range items {
+		var ref struct{ Type, ID string }
+		if !bytes.Contains(raw, []byte("item_reference")) || json.Unmarshal(raw, &ref) != nil || ref.Type != "item_reference" {
+			out = append(out, raw)
+			continue
+		}
+		if at == nil {
+			at = map[string]int{}
+			for j, it := range items {
+				var has struct{ Type, ID string }
+				if json.Unmarshal(it, &has) == nil && has.ID != "" && has.Type != "item_reference" {
+					at[has.ID] = j
+				}
+			}
+		}
+		j, ok := at[ref.ID]
+		switch {
+		case !ok || ref.ID == "":
+			return nil, api.Invalid(fmt.Sprintf("input[%d].id", i-stored), "Item with id '%s' not found in the conversation.", ref.ID)
+		case j >= stored:
+			out = append(out, items[j])
+		}
+	}
+	return out, nil
 }
 
 // toolOutput is a tool call's output as a tool message's text: a string

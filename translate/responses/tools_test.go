@@ -247,3 +247,29 @@ func TestBridgeToolErrors(t *testing.T) {
 		}
 	}
 }
+
+// An item_reference stands for the item of the conversation with its id:
+// one of the stored history, which the conversation holds already, or of
+// the request's own input; an unknown id is refused.
+func TestBridgeItemReferences(t *testing.T) {
+	history := []json.RawMessage{
+		json.RawMessage(`{"type":"message","id":"msg_1","role":"user","content":[{"type":"input_text","text":"What is 2+2?"}]}`),
+		json.RawMessage(`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"calc","arguments":"{\"e\":\"2+2\"}"}`),
+	}
+	r, err := ParseRequest([]byte(`{"model":"m","previous_response_id":"resp_1","input":[` +
+		`{"type":"item_reference","id":"fc_1"},{"type":"function_call_output","call_id":"call_1","output":"4"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := ToChat(r, history[:1])
+	if err == nil || !strings.Contains(err.Error(), "fc_1") {
+		t.Fatalf("a reference to an item the conversation lacks: %v", err)
+	}
+	if req, err = ToChat(r, history); err != nil {
+		t.Fatal(err)
+	}
+	msgs := chatMessages(t, req)
+	if calls, _ := msgs[1]["tool_calls"].([]any); len(msgs) != 3 || len(calls) != 1 || msgs[2]["content"] != "4" {
+		t.Errorf("messages %v: want the question, the referenced call once and its output", msgs)
+	}
+}
