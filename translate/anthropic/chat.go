@@ -128,12 +128,14 @@ func finishReason(stop string) string {
 }
 
 type contentBlockIn struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Input    json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
 }
 
 // completion turns a Message into a chat.completion. A body that is no
@@ -165,6 +167,9 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 			text.WriteString(b.Text)
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, api.ThinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, api.ThinkingBlock{Type: "redacted_thinking", Data: b.Data})
 		case "tool_use":
 			if c.jsonMode && b.Name == jsonTool {
 				text.WriteString(compactJSON(b.Input))

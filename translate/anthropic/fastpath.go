@@ -55,6 +55,9 @@ func (c *chat) fastDelta(out, data []byte) ([]byte, bool) {
 		if emptyString(ev.thinking) { // an empty delta would be a chunk that says nothing
 			return out, true
 		}
+		if c.st.thinking != nil {
+			c.thought(ev.index, string(jsonscan.Unquote(ev.thinking, &c.st.scratch)))
+		}
 		return d.Reasoning(out, ev.thinking), true
 	case "input_json_delta":
 		if emptyString(ev.partialJSON) {
@@ -67,7 +70,10 @@ func (c *chat) fastDelta(out, data []byte) ([]byte, bool) {
 			return d.ToolArguments(out, idx, ev.partialJSON), true
 		}
 	}
-	return out, true // signature_delta and others carry nothing for OpenAI clients
+	if string(ev.typ) == "signature_delta" {
+		return out, false // decodedEvent keeps the signature
+	}
+	return out, true // others carry nothing for OpenAI clients
 }
 
 // emptyString reports whether a string token, nil when absent, decodes

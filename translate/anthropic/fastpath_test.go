@@ -25,7 +25,6 @@ var fastPathEventsTaken = []string{
 	`{"type":"content_block_delta","index":0,"extra":[1,2],"delta":{"type":"text_delta","text":"a"}}`,
 	`{"type":"content_block_delta","delta":{"type":"text_delta","text":"no index"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"unknown_delta","text":"a"}}`,
-	`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{"type":"x","cited_text":"y"}}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think <about> it\n"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
@@ -43,6 +42,8 @@ var fastPathEventsTaken = []string{
 // fastPathEventsLeft are events the fast path leaves to the full decoding:
 // not JSON, not as eventIn reads them, or other events.
 var fastPathEventsLeft = []string{
+	// A signature is kept with its thinking block (decodedEvent).
+	`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQBCgIYAhIM"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\UD83D"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"raw` + "\n" + `newline"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad \x escape"}}`,

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/translate/api"
@@ -30,6 +31,11 @@ type block struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   []block         `json:"content,omitempty"`
+	// Thinking and Signature are a thinking block's, Data a redacted
+	// thinking block's.
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
 }
 
 type imageSource struct {
@@ -100,6 +106,7 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 	if err := out.setThinking(in.ReasoningEffort); err != nil {
 		return nil, err
 	}
+	out.keepThinking()
 	return out, out.setResponseFormat(in)
 }
 
@@ -128,7 +135,7 @@ func (r *request) setResponseFormat(in api.ChatParams) error {
 	default:
 		return api.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
-	answer := tool{Name: jsonTool, Description: "Respond with the final answer as JSON matching this schema.", InputSchema: schema}
+	answer := tool{Name: jsonTool, Description: "Respond with the answer as JSON matching this schema.", InputSchema: schema}
 	forced := json.RawMessage(`{"type":"tool","name":"` + jsonTool + `"}`)
 	if len(r.Tools) == 0 {
 		r.Tools, r.ToolChoice = []tool{answer}, forced
@@ -256,6 +263,17 @@ func image(param, url string) (*imageSource, error) {
 
 func assistantBlocks(param string, m api.ChatMessage) ([]block, error) {
 	var out []block
+	// The thinking comes first, as the model wrote it. A block without
+	// what Anthropic checks it by (its signature, a redacted block's
+	// data) cannot be sent back.
+	for _, t := range m.ThinkingBlocks {
+		switch {
+		case t.Type == "thinking" && t.Signature != "":
+			out = append(out, block{Type: "thinking", Thinking: t.Thinking, Signature: t.Signature})
+		case t.Type == "redacted_thinking" && t.Data != "":
+			out = append(out, block{Type: "redacted_thinking", Data: t.Data})
+		}
+	}
 	if len(m.Content) > 0 && string(m.Content) != "null" {
 		text, err := api.TextContent(param, m.Content)
 		if err != nil {
@@ -320,6 +338,33 @@ func toolChoice(raw json.RawMessage, parallel *bool) (json.RawMessage, error) {
 	}
 	return json.Marshal(tc)
 }
+
+// keepThinking sends the thinking of earlier turns back only with
+// thinking on, and turns thinking off rather than send a turn Anthropic
+// refuses: with thinking on, the assistant turn a tool loop continues
+// must begin with its thinking, which the gateway never makes up.
+func (r *request) keepThinking() {
+	if r.Thinking != nil {
+		for i := len(r.Messages) - 1; i >= 0; i-- {
+			m := r.Messages[i]
+			if m.Role != "assistant" {
+				continue
+			}
+			if slices.ContainsFunc(m.Content, func(b block) bool { return b.Type == "tool_use" }) && !isThinking(m.Content[0]) {
+				r.Thinking = nil
+			}
+			break
+		}
+	}
+	if r.Thinking != nil {
+		return
+	}
+	for i := range r.Messages {
+		r.Messages[i].Content = slices.DeleteFunc(r.Messages[i].Content, isThinking)
+	}
+}
+
+func isThinking(b block) bool { return b.Type == "thinking" || b.Type == "redacted_thinking" }
 
 // thinkingBudget maps reasoning_effort to Anthropic's thinking budget.
 func thinkingBudget(effort string) (int64, bool) {

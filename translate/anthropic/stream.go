@@ -13,8 +13,13 @@ type streamState struct {
 	id, model string
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
 	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
-	done      bool
-	deltas    api.DeltaChunks // writes the fast path's chunks
+	// thinking is the thinking block being streamed, whose index + 1 is
+	// thinkingBlock; it goes out whole, signed, when the block ends.
+	thinking      *api.ThinkingBlock
+	thinkingBlock int
+	scratch       []byte // a decoded thinking delta, see jsonscan.Unquote
+	done          bool
+	deltas        api.DeltaChunks // writes the fast path's chunks
 }
 
 // eventIn is any Anthropic stream event, as far as the translator reads it.
@@ -31,6 +36,7 @@ type eventIn struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
@@ -87,6 +93,8 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 		return c.messageDelta(out, ev)
 	case "message_stop":
 		return c.finish(out)
+	case "content_block_stop":
+		return c.blockStop(out, ev)
 	case "error":
 		c.st.done = true
 		return sse.AppendData(out, errorBody(500, data))
@@ -95,7 +103,15 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 }
 
 func (c *chat) blockStart(out []byte, ev eventIn) []byte {
-	if ev.ContentBlock.Type != "tool_use" {
+	switch ev.ContentBlock.Type {
+	case "thinking":
+		c.st.thinking = &api.ThinkingBlock{Type: "thinking", Thinking: ev.ContentBlock.Thinking, Signature: ev.ContentBlock.Signature}
+		c.st.thinkingBlock = ev.Index + 1
+		return out
+	case "redacted_thinking":
+		return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{{Type: "redacted_thinking", Data: ev.ContentBlock.Data}}}, nil)
+	case "tool_use":
+	default:
 		return out
 	}
 	if c.jsonMode && ev.ContentBlock.Name == jsonTool {
@@ -121,7 +137,13 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 		if ev.Delta.Thinking == "" { // an empty delta would be a chunk that says nothing
 			return out
 		}
+		c.thought(ev.Index, ev.Delta.Thinking)
 		return c.emit(out, api.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
+	case "signature_delta":
+		if t := c.st.thinking; t != nil && c.st.thinkingBlock == ev.Index+1 {
+			t.Signature += ev.Delta.Signature
+		}
+		return out
 	case "input_json_delta":
 		if c.st.jsonBlock == ev.Index+1 && ev.Delta.PartialJSON != "" {
 			text := ev.Delta.PartialJSON
@@ -135,7 +157,25 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 		tc.Function.Arguments = ev.Delta.PartialJSON
 		return c.emit(out, api.Delta{ToolCalls: []api.ToolCall{tc}}, nil)
 	}
-	return out // signature_delta and others carry nothing for OpenAI clients
+	return out // others carry nothing for OpenAI clients
+}
+
+// thought adds text to the thinking block at index.
+func (c *chat) thought(index int, text string) {
+	if t := c.st.thinking; t != nil && c.st.thinkingBlock == index+1 {
+		t.Thinking += text
+	}
+}
+
+// blockStop sends a thinking block whole, with its signature, when it
+// ends: the client sends it back so (api.ThinkingBlock).
+func (c *chat) blockStop(out []byte, ev eventIn) []byte {
+	t := c.st.thinking
+	if t == nil || c.st.thinkingBlock != ev.Index+1 {
+		return out
+	}
+	c.st.thinking = nil
+	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{*t}}, nil)
 }
 
 // messageDelta carries the stop reason and the final output tokens.

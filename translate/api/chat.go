@@ -47,6 +47,25 @@ type Message struct {
 	Refusal          *string    `json:"refusal"`
 	ReasoningContent string     `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	// ThinkingBlocks are the provider's thinking as it must be sent back
+	// (ThinkingBlock); absent where it has none to send back.
+	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks,omitempty"`
+}
+
+// ThinkingBlock is a block of a model's thinking with what the provider
+// needs to take it back on the next turn: Anthropic (and Claude on
+// Vertex AI and Bedrock) requires the thinking of the assistant turn a
+// tool loop continues, unchanged with its signature. A chat client sends
+// it back in the assistant message's thinking_blocks, as it got it in the
+// completion's message (a stream delivers each block whole, in a delta,
+// when the block ends); the gateway never makes one up.
+type ThinkingBlock struct {
+	// Type is "thinking" or "redacted_thinking".
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Data is a redacted block's encrypted thinking.
+	Data string `json:"data,omitempty"`
 }
 
 // ToolCall is a function tool call, whole in a message or in pieces in
@@ -98,10 +117,11 @@ type ChunkChoice struct {
 
 // Delta is what a chunk adds to the message.
 type Delta struct {
-	Role             string     `json:"role,omitempty"`
-	Content          *string    `json:"content,omitempty"`
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`
+	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`
 }
 
 // Usage is the usage of a chat completion (CompletionUsage), in the one

@@ -34,6 +34,9 @@ type ChatMessage struct {
 	Content    json.RawMessage `json:"content"`
 	ToolCalls  []ToolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ThinkingBlocks are an assistant message's thinking, as the gateway
+	// gave it to the client (Message.ThinkingBlocks).
+	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks"`
 }
 
 // Tool is a function the model may call.

@@ -23,8 +23,12 @@ import (
 // user message. It is opaque to the client, not encrypted: it is the
 // client's own conversation, summarized.
 
-// sealPrefix marks the gateway's compaction items.
-const sealPrefix = "modelgate.compaction.v1:"
+// sealPrefix marks the gateway's compaction items, thinkingPrefix the
+// encrypted_content of its reasoning items (thinking.go).
+const (
+	sealPrefix     = "modelgate.compaction.v1:"
+	thinkingPrefix = "modelgate.thinking.v1:"
+)
 
 // compactionPrompt asks the model for the summary a compaction keeps.
 const compactionPrompt = "You are performing a context checkpoint compaction. Summarize the conversation so far " +

@@ -69,8 +69,8 @@ func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 	base := strings.TrimPrefix(id, "resp_")
 	msg := c.Choices[0].Message
 	out := []any{}
-	if msg.ReasoningContent != "" {
-		out = append(out, map[string]any{"type": "reasoning", "id": "rs_" + base, "summary": []any{summaryPart(msg.ReasoningContent)}})
+	if msg.ReasoningContent != "" || len(msg.ThinkingBlocks) > 0 {
+		out = append(out, reasoningItem("rs_"+base, msg.ReasoningContent, msg.ThinkingBlocks))
 	}
 	var parts []any
 	if msg.Content != nil && *msg.Content != "" {

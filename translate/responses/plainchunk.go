@@ -17,7 +17,7 @@ import (
 var (
 	chunkNames    = []string{"id", "object", "created", "model", "choices", "usage", "error"}
 	choiceNames   = []string{"index", "delta", "finish_reason"}
-	deltaNames    = []string{"role", "content", "reasoning_content", "tool_calls"}
+	deltaNames    = []string{"role", "content", "reasoning_content", "tool_calls", "thinking_blocks"}
 	toolCallNames = []string{"index", "id", "type", "function"}
 	functionNames = []string{"name", "arguments"}
 )
@@ -139,8 +139,8 @@ func (s *Stream) readDelta(obj []byte) bool {
 	if jsonscan.IsNull(obj) {
 		return true
 	}
-	var m [4][]byte
-	if !jsonscan.PlainMembers(obj, deltaNames, m[:]) {
+	var m [5][]byte
+	if !jsonscan.PlainMembers(obj, deltaNames, m[:]) || !jsonscan.IsNull(m[4]) { // thinking blocks: decodedChunk
 		return false
 	}
 	role, content, reasoning, calls := m[0], m[1], m[2], m[3]

@@ -49,6 +49,7 @@ type outItem struct {
 	callID string
 	tool   clientTool // of a function_call
 	text   strings.Builder
+	blocks []api.ThinkingBlock // of a reasoning item
 }
 
 // NewStream starts the event stream of response id for r.
@@ -132,6 +133,10 @@ func (s *Stream) decodedChunk(data []byte) {
 		if d.ReasoningContent != "" {
 			s.reason([]byte(d.ReasoningContent))
 		}
+		if len(d.ThinkingBlocks) > 0 {
+			s.reason(nil)
+			s.reasoning.blocks = append(s.reasoning.blocks, d.ThinkingBlocks...)
+		}
 		if d.Content != nil && *d.Content != "" {
 			s.textDelta([]byte(*d.Content))
 		}
@@ -203,8 +208,10 @@ func (s *Stream) reason(text []byte) {
 		s.emit("response.reasoning_summary_part.added", map[string]any{"output_index": s.reasoning.index,
 			"item_id": s.reasoning.id, "summary_index": 0, "part": summaryPart("")})
 	}
-	s.reasoning.text.Write(text)
-	s.emitDelta(reasoningDeltaEvent, s.reasoning, text)
+	if len(text) > 0 {
+		s.reasoning.text.Write(text)
+		s.emitDelta(reasoningDeltaEvent, s.reasoning, text)
+	}
 }
 
 func summaryPart(text string) map[string]any {
@@ -296,7 +303,11 @@ func (it *outItem) item(status string) map[string]any {
 		item["id"] = it.id
 		return item
 	case "reasoning":
-		return map[string]any{"type": "reasoning", "id": it.id, "summary": []any{summaryPart(it.text.String())}}
+		item := reasoningItem(it.id, it.text.String(), it.blocks)
+		if it.text.Len() == 0 {
+			item["summary"] = []any{summaryPart("")} // as the part the stream added
+		}
+		return item
 	}
 	return map[string]any{"type": "message", "id": it.id, "status": status, "role": "assistant",
 		"content": []any{textPart(it.text.String())}}

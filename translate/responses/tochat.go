@@ -21,13 +21,16 @@ type item struct {
 	Input     string          `json:"input"`
 	Namespace string          `json:"namespace"`
 	Output    json.RawMessage `json:"output"`
+	// EncryptedContent is a reasoning item's.
+	EncryptedContent string `json:"encrypted_content"`
 }
 
-// unreplayed are the input items a chat model is not sent: reasoning is
-// the provider's own, and the others are calls of tools OpenAI runs,
+// unreplayed are the input items a chat model is not sent: OpenAI's
+// compactions, which only OpenAI reads, and calls of tools OpenAI runs,
 // which a bridged request leaves out (tools.go), and their results.
+// (Reasoning items restore the provider's thinking: thinking.go.)
 var unreplayed = map[string]bool{
-	"reasoning": true, "compaction": true, "web_search_call": true, "file_search_call": true,
+	"compaction": true, "web_search_call": true, "file_search_call": true,
 	"code_interpreter_call": true, "image_generation_call": true, "mcp_list_tools": true, "mcp_call": true,
 	"mcp_approval_request": true, "mcp_approval_response": true, "tool_search_call": true, "tool_search_output": true,
 }
@@ -119,9 +122,16 @@ func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 // the others are the request's input.
 func (c *chat) addItems(items []json.RawMessage, stored int) error {
 	var calls []map[string]any
+	// thinking is the provider's thinking a reasoning item restores to the
+	// assistant turn after it (thinking.go).
+	var thinking []api.ThinkingBlock
 	flush := func() {
 		if len(calls) > 0 {
-			b, _ := json.Marshal(map[string]any{"role": "assistant", "content": nil, "tool_calls": calls})
+			m := map[string]any{"role": "assistant", "content": nil, "tool_calls": calls}
+			if len(thinking) > 0 {
+				m["thinking_blocks"], thinking = thinking, nil
+			}
+			b, _ := json.Marshal(m)
 			c.messages, calls = append(c.messages, b), nil
 		}
 	}
@@ -144,6 +154,11 @@ func (c *chat) addItems(items []json.RawMessage, stored int) error {
 			calls = append(calls, map[string]any{"id": it.CallID, "type": "function",
 				"function": map[string]any{"name": qualified(it.Namespace, it.Name), "arguments": string(args)}})
 			continue
+		case it.Type == "reasoning":
+			flush()
+			blocks, _ := unsealThinking(it.EncryptedContent)
+			thinking = append(thinking, blocks...)
+			continue
 		case unreplayed[it.Type]:
 			continue
 		}
@@ -151,6 +166,12 @@ func (c *chat) addItems(items []json.RawMessage, stored int) error {
 		msg, err := message(param, it)
 		if err != nil {
 			return err
+		}
+		if it.Role == "assistant" && len(thinking) > 0 {
+			var m map[string]any
+			json.Unmarshal(msg, &m) //nolint:errcheck // just marshaled
+			m["thinking_blocks"], thinking = thinking, nil
+			msg, _ = json.Marshal(m)
 		}
 		c.messages = append(c.messages, msg)
 	}
