@@ -59,14 +59,11 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error
 	if err != nil {
 		return err
 	}
-	if err := st.pick(ctx, req.Model); err != nil {
-		return err
-	}
-	s, r := st.server(), st.request()
-	history, err := s.history(ctx, r.principal, req.PreviousResponseID)
+	history, err := continued(ctx, st, req)
 	if err != nil {
 		return err
 	}
+	s, r := st.server(), st.request()
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
@@ -100,19 +97,25 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) error {
 	if req.Stream {
 		return api.Invalid("stream", "Compaction does not stream; leave 'stream' out.")
 	}
-	if err := st.pick(ctx, req.Model); err != nil {
-		return err
-	}
-	s, r := st.server(), st.request()
-	history, err := s.history(ctx, r.principal, req.PreviousResponseID)
+	history, err := continued(ctx, st, req)
 	if err != nil {
 		return err
 	}
+	s, r := st.server(), st.request()
 	r.maxOutput = maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), s.now().Unix()
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.CompactTranslator(t, req, history, id, created)
 	})
+}
+
+// continued routes the model a Responses request names and reads the
+// stored conversation it continues.
+func continued(ctx context.Context, st parser, req *responses.Request) ([]json.RawMessage, error) {
+	if err := st.pick(ctx, req.Model); err != nil {
+		return nil, err
+	}
+	return st.server().history(ctx, st.request().principal, req.PreviousResponseID)
 }
 
 // conversationKeeper is a Responses translator: it knows the response's id

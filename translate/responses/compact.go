@@ -255,9 +255,9 @@ func (p *CompactPassthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byt
 			output[i] = keptMessage(it, "msg_"+strings.TrimPrefix(id, "resp_")+"_"+strconv.Itoa(i))
 		}
 	}
-	m["output"], _ = marshalAsIs(output)
+	m["output"], _ = api.Marshal(output)
 	if u, ok := m["usage"]; ok && !isNull(u) {
 		m["usage"] = p.readUsage(u)
 	}
-	return marshalAsIs(m)
+	return api.Marshal(m)
 }

@@ -74,11 +74,11 @@ func (p *Passthrough) RequestBody() (translate.Upstream, error) {
 	// (of a conversation compacted on another provider) as the summaries
 	// they stand for, which OpenAI can read.
 	if all, summaries := withSummaries(append(replayable(p.history), input...)); p.req.PreviousResponseID != "" || summaries {
-		if members["input"], err = marshalAsIs(all); err != nil {
+		if members["input"], err = api.Marshal(all); err != nil {
 			return translate.Upstream{}, err
 		}
 	}
-	body, err := marshalAsIs(members)
+	body, err := api.Marshal(members)
 	if err != nil {
 		return translate.Upstream{}, err
 	}
@@ -110,7 +110,7 @@ func replayable(items []json.RawMessage) []json.RawMessage {
 		case "message", "function_call", "function_call_output":
 			if _, ok := m["id"]; ok {
 				delete(m, "id")
-				raw, _ = marshalAsIs(m)
+				raw, _ = api.Marshal(m)
 			}
 		}
 		out = append(out, raw)
@@ -293,7 +293,7 @@ func eventType(typ string) bool {
 func (p *Passthrough) emit(out []byte, typ string, m map[string]json.RawMessage) []byte {
 	m["sequence_number"], _ = json.Marshal(p.seq)
 	p.seq++
-	b, err := marshalAsIs(m)
+	b, err := api.Marshal(m)
 	if err != nil { // cannot happen: the members were decoded
 		panic(err)
 	}
@@ -319,7 +319,7 @@ func (p *Passthrough) failed(out []byte, code *string, msg string) []byte {
 	}
 	r["status"] = json.RawMessage(`"failed"`)
 	r["error"], _ = json.Marshal(failedError(code, msg))
-	b, _ := marshalAsIs(r)
+	b, _ := api.Marshal(r)
 	return p.emit(out, "response.failed", map[string]json.RawMessage{"type": json.RawMessage(`"response.failed"`), "response": b})
 }
 
@@ -347,7 +347,7 @@ func (p *Passthrough) response(raw json.RawMessage, final bool) (json.RawMessage
 		for i, it := range output {
 			output[i] = p.item(it)
 		}
-		m["output"], _ = marshalAsIs(output)
+		m["output"], _ = api.Marshal(output)
 	}
 	var status string
 	json.Unmarshal(m["status"], &status) //nolint:errcheck // no status stores nothing
@@ -357,7 +357,7 @@ func (p *Passthrough) response(raw json.RawMessage, final bool) (json.RawMessage
 		}
 		p.output = output
 	}
-	b, err := marshalAsIs(m)
+	b, err := api.Marshal(m)
 	if err != nil {
 		return raw, false
 	}
@@ -452,19 +452,6 @@ func setAbsent(m map[string]json.RawMessage, key, value string) {
 	if _, ok := m[key]; !ok {
 		m[key] = json.RawMessage(value)
 	}
-}
-
-// marshalAsIs is json.Marshal without its HTML escaping, which rewrites
-// the <, > and & in the members and items it relays (json.RawMessage):
-// what the client sent, and what only OpenAI reads, pass byte for byte.
-func marshalAsIs(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func mustJSON(v any) json.RawMessage {

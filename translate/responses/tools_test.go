@@ -154,12 +154,11 @@ var wantCalls = []map[string]any{
 		"arguments": `{"n":2}`},
 }
 
-// The model's calls come back as the client's tool types: a freeform
-// tool's as a custom_tool_call with its input, a namespaced function's
-// with its namespace and own name; the response warns of the tools left
-// out.
-func TestBridgeCallsComeBackAsTheirToolType(t *testing.T) {
-	r := codex(t, false)
+// codexOnClaude is the bridge's translator of codexRequest on Claude, its
+// request sent.
+func codexOnClaude(t *testing.T, stream bool) *Translator {
+	t.Helper()
+	r := codex(t, stream)
 	req, err := ToChat(r, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +167,15 @@ func TestBridgeCallsComeBackAsTheirToolType(t *testing.T) {
 	if _, err := tr.RequestBody(); err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+// The model's calls come back as the client's tool types: a freeform
+// tool's as a custom_tool_call with its input, a namespaced function's
+// with its namespace and own name; the response warns of the tools left
+// out.
+func TestBridgeCallsComeBackAsTheirToolType(t *testing.T) {
+	tr := codexOnClaude(t, false)
 	if h := tr.ResponseHeaders(200, "application/json"); !strings.Contains(h.Warning, "web_search, tool_search") {
 		t.Errorf("head %+v: no warning of the tools left out", h)
 	}
@@ -188,15 +196,7 @@ func TestBridgeCallsComeBackAsTheirToolType(t *testing.T) {
 // input whole at its end (the model's pieces cut inside its JSON string),
 // a function's arguments as they arrive.
 func TestBridgeStreamsCallsAsTheirToolType(t *testing.T) {
-	r := codex(t, true)
-	req, err := ToChat(r, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTranslator(anthropic.NewChat(translate.Target{Model: "claude-sonnet-4-5"}, req), r, nil, "resp_1", 1700000000)
-	if _, err := tr.RequestBody(); err != nil {
-		t.Fatal(err)
-	}
+	tr := codexOnClaude(t, true)
 	if h := tr.ResponseHeaders(200, "text/event-stream"); !h.Stream || h.Warning == "" {
 		t.Fatalf("head %+v", h)
 	}
