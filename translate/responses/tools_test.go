@@ -261,11 +261,11 @@ func TestBridgeItemReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := ToChat(r, history[:1])
-	if err == nil || !strings.Contains(err.Error(), "fc_1") {
+	if _, err := ToChat(r, history[:1]); err == nil || !strings.Contains(err.Error(), "fc_1") {
 		t.Fatalf("a reference to an item the conversation lacks: %v", err)
 	}
-	if req, err = ToChat(r, history); err != nil {
+	req, err := ToChat(r, history)
+	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := chatMessages(t, req)
