@@ -28,9 +28,14 @@ type chat struct {
 	// jsonMode: a JSON response_format is answered by the json_response
 	// tool, whose input becomes the message content.
 	jsonMode  bool
-	jsonBlock int             // the json tool's block index + 1 while streaming
-	deltas    api.DeltaChunks // writes the fast path's chunks
-	maxTokens int64           // inferenceConfig.maxTokens sent, zero for none
+	jsonBlock int // the json tool's block index + 1 while streaming
+	// thinking is the reasoning block being streamed, whose index + 1 is
+	// thinkingBlock; it goes out whole, signed, when the block stops.
+	thinking      *api.ThinkingBlock
+	thinkingBlock int
+	scratch       []byte          // a decoded reasoning delta, see jsonscan.Unquote
+	deltas        api.DeltaChunks // writes the fast path's chunks
+	maxTokens     int64           // inferenceConfig.maxTokens sent, zero for none
 }
 
 // NewChat returns the chat translator for provider bedrock. A Bedrock API
@@ -193,13 +198,9 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		Output *struct {
 			Message *struct {
 				Content []*struct {
-					Text             string   `json:"text"`
-					ToolUse          *toolUse `json:"toolUse"`
-					ReasoningContent *struct {
-						ReasoningText struct {
-							Text string `json:"text"`
-						} `json:"reasoningText"`
-					} `json:"reasoningContent"`
+					Text             string            `json:"text"`
+					ToolUse          *toolUse          `json:"toolUse"`
+					ReasoningContent *reasoningContent `json:"reasoningContent"`
 				} `json:"content"`
 			} `json:"message"`
 		} `json:"output"`
@@ -224,8 +225,13 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 			text.WriteString(compact(b.ToolUse.Input))
 		case b.ToolUse != nil:
 			msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, b.ToolUse.ToolUseID, b.ToolUse.Name, compact(b.ToolUse.Input)))
+		case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:
+			rt := b.ReasoningContent.ReasoningText
+			reasoning.WriteString(rt.Text)
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, api.ThinkingBlock{Type: "thinking", Thinking: rt.Text, Signature: rt.Signature})
+		case b.ReasoningContent != nil && b.ReasoningContent.RedactedContent != "":
+			msg.ThinkingBlocks = append(msg.ThinkingBlocks, api.ThinkingBlock{Type: "redacted_thinking", Data: b.ReasoningContent.RedactedContent})
 		case b.ReasoningContent != nil:
-			reasoning.WriteString(b.ReasoningContent.ReasoningText.Text)
 		default:
 			text.WriteString(b.Text)
 		}

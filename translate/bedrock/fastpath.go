@@ -52,9 +52,13 @@ func (c *chat) fastDelta(out, payload []byte) ([]byte, bool) {
 	case ev.text != nil:
 		return d.Content(out, ev.text), true
 	case ev.reasoning:
-		if ev.reasoningText == nil || string(ev.reasoningText) == `""` { // a signature or redacted reasoning: nothing for OpenAI clients
+		if ev.reasoningText == nil { // a signature or redacted reasoning: decodedEvent keeps them
+			return out, false
+		}
+		if string(ev.reasoningText) == `""` {
 			return out, true
 		}
+		c.reasoningBlock(ev.index).Thinking += string(jsonscan.Unquote(ev.reasoningText, &c.scratch))
 		return d.Reasoning(out, ev.reasoningText), true
 	case ev.toolUse:
 		input := ev.input

@@ -21,9 +21,6 @@ var fastPathPayloadsTaken = []string{
 	`{"contentBlockIndex":0,"delta":{"text":"bad utf8 ` + "\xff\xc3\xed\xa0\x80" + `"}}`,
 	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"Let me <think>\n"}}}`,
 	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":""}}}`,
-	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"EqQBCgIYAhIM"}}}`,
-	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"redactedContent":"aGk="}}}`,
-	`{"contentBlockIndex":0,"delta":{"reasoningContent":{}}}`,
 	`{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"city\": \"Par"}}}`,
 	`{"contentBlockIndex":1,"delta":{"toolUse":{"input":""}}}`,
 	`{"contentBlockIndex":1,"delta":{"toolUse":{}}}`,
@@ -40,6 +37,10 @@ var fastPathPayloadsTaken = []string{
 // fastPathPayloadsLeft are payloads the fast path leaves to the full
 // decoding: not JSON, or not as streamEvent reads them.
 var fastPathPayloadsLeft = []string{
+	// Signatures and redacted reasoning are kept with their block (blockDelta).
+	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"EqQBCgIYAhIM"}}}`,
+	`{"contentBlockIndex":0,"delta":{"reasoningContent":{"redactedContent":"aGk="}}}`,
+	`{"contentBlockIndex":0,"delta":{"reasoningContent":{}}}`,
 	`{"contentBlockIndex":0,"delta":{"text":"raw` + "\n" + `newline"}}`,
 	`{"contentBlockIndex":0,"delta":{"text":"bad \x"}}`,
 	`{"contentBlockIndex":0,"delta":{"text":"bad \u12"}}`,

@@ -12,10 +12,21 @@ import (
 
 // Converse request shapes; only the members of each block type are set.
 type cblock struct {
-	Text       string      `json:"text,omitempty"`
-	Image      *imageBlock `json:"image,omitempty"`
-	ToolUse    *toolUse    `json:"toolUse,omitempty"`
-	ToolResult *toolResult `json:"toolResult,omitempty"`
+	Text             string            `json:"text,omitempty"`
+	Image            *imageBlock       `json:"image,omitempty"`
+	ToolUse          *toolUse          `json:"toolUse,omitempty"`
+	ToolResult       *toolResult       `json:"toolResult,omitempty"`
+	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
+}
+
+// reasoningContent is Claude's reasoning on Bedrock: its text with the
+// signature it is checked by, or redacted (base64) content.
+type reasoningContent struct {
+	ReasoningText *struct {
+		Text      string `json:"text"`
+		Signature string `json:"signature,omitempty"`
+	} `json:"reasoningText,omitempty"`
+	RedactedContent string `json:"redactedContent,omitempty"`
 }
 
 type imageBlock struct {
@@ -101,6 +112,7 @@ func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) 
 	if err := r.setReasoning(model, in.ReasoningEffort); err != nil {
 		return nil, err
 	}
+	r.keepReasoning()
 	return r, r.setResponseFormat(in)
 }
 
@@ -190,7 +202,10 @@ func (r *converseRequest) setMessages(in api.ChatParams) error {
 		case "user":
 			blocks, err = userBlocks(param, m.Content)
 		case "assistant":
-			blocks, err = assistantBlocks(param, m.Content)
+			blocks = reasoningBlocks(m.ThinkingBlocks)
+			var text []cblock
+			text, err = assistantBlocks(param, m.Content)
+			blocks = append(blocks, text...)
 			for j, tc := range m.ToolCalls {
 				input, err := api.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
 				if err != nil {
@@ -225,6 +240,55 @@ func (r *converseRequest) add(role string, blocks []cblock) {
 		return
 	}
 	r.Messages = append(r.Messages, cmessage{Role: role, Content: blocks})
+}
+
+// reasoningBlocks are the reasoning blocks of an assistant turn, as the
+// gateway gave them to the client (api.ThinkingBlock): a block without
+// what Bedrock checks it by (a signature, redacted content) is not sent.
+func reasoningBlocks(thinking []api.ThinkingBlock) []cblock {
+	var out []cblock
+	for _, t := range thinking {
+		rc := &reasoningContent{}
+		switch {
+		case t.Type == "thinking" && t.Signature != "":
+			rc.ReasoningText = &struct {
+				Text      string `json:"text"`
+				Signature string `json:"signature,omitempty"`
+			}{t.Thinking, t.Signature}
+		case t.Type == "redacted_thinking" && t.Data != "":
+			rc.RedactedContent = t.Data
+		default:
+			continue
+		}
+		out = append(out, cblock{ReasoningContent: rc})
+	}
+	return out
+}
+
+// keepReasoning sends the reasoning of earlier turns back only with
+// thinking on, and turns thinking off rather than send a turn Claude
+// refuses: with thinking on, the assistant turn a tool loop continues
+// must begin with its reasoning, which the gateway never makes up.
+func (r *converseRequest) keepReasoning() {
+	reasoning := func(b cblock) bool { return b.ReasoningContent != nil }
+	if r.AdditionalModelRequestFields != nil {
+		for i := len(r.Messages) - 1; i >= 0; i-- {
+			m := r.Messages[i]
+			if m.Role != "assistant" {
+				continue
+			}
+			if slices.ContainsFunc(m.Content, func(b cblock) bool { return b.ToolUse != nil }) && !reasoning(m.Content[0]) {
+				r.AdditionalModelRequestFields = nil
+			}
+			break
+		}
+	}
+	if r.AdditionalModelRequestFields != nil {
+		return
+	}
+	for i := range r.Messages {
+		r.Messages[i].Content = slices.DeleteFunc(r.Messages[i].Content, reasoning)
+	}
 }
 
 func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {

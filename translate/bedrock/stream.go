@@ -21,7 +21,9 @@ type streamEvent struct {
 			Input string `json:"input"`
 		} `json:"toolUse"`
 		ReasoningContent *struct {
-			Text string `json:"text"`
+			Text            string `json:"text"`
+			Signature       string `json:"signature"`
+			RedactedContent string `json:"redactedContent"`
 		} `json:"reasoningContent"`
 	} `json:"delta"`
 	StopReason string   `json:"stopReason"`
@@ -82,6 +84,8 @@ func (c *chat) decodedFrame(out []byte, f rawFrame) []byte {
 	case "messageStart":
 		empty := ""
 		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
+	case "contentBlockStop":
+		return c.blockStop(out, ev)
 	case "contentBlockStart":
 		return c.blockStart(out, ev)
 	case "contentBlockDelta":
@@ -132,10 +136,15 @@ func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
 	switch {
 	case d.Text != nil:
 		return c.emit(out, api.Delta{Content: d.Text}, nil)
+	case d.ReasoningContent != nil && d.ReasoningContent.RedactedContent != "":
+		return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{{Type: "redacted_thinking", Data: d.ReasoningContent.RedactedContent}}}, nil)
 	case d.ReasoningContent != nil:
-		if d.ReasoningContent.Text == "" { // a signature or redacted reasoning: nothing for OpenAI clients
+		t := c.reasoningBlock(ev.ContentBlockIndex)
+		t.Signature += d.ReasoningContent.Signature
+		if d.ReasoningContent.Text == "" {
 			return out
 		}
+		t.Thinking += d.ReasoningContent.Text
 		return c.emit(out, api.Delta{ReasoningContent: d.ReasoningContent.Text}, nil)
 	case d.ToolUse != nil && c.jsonBlock == ev.ContentBlockIndex+1:
 		return c.emit(out, api.Delta{Content: &d.ToolUse.Input}, nil)
@@ -157,4 +166,24 @@ func (c *chat) chunks() api.ChunkWriter {
 
 func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
 	return c.chunks().Delta(out, d, finish)
+}
+
+// reasoningBlock is the reasoning block at index, opened by its first
+// delta.
+func (c *chat) reasoningBlock(index int) *api.ThinkingBlock {
+	if c.thinking == nil || c.thinkingBlock != index+1 {
+		c.thinking, c.thinkingBlock = &api.ThinkingBlock{Type: "thinking"}, index+1
+	}
+	return c.thinking
+}
+
+// blockStop sends a reasoning block whole, with its signature, when it
+// stops: the client sends it back so (api.ThinkingBlock).
+func (c *chat) blockStop(out []byte, ev streamEvent) []byte {
+	t := c.thinking
+	if t == nil || c.thinkingBlock != ev.ContentBlockIndex+1 {
+		return out
+	}
+	c.thinking = nil
+	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{*t}}, nil)
 }
