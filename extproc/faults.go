@@ -10,8 +10,6 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
-
-	"modelgate/translate/sse"
 )
 
 // Headers shared with the generated Envoy bootstrap: Envoy's local
@@ -59,7 +57,7 @@ func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.Proc
 		return ex.fail(errInternal(nil))
 	}
 	ex.answer.broken, ex.answer.status = true, http.StatusInternalServerError
-	out := sse.AppendData(nil, errInternal(nil).Body())
+	out := ex.streamError(errInternal(nil))
 	if body.ResponseBody.GetEndOfStream() {
 		ex.phase = phaseDone
 	}

@@ -23,6 +23,8 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
+	"modelgate/translate/providers"
+	"modelgate/translate/responses"
 )
 
 // fakeStream plays Envoy's messages to Process and keeps its replies.
@@ -340,5 +342,42 @@ func TestGeneratedText(t *testing.T) {
 		if got := generatedText([]byte(tt.out), tt.in); got != tt.want {
 			t.Errorf("generatedText(%s, %d) = %d, want %d", tt.out, tt.in, got, tt.want)
 		}
+	}
+}
+
+// panickyPassthrough is the Responses passthrough with panicky's bug.
+type panickyPassthrough struct{ *responses.Passthrough }
+
+func (p panickyPassthrough) ResponseBody(chunk []byte, eos bool) ([]byte, error) {
+	if bytes.Contains(chunk, []byte("PANIC")) {
+		panic("a translator bug")
+	}
+	return p.Passthrough.ResponseBody(chunk, eos)
+}
+
+// A Responses stream the gateway fails mid-stream ends as Responses
+// streams end, numbered on: an error event and response.failed, which
+// clients that ignore error events (Codex) end on, not a chat error.
+func TestPanicMidResponsesStream(t *testing.T) {
+	s, _, _ := newFaultServer(t)
+	p := s.providers["openai"]
+	p.Responses = func(tg translate.Target, r *responses.Request, history []json.RawMessage, id string) providers.ResponsesTranslator {
+		return panickyPassthrough{responses.NewPassthrough(tg, r, history, id)}
+	}
+	s.providers["openai"] = p
+	created := `{"type":"response.created","sequence_number":0,"response":{"id":"resp_up","object":"response","created_at":1,"status":"in_progress","model":"up","output":[],` +
+		`"error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"metadata":{},"parallel_tool_calls":true,"previous_response_id":null,` +
+		`"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled"}}`
+	headers := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: hdrs(false,
+		":method", "POST", ":path", "/v1/responses", "authorization", "Bearer sk-client", "x-request-id", "r1")}}
+	out := play(t, s, false, headers, reqBody(`{"model":"gpt-x","input":"hi","stream":true}`),
+		respHeaders(false, ":status", "200", "content-type", "text/event-stream"),
+		respBody("event: response.created\ndata: "+created+"\n\n", false), respBody("PANIC", false), respBody("", true))
+	stream := string(out[3].GetResponseBody().GetResponse().GetBodyMutation().GetBody()) +
+		string(out[4].GetResponseBody().GetResponse().GetBodyMutation().GetBody())
+	spec.ValidateSSE(t, "ResponseStreamEvent", []byte(stream))
+	if !strings.Contains(stream, "event: error\n") || !strings.Contains(stream, "event: response.failed\n") ||
+		!strings.Contains(stream, `"sequence_number":2`) || !strings.Contains(stream, `"status":"failed"`) {
+		t.Errorf("stream %s: want response.created, error and response.failed, numbered on", stream)
 	}
 }

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,7 +206,28 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 	}
 	apiErr := toAPIError(err)
 	ex.answer.broken, ex.answer.status, ex.answer.errType, ex.answer.errCode = true, apiErr.Status, apiErr.Type, apiErr.Code
-	return bodyReply(sse.AppendData(nil, apiErr.Body()), true, nil)
+	return bodyReply(ex.streamError(apiErr), true, nil)
+}
+
+// streamError is the end of a client stream the gateway fails: the
+// translator's own (a Responses stream's error event and response.failed),
+// else a chat error event. A translator that panics making it (it may be
+// what panicked) gives the chat error event.
+func (ex *exchange) streamError(apiErr *APIError) (out []byte) {
+	chat := sse.AppendData(nil, apiErr.Body())
+	f, ok := ex.tr.(translate.StreamFailer)
+	if !ok {
+		return chat
+	}
+	defer func() {
+		if recover() != nil {
+			out = chat
+		}
+	}()
+	if b := f.FailStream(apiErr.Message, cmp.Or(apiErr.Code, apiErr.Type)); b != nil {
+		return b
+	}
+	return chat
 }
 
 // gatherBody collects a large buffered answer from its chunks, replying

@@ -110,6 +110,17 @@ type Usage struct {
 	Images int64
 }
 
+// StreamFailer is implemented by a translator whose client stream has an
+// end of its own for a failure the gateway finds mid-stream: the
+// Responses API's error event and response.failed, numbered in the
+// stream's sequence. A chat stream ends with a chat error event instead.
+type StreamFailer interface {
+	// FailStream ends the client stream with message and code (an
+	// OpenAI error code, such as server_error); nil when the stream has
+	// not started or already ended.
+	FailStream(message, code string) []byte
+}
+
 // OutputBound is implemented by a translator whose upstream request may
 // bound the answer other than the client did: Anthropic requires
 // max_tokens and is sent a default when the client sets none, and a

@@ -300,6 +300,17 @@ func (p *Passthrough) emit(out []byte, typ string, m map[string]json.RawMessage)
 	return sse.AppendEvent(out, typ, b)
 }
 
+// FailStream implements translate.StreamFailer.
+func (p *Passthrough) FailStream(message, code string) []byte {
+	if !p.stream || p.ended {
+		return nil
+	}
+	p.ended = true
+	m := map[string]json.RawMessage{"message": mustJSON(message), "code": mustJSON(code),
+		"param": json.RawMessage("null"), "type": json.RawMessage(`"error"`)}
+	return p.failed(p.emit(nil, "error", m), &code, message)
+}
+
 // fail ends the stream with an error event and response.failed.
 func (p *Passthrough) fail(out []byte, msg string) []byte {
 	p.ended = true

@@ -124,6 +124,18 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	return t.body, nil
 }
 
+// FailStream implements translate.StreamFailer.
+func (t *Translator) FailStream(message, code string) []byte {
+	if t.stream == nil || t.stream.done {
+		return nil
+	}
+	t.stream.out = t.stream.out[:0]
+	t.stream.fail(message, &code, nil)
+	out := append([]byte(nil), t.stream.out...)
+	t.stream.out = reusable(t.stream.out)
+	return out
+}
+
 // ID is the response's id.
 func (t *Translator) ID() string { return t.id }
 
