@@ -106,8 +106,8 @@ type CompactBridge struct {
 }
 
 // NewCompactBridge builds the chat request of r's compaction (history is
-// the stored conversation it continues) and the translator that makes the
-// CompactResource id of the chat answer.
+// the stored conversation it continues) and the translator that turns the
+// chat answer into the CompactResource named id.
 func NewCompactBridge(newChat func(*api.ChatRequest) translate.Translator, r *Request, history []json.RawMessage, id string, created int64) (*CompactBridge, error) {
 	input, err := r.Items()
 	if err != nil {
