@@ -55,9 +55,7 @@ func (c *chat) fastDelta(out, data []byte) ([]byte, bool) {
 		if emptyString(ev.thinking) { // an empty delta would be a chunk that says nothing
 			return out, true
 		}
-		if c.st.thinking != nil {
-			c.thought(ev.index, string(jsonscan.Unquote(ev.thinking, &c.st.scratch)))
-		}
+		c.st.thinking.Text(ev.index, jsonscan.Unquote(ev.thinking, &c.st.scratch))
 		return d.Reasoning(out, ev.thinking), true
 	case "input_json_delta":
 		if emptyString(ev.partialJSON) {

@@ -13,13 +13,12 @@ type streamState struct {
 	id, model string
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
 	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
-	// thinking is the thinking block being streamed, whose index + 1 is
-	// thinkingBlock; it goes out whole, signed, when the block ends.
-	thinking      *api.ThinkingBlock
-	thinkingBlock int
-	scratch       []byte // a decoded thinking delta, see jsonscan.Unquote
-	done          bool
-	deltas        api.DeltaChunks // writes the fast path's chunks
+	// thinking gathers the thinking block being streamed; it goes out
+	// whole, signed, when the block ends.
+	thinking api.ThinkingGatherer
+	scratch  []byte // a decoded thinking delta, see jsonscan.Unquote
+	done     bool
+	deltas   api.DeltaChunks // writes the fast path's chunks
 }
 
 // eventIn is any Anthropic stream event, as far as the translator reads it.
@@ -105,8 +104,8 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 func (c *chat) blockStart(out []byte, ev eventIn) []byte {
 	switch ev.ContentBlock.Type {
 	case "thinking":
-		c.st.thinking = &api.ThinkingBlock{Type: "thinking", Thinking: ev.ContentBlock.Thinking, Signature: ev.ContentBlock.Signature}
-		c.st.thinkingBlock = ev.Index + 1
+		c.st.thinking.Text(ev.Index, []byte(ev.ContentBlock.Thinking))
+		c.st.thinking.Sign(ev.Index, ev.ContentBlock.Signature)
 		return out
 	case "redacted_thinking":
 		return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{{Type: "redacted_thinking", Data: ev.ContentBlock.Data}}}, nil)
@@ -137,12 +136,10 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 		if ev.Delta.Thinking == "" { // an empty delta would be a chunk that says nothing
 			return out
 		}
-		c.thought(ev.Index, ev.Delta.Thinking)
+		c.st.thinking.Text(ev.Index, []byte(ev.Delta.Thinking))
 		return c.emit(out, api.Delta{ReasoningContent: ev.Delta.Thinking}, nil)
 	case "signature_delta":
-		if t := c.st.thinking; t != nil && c.st.thinkingBlock == ev.Index+1 {
-			t.Signature += ev.Delta.Signature
-		}
+		c.st.thinking.Sign(ev.Index, ev.Delta.Signature)
 		return out
 	case "input_json_delta":
 		if c.st.jsonBlock == ev.Index+1 && ev.Delta.PartialJSON != "" {
@@ -160,22 +157,14 @@ func (c *chat) blockDelta(out []byte, ev eventIn) []byte {
 	return out // others carry nothing for OpenAI clients
 }
 
-// thought adds text to the thinking block at index.
-func (c *chat) thought(index int, text string) {
-	if t := c.st.thinking; t != nil && c.st.thinkingBlock == index+1 {
-		t.Thinking += text
-	}
-}
-
 // blockStop sends a thinking block whole, with its signature, when it
 // ends: the client sends it back so (api.ThinkingBlock).
 func (c *chat) blockStop(out []byte, ev eventIn) []byte {
-	t := c.st.thinking
-	if t == nil || c.st.thinkingBlock != ev.Index+1 {
+	t, ok := c.st.thinking.End(ev.Index)
+	if !ok {
 		return out
 	}
-	c.st.thinking = nil
-	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{*t}}, nil)
+	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{t}}, nil)
 }
 
 // messageDelta carries the stop reason and the final output tokens.

@@ -29,13 +29,12 @@ type chat struct {
 	// tool, whose input becomes the message content.
 	jsonMode  bool
 	jsonBlock int // the json tool's block index + 1 while streaming
-	// thinking is the reasoning block being streamed, whose index + 1 is
-	// thinkingBlock; it goes out whole, signed, when the block stops.
-	thinking      *api.ThinkingBlock
-	thinkingBlock int
-	scratch       []byte          // a decoded reasoning delta, see jsonscan.Unquote
-	deltas        api.DeltaChunks // writes the fast path's chunks
-	maxTokens     int64           // inferenceConfig.maxTokens sent, zero for none
+	// thinking gathers the reasoning block being streamed; it goes out
+	// whole, signed, when the block stops.
+	thinking  api.ThinkingGatherer
+	scratch   []byte          // a decoded reasoning delta, see jsonscan.Unquote
+	deltas    api.DeltaChunks // writes the fast path's chunks
+	maxTokens int64           // inferenceConfig.maxTokens sent, zero for none
 }
 
 // NewChat returns the chat translator for provider bedrock. A Bedrock API

@@ -58,7 +58,7 @@ func (c *chat) fastDelta(out, payload []byte) ([]byte, bool) {
 		if string(ev.reasoningText) == `""` {
 			return out, true
 		}
-		c.reasoningBlock(ev.index).Thinking += string(jsonscan.Unquote(ev.reasoningText, &c.scratch))
+		c.thinking.Text(ev.index, jsonscan.Unquote(ev.reasoningText, &c.scratch))
 		return d.Reasoning(out, ev.reasoningText), true
 	case ev.toolUse:
 		input := ev.input

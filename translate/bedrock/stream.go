@@ -139,12 +139,11 @@ func (c *chat) blockDelta(out []byte, ev streamEvent) []byte {
 	case d.ReasoningContent != nil && d.ReasoningContent.RedactedContent != "":
 		return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{{Type: "redacted_thinking", Data: d.ReasoningContent.RedactedContent}}}, nil)
 	case d.ReasoningContent != nil:
-		t := c.reasoningBlock(ev.ContentBlockIndex)
-		t.Signature += d.ReasoningContent.Signature
+		c.thinking.Sign(ev.ContentBlockIndex, d.ReasoningContent.Signature)
 		if d.ReasoningContent.Text == "" {
 			return out
 		}
-		t.Thinking += d.ReasoningContent.Text
+		c.thinking.Text(ev.ContentBlockIndex, []byte(d.ReasoningContent.Text))
 		return c.emit(out, api.Delta{ReasoningContent: d.ReasoningContent.Text}, nil)
 	case d.ToolUse != nil && c.jsonBlock == ev.ContentBlockIndex+1:
 		return c.emit(out, api.Delta{Content: &d.ToolUse.Input}, nil)
@@ -168,22 +167,12 @@ func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {
 	return c.chunks().Delta(out, d, finish)
 }
 
-// reasoningBlock is the reasoning block at index, opened by its first
-// delta.
-func (c *chat) reasoningBlock(index int) *api.ThinkingBlock {
-	if c.thinking == nil || c.thinkingBlock != index+1 {
-		c.thinking, c.thinkingBlock = &api.ThinkingBlock{Type: "thinking"}, index+1
-	}
-	return c.thinking
-}
-
 // blockStop sends a reasoning block whole, with its signature, when it
 // stops: the client sends it back so (api.ThinkingBlock).
 func (c *chat) blockStop(out []byte, ev streamEvent) []byte {
-	t := c.thinking
-	if t == nil || c.thinkingBlock != ev.ContentBlockIndex+1 {
+	t, ok := c.thinking.End(ev.ContentBlockIndex)
+	if !ok {
 		return out
 	}
-	c.thinking = nil
-	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{*t}}, nil)
+	return c.emit(out, api.Delta{ThinkingBlocks: []api.ThinkingBlock{t}}, nil)
 }
