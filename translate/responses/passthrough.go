@@ -66,14 +66,16 @@ func (p *Passthrough) RequestBody() (translate.Upstream, error) {
 		return translate.Upstream{}, err
 	}
 	delete(members, "previous_response_id")
-	input, err := p.req.Items()
-	if err != nil {
-		return translate.Upstream{}, err
-	}
 	// The stored conversation inlined, and the gateway's compaction items
 	// (of a conversation compacted on another provider) as the summaries
-	// they stand for, which OpenAI can read.
-	if all, summaries := withSummaries(append(replayable(p.history), input...)); p.req.PreviousResponseID != "" || summaries {
+	// they stand for, which OpenAI can read. Any other input goes as the
+	// client sent it, undecoded.
+	if p.req.PreviousResponseID != "" || bytes.Contains(p.req.Members["input"], []byte(sealPrefix)) {
+		input, err := p.req.Items()
+		if err != nil {
+			return translate.Upstream{}, err
+		}
+		all, _ := withSummaries(append(replayable(p.history), input...))
 		if members["input"], err = api.Marshal(all); err != nil {
 			return translate.Upstream{}, err
 		}
@@ -305,18 +307,20 @@ func (p *Passthrough) FailStream(message, code string) []byte {
 	if !p.stream || p.ended {
 		return nil
 	}
-	p.ended = true
-	m := map[string]json.RawMessage{"message": mustJSON(message), "code": mustJSON(code),
-		"param": json.RawMessage("null"), "type": json.RawMessage(`"error"`)}
-	return p.failed(p.emit(nil, "error", m), &code, message)
+	return p.failWith(nil, message, code)
 }
 
-// fail ends the stream with an error event and response.failed.
+// fail ends the stream with a server_error event and response.failed.
 func (p *Passthrough) fail(out []byte, msg string) []byte {
+	return p.failWith(out, msg, "server_error")
+}
+
+// failWith ends the stream with an error event of code and
+// response.failed.
+func (p *Passthrough) failWith(out []byte, msg, code string) []byte {
 	p.ended = true
-	m := map[string]json.RawMessage{"message": mustJSON(msg), "code": json.RawMessage(`"server_error"`),
+	m := map[string]json.RawMessage{"message": mustJSON(msg), "code": mustJSON(code),
 		"param": json.RawMessage("null"), "type": json.RawMessage(`"error"`)}
-	code := "server_error"
 	return p.failed(p.emit(out, "error", m), &code, msg)
 }
 

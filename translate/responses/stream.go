@@ -79,6 +79,23 @@ func (s *Stream) Feed(chatSSE []byte, end bool) []byte {
 	if end && !s.done {
 		s.complete()
 	}
+	return s.taken()
+}
+
+// Fail ends the response with an error event of code and
+// response.failed, for a failure found outside the stream; nil when it
+// already ended.
+func (s *Stream) Fail(message, code string) []byte {
+	if s.done {
+		return nil
+	}
+	s.out = s.out[:0]
+	s.fail(message, &code, nil)
+	return s.taken()
+}
+
+// taken is a copy of the events written since the last Feed or Fail.
+func (s *Stream) taken() []byte {
 	out := append([]byte(nil), s.out...)
 	s.out = reusable(s.out)
 	return out

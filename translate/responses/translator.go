@@ -126,14 +126,10 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 
 // FailStream implements translate.StreamFailer.
 func (t *Translator) FailStream(message, code string) []byte {
-	if t.stream == nil || t.stream.done {
+	if t.stream == nil {
 		return nil
 	}
-	t.stream.out = t.stream.out[:0]
-	t.stream.fail(message, &code, nil)
-	out := append([]byte(nil), t.stream.out...)
-	t.stream.out = reusable(t.stream.out)
-	return out
+	return t.stream.Fail(message, code)
 }
 
 // ID is the response's id.
