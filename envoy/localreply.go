@@ -3,18 +3,14 @@ package envoy
 import (
 	"strconv"
 
+	"modelgate/extproc/routing"
+
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
-
-// LocalReplyHeader marks a reply Envoy made itself (a timeout, a connect
-// failure, a body over the buffer): its value is %RESPONSE_CODE_DETAILS%.
-// The ext_proc server, which sees such replies on its response path (Envoy
-// 1.37 and later), rewrites them with the model's name and removes it.
-const LocalReplyHeader = "x-modelgate-envoy-reply"
 
 // localReply is one mapper: which local replies it matches and the
 // OpenAI error they become.
@@ -62,7 +58,7 @@ func errorJSON(message, typ, code string) string {
 // namespace, that the ext_proc server sets to true with each of its
 // immediate responses. Envoy makes those local replies too, and
 // local_reply_config would otherwise rewrite them: a 413 or 500 of the
-// server's would get the mapper's generic body and LocalReplyHeader, and
+// server's would get the mapper's generic body and routing.LocalReplyHeader, and
 // after a fallback's retries ran out, the router's sticky URX or UO flag
 // would make the "could not be reached" mapper replace the server's
 // normalized provider error. ext_proc applies a reply's dynamic_metadata
@@ -72,7 +68,7 @@ func errorJSON(message, typ, code string) string {
 const GatewayReplyKey = "gateway_reply"
 
 // localReplyConfig maps Envoy's local replies to OpenAI errors, each marked
-// with LocalReplyHeader. Its first mapper matches the ext_proc server's
+// with routing.LocalReplyHeader. Its first mapper matches the ext_proc server's
 // own replies and changes nothing: the first matching mapper wins, and
 // without a format of its own or a top-level one the body stays as the
 // server wrote it.
@@ -82,7 +78,7 @@ func localReplyConfig(namespace string) *hcmv3.LocalReplyConfig {
 		ms = append(ms, &hcmv3.ResponseMapper{
 			Filter: lr.filter(),
 			HeadersToAdd: []*corev3.HeaderValueOption{{
-				Header:       &corev3.HeaderValue{Key: LocalReplyHeader, Value: "%RESPONSE_CODE_DETAILS%"},
+				Header:       &corev3.HeaderValue{Key: routing.LocalReplyHeader, Value: "%RESPONSE_CODE_DETAILS%"},
 				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 			}},
 			BodyFormatOverride: &corev3.SubstitutionFormatString{

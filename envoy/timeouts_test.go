@@ -124,7 +124,7 @@ func TestLocalReplyConfig(t *testing.T) {
 		if m.GetFilter().GetResponseFlagFilter() == nil && m.GetFilter().GetStatusCodeFilter() == nil {
 			t.Errorf("mapper %d filter %v: want response flags or a status", i, m.GetFilter())
 		}
-		if h := m.GetHeadersToAdd(); len(h) != 1 || h[0].GetHeader().GetKey() != LocalReplyHeader ||
+		if h := m.GetHeadersToAdd(); len(h) != 1 || h[0].GetHeader().GetKey() != routing.LocalReplyHeader ||
 			h[0].GetHeader().GetValue() != "%RESPONSE_CODE_DETAILS%" {
 			t.Errorf("mapper %d headers_to_add = %v", i, h)
 		}

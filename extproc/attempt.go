@@ -15,6 +15,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 )
 
@@ -200,7 +201,7 @@ func (st *attemptStream) responseHeaders(ctx context.Context, h *extprocv3.HttpH
 		st.record(ctx, status)
 	}
 	var mut headers
-	mut.Remove(localReplyHeader)
+	mut.Remove(routing.LocalReplyHeader)
 	mut.Remove(attemptReplyHeader)
 	mut.Set(deploymentHeader, st.a.backend)
 	st.phase = phaseDone

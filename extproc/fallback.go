@@ -209,7 +209,7 @@ func (ex *exchange) attemptReplyHeaders(status int) *extprocv3.ProcessingRespons
 	ex.log.Warn("an attempt failed in the gateway; Envoy does not retry it", zap.Int("status", status))
 	var mut headers
 	mut.Remove(attemptReplyHeader)
-	mut.Remove(localReplyHeader)
+	mut.Remove(routing.LocalReplyHeader)
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
 	}}

@@ -320,7 +320,7 @@ func TestFallbackAnswerWithoutDeployment(t *testing.T) {
 		want string
 	}{
 		"unmarked": {[]string{":status", "503", "content-type", "text/plain"}, "could not complete"},
-		"marked":   {[]string{":status", "503", "content-type", "application/json", localReplyHeader, "no_healthy_upstream"}, "could not be reached"},
+		"marked":   {[]string{":status", "503", "content-type", "application/json", routing.LocalReplyHeader, "no_healthy_upstream"}, "could not be reached"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, usage, _ := newFallbackServer(t)

@@ -8,16 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"modelgate/extproc/routing"
+
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 )
-
-// Headers shared with the generated Envoy bootstrap: Envoy's local
-// replies carry localReplyHeader (its value is %RESPONSE_CODE_DETAILS%;
-// package envoy's tests check it matches); routes match the model and
-// stream headers (routing.ModelHeader, routing.StreamHeader) and remove
-// them before the upstream.
-const localReplyHeader = "x-modelgate-envoy-reply"
 
 // maxQuoted bounds client input quoted in error messages.
 const maxQuoted = 256
@@ -120,7 +115,7 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 	ex.answer.sent = ex.answer.sent && sent
 	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
 	var mut headers
-	mut.Remove(localReplyHeader)
+	mut.Remove(routing.LocalReplyHeader)
 	mut.Set("content-type", "application/json")
 	if apiErr.Status != status {
 		mut.Set(":status", strconv.Itoa(apiErr.Status))

@@ -228,19 +228,16 @@ func TestPanicInBufferedBody(t *testing.T) {
 // headers and body with an OpenAI error naming the model, and records what
 // the provider may have consumed.
 func TestEnvoyLocalReplies(t *testing.T) {
-	if localReplyHeader != envoy.LocalReplyHeader {
-		t.Fatal("the headers the bootstrap and the server share differ")
-	}
 	if errTooLarge().Message != envoy.TooLargeMessage || errInternal(nil).Message != envoy.InternalMessage {
 		t.Fatal("the messages of Envoy's own 413 and 500 differ from the server's for the same errors")
 	}
 	t.Run("per-try timeout after routing", func(t *testing.T) {
 		s, usage, _ := newFaultServer(t)
 		out := play(t, s, false, reqHeaders(), reqBody(`{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}`),
-			respHeaders(false, ":status", "504", "content-type", "application/json", localReplyHeader, "upstream_per_try_timeout"),
+			respHeaders(false, ":status", "504", "content-type", "application/json", routing.LocalReplyHeader, "upstream_per_try_timeout"),
 			respBody(`{"error":{"message":"The model's provider did not answer in time."}}`, true))
 		mut := out[2].GetResponseHeaders().GetResponse().GetHeaderMutation()
-		if !strings.Contains(strings.Join(mut.GetRemoveHeaders(), ","), localReplyHeader) {
+		if !strings.Contains(strings.Join(mut.GetRemoveHeaders(), ","), routing.LocalReplyHeader) {
 			t.Errorf("header reply %v does not remove the mark", mut)
 		}
 		body := out[3].GetResponseBody().GetResponse().GetBodyMutation().GetBody()
@@ -260,7 +257,7 @@ func TestEnvoyLocalReplies(t *testing.T) {
 	t.Run("413 before the body", func(t *testing.T) {
 		s, usage, _ := newFaultServer(t)
 		out := play(t, s, false, reqHeaders(),
-			respHeaders(false, ":status", "413", "content-type", "application/json", localReplyHeader, "request_payload_too_large"),
+			respHeaders(false, ":status", "413", "content-type", "application/json", routing.LocalReplyHeader, "request_payload_too_large"),
 			respBody(`{}`, true))
 		body := out[2].GetResponseBody().GetResponse().GetBodyMutation().GetBody()
 		spec.ValidateT(t, "ErrorResponse", body)

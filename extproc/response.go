@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/sse"
@@ -27,7 +28,7 @@ import (
 func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*structpb.Struct) *extprocv3.ProcessingResponse {
 	hm := readHeaders(h.GetHeaders())
 	status, _ := strconv.Atoi(hm.get(":status"))
-	details, envoyReply := hm.lookup(localReplyHeader)
+	details, envoyReply := hm.lookup(routing.LocalReplyHeader)
 	if !envoyReply {
 		details, envoyReply = localReplyDetails(attrs)
 	}

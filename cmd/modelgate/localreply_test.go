@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"modelgate/envoy"
+	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
 )
 
@@ -60,8 +60,8 @@ models:
 			if r.status != tt.status {
 				t.Fatalf("status %d: %s", r.status, body)
 			}
-			if v := r.header.Get(envoy.LocalReplyHeader); v != "" {
-				t.Errorf("%s: %q reached the client: local_reply_config rewrote the server's reply", envoy.LocalReplyHeader, v)
+			if v := r.header.Get(routing.LocalReplyHeader); v != "" {
+				t.Errorf("%s: %q reached the client: local_reply_config rewrote the server's reply", routing.LocalReplyHeader, v)
 			}
 			spec.ValidateT(t, "ErrorResponse", body)
 			var e apiError

@@ -30,6 +30,13 @@ const (
 	StreamHeader = "x-modelgate-stream"
 )
 
+// LocalReplyHeader marks a reply Envoy made itself (a timeout, a connect
+// failure, a body over the buffer): its value is %RESPONSE_CODE_DETAILS%.
+// The ext_proc server, which sees such replies on its response path
+// (Envoy 1.37 and later), rewrites them with the model's name and removes
+// it.
+const LocalReplyHeader = "x-modelgate-envoy-reply"
+
 // MetadataNamespace is the default namespace of the dynamic metadata the
 // ext_proc server sets and Envoy logs (the MetadataNamespace of
 // extproc.Config and of envoy.Config).
