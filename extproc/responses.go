@@ -115,7 +115,33 @@ func continued(ctx context.Context, st parser, req *responses.Request) ([]json.R
 	if err := st.pick(ctx, req.Model); err != nil {
 		return nil, err
 	}
-	return st.server().history(ctx, st.request().principal, req.PreviousResponseID)
+	s, p := st.server(), st.request().principal
+	history, err := s.history(ctx, p, req.PreviousResponseID)
+	if err != nil {
+		return nil, err
+	}
+	req.Dereference(func(id string) (json.RawMessage, bool) { return s.storedItem(ctx, p, id) })
+	return history, nil
+}
+
+// storedItem is an output item of a response the principal's account
+// stored, found by the response its id names.
+func (s *Server) storedItem(ctx context.Context, p *authz.Principal, id string) (json.RawMessage, bool) {
+	resp := responses.ResponseOfItem(id)
+	if resp == "" || s.cfg.Responses == nil || p == nil {
+		return nil, false
+	}
+	r, err := s.cfg.Responses.Response(ctx, p.AccountID, resp, s.now())
+	if err != nil {
+		return nil, false
+	}
+	for _, it := range r.Items[min(r.Inputs, len(r.Items)):] {
+		var has struct{ ID string }
+		if json.Unmarshal(it, &has) == nil && has.ID == id {
+			return it, true
+		}
+	}
+	return nil, false
 }
 
 // conversationKeeper is a Responses translator: it knows the response's id

@@ -100,6 +100,18 @@ models:
   - id: vertex-claude-tools
     owned_by: modelgate-mock
     deployments: [{backend: mock-vertex, model: claude-mock-tools}]
+  - id: agent-gpt
+    owned_by: modelgate-mock
+    deployments: [{backend: mock, model: mock-agent}]
+  - id: agent-claude
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-anthropic, model: claude-mock-agent}]
+  - id: agent-gemini
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-gemini, model: gemini-3-mock-agent}]
+  - id: agent-bedrock
+    owned_by: modelgate-mock
+    deployments: [{backend: mock-bedrock, model: "us.anthropic.claude-mock-agent-v1:0"}]
   - id: text-embedding-3-small
     owned_by: modelgate-mock
     deployments: [{backend: mock, model: text-embedding-3-small}]

@@ -1,8 +1,10 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // ItemPrefix is the id prefix of an item type, as OpenAI's ids have.
@@ -110,4 +112,53 @@ func stringOf(raw json.RawMessage) string {
 	var s string
 	json.Unmarshal(raw, &s) //nolint:errcheck // not a string is ""
 	return s
+}
+
+// ResponseOfItem is the id of the response whose output holds the item
+// itemID, when the bridge made the item: it makes its output items' ids
+// from the response's (resp_<hex> gives rs_<hex>, msg_<hex>, and fc_<hex>_<n>
+// or ctc_<hex>_<n> for call n). It is "" for any other id.
+func ResponseOfItem(itemID string) string {
+	prefix, rest, ok := strings.Cut(itemID, "_")
+	if !ok || prefix != "rs" && prefix != "msg" && prefix != "fc" && prefix != "ctc" {
+		return ""
+	}
+	base, _, _ := strings.Cut(rest, "_")
+	if base == "" || strings.Trim(base, "0123456789abcdef") != "" {
+		return ""
+	}
+	return "resp_" + base
+}
+
+// Dereference replaces the input's item_references to items it does not
+// hold with the items find returns (found false leaves a reference as it
+// is, for the translator to resolve against the conversation or refuse).
+// A client that stores responses sends what it got back as references to
+// their items (the AI SDK does), with or without previous_response_id.
+func (r *Request) Dereference(find func(id string) (json.RawMessage, bool)) {
+	raw := r.Members["input"]
+	var items []json.RawMessage
+	if !bytes.Contains(raw, []byte("item_reference")) || json.Unmarshal(raw, &items) != nil {
+		return
+	}
+	held := map[string]bool{}
+	for _, it := range items {
+		var has struct{ Type, ID string }
+		if json.Unmarshal(it, &has) == nil && has.ID != "" && has.Type != "item_reference" {
+			held[has.ID] = true
+		}
+	}
+	changed := false
+	for i, it := range items {
+		var ref struct{ Type, ID string }
+		if json.Unmarshal(it, &ref) != nil || ref.Type != "item_reference" || held[ref.ID] {
+			continue
+		}
+		if found, ok := find(ref.ID); ok {
+			items[i], changed = found, true
+		}
+	}
+	if changed {
+		r.Members["input"] = mustJSON(items)
+	}
 }

@@ -22,6 +22,8 @@
 //	                 event, even to a request for JSON
 //	mock-truncated   the recorded stream cut off mid-event, without [DONE]
 //	mistral-*        Mistral's recorded answer; streams: its thinking stream
+//	*mock-agent*     not a recording: the scripted model (package
+//	                 scripted), on every route that serves chat
 //
 // It also serves Anthropic's POST /v1/messages (key in x-api-key): a
 // recorded text answer, the recorded thinking stream for stream requests,
@@ -48,6 +50,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"modelgate/cmd/mockprovider/scripted"
 )
 
 // Config configures the mock.
@@ -206,6 +210,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// scriptedModel reports whether model is the scripted model (package
+// scripted), which behaves like a model instead of replaying one: any
+// model whose name holds "mock-agent".
+func scriptedModel(model string) bool { return strings.Contains(model, "mock-agent") }
+
 // turn counts the model's earlier turns in a request: a tool-call round
 // trip replays the next recorded interaction.
 func turn(body []byte) int {
@@ -236,6 +245,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
+		return
+	}
+	if scriptedModel(req.Model) {
+		scripted.Chat(w, body)
 		return
 	}
 	sc := s.pick(req)
@@ -280,6 +293,10 @@ func (s *Server) authorized(h http.Header) bool {
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.PathValue("call"), ":")
 	if s.serveMethod("gemini:"+method, w, r) {
+		return
+	}
+	if scriptedModel(model) && (method == "generateContent" || method == "streamGenerateContent") {
+		scripted.Gemini(w, method == "streamGenerateContent", model, requestBody(r))
 		return
 	}
 	dir := "gemini/test_google_model.bodies"
@@ -345,6 +362,14 @@ func (s *Server) vertex(w http.ResponseWriter, r *http.Request) {
 	if s.serveMethod("vertex:"+method, w, r) {
 		return
 	}
+	switch {
+	case scriptedModel(model) && r.PathValue("publisher") == "anthropic":
+		scripted.Messages(w, requestBody(r))
+		return
+	case scriptedModel(model) && (method == "generateContent" || method == "streamGenerateContent"):
+		scripted.Gemini(w, method == "streamGenerateContent", model, requestBody(r))
+		return
+	}
 	var dir string
 	switch {
 	case model == "mock-tools":
@@ -394,6 +419,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // the stream as the recorded binary event-stream.
 func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 	if s.serveMethod("bedrock:"+r.PathValue("op"), w, r) {
+		return
+	}
+	if op := r.PathValue("op"); scriptedModel(r.PathValue("model")) && (op == "converse" || op == "converse-stream") {
+		scripted.Converse(w, op == "converse-stream", requestBody(r))
 		return
 	}
 	dir := "bedrock/test_bedrock_model.bodies"
@@ -517,6 +546,10 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request.")
 		return
 	}
+	if scriptedModel(req.Model) {
+		scripted.Responses(w, body)
+		return
+	}
 	var items []struct{ Type string }
 	json.Unmarshal(req.Input, &items) //nolint:errcheck // a string input has no items
 	n := 0
@@ -553,6 +586,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "could not parse the JSON body")
+		return
+	}
+	if scriptedModel(req.Model) {
+		scripted.Messages(w, body)
 		return
 	}
 	dir := "anthropic/test_anthropic_model_instructions.bodies"

@@ -1,0 +1,198 @@
+package scripted
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"net/http"
+)
+
+// converseRequest is the part of a Converse request the model reads.
+type converseRequest struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content []converseBlock `json:"content"`
+	} `json:"messages"`
+	ToolConfig *struct {
+		Tools []struct {
+			ToolSpec *struct {
+				Name        string `json:"name"`
+				InputSchema struct {
+					JSON json.RawMessage `json:"json"`
+				} `json:"inputSchema"`
+			} `json:"toolSpec"`
+		} `json:"tools"`
+		ToolChoice map[string]json.RawMessage `json:"toolChoice"`
+	} `json:"toolConfig"`
+	AdditionalModelRequestFields *struct {
+		Thinking *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+	} `json:"additionalModelRequestFields"`
+}
+
+type converseBlock struct {
+	Text    string `json:"text,omitempty"`
+	ToolUse *struct {
+		ToolUseID string          `json:"toolUseId"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+	} `json:"toolUse,omitempty"`
+	ToolResult *struct {
+		Content []struct {
+			Text string          `json:"text"`
+			JSON json.RawMessage `json:"json"`
+		} `json:"content"`
+	} `json:"toolResult,omitempty"`
+	ReasoningContent *struct {
+		ReasoningText *struct {
+			Text      string `json:"text"`
+			Signature string `json:"signature"`
+		} `json:"reasoningText"`
+		RedactedContent string `json:"redactedContent"`
+	} `json:"reasoningContent,omitempty"`
+}
+
+// Converse answers Bedrock's Converse and ConverseStream (stream, in
+// AWS's binary event-stream) for a Claude model: thinking is on when
+// additionalModelRequestFields asks for it, and is then checked as Claude
+// checks it.
+func Converse(w http.ResponseWriter, stream bool, body []byte) {
+	var req converseRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		bedrockError(w, refuse("Malformed input request, please reformat your input and try again."))
+		return
+	}
+	c := Conversation{InputChars: len(body)}
+	if f := req.AdditionalModelRequestFields; f != nil && f.Thinking != nil {
+		c.Reasoning = f.Thinking.Type == "enabled" || f.Thinking.Type == "adaptive"
+	}
+	if tc := req.ToolConfig; tc != nil {
+		for _, t := range tc.Tools {
+			if t.ToolSpec != nil {
+				c.Tools = append(c.Tools, Tool{Name: t.ToolSpec.Name, Parameters: t.ToolSpec.InputSchema.JSON})
+			}
+		}
+		_, anyTool := tc.ToolChoice["any"]
+		_, named := tc.ToolChoice["tool"]
+		c.MustCall = anyTool || named
+	}
+	last := -1
+	for i, m := range req.Messages {
+		if m.Role == "assistant" {
+			last = i
+		}
+	}
+	for i, m := range req.Messages {
+		hasToolUse := false
+		for j, b := range m.Content {
+			switch {
+			case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil && !Verify(b.ReasoningContent.ReasoningText.Text, b.ReasoningContent.ReasoningText.Signature):
+				bedrockError(w, refuse("The model returned the following errors: messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j))
+				return
+			case b.ToolUse != nil:
+				hasToolUse = true
+			case m.Role == "user" && b.Text != "":
+				c.Prompt, c.Results = b.Text, nil
+			case b.ToolResult != nil:
+				var out string
+				for _, part := range b.ToolResult.Content {
+					if part.JSON != nil {
+						out += string(part.JSON)
+					}
+					out += part.Text
+				}
+				c.Results = append(c.Results, out)
+			}
+		}
+		if i == last && c.Reasoning && hasToolUse && (len(m.Content) == 0 || m.Content[0].ReasoningContent == nil) {
+			found := "tool_use"
+			if len(m.Content) > 0 && m.Content[0].Text != "" {
+				found = "text"
+			}
+			bedrockError(w, refuse("The model returned the following errors: messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking", i, found))
+			return
+		}
+	}
+	t := Answer(c)
+	var content []map[string]any
+	if t.Thinking != "" {
+		content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": map[string]any{"text": t.Thinking, "signature": t.Signature}}})
+	}
+	stop := "end_turn"
+	callID := newID("tooluse_scripted")
+	if t.Call != nil {
+		stop = "tool_use"
+		content = append(content, map[string]any{"toolUse": map[string]any{"toolUseId": callID, "name": t.Call.Name, "input": json.RawMessage(t.Call.Arguments)}})
+	} else {
+		content = append(content, map[string]any{"text": t.Text})
+	}
+	usage := map[string]any{"inputTokens": t.InputTokens, "outputTokens": t.OutputTokens, "totalTokens": t.InputTokens + t.OutputTokens}
+	if !stream {
+		writeJSON(w, http.StatusOK, map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
+			"stopReason": stop, "usage": usage, "metrics": map[string]any{"latencyMs": 1}})
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	event := func(typ string, v any) {
+		payload, _ := json.Marshal(v)
+		w.Write(eventStreamMessage(typ, payload)) //nolint:errcheck // the client went away
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	event("messageStart", map[string]any{"role": "assistant"})
+	i := 0
+	if t.Thinking != "" {
+		for _, p := range pieces(t.Thinking) {
+			event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"reasoningContent": map[string]any{"text": p}}})
+		}
+		event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"reasoningContent": map[string]any{"signature": t.Signature}}})
+		event("contentBlockStop", map[string]any{"contentBlockIndex": i})
+		i++
+	}
+	if t.Call != nil {
+		event("contentBlockStart", map[string]any{"contentBlockIndex": i, "start": map[string]any{"toolUse": map[string]any{"toolUseId": callID, "name": t.Call.Name}}})
+		for _, p := range pieces(t.Call.Arguments) {
+			event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"toolUse": map[string]any{"input": p}}})
+		}
+	} else {
+		for _, p := range pieces(t.Text) {
+			event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"text": p}})
+		}
+	}
+	event("contentBlockStop", map[string]any{"contentBlockIndex": i})
+	event("messageStop", map[string]any{"stopReason": stop})
+	event("metadata", map[string]any{"usage": usage, "metrics": map[string]any{"latencyMs": 1}})
+}
+
+// eventStreamMessage encodes one AWS event-stream message: the prelude
+// (lengths and their CRC), string headers, the payload and the message
+// CRC.
+func eventStreamMessage(eventType string, payload []byte) []byte {
+	var headers []byte
+	for _, h := range [][2]string{{":event-type", eventType}, {":content-type", "application/json"}, {":message-type", "event"}} {
+		headers = append(headers, byte(len(h[0])))
+		headers = append(headers, h[0]...)
+		headers = append(headers, 7)
+		headers = binary.BigEndian.AppendUint16(headers, uint16(len(h[1])))
+		headers = append(headers, h[1]...)
+	}
+	total := 12 + len(headers) + len(payload) + 4
+	b := binary.BigEndian.AppendUint32(nil, uint32(total))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(headers)))
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	b = append(b, headers...)
+	b = append(b, payload...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func bedrockError(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	if r, ok := err.(*refusal); ok {
+		status = r.status
+	}
+	w.Header().Set("X-Amzn-Errortype", "ValidationException")
+	writeJSON(w, status, map[string]any{"message": err.Error()})
+}
