@@ -75,7 +75,7 @@ const (
 	// most recent ones.
 	KeptRequests = 64
 	// KeptBodyBytes is how much of each body a kept Request holds.
-	KeptBodyBytes = 64 << 10
+	KeptBodyBytes = 256 << 10
 	// MaxBodyBytes is the largest body the mock reads; a larger one gets
 	// a 413.
 	MaxBodyBytes = 64 << 20

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,11 +32,13 @@ type responsesRequest struct {
 	} `json:"text"`
 	Include            []string `json:"include"`
 	PreviousResponseID string   `json:"previous_response_id"`
+	Store              *bool    `json:"store"`
 }
 
 // responsesItem is an input item.
 type responsesItem struct {
 	Type             string          `json:"type"`
+	ID               string          `json:"id"`
 	Role             string          `json:"role"`
 	Content          json.RawMessage `json:"content"`
 	Output           json.RawMessage `json:"output"`
@@ -56,10 +59,13 @@ func decrypts(s string) bool {
 	return ok && strings.HasPrefix(s, encryptedPrefix) && err == nil && Verify(string(b), sig)
 }
 
-// Responses answers OpenAI's POST /v1/responses. It keeps no state:
-// previous_response_id is refused. Reasoning comes back as a reasoning
-// item, with encrypted_content when include asks for it; encrypted
-// content sent back must be the model's own.
+// Responses answers OpenAI's POST /v1/responses. Reasoning comes back as
+// a reasoning item, with encrypted_content when include asks for it;
+// encrypted content sent back must be the model's own, and a reasoning
+// item without it one the model kept. Unless store is false it keeps its
+// output items (the last keptItems of them), which item_references and
+// such reasoning items name; it keeps no conversations:
+// previous_response_id is refused.
 func Responses(w http.ResponseWriter, body []byte) {
 	var req responsesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -94,8 +100,21 @@ func Responses(w http.ResponseWriter, body []byte) {
 		items = []responsesItem{{Type: "message", Role: "user", Content: req.Input}}
 	}
 	for i, it := range items {
+		if it.Type == "item_reference" {
+			raw, ok := storedItem(it.ID)
+			if !ok {
+				writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "Item with id '" + it.ID + "' not found.", "type": "invalid_request_error", "param": "input", "code": nil}})
+				return
+			}
+			json.Unmarshal(raw, &it) //nolint:errcheck // the model stored it
+		}
 		switch {
-		case it.Type == "reasoning" && it.EncryptedContent != "" && !decrypts(it.EncryptedContent):
+		case it.Type == "reasoning" && it.EncryptedContent == "":
+			if _, ok := storedItem(it.ID); !ok {
+				writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "Item with id '" + it.ID + "' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", "type": "invalid_request_error", "param": "input", "code": nil}})
+				return
+			}
+		case it.Type == "reasoning" && !decrypts(it.EncryptedContent):
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "The encrypted content for item " + itoa(i) + " could not be verified.", "type": "invalid_request_error", "param": nil, "code": "invalid_encrypted_content"}})
 			return
 		case (it.Type == "message" || it.Type == "") && it.Role == "user":
@@ -122,6 +141,11 @@ func Responses(w http.ResponseWriter, body []byte) {
 	default:
 		output = append(output, map[string]any{"type": "message", "id": newID("msg_scripted"), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": t.Text, "annotations": []any{}, "logprobs": []any{}}}})
+	}
+	if req.Store == nil || *req.Store {
+		for _, it := range output {
+			storeItem(it)
+		}
 	}
 	reasoningTokens := 0
 	if t.Thinking != "" {
@@ -191,3 +215,35 @@ func Responses(w http.ResponseWriter, body []byte) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// keptItems is how many output items the model keeps for item_references.
+const keptItems = 4096
+
+var kept struct {
+	sync.Mutex
+	items map[string]json.RawMessage
+	order []string
+}
+
+func storeItem(it map[string]any) {
+	id, _ := it["id"].(string)
+	b, _ := json.Marshal(it)
+	kept.Lock()
+	defer kept.Unlock()
+	if kept.items == nil {
+		kept.items = map[string]json.RawMessage{}
+	}
+	if len(kept.order) == keptItems {
+		delete(kept.items, kept.order[0])
+		kept.order = kept.order[1:]
+	}
+	kept.items[id] = b
+	kept.order = append(kept.order, id)
+}
+
+func storedItem(id string) (json.RawMessage, bool) {
+	kept.Lock()
+	defer kept.Unlock()
+	b, ok := kept.items[id]
+	return b, ok
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"modelgate/cmd/mockprovider/replay"
+)
+
+// Real agent clients (testdata/agents: Codex CLI, the OpenAI Agents SDK,
+// the Vercel AI SDK) run their loops through `modelgate dev` against the
+// scripted model (cmd/mockprovider/scripted) in each provider's format.
+// The scripted model refuses a turn whose thinking did not come back as
+// the provider requires, so a loop that completes with thinking on shows
+// the thinking was restored; each test also checks the provider was asked
+// to think and got the thinking back.
+
+// agentModels are dev's scripted models: one per provider format.
+var agentModels = []string{"agent-gpt", "agent-claude", "agent-gemini", "agent-bedrock"}
+
+// agentClients finds node and the clients installed in testdata/agents;
+// without them the test skips, unless MODELGATE_TEST_NODE is set (CI),
+// where it fails.
+func agentClients(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, _ = filepath.Abs(filepath.Join("testdata", "agents"))
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@openai", "codex", "package.json"))
+	node, pathErr := exec.LookPath("node")
+	if statErr != nil || pathErr != nil {
+		if os.Getenv("MODELGATE_TEST_NODE") != "" {
+			t.Fatalf("MODELGATE_TEST_NODE is set but node or the agent clients are missing (npm ci in %s): %v %v", dir, statErr, pathErr)
+		}
+		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
+	}
+	return node, dir
+}
+
+// providerRequests are the requests the mock received whose body holds
+// marker, parsed.
+func providerRequests(t *testing.T, mock *replay.Server, marker string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range mock.Requests() {
+		if !bytes.Contains(r.Body, []byte(marker)) {
+			continue
+		}
+		if r.Truncated {
+			t.Fatalf("the mock kept only %d of %d bytes of %s", len(r.Body), r.Size, r.Path)
+		}
+		var body map[string]any
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("%s: %v", r.Path, err)
+		}
+		body["_path"] = r.Path
+		out = append(out, body)
+	}
+	return out
+}
+
+// thinkingBack checks that the provider was asked to think and got its
+// thinking back on a later turn of the conversation marked by marker: a
+// signed thinking block first in an assistant turn (Anthropic, Claude on
+// Bedrock), a thought signature on a function call (Gemini), the model's
+// encrypted reasoning or a reference to it (OpenAI Responses).
+func thinkingBack(t *testing.T, mock *replay.Server, model, marker string) {
+	t.Helper()
+	reqs := providerRequests(t, mock, marker)
+	if len(reqs) < 2 {
+		t.Fatalf("%s: the provider got %d requests of the conversation, want at least 2", model, len(reqs))
+	}
+	asked, back := false, false
+	for _, r := range reqs {
+		b, _ := json.Marshal(r)
+		s := string(b)
+		switch model {
+		case "agent-claude":
+			asked = asked || strings.Contains(s, `"thinking":{"budget_tokens"`) || strings.Contains(s, `"thinking":{"type":"enabled"`)
+			for _, m := range list(r["messages"]) {
+				if c := list(field(m, "content")); field(m, "role") == "assistant" && len(c) > 0 && field(c[0], "type") == "thinking" && field(c[0], "signature") != "" {
+					back = true
+				}
+			}
+		case "agent-bedrock":
+			asked = asked || field(field(r["additionalModelRequestFields"], "thinking"), "type") == "enabled"
+			for _, m := range list(r["messages"]) {
+				if c := list(field(m, "content")); field(m, "role") == "assistant" && len(c) > 0 && field(field(field(c[0], "reasoningContent"), "reasoningText"), "signature") != "" {
+					back = true
+				}
+			}
+		case "agent-gemini":
+			asked = asked || field(field(r["generationConfig"], "thinkingConfig"), "includeThoughts") == true
+			for _, c := range list(r["contents"]) {
+				for _, p := range list(field(c, "parts")) {
+					back = back || field(p, "functionCall") != nil && field(p, "thoughtSignature") != ""
+				}
+			}
+		case "agent-gpt":
+			asked = asked || field(r["reasoning"], "effort") != nil && field(r["reasoning"], "effort") != "none" || r["reasoning_effort"] != nil
+			for _, it := range list(r["input"]) {
+				// The reasoning, or (storing responses) its id or a
+				// reference to it, which the model resolves.
+				enc, _ := field(it, "encrypted_content").(string)
+				id, _ := field(it, "id").(string)
+				back = back || field(it, "type") == "reasoning" && (strings.HasPrefix(enc, "scripted:") || strings.HasPrefix(id, "rs_scripted")) ||
+					field(it, "type") == "item_reference" && strings.HasPrefix(id, "rs_scripted")
+			}
+		}
+	}
+	if !asked || !back {
+		t.Errorf("%s: thinking asked of the provider %v, given back %v", model, asked, back)
+	}
+}
+
+func list(v any) []any { l, _ := v.([]any); return l }
+
+func field(v any, name string) any {
+	m, _ := v.(map[string]any)
+	return m[name]
+}
+
+// TestCodex runs Codex CLI with its default tools and reasoning effort
+// medium: a task that runs a shell command and answers with its output,
+// then `codex exec resume --last` with a second one, on each provider.
+func TestCodex(t *testing.T) {
+	node, dir := agentClients(t)
+	_ = node
+	codex := filepath.Join(dir, "node_modules", ".bin", "codex")
+	a := startDev(t, func(string) string { return "" })
+	for _, model := range agentModels {
+		t.Run(model, func(t *testing.T) {
+			home, work := t.TempDir(), t.TempDir()
+			run := func(marker string, args ...string) string {
+				t.Helper()
+				last := filepath.Join(home, "last-message.txt")
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				argv := append([]string{"exec",
+					"-c", `model_providers.modelgate={name="modelgate",base_url="` + a.Gateway + `",env_key="MODELGATE_API_KEY",wire_api="responses"}`,
+					"-c", "model_provider=modelgate", "-m", model, "-c", "model_reasoning_effort=medium",
+					"--skip-git-repo-check", "-o", last}, args...)
+				cmd := exec.CommandContext(ctx, codex, argv...)
+				cmd.Dir = work
+				cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "MODELGATE_API_KEY="+a.APIKey)
+				cmd.Stdin = strings.NewReader("")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("codex %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+				answer, err := os.ReadFile(last)
+				if err != nil {
+					t.Fatalf("codex wrote no last message: %v\n%s", err, out)
+				}
+				if !strings.Contains(string(answer), marker) {
+					t.Fatalf("codex answered %q, want the command's output %q in it\n%s", answer, marker, out)
+				}
+				return string(answer)
+			}
+			first := "mg-first-" + model
+			run(first, "Run `echo "+first+"` and tell me what it printed.")
+			thinkingBack(t, a.Mock, model, first)
+			second := "mg-second-" + model
+			run(second, "resume", "--last", "Now run `echo "+second+"`.")
+			thinkingBack(t, a.Mock, model, second)
+			// The resumed conversation reached the provider whole.
+			if reqs := providerRequests(t, a.Mock, second); !bytes.Contains(mustMarshal(t, reqs), []byte(first)) {
+				t.Errorf("the resumed turn's requests do not carry the first turn")
+			}
+		})
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// clientRun is a line a client script prints: a run, the tool calls it
+// made and its final output.
+type clientRun struct {
+	Run    string          `json:"run"`
+	Calls  []string        `json:"calls"`
+	Output json.RawMessage `json:"output"`
+}
+
+// runClient runs a client script with args and returns its runs by name.
+func runClient(t *testing.T, node, dir string, a devAddrs, script string, args ...string) map[string]clientRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MODELGATE_BASE_URL="+a.Gateway, "MODELGATE_API_KEY="+a.APIKey, "AI_SDK_LOG_WARNINGS=false")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s %v: %v\n%s%s", script, args, err, out, stderr.Bytes())
+	}
+	runs := map[string]clientRun{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r clientRun
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Run != "" {
+			runs[r.Run] = r
+		}
+	}
+	return runs
+}
+
+// checkRuns checks a script's two runs: the tool loop called the tool
+// once and answered with its result; the structured run called it and
+// answered the JSON object the schema asks for, holding the result.
+func checkRuns(t *testing.T, runs map[string]clientRun, loopName, structuredName string) {
+	t.Helper()
+	loop := runs["loop"]
+	var text string
+	if json.Unmarshal(loop.Output, &text) != nil || len(loop.Calls) != 1 || loop.Calls[0] != loopName || !strings.Contains(text, "secret-of-"+loopName) {
+		t.Errorf("tool loop: calls %v, output %s; want one call for %s and its result in the answer", loop.Calls, loop.Output, loopName)
+	}
+	structured := runs["structured"]
+	var obj struct{ Secret string }
+	if json.Unmarshal(structured.Output, &obj) != nil || len(structured.Calls) != 1 || !strings.Contains(obj.Secret, "secret-of-"+structuredName) {
+		t.Errorf("structured output: calls %v, output %s; want one call and {\"secret\": …secret-of-%s…}", structured.Calls, structured.Output, structuredName)
+	}
+}
+
+// TestAgentsSDK runs the OpenAI Agents SDK (Responses API): a two-step
+// tool loop with reasoning on, and a structured output with tools, on
+// each provider.
+func TestAgentsSDK(t *testing.T) {
+	node, dir := agentClients(t)
+	a := startDev(t, func(string) string { return "" })
+	for _, model := range agentModels {
+		t.Run(model, func(t *testing.T) {
+			loop, structured := "alpha-"+model, "beta-"+model
+			checkRuns(t, runClient(t, node, dir, a, "agents.mjs", model, loop, structured), loop, structured)
+			thinkingBack(t, a.Mock, model, loop)
+		})
+	}
+}
+
+// TestAISDK runs the Vercel AI SDK the same way, through the Responses
+// API storing responses (its default: it sends earlier items back as
+// references), through it statelessly (store: false, reasoning as
+// encrypted content), and through chat completions.
+func TestAISDK(t *testing.T) {
+	node, dir := agentClients(t)
+	a := startDev(t, func(string) string { return "" })
+	for _, model := range agentModels {
+		for _, api := range []string{"responses-store", "responses-stateless", "chat"} {
+			t.Run(model+"/"+api, func(t *testing.T) {
+				loop, structured := "alpha-"+api+"-"+model, "beta-"+api+"-"+model
+				checkRuns(t, runClient(t, node, dir, a, "aisdk.mjs", model, api, loop, structured), loop, structured)
+				if api != "chat" || model == "agent-gemini" {
+					// On chat completions the AI SDK does not send Claude's
+					// thinking back (it knows no field for it); the gateway
+					// then turns thinking off for the turn rather than
+					// send one Claude refuses.
+					thinkingBack(t, a.Mock, model, loop)
+				}
+			})
+		}
+	}
+}
