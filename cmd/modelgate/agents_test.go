@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,174 @@ func TestAISDK(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestChatThinkingThreeTurns runs a chat completions tool loop with
+// reasoning_effort over three user turns on Claude, Claude on Bedrock and
+// Gemini, JSON and streamed, as a client that sends each assistant
+// message back as it got it: the provider must get its thinking back on
+// every turn (the scripted model refuses a turn without it, as the
+// providers document) and thinking must stay on.
+func TestChatThinkingThreeTurns(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	const tools = `"tools":[{"type":"function","function":{"name":"get_secret","description":"Look up a secret.","parameters":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}]`
+	for _, model := range []string{"agent-claude", "agent-bedrock", "agent-gemini"} {
+		for _, stream := range []bool{false, true} {
+			name := model + "/json"
+			if stream {
+				name = model + "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				var messages []json.RawMessage
+				complete := func() map[string]any {
+					t.Helper()
+					b, _ := json.Marshal(map[string]any{"model": model, "reasoning_effort": "low", "stream": stream, "messages": messages})
+					body := string(b[:len(b)-1]) + "," + tools + "}"
+					status, out := a.call(t, "POST", "/chat/completions", a.APIKey, body)
+					if status != 200 {
+						t.Fatalf("turn %d: %d %s", len(messages), status, out)
+					}
+					msg := chatMessage(t, out, stream)
+					raw, _ := json.Marshal(msg)
+					messages = append(messages, raw)
+					return msg
+				}
+				for turn := 1; turn <= 3; turn++ {
+					marker := "turn-" + strconv.Itoa(turn) + "-" + name
+					messages = append(messages, json.RawMessage(`{"role":"user","content":"What is the secret under `+"`"+marker+"`"+`?"}`))
+					call := complete()
+					calls := list(call["tool_calls"])
+					if len(calls) != 1 || len(list(call["thinking_blocks"])) == 0 && model != "agent-gemini" {
+						t.Fatalf("turn %d: %v; want one tool call and, from Claude, its thinking", turn, call)
+					}
+					id, _ := field(calls[0], "id").(string)
+					out, _ := json.Marshal(map[string]any{"role": "tool", "tool_call_id": id, "content": "secret-of-" + marker})
+					messages = append(messages, out)
+					answer := complete()
+					if text, _ := answer["content"].(string); !strings.Contains(text, "secret-of-"+marker) {
+						t.Fatalf("turn %d answered %v", turn, answer)
+					}
+					thinkingBack(t, a.Mock, model, marker)
+				}
+			})
+		}
+	}
+}
+
+// chatMessage is a chat completion's assistant message, gathered from
+// the chunks of a stream: content, tool calls and thinking blocks.
+func chatMessage(t *testing.T, body []byte, stream bool) map[string]any {
+	t.Helper()
+	if !stream {
+		var cc struct {
+			Choices []struct{ Message map[string]any }
+		}
+		if json.Unmarshal(body, &cc) != nil || len(cc.Choices) != 1 {
+			t.Fatalf("not a completion: %s", body)
+		}
+		return cc.Choices[0].Message
+	}
+	msg := map[string]any{"role": "assistant"}
+	var content strings.Builder
+	var calls []map[string]any
+	var thinking []any
+	for _, data := range sseData(body) {
+		if data == "[DONE]" {
+			break
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content        string `json:"content"`
+					ThinkingBlocks []any  `json:"thinking_blocks"`
+					ToolCalls      []struct {
+						Index    int    `json:"index"`
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("chunk %s: %v", data, err)
+		}
+		for _, c := range chunk.Choices {
+			content.WriteString(c.Delta.Content)
+			thinking = append(thinking, c.Delta.ThinkingBlocks...)
+			for _, tc := range c.Delta.ToolCalls {
+				for len(calls) <= tc.Index {
+					calls = append(calls, map[string]any{"type": "function", "function": map[string]any{"name": "", "arguments": ""}})
+				}
+				call, fn := calls[tc.Index], calls[tc.Index]["function"].(map[string]any)
+				if tc.ID != "" {
+					call["id"] = tc.ID
+				}
+				fn["name"] = fn["name"].(string) + tc.Function.Name
+				fn["arguments"] = fn["arguments"].(string) + tc.Function.Arguments
+			}
+		}
+	}
+	if content.Len() > 0 {
+		msg["content"] = content.String()
+	}
+	if len(calls) > 0 {
+		l := make([]any, len(calls))
+		for i, c := range calls {
+			l[i] = c
+		}
+		msg["tool_calls"] = l
+	}
+	if len(thinking) > 0 {
+		msg["thinking_blocks"] = thinking
+	}
+	return msg
+}
+
+// A stored response's items are sent back as item_references, without
+// previous_response_id (the AI SDK does so by default): the gateway
+// finds them in the account's stored responses, Claude's signed thinking
+// included; another account's items are not found.
+func TestResponsesItemReferencesToStoredItems(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	const tools = `"tools":[{"type":"function","name":"get_secret","parameters":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]`
+	user := `{"role":"user","content":"What is the secret under ` + "`gamma`" + `?"}`
+	status, out := a.call(t, "POST", "/responses", a.APIKey, `{"model":"agent-claude","reasoning":{"effort":"low"},`+tools+`,"input":[`+user+`]}`)
+	if status != 200 {
+		t.Fatalf("%d %s", status, out)
+	}
+	var first struct {
+		Output []struct {
+			Type, ID string
+			CallID   string `json:"call_id"`
+		} `json:"output"`
+	}
+	json.Unmarshal(out, &first)
+	var refs []string
+	callID := ""
+	for _, it := range first.Output {
+		refs = append(refs, `{"type":"item_reference","id":"`+it.ID+`"}`)
+		if it.Type == "function_call" {
+			callID = it.CallID
+		}
+	}
+	if len(refs) != 2 || callID == "" {
+		t.Fatalf("first answer %s: want a reasoning item and a function call", out)
+	}
+	next := `{"model":"agent-claude","reasoning":{"effort":"low"},` + tools + `,"input":[` + user + `,` + strings.Join(refs, ",") +
+		`,{"type":"function_call_output","call_id":"` + callID + `","output":"secret-of-gamma"}]}`
+	status, out = a.call(t, "POST", "/responses", a.APIKey, next)
+	if status != 200 || !strings.Contains(string(out), "The tool said: secret-of-gamma") {
+		t.Fatalf("continued by references: %d %s", status, out)
+	}
+	thinkingBack(t, a.Mock, "agent-claude", "gamma")
+
+	other := otherAccountKey(t, a, "other-account")
+	status, out = a.call(t, "POST", "/responses", other, next)
+	if status != 400 || !strings.Contains(string(out), "not found") {
+		t.Errorf("another account's references: %d %s, want 400 not found", status, out)
 	}
 }

@@ -1,0 +1,51 @@
+package responses
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestResponseOfItem(t *testing.T) {
+	const hex = "5a240f71fd349feebcace5e9c9bd7862357bf61c0518f5bf"
+	for id, want := range map[string]string{
+		"rs_" + hex:         "resp_" + hex,
+		"msg_" + hex:        "resp_" + hex,
+		"fc_" + hex + "_2":  "resp_" + hex,
+		"ctc_" + hex + "_0": "resp_" + hex,
+		"fco_" + hex:        "", // an input item's id: stored by the gateway, not named after a response
+		"rs_abc-def":        "",
+		"rs_":               "",
+		"msg_XYZ":           "",
+		"item_" + hex:       "",
+		"":                  "",
+	} {
+		if got := ResponseOfItem(id); got != want {
+			t.Errorf("ResponseOfItem(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// References to items the input holds stay (the translator copies them);
+// others are replaced by what find returns, or stay when it finds none.
+func TestDereference(t *testing.T) {
+	r, err := ParseRequest([]byte(`{"model":"m","input":[{"type":"message","id":"msg_in","role":"user","content":"hi"},` +
+		`{"type":"item_reference","id":"msg_in"},{"type":"item_reference","id":"rs_known"},{"type":"item_reference","id":"rs_unknown"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	r.Dereference(func(id string) (json.RawMessage, bool) {
+		asked = append(asked, id)
+		if id == "rs_known" {
+			return json.RawMessage(`{"type":"reasoning","id":"rs_known","summary":[]}`), true
+		}
+		return nil, false
+	})
+	want := `[{"type":"message","id":"msg_in","role":"user","content":"hi"},{"type":"item_reference","id":"msg_in"},{"type":"reasoning","id":"rs_known","summary":[]},{"type":"item_reference","id":"rs_unknown"}]`
+	if got := string(r.Members["input"]); got != want {
+		t.Errorf("input %s\nwant  %s", got, want)
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked for %v, want the two references the input does not hold", asked)
+	}
+}
