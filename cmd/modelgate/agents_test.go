@@ -129,7 +129,9 @@ func field(v any, name string) any {
 
 // TestCodex runs Codex CLI with its default tools and reasoning effort
 // medium: a task that runs a shell command and answers with its output,
-// then `codex exec resume --last` with a second one, on each provider.
+// then `codex exec resume --last` with a second one, then a task whose
+// answer must match a JSON schema (--output-schema, with reasoning still
+// on), on each provider.
 func TestCodex(t *testing.T) {
 	node, dir := agentClients(t)
 	_ = node
@@ -174,6 +176,15 @@ func TestCodex(t *testing.T) {
 			if reqs := providerRequests(t, a.Mock, second); !bytes.Contains(mustMarshal(t, reqs), []byte(first)) {
 				t.Errorf("the resumed turn's requests do not carry the first turn")
 			}
+
+			schema := filepath.Join(home, "schema.json")
+			os.WriteFile(schema, []byte(`{"type":"object","properties":{"output":{"type":"string"}},"required":["output"],"additionalProperties":false}`), 0o600)
+			third := "mg-schema-" + model
+			var answer struct{ Output string }
+			if got := run(third, "--output-schema", schema, "Run `echo "+third+"` and report its output."); json.Unmarshal([]byte(got), &answer) != nil || !strings.Contains(answer.Output, third) {
+				t.Errorf("with --output-schema codex answered %q, want {\"output\": …%s…}", got, third)
+			}
+			thinkingBack(t, a.Mock, model, third)
 		})
 	}
 }

@@ -105,13 +105,13 @@ models:
     deployments: [{backend: mock, model: mock-agent}]
   - id: agent-claude
     owned_by: modelgate-mock
-    deployments: [{backend: mock-anthropic, model: claude-mock-agent}]
+    deployments: [{backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}]
   - id: agent-gemini
     owned_by: modelgate-mock
     deployments: [{backend: mock-gemini, model: gemini-3-mock-agent}]
   - id: agent-bedrock
     owned_by: modelgate-mock
-    deployments: [{backend: mock-bedrock, model: "us.anthropic.claude-mock-agent-v1:0"}]
+    deployments: [{backend: mock-bedrock, model: "us.anthropic.claude-sonnet-4-5-mock-agent-v1:0"}]
   - id: text-embedding-3-small
     owned_by: modelgate-mock
     deployments: [{backend: mock, model: text-embedding-3-small}]

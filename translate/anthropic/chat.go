@@ -27,16 +27,32 @@ type chat struct {
 	// jsonMode: a JSON response_format is answered by the json_response
 	// tool, whose input becomes the message content.
 	jsonMode bool
+	// native: a JSON schema is asked for with output_config, and answered
+	// as text.
+	native bool
 	// maxTokens is the max_tokens sent.
 	maxTokens int64
 }
 
 // NewChat returns the chat translator for provider anthropic. What the
-// request asks of the answer (a JSON response_format answered by a tool,
-// the max_tokens sent) is settled here, so RequestBody changes nothing.
+// request asks of the answer (a JSON response_format answered natively
+// where the model has structured outputs, else by a tool; the max_tokens
+// sent) is settled here, so RequestBody changes nothing.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
+	return newTranslator(t, req, StructuredOutputs(t.Model))
+}
+
+// NewChatToolJSON is NewChat answering every JSON response_format through
+// a forced tool, whatever the model: for a platform that does not take
+// output_config by default (Vertex AI: an organization policy must allow
+// structured outputs).
+func NewChatToolJSON(t translate.Target, req *api.ChatRequest) translate.Translator {
+	return newTranslator(t, req, false)
+}
+
+func newTranslator(t translate.Target, req *api.ChatRequest, native bool) *chat {
 	p := req.AnswerParams()
-	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
+	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), native: native, maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
 }
 
 // MaxOutputTokens implements translate.OutputBound: max_tokens is
@@ -45,7 +61,7 @@ func (c *chat) MaxOutputTokens() int64 { return c.maxTokens }
 
 // RequestBody builds the Messages API request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	r, err := buildRequest(c.target.Model, c.req)
+	r, err := buildRequest(c.target.Model, c.req, c.native)
 	if err != nil {
 		return translate.Upstream{}, err
 	}

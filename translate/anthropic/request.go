@@ -64,6 +64,17 @@ type request struct {
 	ToolChoice    json.RawMessage `json:"tool_choice,omitempty"`
 	Thinking      *thinking       `json:"thinking,omitempty"`
 	Metadata      *metadata       `json:"metadata,omitempty"`
+	OutputConfig  *outputConfig   `json:"output_config,omitempty"`
+}
+
+// outputConfig asks for a JSON answer natively (structured outputs).
+type outputConfig struct {
+	Format outputFormat `json:"format"`
+}
+
+type outputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type thinking struct {
@@ -79,8 +90,10 @@ type metadata struct {
 // answers by calling it, and its input is the client's JSON content.
 const jsonTool = "json_response"
 
-// buildRequest maps the OpenAI request onto the Messages API.
-func buildRequest(model string, req *api.ChatRequest) (*request, error) {
+// buildRequest maps the OpenAI request onto the Messages API; native:
+// a JSON schema is asked for with output_config (structured outputs)
+// rather than through a forced tool.
+func buildRequest(model string, req *api.ChatRequest, native bool) (*request, error) {
 	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
@@ -107,11 +120,16 @@ func buildRequest(model string, req *api.ChatRequest) (*request, error) {
 		return nil, err
 	}
 	out.keepThinking()
+	if rf := in.ResponseFormat; native && rf != nil && rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
+		out.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: StrictSchema(rf.JSONSchema.Schema)}}
+		return out, nil
+	}
 	return out, out.setResponseFormat(in)
 }
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
-// is the requested one (Anthropic has no JSON mode). With the client's
+// is the requested one: for a model without structured outputs, and for
+// json_object, which has no schema to give them. With the client's
 // tools it is one tool more, the one the model answers with: the model
 // must call a tool (tool_choice any), the client's while it works and
 // this one for its answer; a client's named tool choice stands, and

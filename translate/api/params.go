@@ -54,6 +54,7 @@ type Tool struct {
 type ResponseFormat struct {
 	Type       string `json:"type"`
 	JSONSchema struct {
+		Name   string          `json:"name"`
 		Schema json.RawMessage `json:"schema"`
 	} `json:"json_schema"`
 }

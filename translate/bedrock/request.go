@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"modelgate/translate/anthropic"
 	"modelgate/translate/api"
 )
 
@@ -80,6 +81,21 @@ type converseRequest struct {
 	InferenceConfig              inferenceConfig `json:"inferenceConfig"`
 	ToolConfig                   *toolConfig     `json:"toolConfig,omitempty"`
 	AdditionalModelRequestFields map[string]any  `json:"additionalModelRequestFields,omitempty"`
+	OutputConfig                 *outputConfig   `json:"outputConfig,omitempty"`
+}
+
+// outputConfig asks for a JSON answer natively (structured outputs): the
+// schema goes as a JSON string.
+type outputConfig struct {
+	TextFormat struct {
+		Type      string `json:"type"`
+		Structure struct {
+			JSONSchema struct {
+				Schema string `json:"schema"`
+				Name   string `json:"name,omitempty"`
+			} `json:"jsonSchema"`
+		} `json:"structure"`
+	} `json:"textFormat"`
 }
 
 // jsonTool is the tool a JSON response_format is forced through.
@@ -113,7 +129,21 @@ func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) 
 		return nil, err
 	}
 	r.keepReasoning()
+	if rf := in.ResponseFormat; nativeJSON(model) && rf != nil && rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
+		r.OutputConfig = &outputConfig{}
+		f := &r.OutputConfig.TextFormat
+		f.Type, f.Structure.JSONSchema.Name = "json_schema", rf.JSONSchema.Name
+		f.Structure.JSONSchema.Schema = string(anthropic.StrictSchema(rf.JSONSchema.Schema))
+		return r, nil
+	}
 	return r, r.setResponseFormat(in)
+}
+
+// nativeJSON reports whether model answers a JSON schema natively through
+// Converse (outputConfig.textFormat): the Claude models with structured
+// outputs. Others get the schema as a forced tool.
+func nativeJSON(model string) bool {
+	return strings.Contains(model, "anthropic.claude") && anthropic.StructuredOutputs(model)
 }
 
 // setReasoning maps reasoning_effort to Claude's thinking budget, passed
@@ -151,7 +181,7 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 }
 
 // setResponseFormat forces a JSON answer through a tool whose input schema
-// is the requested one. With the client's tools it is one tool more, the
+// is the requested one, where the model does not answer it natively. With the client's tools it is one tool more, the
 // one the model answers with: the model must call a tool (toolChoice
 // any), the client's while it works and this one for its answer; a
 // client's named tool choice stands. Extended thinking refuses a forced

@@ -51,7 +51,7 @@ func (c *chat) MaxOutputTokens() int64 { return translate.MaxOutputTokens(c.Tran
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 	c := &chat{target: t, stream: req.Stream, anthropic: isClaude(t.Model)}
 	if c.anthropic {
-		c.Translator = anthropic.NewChat(t, req)
+		c.Translator = anthropic.NewChatToolJSON(t, req)
 	} else {
 		c.Translator = gemini.NewChat(t, req)
 	}

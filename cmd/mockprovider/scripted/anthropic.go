@@ -24,9 +24,11 @@ type anthropicRequest struct {
 	Thinking *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
-	OutputFormat *struct {
-		Schema json.RawMessage `json:"schema"`
-	} `json:"output_format"`
+	OutputConfig *struct {
+		Format *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
 }
 
 // anthropicBlock is a content block, in a request or an answer.
@@ -127,13 +129,16 @@ func anthropicContent(t Turn) []anthropicBlock {
 // does.
 func (req anthropicRequest) conversation(size int) (Conversation, error) {
 	c := Conversation{InputChars: size, Reasoning: req.Thinking != nil && req.Thinking.Type != "disabled"}
-	if req.OutputFormat != nil {
-		c.Schema = req.OutputFormat.Schema
+	if req.OutputConfig != nil && req.OutputConfig.Format != nil {
+		c.Schema = req.OutputConfig.Format.Schema
 	}
 	for _, t := range req.Tools {
 		c.Tools = append(c.Tools, Tool{Name: t.Name, Parameters: t.InputSchema})
 	}
 	c.MustCall = req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool")
+	if c.MustCall && c.Reasoning {
+		return c, refuse("Thinking may not be enabled when tool_choice forces tool use.")
+	}
 	for i, m := range req.Messages {
 		bs := blocks(m.Content)
 		if err := checkThinking(i, bs); err != nil {

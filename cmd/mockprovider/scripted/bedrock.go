@@ -24,6 +24,15 @@ type converseRequest struct {
 		} `json:"tools"`
 		ToolChoice map[string]json.RawMessage `json:"toolChoice"`
 	} `json:"toolConfig"`
+	OutputConfig *struct {
+		TextFormat struct {
+			Structure struct {
+				JSONSchema struct {
+					Schema string `json:"schema"`
+				} `json:"jsonSchema"`
+			} `json:"structure"`
+		} `json:"textFormat"`
+	} `json:"outputConfig"`
 	AdditionalModelRequestFields *struct {
 		Thinking *struct {
 			Type string `json:"type"`
@@ -67,6 +76,14 @@ func Converse(w http.ResponseWriter, stream bool, body []byte) {
 	if f := req.AdditionalModelRequestFields; f != nil && f.Thinking != nil {
 		c.Reasoning = f.Thinking.Type == "enabled" || f.Thinking.Type == "adaptive"
 	}
+	if oc := req.OutputConfig; oc != nil {
+		schema := oc.TextFormat.Structure.JSONSchema.Schema
+		if !json.Valid([]byte(schema)) {
+			bedrockError(w, refuse("The JSON schema in outputConfig.textFormat is not valid JSON."))
+			return
+		}
+		c.Schema = json.RawMessage(schema)
+	}
 	if tc := req.ToolConfig; tc != nil {
 		for _, t := range tc.Tools {
 			if t.ToolSpec != nil {
@@ -76,6 +93,10 @@ func Converse(w http.ResponseWriter, stream bool, body []byte) {
 		_, anyTool := tc.ToolChoice["any"]
 		_, named := tc.ToolChoice["tool"]
 		c.MustCall = anyTool || named
+		if c.MustCall && c.Reasoning {
+			bedrockError(w, refuse("The model returned the following errors: Thinking may not be enabled when tool_choice forces tool use."))
+			return
+		}
 	}
 	last := -1
 	for i, m := range req.Messages {
