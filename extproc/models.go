@@ -152,11 +152,17 @@ func pick(ds []routing.Deployment) routing.Deployment {
 
 func weight(d routing.Deployment) int { return max(d.Weight, 1) }
 
+// modelObject is the specification's Model, with two members of the
+// gateway's own where the configuration gives them: the context window in
+// tokens and the reasoning efforts the model takes, for clients (coding
+// agents) that size their context and offer efforts by them.
 type modelObject struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID               string   `json:"id"`
+	Object           string   `json:"object"`
+	Created          int64    `json:"created"`
+	OwnedBy          string   `json:"owned_by"`
+	ContextWindow    int      `json:"context_window,omitempty"`
+	ReasoningEfforts []string `json:"reasoning_efforts,omitempty"`
 }
 
 type modelList struct {
@@ -179,7 +185,8 @@ func (r *router) get(p *authz.Principal, id string) ([]byte, bool) {
 }
 
 func modelOf(m *routing.Model) modelObject {
-	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy}
+	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy,
+		ContextWindow: m.ContextWindow, ReasoningEfforts: m.ReasoningEfforts}
 }
 
 // list renders ListModelsResponse with the models the principal may use.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/translate/api/spec"
 )
 
 // Real agent clients (testdata/agents: Codex CLI, the OpenAI Agents SDK,
@@ -453,5 +454,38 @@ func TestResponsesItemReferencesToStoredItems(t *testing.T) {
 	status, out = a.call(t, "POST", "/responses", other, next)
 	if status != 400 || !strings.Contains(string(out), "not found") {
 		t.Errorf("another account's references: %d %s, want 400 not found", status, out)
+	}
+}
+
+// GET /v1/models lists a model's context window and reasoning efforts
+// where the configuration gives them, members of the gateway's own that
+// the specification's Model leaves room for; a model without them lists
+// neither.
+func TestModelCatalog(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	status, body := a.call(t, "GET", "/models", a.APIKey, "")
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	spec.ValidateT(t, "ListModelsResponse", body)
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(body, &list)
+	byID := map[string]map[string]any{}
+	for _, m := range list.Data {
+		byID[m["id"].(string)] = m
+	}
+	if got := mustMarshal(t, byID["agent-claude"]); !strings.Contains(string(got), `"context_window":200000`) ||
+		!strings.Contains(string(got), `"reasoning_efforts":["minimal","low","medium","high"]`) {
+		t.Errorf("agent-claude: %s", got)
+	}
+	if m := byID["gpt-4o-mini"]; m == nil || m["context_window"] != nil || m["reasoning_efforts"] != nil {
+		t.Errorf("gpt-4o-mini: %v, want no catalog members", m)
+	}
+	status, body = a.call(t, "GET", "/models/agent-gemini", a.APIKey, "")
+	spec.ValidateT(t, "Model", body)
+	if status != 200 || !strings.Contains(string(body), `"context_window":1048576`) {
+		t.Errorf("GET /v1/models/agent-gemini: %d %s", status, body)
 	}
 }

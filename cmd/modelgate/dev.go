@@ -102,15 +102,23 @@ models:
     deployments: [{backend: mock-vertex, model: claude-mock-tools}]
   - id: agent-gpt
     owned_by: modelgate-mock
+    context_window: 400000
+    reasoning_efforts: [minimal, low, medium, high]
     deployments: [{backend: mock, model: mock-agent}]
   - id: agent-claude
     owned_by: modelgate-mock
+    context_window: 200000
+    reasoning_efforts: [minimal, low, medium, high]
     deployments: [{backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}]
   - id: agent-gemini
     owned_by: modelgate-mock
+    context_window: 1048576
+    reasoning_efforts: [minimal, low, medium, high]
     deployments: [{backend: mock-gemini, model: gemini-3-mock-agent}]
   - id: agent-bedrock
     owned_by: modelgate-mock
+    context_window: 200000
+    reasoning_efforts: [minimal, low, medium, high]
     deployments: [{backend: mock-bedrock, model: "us.anthropic.claude-sonnet-4-5-mock-agent-v1:0"}]
   - id: text-embedding-3-small
     owned_by: modelgate-mock

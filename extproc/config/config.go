@@ -252,6 +252,9 @@ type Model struct {
 	// ContextWindow is the model's context in tokens, for Responses
 	// requests with truncation "auto"; zero leaves conversations whole.
 	ContextWindow int `json:"context_window"`
+	// ReasoningEfforts are the reasoning efforts the model takes, listed
+	// by GET /v1/models for clients that offer a choice.
+	ReasoningEfforts []string `json:"reasoning_efforts"`
 	// Timeouts override its backends' timeouts for this model.
 	Timeouts Timeouts `json:"timeouts"`
 	// Fallback, when present, serves the model by Envoy's retries across
@@ -646,6 +649,14 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 		p.add(at+".id", "must not contain control characters")
 	}
 	m.Timeouts.validate(p, at+".timeouts")
+	if m.ContextWindow < 0 {
+		p.add(at+".context_window", "must not be negative")
+	}
+	for j, e := range m.ReasoningEfforts {
+		if !contains(reasoningEfforts, e) {
+			p.add(fmt.Sprintf("%s.reasoning_efforts[%d]", at, j), "%q is not one of %s", e, strings.Join(reasoningEfforts, ", "))
+		}
+	}
 	if len(m.Deployments) == 0 {
 		p.add(at+".deployments", "needs at least one deployment")
 	}
@@ -676,6 +687,9 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 		m.Fallback.validate(p, at+".fallback")
 	}
 }
+
+// reasoningEfforts are the reasoning efforts of the OpenAI API, in order.
+var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 func (t Timeouts) validate(p *problems, at string) {
 	if t.ResponseHeaders.Duration < 0 {

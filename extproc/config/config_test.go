@@ -64,6 +64,10 @@ models:
       - {backend: nope, model: ""}
   - id: m
     deployments: []
+  - id: r
+    context_window: -1
+    reasoning_efforts: [medium, extreme]
+    deployments: [{backend: openai-main, model: x}]
 `
 	_, err := Parse([]byte(bad))
 	var cerr *Error
@@ -86,6 +90,8 @@ models:
 		"models[0].deployments[0].model: is required",
 		"models[1].deployments: needs at least one deployment",
 		`models[1].id: duplicate model "m"`,
+		"models[2].context_window: must not be negative",
+		`models[2].reasoning_efforts[1]: "extreme" is not one of none, minimal, low, medium, high, xhigh`,
 	}
 	if diff := cmp.Diff(want, cerr.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

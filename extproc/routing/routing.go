@@ -144,6 +144,9 @@ type Model struct {
 	// with truncation "auto" drop their oldest items to fit it. Zero
 	// disables that.
 	ContextWindow int
+	// ReasoningEfforts are the reasoning efforts the model takes; GET
+	// /v1/models lists them.
+	ReasoningEfforts []string
 	// Timeouts override its backends' member by member.
 	Timeouts Timeouts
 	// Fallback, when set, has Envoy pick the deployment of each attempt
