@@ -489,3 +489,54 @@ func TestModelCatalog(t *testing.T) {
 		t.Errorf("GET /v1/models/agent-gemini: %d %s", status, body)
 	}
 }
+
+// A file given inline (chat's file part, the Responses API's input_file
+// with file_data) reaches Claude as a document block, Gemini as inline
+// data and Bedrock as a document; a file_id (OpenAI's Files API) or a URL
+// the gateway would have to fetch is a 400 naming the part.
+func TestFileInputs(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	const pdf = "data:application/pdf;base64,JVBERi0xLjQK"
+	for _, model := range []string{"agent-claude", "agent-gemini", "agent-bedrock"} {
+		for _, endpoint := range []string{"/chat/completions", "/responses"} {
+			marker := "file-" + model + endpoint
+			body := `{"model":"` + model + `","messages":[{"role":"user","content":[{"type":"text","text":"` + marker + `"},{"type":"file","file":{"filename":"q3 report.pdf","file_data":"` + pdf + `"}}]}]}`
+			if endpoint == "/responses" {
+				body = `{"model":"` + model + `","input":[{"role":"user","content":[{"type":"input_text","text":"` + marker + `"},{"type":"input_file","filename":"q3 report.pdf","file_data":"` + pdf + `"}]}]}`
+			}
+			if status, out := a.call(t, "POST", endpoint, a.APIKey, body); status != 200 {
+				t.Errorf("%s %s: %d %s", model, endpoint, status, out)
+				continue
+			}
+			reqs := providerRequests(t, a.Mock, marker)
+			if len(reqs) != 1 {
+				t.Fatalf("%s %s: %d provider requests", model, endpoint, len(reqs))
+			}
+			got := string(mustMarshal(t, reqs[0]))
+			want := map[string]string{
+				"agent-claude":  `{"source":{"data":"JVBERi0xLjQK","media_type":"application/pdf","type":"base64"},"title":"q3 report.pdf","type":"document"}`,
+				"agent-gemini":  `{"inlineData":{"data":"JVBERi0xLjQK","mimeType":"application/pdf"}}`,
+				"agent-bedrock": `{"document":{"format":"pdf","name":"q3 report","source":{"bytes":"JVBERi0xLjQK"}}}`,
+			}[model]
+			if !strings.Contains(got, want) {
+				t.Errorf("%s %s: the provider got %s, want %s in it", model, endpoint, got, want)
+			}
+		}
+	}
+	for body, param := range map[string]string{
+		`{"model":"agent-claude","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`:                     "messages[0].content[0].file.file_id",
+		`{"model":"agent-claude","input":[{"role":"user","content":[{"type":"input_file","file_url":"https://example.com/a.pdf"}]}]}`:         "input[0].content[0].file_url",
+		`{"model":"agent-claude","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"data:image/gif;base64,R0lG"}}]}]}`: "messages[0].content[0].file.file_data",
+	} {
+		endpoint := "/chat/completions"
+		if strings.Contains(body, `"input"`) {
+			endpoint = "/responses"
+		}
+		status, out := a.call(t, "POST", endpoint, a.APIKey, body)
+		var e struct{ Error struct{ Param string } }
+		json.Unmarshal(out, &e)
+		if status != 400 || e.Error.Param != param {
+			t.Errorf("%s: %d %s, want a 400 on %s", body, status, out, param)
+		}
+	}
+}

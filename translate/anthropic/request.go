@@ -1,10 +1,12 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"modelgate/translate/api"
 )
@@ -31,6 +33,8 @@ type block struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   []block         `json:"content,omitempty"`
+	// Title is a document block's.
+	Title string `json:"title,omitempty"`
 	// Thinking and Signature are a thinking block's, Data a redacted
 	// thinking block's.
 	Thinking  string `json:"thinking,omitempty"`
@@ -256,11 +260,41 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 				return nil, err
 			}
 			out = append(out, block{Type: "image", Source: src})
+		case "file":
+			doc, err := document(fmt.Sprintf("%s.content[%d]", param, j), p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, doc)
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
 		}
 	}
 	return out, nil
+}
+
+// document maps a file part to a document block: a PDF as base64, plain
+// text as text, titled with the file's name; Anthropic takes no other
+// document type.
+func document(param string, p api.ContentPart) (block, error) {
+	mediaType, data, err := p.FileData(param)
+	if err != nil {
+		return block{}, err
+	}
+	doc := block{Type: "document", Title: p.File.Filename}
+	switch mediaType {
+	case "application/pdf":
+		doc.Source = &imageSource{Type: "base64", MediaType: mediaType, Data: data}
+	case "text/plain":
+		text, err := base64.StdEncoding.DecodeString(data)
+		if err != nil || !utf8.Valid(text) {
+			return block{}, api.Invalid(param+".file.file_data", "A text/plain file must be UTF-8 text in base64.")
+		}
+		doc.Source = &imageSource{Type: "text", MediaType: mediaType, Data: string(text)}
+	default:
+		return block{}, api.Invalid(param+".file.file_data", "Anthropic models take PDF (application/pdf) and plain text (text/plain) files, not %s.", mediaType)
+	}
+	return doc, nil
 }
 
 // image maps a data URI to a base64 source and an https URL to a url

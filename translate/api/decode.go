@@ -220,6 +220,29 @@ type ContentPart struct {
 	ImageURL struct {
 		URL string `json:"url"`
 	} `json:"image_url"`
+	File struct {
+		FileData string `json:"file_data"`
+		FileID   string `json:"file_id"`
+		Filename string `json:"filename"`
+	} `json:"file"`
+}
+
+// FileData reads a file part's content, which a provider other than
+// OpenAI can take only inline: file_data, a base64 data URI. A file_id
+// names a file of OpenAI's Files API, which no other provider reads.
+// param names the part, such as messages[0].content[1].
+func (p ContentPart) FileData(param string) (mediaType, data string, err error) {
+	if p.File.FileData == "" {
+		if p.File.FileID != "" {
+			return "", "", Invalid(param+".file.file_id", "A file_id names a file of OpenAI's Files API, which this provider cannot read; send the file as file_data.")
+		}
+		return "", "", Invalid(param+".file.file_data", "A file part needs file_data: data:<media type>;base64,<data>.")
+	}
+	mediaType, data, ok := DataURI(p.File.FileData)
+	if !ok {
+		return "", "", Invalid(param+".file.file_data", "file_data must be a base64 data URI: data:<media type>;base64,<data>.")
+	}
+	return mediaType, data, nil
 }
 
 // TextContent reads content that must be text: a string, or text parts

@@ -4,8 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"modelgate/translate/anthropic"
 	"modelgate/translate/api"
@@ -15,6 +18,7 @@ import (
 type cblock struct {
 	Text             string            `json:"text,omitempty"`
 	Image            *imageBlock       `json:"image,omitempty"`
+	Document         *documentBlock    `json:"document,omitempty"`
 	ToolUse          *toolUse          `json:"toolUse,omitempty"`
 	ToolResult       *toolResult       `json:"toolResult,omitempty"`
 	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
@@ -35,6 +39,51 @@ type imageBlock struct {
 	Source struct {
 		Bytes string `json:"bytes"`
 	} `json:"source"`
+}
+
+// documentBlock is a file: its format, a name the model may see, and its
+// bytes in base64.
+type documentBlock struct {
+	Format string `json:"format"`
+	Name   string `json:"name"`
+	Source struct {
+		Bytes string `json:"bytes"`
+	} `json:"source"`
+}
+
+// documentFormats are Converse's document formats by media type.
+var documentFormats = map[string]string{
+	"application/pdf": "pdf", "text/csv": "csv", "text/html": "html", "text/plain": "txt", "text/markdown": "md",
+	"application/msword": "doc", "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+	"application/vnd.ms-excel": "xls", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+}
+
+// document maps a file part to a document block, named after its file
+// (Converse allows letters, digits, single spaces, hyphens, parentheses
+// and square brackets; the extension goes) or "document-<n>", n its
+// part's index: names must differ within a request.
+func document(param string, n int, p api.ContentPart) (*documentBlock, error) {
+	mediaType, data, err := p.FileData(param)
+	if err != nil {
+		return nil, err
+	}
+	format, ok := documentFormats[mediaType]
+	if !ok {
+		return nil, api.Invalid(param+".file.file_data", "Bedrock Converse takes pdf, csv, doc, docx, xls, xlsx, html, txt and md documents, not %s.", mediaType)
+	}
+	name := strings.TrimSuffix(p.File.Filename, path.Ext(p.File.Filename))
+	name = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" -()[]", r)) {
+			return r
+		}
+		return ' '
+	}, name)), " ")
+	if name == "" {
+		name = "document-" + strconv.Itoa(n)
+	}
+	doc := &documentBlock{Format: format, Name: name}
+	doc.Source.Bytes = data
+	return doc, nil
 }
 
 type toolUse struct {
@@ -348,6 +397,12 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 				return nil, err
 			}
 			out = append(out, cblock{Image: img})
+		case "file":
+			doc, err := document(fmt.Sprintf("%s.content[%d]", param, j), j, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cblock{Document: doc})
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
 		}

@@ -162,6 +162,12 @@ func userParts(param string, raw json.RawMessage) ([]part, error) {
 				return nil, err
 			}
 			out = append(out, part{InlineData: data})
+		case "file":
+			mime, data, err := p.FileData(fmt.Sprintf("%s.content[%d]", param, j))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, part{InlineData: &inlineData{MimeType: mime, Data: data}})
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Gemini models do not take '%s' parts here.", p.Type)
 		}

@@ -39,6 +39,11 @@ type contentPart struct {
 	Type     string `json:"type"`
 	Text     string `json:"text"`
 	ImageURL string `json:"image_url"`
+	// FileData, FileID, FileURL and Filename are an input_file's.
+	FileData string `json:"file_data"`
+	FileID   string `json:"file_id"`
+	FileURL  string `json:"file_url"`
+	Filename string `json:"filename"`
 }
 
 // chat is the chat completions request under construction: its members
@@ -266,6 +271,17 @@ func chatContent(param string, raw json.RawMessage) (any, error) {
 			out = append(out, map[string]any{"type": "text", "text": p.Text})
 		case "input_image":
 			out = append(out, map[string]any{"type": "image_url", "image_url": map[string]string{"url": p.ImageURL}})
+		case "input_file":
+			if p.FileURL != "" && p.FileData == "" {
+				return nil, api.Invalid(fmt.Sprintf("%s.content[%d].file_url", param, j), "The gateway does not fetch files for this provider; send the file as file_data.")
+			}
+			file := map[string]string{}
+			for k, v := range map[string]string{"file_data": p.FileData, "file_id": p.FileID, "filename": p.Filename} {
+				if v != "" {
+					file[k] = v
+				}
+			}
+			out = append(out, map[string]any{"type": "file", "file": file})
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Unsupported content part '%s'.", p.Type)
 		}
