@@ -39,6 +39,8 @@ var requestCases = map[string]string{
 	"sampling-and-limits": `{"model":"m","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":123,"temperature":0.4,"top_p":0.9,"stop":["END","STOP"]}`,
 	"n-greater-than-one":  `{"model":"m","messages":[{"role":"user","content":"Hi"}],"n":2}`,
 	"stream":              `{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}`,
+	"file-pdf": `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Summarize."},
+		{"type":"file","file":{"filename":"Q3 report (final).pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQK"}}]}]}`,
 }
 
 type provider struct {
