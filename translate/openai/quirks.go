@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"modelgate/translate"
@@ -24,6 +25,11 @@ type Quirks struct {
 	ContentParts bool
 	// Drop lists request members the server rejects.
 	Drop []string
+	// KeepsReasoningContent: the server takes an assistant message's
+	// reasoning_content back (DeepSeek wants it in a tool loop with
+	// thinking; servers of open models may); other servers refuse it and
+	// get it removed. The gateway's own thinking_blocks go to none.
+	KeepsReasoningContent bool
 	// Embeddings are the server's /v1/embeddings quirks.
 	Embeddings EmbeddingsQuirks
 	// NoEmbeddings and NoTranscription mark a server without
@@ -50,17 +56,17 @@ func openaiOnly() []string {
 // stream, OpenAI's too, as from buffered responses.
 func CompatibleProviders() map[string]Quirks {
 	return map[string]Quirks{
-		"openai-compatible": {},
+		"openai-compatible": {KeepsReasoningContent: true},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly(), Embeddings: mistralEmbeddings},
 		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}, NoEmbeddings: true},
-		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true},
+		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true, KeepsReasoningContent: true},
 		"xai":               {Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true},
-		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
-		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly()},
-		"openrouter":        {},
-		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly()},
+		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
+		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
+		"openrouter":        {KeepsReasoningContent: true},
+		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
 		"cerebras":          {DeveloperAsSystem: true, Drop: append([]string{"frequency_penalty", "presence_penalty", "logit_bias", "parallel_tool_calls"}, openaiOnly()...), NoEmbeddings: true, NoTranscription: true},
-		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoTranscription: true},
+		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoTranscription: true, KeepsReasoningContent: true},
 	}
 }
 
@@ -78,9 +84,24 @@ func (q Quirks) plainRequest() bool {
 	return q.MaxTokensName == "" && !q.DeveloperAsSystem && !q.NoStreamOptions && len(q.Drop) == 0
 }
 
+// replayed reports whether messages carry members a provider's answer
+// put in an assistant message that this server must not get back:
+// thinking_blocks (the gateway's, for Claude's thinking) and, unless it
+// keeps it, reasoning_content. A client that sends each message back as
+// it got it sends them, also to another provider than the one that
+// answered (fallback, a change of model).
+func (q Quirks) replayed(messages []byte) bool {
+	return bytes.Contains(messages, []byte(`"thinking_blocks"`)) || !q.KeepsReasoningContent && bytes.Contains(messages, []byte(`"reasoning_content"`))
+}
+
 func (q Quirks) apply(members map[string]json.RawMessage) error {
 	for _, name := range q.Drop {
 		delete(members, name)
+	}
+	if q.replayed(members["messages"]) {
+		if err := q.dropReplayed(members); err != nil {
+			return err
+		}
 	}
 	if q.NoStreamOptions {
 		delete(members, "stream_options")
@@ -99,6 +120,23 @@ func (q Quirks) apply(members map[string]json.RawMessage) error {
 	for _, m := range msgs {
 		if string(m["role"]) == `"developer"` {
 			m["role"] = json.RawMessage(`"system"`)
+		}
+	}
+	b, err := json.Marshal(msgs)
+	members["messages"] = b
+	return err
+}
+
+// dropReplayed removes what replayed finds from the messages.
+func (q Quirks) dropReplayed(members map[string]json.RawMessage) error {
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(members["messages"], &msgs); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		delete(m, "thinking_blocks")
+		if !q.KeepsReasoningContent {
+			delete(m, "reasoning_content")
 		}
 	}
 	b, err := json.Marshal(msgs)

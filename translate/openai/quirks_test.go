@@ -78,3 +78,37 @@ func TestRepairNullsInDeltas(t *testing.T) {
 		t.Errorf("output %s", out)
 	}
 }
+
+// An assistant message sent back as another provider's answer gave it
+// loses the gateway's thinking_blocks on every OpenAI-family server, and
+// reasoning_content where the server refuses it (OpenAI, Azure, Mistral
+// answer 400 or 422 to a member they do not know); DeepSeek keeps its
+// reasoning_content. Everything else of the message stays.
+func TestReplayedReasoningMembers(t *testing.T) {
+	const body = `{"model":"x","messages":[{"role":"user","content":"Weather?"},` +
+		`{"role":"assistant","content":null,"reasoning_content":"I need the weather.","thinking_blocks":[{"type":"thinking","thinking":"I need the weather.","signature":"EqQB"}],` +
+		`"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"w","arguments":"{}"}}]},{"role":"tool","tool_call_id":"toolu_1","content":"sunny"}]}`
+	for name, q := range map[string]Quirks{"openai": {}, "mistral": CompatibleProviders()["mistral"], "groq": CompatibleProviders()["groq"], "deepseek": CompatibleProviders()["deepseek"]} {
+		req, err := api.ParseChatRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := NewCompatibleChat(q)(translate.Target{Model: "m"}, req).RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Messages []map[string]json.RawMessage }
+		json.Unmarshal(up.Body, &got)
+		assistant := got.Messages[1]
+		_, reasoning := assistant["reasoning_content"]
+		if _, thinking := assistant["thinking_blocks"]; thinking || reasoning != (name == "deepseek") || assistant["tool_calls"] == nil || len(got.Messages) != 3 {
+			t.Errorf("%s: assistant message %s", name, up.Body)
+		}
+	}
+	// Without them the request takes the fast path, untouched but for the model.
+	req, _ := api.ParseChatRequest([]byte(`{"model":"x","messages":[{"role":"user","content":"say \"reasoning_content\""}]}`))
+	up, _ := NewChat(translate.Target{Model: "m"}, req).RequestBody()
+	if string(up.Body) != `{"model":"m","messages":[{"role":"user","content":"say \"reasoning_content\""}]}` {
+		t.Errorf("plain request became %s", up.Body)
+	}
+}
