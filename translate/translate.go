@@ -31,6 +31,9 @@ type Target struct {
 	Provider string
 	// Model is the upstream model name sent to the provider.
 	Model string
+	// WebSearch: the operator lets the model search the web with the
+	// provider's own search when the client asks for it.
+	WebSearch bool
 	// BasePath is the path of the backend's base URL without a trailing
 	// slash ("" for https://api.openai.com, "/openai" for Groq). Endpoint
 	// paths such as /v1/chat/completions are appended to it.

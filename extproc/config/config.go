@@ -255,6 +255,13 @@ type Model struct {
 	// ReasoningEfforts are the reasoning efforts the model takes, listed
 	// by GET /v1/models for clients that offer a choice.
 	ReasoningEfforts []string `json:"reasoning_efforts"`
+	// WebSearch lets the model search the web with its provider's own
+	// search (Anthropic's web search tool, Google Search grounding) when a
+	// client asks for it: chat's web_search_options, the Responses API's
+	// web_search tool. Off, such a request is served without search and
+	// says so in x-modelgate-warning. The provider bills searches apart,
+	// and the gateway does not price them yet.
+	WebSearch bool `json:"web_search"`
 	// Timeouts override its backends' timeouts for this model.
 	Timeouts Timeouts `json:"timeouts"`
 	// Fallback, when present, serves the model by Envoy's retries across
@@ -560,19 +567,25 @@ func (c *Config) validate(p *problems) {
 		p.add("storage.response_retention", "must be between 1m and 8784h (a year)")
 	}
 	names := map[string]bool{}
+	providers := map[string]string{}
 	for i, b := range c.Backends {
 		at := fmt.Sprintf("backends[%d]", i)
 		b.validate(p, at)
 		if names[b.Name] {
 			p.add(at+".name", "duplicate backend %q", b.Name)
 		}
-		names[b.Name] = true
+		names[b.Name], providers[b.Name] = true, b.Provider
 	}
 	ids := map[string]bool{}
 	c.Fallback.validate(p, "fallback")
 	for i, m := range c.Models {
 		at := fmt.Sprintf("models[%d]", i)
 		m.validate(p, at, names)
+		for j, d := range m.Deployments {
+			if provider := providers[d.Backend]; m.WebSearch && names[d.Backend] && !contains(webSearchProviders, provider) {
+				p.add(fmt.Sprintf("%s.deployments[%d].backend", at, j), "web_search needs a provider with its own web search (%s), not %s", strings.Join(webSearchProviders, ", "), provider)
+			}
+		}
 		if ids[m.ID] {
 			p.add(at+".id", "duplicate model %q", m.ID)
 		}
@@ -687,6 +700,10 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 		m.Fallback.validate(p, at+".fallback")
 	}
 }
+
+// webSearchProviders are the providers whose own web search a model with
+// web_search uses: OpenAI and Azure OpenAI serve web search themselves.
+var webSearchProviders = []string{"anthropic", "gemini", "vertex", "openai", "azure"}
 
 // reasoningEfforts are the reasoning efforts of the OpenAI API, in order.
 var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}

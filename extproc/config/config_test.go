@@ -273,3 +273,22 @@ func TestNullIsAbsent(t *testing.T) {
 		t.Errorf("Parse = %+v, %v", cfg, err)
 	}
 }
+
+// web_search needs every deployment of the model on a provider with a web
+// search of its own.
+func TestWebSearchProviders(t *testing.T) {
+	cfg := `
+backends:
+  - {name: claude, provider: anthropic, base_url: https://api.anthropic.com}
+  - {name: br, provider: bedrock, base_url: https://bedrock-runtime.us-east-1.amazonaws.com, region: us-east-1}
+models:
+  - {id: ok, web_search: true, deployments: [{backend: claude, model: claude-sonnet-4-5}]}
+  - {id: bad, web_search: true, deployments: [{backend: claude, model: claude-sonnet-4-5}, {backend: br, model: x}]}
+`
+	_, err := Parse([]byte(cfg))
+	var cerr *Error
+	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 ||
+		cerr.Problems[0] != "models[1].deployments[1].backend: web_search needs a provider with its own web search (anthropic, gemini, vertex, openai, azure), not bedrock" {
+		t.Errorf("Parse: %v", err)
+	}
+}

@@ -147,6 +147,9 @@ type Model struct {
 	// ReasoningEfforts are the reasoning efforts the model takes; GET
 	// /v1/models lists them.
 	ReasoningEfforts []string
+	// WebSearch lets the model search the web with its provider's own
+	// search when a client asks for it.
+	WebSearch bool
 	// Timeouts override its backends' member by member.
 	Timeouts Timeouts
 	// Fallback, when set, has Envoy pick the deployment of each attempt

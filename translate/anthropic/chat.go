@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -27,9 +29,10 @@ type chat struct {
 	// jsonMode: a JSON response_format is answered by the json_response
 	// tool, whose input becomes the message content.
 	jsonMode bool
-	// native: a JSON schema is asked for with output_config, and answered
-	// as text.
-	native bool
+	// opts are what the target allows the request.
+	opts buildOptions
+	// warning is what the answer's Head says the request went without.
+	warning string
 	// maxTokens is the max_tokens sent.
 	maxTokens int64
 }
@@ -52,7 +55,12 @@ func NewChatToolJSON(t translate.Target, req *api.ChatRequest) translate.Transla
 
 func newTranslator(t translate.Target, req *api.ChatRequest, native bool) *chat {
 	p := req.AnswerParams()
-	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), native: native, maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
+	c := &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch},
+		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
+	if !t.WebSearch && !jsonscan.IsNull(req.Members["web_search_options"]) {
+		c.warning = api.WebSearchOff
+	}
+	return c
 }
 
 // MaxOutputTokens implements translate.OutputBound: max_tokens is
@@ -61,7 +69,7 @@ func (c *chat) MaxOutputTokens() int64 { return c.maxTokens }
 
 // RequestBody builds the Messages API request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	r, err := buildRequest(c.target.Model, c.req, c.native)
+	r, err := buildRequest(c.target.Model, c.req, c.opts)
 	if err != nil {
 		return translate.Upstream{}, err
 	}
@@ -83,10 +91,10 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if status/100 == 2 && mt == "text/event-stream" {
 		c.stream = true
-		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true, Warning: c.warning}
 	}
 	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json"}
+		return translate.Head{Status: status, ContentType: "application/json", Warning: c.warning}
 	}
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
@@ -152,6 +160,13 @@ type contentBlockIn struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
+	// Citations are a text block's sources: for web search results, the
+	// page's URL and title.
+	Citations []struct {
+		Type  string `json:"type"`
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	} `json:"citations"`
 }
 
 // completion turns a Message into a chat.completion. A body that is no
@@ -180,7 +195,13 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		}
 		switch b.Type {
 		case "text":
+			start := utf8.RuneCountInString(text.String()) // blocks are few: counting again is cheap
 			text.WriteString(b.Text)
+			for _, cite := range b.Citations {
+				if cite.Type == "web_search_result_location" && cite.URL != "" {
+					msg.Annotations = append(msg.Annotations, api.URLCitation(start, start+utf8.RuneCountInString(b.Text), cite.URL, cite.Title))
+				}
+			}
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
 			msg.ThinkingBlocks = append(msg.ThinkingBlocks, api.ThinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})

@@ -49,11 +49,24 @@ type imageSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
+// tool is a client tool (name, description, input schema) or one
+// Anthropic runs (type, name and its settings): web search.
 type tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Type         string          `json:"type,omitempty"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	UserLocation *userLocation   `json:"user_location,omitempty"`
 }
+
+// userLocation is where web search results are local to.
+type userLocation struct {
+	Type string `json:"type"`
+	api.Location
+}
+
+// webSearchTool is the version of Anthropic's web search tool sent.
+const webSearchTool = "web_search_20250305"
 
 type request struct {
 	Model         string          `json:"model"`
@@ -94,10 +107,14 @@ type metadata struct {
 // answers by calling it, and its input is the client's JSON content.
 const jsonTool = "json_response"
 
-// buildRequest maps the OpenAI request onto the Messages API; native:
-// a JSON schema is asked for with output_config (structured outputs)
-// rather than through a forced tool.
-func buildRequest(model string, req *api.ChatRequest, native bool) (*request, error) {
+// buildOptions are what the target allows the request: native, a JSON
+// schema asked for with output_config (structured outputs) rather than
+// through a forced tool; webSearch, Anthropic's web search for
+// web_search_options.
+type buildOptions struct{ native, webSearch bool }
+
+// buildRequest maps the OpenAI request onto the Messages API.
+func buildRequest(model string, req *api.ChatRequest, opts buildOptions) (*request, error) {
 	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
@@ -120,11 +137,18 @@ func buildRequest(model string, req *api.ChatRequest, native bool) (*request, er
 	if err := out.setTools(in); err != nil {
 		return nil, err
 	}
+	if ws := in.WebSearchOptions; ws != nil && opts.webSearch {
+		search := tool{Type: webSearchTool, Name: "web_search"}
+		if ws.UserLocation != nil && ws.UserLocation.Approximate != (api.Location{}) {
+			search.UserLocation = &userLocation{Type: "approximate", Location: ws.UserLocation.Approximate}
+		}
+		out.Tools = append(out.Tools, search)
+	}
 	if err := out.setThinking(in.ReasoningEffort); err != nil {
 		return nil, err
 	}
 	out.keepThinking()
-	if rf := in.ResponseFormat; native && rf != nil && rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
+	if rf := in.ResponseFormat; opts.native && rf != nil && rf.Type == "json_schema" && len(rf.JSONSchema.Schema) > 0 {
 		out.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: StrictSchema(rf.JSONSchema.Schema)}}
 		return out, nil
 	}

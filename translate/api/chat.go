@@ -50,6 +50,29 @@ type Message struct {
 	// ThinkingBlocks are the provider's thinking as it must be sent back
 	// (ThinkingBlock); absent where it has none to send back.
 	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks,omitempty"`
+	// Annotations cite the web pages a web search found, by the span of
+	// Content they support.
+	Annotations []Annotation `json:"annotations,omitempty"`
+}
+
+// Annotation is a url_citation annotation: StartIndex and EndIndex count
+// Unicode code points of the message content.
+type Annotation struct {
+	Type        string `json:"type"`
+	URLCitation struct {
+		StartIndex int    `json:"start_index"`
+		EndIndex   int    `json:"end_index"`
+		URL        string `json:"url"`
+		Title      string `json:"title"`
+	} `json:"url_citation"`
+}
+
+// URLCitation is the annotation citing url (titled title) for content's
+// code points start to end.
+func URLCitation(start, end int, url, title string) Annotation {
+	a := Annotation{Type: "url_citation"}
+	a.URLCitation.StartIndex, a.URLCitation.EndIndex, a.URLCitation.URL, a.URLCitation.Title = start, end, url, title
+	return a
 }
 
 // ThinkingBlock is a block of a model's thinking with what the provider

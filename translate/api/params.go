@@ -25,6 +25,30 @@ type ChatParams struct {
 	ReasoningEffort     string          `json:"reasoning_effort"`
 	User                string          `json:"user"`
 	ResponseFormat      *ResponseFormat `json:"response_format"`
+	// WebSearchOptions asks the model to search the web.
+	WebSearchOptions *WebSearchOptions `json:"web_search_options"`
+}
+
+// WebSearchOptions are chat's web_search_options: where the user roughly
+// is, for local results. (search_context_size has no equivalent outside
+// OpenAI.)
+type WebSearchOptions struct {
+	UserLocation *struct {
+		Approximate Location `json:"approximate"`
+	} `json:"user_location"`
+}
+
+// WebSearchOff is the warning (translate.Head.Warning) of an answer made
+// without the web search the request asked for.
+const WebSearchOff = "web_search_options left out: web search is not enabled for this model"
+
+// Location is an approximate location, as OpenAI's and Anthropic's web
+// searches take it.
+type Location struct {
+	City     string `json:"city,omitempty"`
+	Region   string `json:"region,omitempty"`
+	Country  string `json:"country,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // ChatMessage is one message of the conversation. Content stays raw: a

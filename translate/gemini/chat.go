@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -26,16 +28,22 @@ type chat struct {
 	usage   translate.Usage
 	dec     sse.Decoder
 	st      streamState
+	// warning is what the answer's Head says the request went without.
+	warning string
 }
 
 // NewChat returns the chat translator for provider gemini.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req, now: time.Now}
+	c := &chat{target: t, req: req, now: time.Now}
+	if !t.WebSearch && !jsonscan.IsNull(req.Members["web_search_options"]) {
+		c.warning = api.WebSearchOff
+	}
+	return c
 }
 
 // RequestBody builds the generateContent request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	r, err := buildRequest(c.req)
+	r, err := buildRequest(c.req, c.target.WebSearch)
 	if err != nil {
 		return translate.Upstream{}, err
 	}
@@ -68,9 +76,9 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	switch {
 	case status/100 == 2 && mt == "text/event-stream":
 		c.stream = true
-		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true, Warning: c.warning}
 	case status/100 == 2:
-		return translate.Head{Status: status, ContentType: "application/json"}
+		return translate.Head{Status: status, ContentType: "application/json", Warning: c.warning}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
 	}
@@ -102,8 +110,9 @@ type responseIn struct {
 				ThoughtSignature string        `json:"thoughtSignature"`
 			} `json:"parts"`
 		} `json:"content"`
-		FinishReason string `json:"finishReason"`
-		Index        int    `json:"index"`
+		FinishReason      string             `json:"finishReason"`
+		Index             int                `json:"index"`
+		GroundingMetadata *groundingMetadata `json:"groundingMetadata"`
 	} `json:"candidates"`
 	UsageMetadata *struct {
 		PromptTokenCount        int64 `json:"promptTokenCount"`
@@ -114,6 +123,46 @@ type responseIn struct {
 	} `json:"usageMetadata"`
 	ModelVersion string `json:"modelVersion"`
 	ResponseID   string `json:"responseId"`
+}
+
+// groundingMetadata is what Google Search grounding found: the web pages
+// (chunks) and which bytes of the answer's text each supports.
+type groundingMetadata struct {
+	GroundingChunks []struct {
+		Web *struct {
+			URI   string `json:"uri"`
+			Title string `json:"title"`
+		} `json:"web"`
+	} `json:"groundingChunks"`
+	GroundingSupports []struct {
+		Segment struct {
+			StartIndex int `json:"startIndex"`
+			EndIndex   int `json:"endIndex"`
+		} `json:"segment"`
+		GroundingChunkIndices []int `json:"groundingChunkIndices"`
+	} `json:"groundingSupports"`
+}
+
+// annotations are the url_citation annotations of grounding on text: a
+// segment's byte offsets become code point indices of text, one
+// annotation per web page that supports it. Offsets out of text are
+// clamped; chunks that are no web page are left out.
+func (g *groundingMetadata) annotations(text string) []api.Annotation {
+	if g == nil {
+		return nil
+	}
+	var out []api.Annotation
+	at := func(offset int) int { return utf8.RuneCountInString(text[:max(0, min(offset, len(text)))]) }
+	for _, s := range g.GroundingSupports {
+		for _, i := range s.GroundingChunkIndices {
+			if i < 0 || i >= len(g.GroundingChunks) || g.GroundingChunks[i].Web == nil || g.GroundingChunks[i].Web.URI == "" {
+				continue
+			}
+			web := g.GroundingChunks[i].Web
+			out = append(out, api.URLCitation(at(s.Segment.StartIndex), at(s.Segment.EndIndex), web.URI, web.Title))
+		}
+	}
+	return out
 }
 
 func (r *responseIn) usage() (translate.Usage, bool) {
@@ -200,6 +249,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 			}
 		}
 		msg.SetText(text.String(), reasoning.String())
+		msg.Annotations = cand.GroundingMetadata.annotations(text.String())
 		choices = append(choices, api.Choice{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
 	}
 	cc := api.NewChatCompletion(r.ResponseID, r.ModelVersion, c.created)

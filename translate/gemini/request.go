@@ -43,8 +43,10 @@ type functionDecl struct {
 	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
 }
 
+// toolDecl is a Tool: function declarations, or Google Search.
 type toolDecl struct {
-	FunctionDeclarations []functionDecl `json:"functionDeclarations"`
+	FunctionDeclarations []functionDecl `json:"functionDeclarations,omitempty"`
+	GoogleSearch         *struct{}      `json:"googleSearch,omitempty"`
 }
 
 type generationConfig struct {
@@ -71,7 +73,9 @@ type request struct {
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
 }
 
-func buildRequest(req *api.ChatRequest) (*request, error) {
+// buildRequest maps the request; webSearch: web_search_options turn
+// Google Search grounding on.
+func buildRequest(req *api.ChatRequest, webSearch bool) (*request, error) {
 	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
@@ -82,6 +86,9 @@ func buildRequest(req *api.ChatRequest) (*request, error) {
 	}
 	if err := out.setTools(in); err != nil {
 		return nil, err
+	}
+	if in.WebSearchOptions != nil && webSearch {
+		out.Tools = append(out.Tools, toolDecl{GoogleSearch: &struct{}{}})
 	}
 	gc, err := generation(in)
 	out.GenerationConfig = gc

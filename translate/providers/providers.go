@@ -179,11 +179,12 @@ func (p Provider) ResponsesTranslator(t translate.Target, r *responses.Request, 
 	if p.Responses != nil {
 		return p.Responses(t, r, history, id), nil
 	}
-	chat, err := responses.ToChat(r, history)
+	search := responses.WebSearch(t.WebSearch)
+	chat, err := responses.ToChat(r, history, search)
 	if err != nil {
 		return nil, err
 	}
-	return responses.NewTranslator(p.Chat(t, chat), r, history, id, created), nil
+	return responses.NewTranslator(p.Chat(t, chat), r, history, id, created, search), nil
 }
 
 // CompactTranslator builds the translator of a POST /v1/responses/compact

@@ -74,7 +74,12 @@ func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 	}
 	var parts []any
 	if msg.Content != nil && *msg.Content != "" {
-		parts = append(parts, map[string]any{"type": "output_text", "text": *msg.Content, "annotations": []any{}, "logprobs": []any{}})
+		annotations := []any{}
+		for _, a := range msg.Annotations {
+			c := a.URLCitation
+			annotations = append(annotations, map[string]any{"type": "url_citation", "url": c.URL, "title": c.Title, "start_index": c.StartIndex, "end_index": c.EndIndex})
+		}
+		parts = append(parts, map[string]any{"type": "output_text", "text": *msg.Content, "annotations": annotations, "logprobs": []any{}})
 	}
 	if msg.Refusal != nil && *msg.Refusal != "" {
 		parts = append(parts, map[string]any{"type": "refusal", "refusal": *msg.Refusal})

@@ -77,10 +77,28 @@ func (r *Request) Items() ([]json.RawMessage, error) {
 	return items, err
 }
 
+// Option sets what the target allows a bridged request.
+type Option func(*options)
+
+type options struct{ webSearch bool }
+
+// WebSearch(true): the model may search the web with its provider's own
+// search (translate.Target.WebSearch), so a web_search tool becomes the
+// chat request's web_search_options rather than being left out.
+func WebSearch(on bool) Option { return func(o *options) { o.webSearch = on } }
+
+func optionsOf(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
 // ToChat builds the chat completions request for the provider translators:
 // instructions, then history (the items of earlier turns, from the
 // conversation store), then this request's input.
-func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
+func ToChat(r *Request, history []json.RawMessage, opts ...Option) (*api.ChatRequest, error) {
 	m := r.Members
 	c := chat{members: map[string]any{"model": r.Model}}
 	if r.Stream {
@@ -110,6 +128,9 @@ func ToChat(r *Request, history []json.RawMessage) (*api.ChatRequest, error) {
 	}
 	if err := c.setTools(r); err != nil {
 		return nil, err
+	}
+	if ws := r.tools.webSearch; ws != nil && optionsOf(opts).webSearch {
+		c.members["web_search_options"] = ws
 	}
 	c.setReasoningAndFormat(m)
 	c.members["messages"] = c.messages

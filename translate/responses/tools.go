@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/translate/api"
@@ -48,6 +49,9 @@ type toolset struct {
 	chat   []json.RawMessage // the chat request's tools
 	byName map[string]clientTool
 	left   []string // the types of the tools left out, in request order
+	// webSearch is the chat request's web_search_options for a web_search
+	// tool, when the model may search with its provider's search.
+	webSearch *api.WebSearchOptions
 }
 
 // toolParam is a Responses tool, as far as the bridge reads it.
@@ -63,6 +67,12 @@ type toolParam struct {
 		Definition string `json:"definition"`
 	} `json:"format"`
 	Tools []json.RawMessage `json:"tools"`
+	// ExternalWebAccess and UserLocation are a web_search tool's: false
+	// asks for cached results only, which no other provider offers.
+	ExternalWebAccess *bool `json:"external_web_access"`
+	UserLocation      *struct {
+		api.Location
+	} `json:"user_location"`
 }
 
 // parseTools reads the request's tools.
@@ -108,6 +118,16 @@ func (ts *toolset) add(param string, raw json.RawMessage, ns string) error {
 	case "":
 		return &api.RequestError{Param: param + ".type", Code: "missing_required_parameter",
 			Message: fmt.Sprintf("Missing required parameter: '%s.type'.", param)}
+	case "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11":
+		ts.left = append(ts.left, t.Type)
+		if ns == "" && (t.ExternalWebAccess == nil || *t.ExternalWebAccess) {
+			ts.webSearch = &api.WebSearchOptions{}
+			if t.UserLocation != nil && t.UserLocation.Location != (api.Location{}) {
+				ts.webSearch.UserLocation = &struct {
+					Approximate api.Location `json:"approximate"`
+				}{t.UserLocation.Location}
+			}
+		}
 	default:
 		ts.left = append(ts.left, t.Type)
 	}
@@ -163,11 +183,15 @@ func (ts toolset) call(name string) clientTool {
 }
 
 // warning is the response's warning, empty when every tool was offered.
-func (ts toolset) warning() string {
-	if len(ts.left) == 0 {
+func (ts toolset) warning(webSearch bool) string {
+	left := ts.left
+	if webSearch && ts.webSearch != nil {
+		left = slices.DeleteFunc(slices.Clone(left), func(typ string) bool { return strings.HasPrefix(typ, "web_search") })
+	}
+	if len(left) == 0 {
 		return ""
 	}
-	return "tools not available through this model and left out: " + strings.Join(ts.left, ", ")
+	return "tools not available through this model and left out: " + strings.Join(left, ", ")
 }
 
 // customInput is the input of a custom tool call, from the arguments the

@@ -76,7 +76,7 @@ func TestBridgeOffersEveryToolType(t *testing.T) {
 		!slices.Equal(patch.Required, []string{"input"}) {
 		t.Errorf("apply_patch parameters %+v", patch)
 	}
-	if w := r.tools.warning(); !strings.HasSuffix(w, ": web_search, tool_search") {
+	if w := r.tools.warning(false); !strings.HasSuffix(w, ": web_search, tool_search") {
 		t.Errorf("warning %q", w)
 	}
 
@@ -271,5 +271,62 @@ func TestBridgeItemReferences(t *testing.T) {
 	msgs := chatMessages(t, req)
 	if calls, _ := msgs[1]["tool_calls"].([]any); len(msgs) != 3 || len(calls) != 1 || msgs[2]["content"] != "4" {
 		t.Errorf("messages %v: want the question, the referenced call once and its output", msgs)
+	}
+}
+
+// A web_search tool reaches a model whose operator allows web search as
+// web_search_options (with its location), and the citations come back as
+// the output text's url_citation annotations; otherwise, and always for
+// Codex's cached-only search (external_web_access false), it is left out
+// and named in the warning.
+func TestWebSearchTool(t *testing.T) {
+	build := func(tools string, search bool) (*Translator, map[string]any) {
+		r, err := ParseRequest([]byte(`{"model":"m","input":"Shannon?","tools":[` + tools + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := ToChat(r, nil, WebSearch(search))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := NewTranslator(anthropic.NewChat(translate.Target{Model: "claude-sonnet-4-5", WebSearch: search}, req), r, nil, "resp_1", 1700000000, WebSearch(search))
+		up, err := tr.RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		json.Unmarshal(up.Body, &m)
+		return tr, m
+	}
+	tr, m := build(`{"type":"web_search","user_location":{"type":"approximate","city":"Oslo"}}`, true)
+	if got, _ := json.Marshal(m["tools"]); string(got) != `[{"name":"web_search","type":"web_search_20250305","user_location":{"city":"Oslo","type":"approximate"}}]` {
+		t.Errorf("tools %s", got)
+	}
+	if h := tr.ResponseHeaders(200, "application/json"); h.Warning != "" {
+		t.Errorf("warning %q", h.Warning)
+	}
+	out, err := tr.ResponseBody([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[`+
+		`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"shannon"}},`+
+		`{"type":"text","text":"Born in 1916.","citations":[{"type":"web_search_result_location","url":"https://example.com/s","title":"S","cited_text":"1916"}]}],`+
+		`"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":5}}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "Response", out)
+	if !strings.Contains(string(out), `"annotations":[{"end_index":13,"start_index":0,"title":"S","type":"url_citation","url":"https://example.com/s"}]`) || strings.Contains(string(out), "function_call") {
+		t.Errorf("response %s", out)
+	}
+
+	for _, tt := range []struct {
+		tools  string
+		search bool
+	}{{`{"type":"web_search"}`, false}, {`{"type":"web_search","external_web_access":false}`, true}} {
+		tr, m := build(tt.tools, tt.search)
+		if m["tools"] != nil {
+			t.Errorf("%s: tools %v", tt.tools, m["tools"])
+		}
+		if h := tr.ResponseHeaders(200, "application/json"); !strings.Contains(h.Warning, "left out: web_search") {
+			t.Errorf("%s: warning %q", tt.tools, h.Warning)
+		}
 	}
 }

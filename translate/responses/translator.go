@@ -22,12 +22,13 @@ type Translator struct {
 	stream  *Stream
 	body    []byte // the whole Response, for JSON exchanges
 	output  []json.RawMessage
+	opts    options
 }
 
-// NewTranslator wraps chat, which was built from ToChat(r, history). id and
-// created identify the response being made.
-func NewTranslator(chat translate.Translator, r *Request, history []json.RawMessage, id string, created int64) *Translator {
-	return &Translator{chat: chat, req: r, history: history, id: id, created: created}
+// NewTranslator wraps chat, which was built from ToChat(r, history, opts).
+// id and created identify the response being made.
+func NewTranslator(chat translate.Translator, r *Request, history []json.RawMessage, id string, created int64, opts ...Option) *Translator {
+	return &Translator{chat: chat, req: r, history: history, id: id, created: created, opts: optionsOf(opts)}
 }
 
 // MaxOutputTokens implements translate.OutputBound for the chat
@@ -88,12 +89,19 @@ func responsesParam(chat string) string {
 func (t *Translator) ResponseHeaders(status int, contentType string) translate.Head {
 	t.head = t.chat.ResponseHeaders(status, contentType)
 	if t.head.Status/100 == 2 {
-		t.head.Warning = t.req.tools.warning()
+		t.head.Warning = joinWarnings(t.req.tools.warning(t.opts.webSearch), t.head.Warning)
 	}
 	if t.head.Stream {
 		t.stream = NewStream(t.req, t.id, t.created)
 	}
 	return t.head
+}
+
+func joinWarnings(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // ResponseBody implements translate.Translator. A chat completion the
