@@ -120,22 +120,44 @@ func continued(ctx context.Context, st parser, req *responses.Request) ([]json.R
 	if err != nil {
 		return nil, err
 	}
-	req.Dereference(func(id string) (json.RawMessage, bool) { return s.storedItem(ctx, p, id) })
-	return history, nil
+	if s.cfg.Responses == nil || p == nil {
+		return history, nil
+	}
+	stored := map[string][]json.RawMessage{} // output items by response id, as looked up
+	err = req.Dereference(history, func(id string) (json.RawMessage, bool, error) {
+		resp := responses.ResponseOfItem(id)
+		if resp == "" {
+			return nil, false, nil
+		}
+		output, ok := stored[resp]
+		if !ok {
+			if output, err = s.storedOutput(ctx, p, resp); err != nil {
+				return nil, false, err
+			}
+			stored[resp] = output
+		}
+		it, found := itemByID(output, id)
+		return it, found, nil
+	})
+	return history, err
 }
 
-// storedItem is an output item of a response the principal's account
-// stored, found by the response its id names.
-func (s *Server) storedItem(ctx context.Context, p *authz.Principal, id string) (json.RawMessage, bool) {
-	resp := responses.ResponseOfItem(id)
-	if resp == "" || s.cfg.Responses == nil || p == nil {
-		return nil, false
+// storedOutput is the output of a response the principal's account
+// stored; none for an unknown, expired or other account's response.
+func (s *Server) storedOutput(ctx context.Context, p *authz.Principal, id string) ([]json.RawMessage, error) {
+	r, err := s.cfg.Responses.Response(ctx, p.AccountID, id, s.now())
+	if errors.Is(err, authz.ErrNotFound) {
+		return nil, nil
 	}
-	r, err := s.cfg.Responses.Response(ctx, p.AccountID, resp, s.now())
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
-	for _, it := range r.Items[min(r.Inputs, len(r.Items)):] {
+	return r.Items[min(r.Inputs, len(r.Items)):], nil
+}
+
+// itemByID finds the item with id among items.
+func itemByID(items []json.RawMessage, id string) (json.RawMessage, bool) {
+	for _, it := range items {
 		var has struct{ ID string }
 		if json.Unmarshal(it, &has) == nil && has.ID == id {
 			return it, true

@@ -28,22 +28,8 @@ import (
 // agentModels are dev's scripted models: one per provider format.
 var agentModels = []string{"agent-gpt", "agent-claude", "agent-gemini", "agent-bedrock"}
 
-// agentClients finds node and the clients installed in testdata/agents;
-// without them the test skips, unless MODELGATE_TEST_NODE is set (CI),
-// where it fails.
-func agentClients(t *testing.T) (node, dir string) {
-	t.Helper()
-	dir, _ = filepath.Abs(filepath.Join("testdata", "agents"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "@openai", "codex", "package.json"))
-	node, pathErr := exec.LookPath("node")
-	if statErr != nil || pathErr != nil {
-		if os.Getenv("MODELGATE_TEST_NODE") != "" {
-			t.Fatalf("MODELGATE_TEST_NODE is set but node or the agent clients are missing (npm ci in %s): %v %v", dir, statErr, pathErr)
-		}
-		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
-	}
-	return node, dir
-}
+// agentClients finds node and the clients installed in testdata/agents.
+func agentClients(t *testing.T) (node, dir string) { return nodePackage(t, "agents", "@openai/codex") }
 
 // providerRequests are the requests the mock received whose body holds
 // marker, parsed.
@@ -134,8 +120,7 @@ func field(v any, name string) any {
 // answer must match a JSON schema (--output-schema, with reasoning still
 // on), on each provider.
 func TestCodex(t *testing.T) {
-	node, dir := agentClients(t)
-	_ = node
+	_, dir := agentClients(t)
 	codex := filepath.Join(dir, "node_modules", ".bin", "codex")
 	a := startDev(t, func(string) string { return "" })
 	for _, model := range agentModels {

@@ -410,16 +410,20 @@ func TestDevEndpointErrors(t *testing.T) {
 }
 
 // nodeSDK finds node and the official Node SDK installed in
-// testdata/nodesdk; without them the test skips, unless
-// MODELGATE_TEST_NODE is set (CI), where it fails.
-func nodeSDK(t *testing.T) (node, dir string) {
+// testdata/nodesdk.
+func nodeSDK(t *testing.T) (node, dir string) { return nodePackage(t, "nodesdk", "openai") }
+
+// nodePackage finds node and the npm packages installed in
+// testdata/<folder> (pkg, one of them, must be there); without them the
+// test skips, unless MODELGATE_TEST_NODE is set (CI), where it fails.
+func nodePackage(t *testing.T, folder, pkg string) (node, dir string) {
 	t.Helper()
-	dir, _ = filepath.Abs(filepath.Join("testdata", "nodesdk"))
-	_, statErr := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json"))
+	dir, _ = filepath.Abs(filepath.Join("testdata", folder))
+	_, statErr := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json"))
 	node, pathErr := exec.LookPath("node")
 	if statErr != nil || pathErr != nil {
 		if os.Getenv("MODELGATE_TEST_NODE") != "" {
-			t.Fatalf("MODELGATE_TEST_NODE is set but node or the SDK is missing (npm ci in %s): %v %v", dir, statErr, pathErr)
+			t.Fatalf("MODELGATE_TEST_NODE is set but node or %s is missing (npm ci in %s): %v %v", pkg, dir, statErr, pathErr)
 		}
 		t.Skipf("skipping: needs node and `npm ci` in %s", dir)
 	}

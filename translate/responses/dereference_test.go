@@ -2,6 +2,7 @@ package responses
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -25,27 +26,42 @@ func TestResponseOfItem(t *testing.T) {
 	}
 }
 
-// References to items the input holds stay (the translator copies them);
-// others are replaced by what find returns, or stay when it finds none.
+// References to items the input or the continued conversation holds stay
+// (the translator copies or drops them); others are replaced by what find
+// returns, or stay when it finds none.
 func TestDereference(t *testing.T) {
 	r, err := ParseRequest([]byte(`{"model":"m","input":[{"type":"message","id":"msg_in","role":"user","content":"hi"},` +
-		`{"type":"item_reference","id":"msg_in"},{"type":"item_reference","id":"rs_known"},{"type":"item_reference","id":"rs_unknown"}]}`))
+		`{"type":"item_reference","id":"msg_in"},{"type":"item_reference","id":"msg_old"},{"type":"item_reference","id":"rs_known"},{"type":"item_reference","id":"rs_unknown"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var asked []string
-	r.Dereference(func(id string) (json.RawMessage, bool) {
+	history := []json.RawMessage{json.RawMessage(`{"type":"message","id":"msg_old","role":"user","content":"earlier"}`)}
+	err = r.Dereference(history, func(id string) (json.RawMessage, bool, error) {
 		asked = append(asked, id)
 		if id == "rs_known" {
-			return json.RawMessage(`{"type":"reasoning","id":"rs_known","summary":[]}`), true
+			return json.RawMessage(`{"type":"reasoning","id":"rs_known","summary":[]}`), true, nil
 		}
-		return nil, false
+		return nil, false, nil
 	})
-	want := `[{"type":"message","id":"msg_in","role":"user","content":"hi"},{"type":"item_reference","id":"msg_in"},{"type":"reasoning","id":"rs_known","summary":[]},{"type":"item_reference","id":"rs_unknown"}]`
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"type":"message","id":"msg_in","role":"user","content":"hi"},{"type":"item_reference","id":"msg_in"},{"type":"item_reference","id":"msg_old"},{"type":"reasoning","id":"rs_known","summary":[]},{"type":"item_reference","id":"rs_unknown"}]`
 	if got := string(r.Members["input"]); got != want {
 		t.Errorf("input %s\nwant  %s", got, want)
 	}
 	if len(asked) != 2 {
-		t.Errorf("asked for %v, want the two references the input does not hold", asked)
+		t.Errorf("asked for %v, want the two references neither the input nor the history holds", asked)
+	}
+}
+
+// A store that fails fails the request, rather than calling the item
+// unknown.
+func TestDereferenceStoreError(t *testing.T) {
+	r, _ := ParseRequest([]byte(`{"model":"m","input":[{"type":"item_reference","id":"rs_1"}]}`))
+	failed := errors.New("store down")
+	if err := r.Dereference(nil, func(string) (json.RawMessage, bool, error) { return nil, false, failed }); !errors.Is(err, failed) {
+		t.Errorf("Dereference = %v, want the store's error", err)
 	}
 }

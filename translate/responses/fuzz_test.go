@@ -22,6 +22,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","previous_response_id":"resp_1","truncation":"auto","max_output_tokens":16}`))
 	f.Add([]byte(`{"model":"m","input":[{"type":"custom_tool_call","call_id":"c","name":"p","input":"x","namespace":"n"},{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"t"}]},{"type":"web_search_call"}],"tools":[{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"d"}},{"type":"namespace","name":"n","tools":[{"type":"function","name":"f"}]},{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"required"}}`))
 	f.Add([]byte(`{"model":"m","input":[null,1,"x",{}],"text":{"format":{"type":"json_schema","schema":{}}},"reasoning":{"effort":"high"}}`))
+	f.Add([]byte(`{"model":"m","input":[{"type":"item_reference","id":"rs_0a1b"},{"type":"item_reference","id":"fc_0a1b_0"},{"role":"user","content":[{"type":"input_file","file_data":"data:application/pdf;base64,JVBE","filename":"a.pdf"}]}],"tools":[{"type":"web_search","user_location":{"type":"approximate","city":"X"}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseRequest(body)
 		var re *api.RequestError
@@ -31,7 +32,14 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, err := ToChat(r, nil); err != nil && !errors.As(err, &re) {
+		// References resolve to stored items (here, each to a reasoning
+		// item of its id) before the request is bridged.
+		if err := r.Dereference(nil, func(id string) (json.RawMessage, bool, error) {
+			return mustJSON(map[string]any{"type": "reasoning", "id": id, "summary": []any{}}), ResponseOfItem(id) != "", nil
+		}); err != nil {
+			t.Fatalf("Dereference: %v", err)
+		}
+		if _, err := ToChat(r, nil, WebSearch(true)); err != nil && !errors.As(err, &re) {
 			t.Fatalf("ToChat error %v is not a client error", err)
 		}
 		compact := func(req *api.ChatRequest) translate.Translator {

@@ -130,19 +130,21 @@ func ResponseOfItem(itemID string) string {
 	return "resp_" + base
 }
 
-// Dereference replaces the input's item_references to items it does not
-// hold with the items find returns (found false leaves a reference as it
-// is, for the translator to resolve against the conversation or refuse).
-// A client that stores responses sends what it got back as references to
-// their items (the AI SDK does), with or without previous_response_id.
-func (r *Request) Dereference(find func(id string) (json.RawMessage, bool)) {
+// Dereference replaces the input's item_references to items neither it
+// nor history (the conversation previous_response_id continues) holds
+// with the items find returns (found false leaves a reference as it is,
+// for the translator to resolve or refuse; an error of find's is
+// returned). A client that stores responses sends what it got back as
+// references to their items (the AI SDK does), with or without
+// previous_response_id.
+func (r *Request) Dereference(history []json.RawMessage, find func(id string) (json.RawMessage, bool, error)) error {
 	raw := r.Members["input"]
 	var items []json.RawMessage
 	if !bytes.Contains(raw, []byte("item_reference")) || json.Unmarshal(raw, &items) != nil {
-		return
+		return nil
 	}
 	held := map[string]bool{}
-	for _, it := range items {
+	for _, it := range slices.Concat(history, items) {
 		var has struct{ Type, ID string }
 		if json.Unmarshal(it, &has) == nil && has.ID != "" && has.Type != "item_reference" {
 			held[has.ID] = true
@@ -154,11 +156,16 @@ func (r *Request) Dereference(find func(id string) (json.RawMessage, bool)) {
 		if json.Unmarshal(it, &ref) != nil || ref.Type != "item_reference" || held[ref.ID] {
 			continue
 		}
-		if found, ok := find(ref.ID); ok {
+		found, ok, err := find(ref.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
 			items[i], changed = found, true
 		}
 	}
 	if changed {
 		r.Members["input"] = mustJSON(items)
 	}
+	return nil
 }
