@@ -158,13 +158,17 @@ func errorBody(status int, body []byte) []byte {
 }
 
 type usageIn struct {
-	InputTokens          int64 `json:"inputTokens"`
-	OutputTokens         int64 `json:"outputTokens"`
-	CacheReadInputTokens int64 `json:"cacheReadInputTokens"`
+	InputTokens           int64 `json:"inputTokens"`
+	OutputTokens          int64 `json:"outputTokens"`
+	CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
+	CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
 }
 
+// normalize counts cache reads and writes as prompt tokens, as Bedrock's
+// totalTokens does and OpenAI's prompt_tokens includes cached tokens:
+// inputTokens are only the tokens after the last cache point.
 func (u usageIn) normalize() translate.Usage {
-	prompt := u.InputTokens + u.CacheReadInputTokens
+	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
 	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
 }
 

@@ -175,12 +175,17 @@ func (r *responseIn) usage() (translate.Usage, bool) {
 		TotalTokens: m.PromptTokenCount + completion, CachedTokens: m.CachedContentTokenCount, ReasoningTokens: m.ThoughtsTokenCount}, true
 }
 
-// finishReason maps Gemini's finishReason; calls make it tool_calls.
+// finishReason maps Gemini's (and Vertex AI's) finishReason; calls make
+// it tool_calls. Every reason a safety, policy or recitation filter ends
+// an answer with is content_filter, so a blocked answer never looks like
+// an empty normal one; reasons OpenAI has no word for (LANGUAGE, OTHER, a
+// malformed or unexpected function call, NO_IMAGE) are stop.
 func finishReason(reason string, calledTools bool) string {
 	switch reason {
 	case "MAX_TOKENS":
 		return "length"
-	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MODEL_ARMOR",
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
 		return "content_filter"
 	}
 	if calledTools {

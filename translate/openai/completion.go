@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/translate"
@@ -45,7 +46,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	hasChoices := false
 	for _, m := range members {
 		switch {
-		case jsonscan.IsNull(m.Value):
+		case jsonscan.IsNull(m.Value), foreignServiceTier(m):
 			f.drop(&d, m)
 			continue
 		case string(name(m.Key)) == "choices":
@@ -74,6 +75,16 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return body, nil // nothing to change: the caller may keep it as it came
 	}
 	return f.apply(make([]byte, 0, len(doc)+64*len(f.edits))), nil
+}
+
+// serviceTiers are the service_tier values OpenAI's schema allows.
+var serviceTiers = []string{`"auto"`, `"default"`, `"flex"`, `"scale"`, `"priority"`}
+
+// foreignServiceTier reports a service_tier member whose value OpenAI's
+// schema does not allow (Groq's "on_demand"): it goes, as a client's SDK
+// may refuse an enum value it does not know.
+func foreignServiceTier(m jsonscan.Member) bool {
+	return string(name(m.Key)) == "service_tier" && !slices.Contains(serviceTiers, string(m.Value))
 }
 
 // completionChoices adds the members the schema requires that providers

@@ -131,7 +131,7 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	for _, m := range members {
 		key := string(name(m.Key))
 		// OpenAI sends "usage": null on each chunk for clients that asked.
-		if key == "usage" && !keepUsage || jsonscan.IsNull(m.Value) && key != "choices" && key != "usage" {
+		if key == "usage" && !keepUsage || jsonscan.IsNull(m.Value) && key != "choices" && key != "usage" || foreignServiceTier(m) {
 			f.drop(&d, m)
 		} else {
 			f.keep(&d, m)

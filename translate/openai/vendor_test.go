@@ -1,0 +1,56 @@
+package openai
+
+import (
+	"strings"
+	"testing"
+
+	"modelgate/translate"
+	"modelgate/translate/api"
+	"modelgate/translate/api/spec"
+)
+
+// A service_tier OpenAI's schema does not know (Groq answers "on_demand")
+// goes, in JSON and in stream chunks; OpenAI's own stay. (Groq's answer
+// as its API reference shows it; no recording has the member.)
+func TestForeignServiceTier(t *testing.T) {
+	chat := func(stream bool) translate.Translator {
+		body := `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`
+		if stream {
+			body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`
+		}
+		req, err := api.ParseChatRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewCompatibleChat(CompatibleProviders()["groq"])(translate.Target{Model: "llama-3.3-70b-versatile"}, req)
+		c.RequestBody() //nolint:errcheck // a valid request
+		if stream {
+			c.ResponseHeaders(200, "text/event-stream")
+		} else {
+			c.ResponseHeaders(200, "application/json")
+		}
+		return c
+	}
+	for tier, kept := range map[string]bool{"on_demand": false, "default": true} {
+		out, err := chat(false).ResponseBody([]byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"llama-3.3-70b-versatile",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"logprobs":null,"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4},"system_fingerprint":"fp_1","x_groq":{"id":"req_1"},"service_tier":"`+tier+`"}`), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", out)
+		if strings.Contains(string(out), `"service_tier"`) != kept {
+			t.Errorf("%s: %s", tier, out)
+		}
+		out, err = chat(true).ResponseBody([]byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","service_tier":"`+tier+`",`+
+			`"choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}`+"\n\n"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := strings.CutPrefix(strings.TrimSpace(string(out)), "data: ")
+		spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(data))
+		if strings.Contains(data, `"service_tier"`) != kept {
+			t.Errorf("%s chunk: %s", tier, out)
+		}
+	}
+}
