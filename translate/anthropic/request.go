@@ -35,6 +35,9 @@ type block struct {
 	Content   []block         `json:"content,omitempty"`
 	// Title is a document block's.
 	Title string `json:"title,omitempty"`
+	// CacheControl is the client's prompt caching marker, as sent (with
+	// its ttl).
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 	// Thinking and Signature are a thinking block's, Data a redacted
 	// thinking block's.
 	Thinking  string `json:"thinking,omitempty"`
@@ -57,6 +60,7 @@ type tool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
 	UserLocation *userLocation   `json:"user_location,omitempty"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // userLocation is where web search results are local to.
@@ -69,8 +73,9 @@ type userLocation struct {
 const webSearchTool = "web_search_20250305"
 
 type request struct {
-	Model         string          `json:"model"`
-	System        string          `json:"system,omitempty"`
+	Model string `json:"model"`
+	// System is a string, or text blocks when one carries a cache marker.
+	System        json.RawMessage `json:"system,omitempty"`
 	Messages      []message       `json:"messages"`
 	MaxTokens     int64           `json:"max_tokens"`
 	Temperature   *float64        `json:"temperature,omitempty"`
@@ -217,22 +222,25 @@ func firstSet(vs ...*int64) *int64 {
 // setMessages moves system and developer messages to the system prompt,
 // turns tool results into user tool_result blocks and merges consecutive
 // messages of one role, as the Messages API wants alternating turns.
+// Cache markers (cache_control) go with the block they mark, as sent: on
+// a part, its block; on a message, its last block; on a tool, the tool.
 func (r *request) setMessages(msgs []api.ChatMessage) error {
-	var system []string
+	var system []block
 	for i, m := range msgs {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
 		case "system", "developer":
-			text, err := api.TextContent(param, m.Content)
+			text, marker, err := m.TextAndMarker(param)
 			if err != nil {
 				return err
 			}
-			system = append(system, text)
+			system = append(system, block{Type: "text", Text: text, CacheControl: marker})
 		case "user":
 			blocks, err := userBlocks(param, m.Content)
 			if err != nil {
 				return err
 			}
+			markLast(blocks, m.CacheControl)
 			r.add("user", blocks)
 		case "assistant":
 			blocks, err := assistantBlocks(param, m)
@@ -241,20 +249,48 @@ func (r *request) setMessages(msgs []api.ChatMessage) error {
 			}
 			r.add("assistant", blocks)
 		case "tool":
-			text, err := api.TextContent(param, m.Content)
+			text, marker, err := m.TextAndMarker(param)
 			if err != nil {
 				return err
 			}
-			r.add("user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: []block{{Type: "text", Text: text}}}})
+			r.add("user", []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: []block{{Type: "text", Text: text}}, CacheControl: marker}})
 		default:
 			return api.Invalid(param+".role", "Anthropic models do not take '%s' messages.", m.Role)
 		}
 	}
-	r.System = strings.Join(system, "\n\n")
+	r.System = systemPrompt(system)
 	if len(r.Messages) == 0 {
 		return api.Invalid("messages", "Anthropic models need at least one user or assistant message.")
 	}
 	return nil
+}
+
+// systemPrompt is the system messages' text joined, or their blocks when
+// one carries a cache marker; nil for none.
+func systemPrompt(blocks []block) json.RawMessage {
+	texts := make([]string, 0, len(blocks))
+	marked := false
+	for _, b := range blocks {
+		texts = append(texts, b.Text)
+		marked = marked || b.CacheControl != nil
+	}
+	var v any = strings.Join(texts, "\n\n")
+	switch {
+	case marked:
+		v = blocks
+	case len(blocks) == 0 || v == "":
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// markLast puts a message's cache marker on its last block, unless that
+// block carries one of its own.
+func markLast(blocks []block, marker json.RawMessage) {
+	if n := len(blocks); n > 0 && api.IsMarker(marker) && blocks[n-1].CacheControl == nil {
+		blocks[n-1].CacheControl = marker
+	}
 }
 
 func (r *request) add(role string, blocks []block) {
@@ -292,6 +328,9 @@ func userBlocks(param string, raw json.RawMessage) ([]block, error) {
 			out = append(out, doc)
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Anthropic models do not take '%s' parts.", p.Type)
+		}
+		if api.IsMarker(p.CacheControl) {
+			out[len(out)-1].CacheControl = p.CacheControl
 		}
 	}
 	return out, nil
@@ -351,12 +390,14 @@ func assistantBlocks(param string, m api.ChatMessage) ([]block, error) {
 		}
 	}
 	if len(m.Content) > 0 && string(m.Content) != "null" {
-		text, err := api.TextContent(param, m.Content)
+		// A marked part marks the one text block; a marker on the message
+		// goes on its last block (markLast).
+		text, marker, err := api.ChatMessage{Content: m.Content}.TextAndMarker(param)
 		if err != nil {
 			return nil, err
 		}
 		if text != "" {
-			out = append(out, block{Type: "text", Text: text})
+			out = append(out, block{Type: "text", Text: text, CacheControl: marker})
 		}
 	}
 	for j, tc := range m.ToolCalls {
@@ -366,6 +407,7 @@ func assistantBlocks(param string, m api.ChatMessage) ([]block, error) {
 		}
 		out = append(out, block{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
 	}
+	markLast(out, m.CacheControl)
 	return out, nil
 }
 
@@ -378,7 +420,11 @@ func (r *request) setTools(in api.ChatParams) error {
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		r.Tools = append(r.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+		var marker json.RawMessage
+		if api.IsMarker(t.CacheControl) {
+			marker = t.CacheControl
+		}
+		r.Tools = append(r.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema, CacheControl: marker})
 	}
 	choice, err := toolChoice(in.ToolChoice, in.ParallelToolCalls)
 	r.ToolChoice = choice

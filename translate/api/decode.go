@@ -225,7 +225,13 @@ type ContentPart struct {
 		FileID   string `json:"file_id"`
 		Filename string `json:"filename"`
 	} `json:"file"`
+	// CacheControl is a prompt caching marker on the part, as Anthropic
+	// takes it ({"type": "ephemeral", "ttl": "1h"}), kept as sent.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
+
+// IsMarker reports whether raw is a cache_control marker: set, not null.
+func IsMarker(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // FileData reads a file part's content, which a provider other than
 // OpenAI can take only inline: file_data, a base64 data URI. A file_id

@@ -61,6 +61,38 @@ type ChatMessage struct {
 	// ThinkingBlocks are an assistant message's thinking, as the gateway
 	// gave it to the client (Message.ThinkingBlocks).
 	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks"`
+	// CacheControl is a prompt caching marker on the whole message (on
+	// its last block, for a provider of blocks), kept as sent.
+	CacheControl json.RawMessage `json:"cache_control"`
+}
+
+// TextAndMarker reads content that must be text (TextContent), with its
+// cache_control marker (Marker). param names the message.
+func (m ChatMessage) TextAndMarker(param string) (string, json.RawMessage, error) {
+	text, err := TextContent(param, m.Content)
+	if err != nil {
+		return "", nil, err
+	}
+	var parts []ContentPart
+	if c := jsonscan.TrimSpace(m.Content); len(c) > 0 && c[0] == '[' {
+		parts, _ = Parts(param, m.Content) // TextContent read them
+	}
+	return text, m.Marker(parts), nil
+}
+
+// Marker is the cache_control marker of a message whose content a
+// provider takes as one block: the message's own, else its last marked
+// part's.
+func (m ChatMessage) Marker(parts []ContentPart) json.RawMessage {
+	if IsMarker(m.CacheControl) {
+		return m.CacheControl
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if IsMarker(parts[i].CacheControl) {
+			return parts[i].CacheControl
+		}
+	}
+	return nil
 }
 
 // Tool is a function the model may call.
@@ -71,6 +103,9 @@ type Tool struct {
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 	} `json:"function"`
+	// CacheControl is a prompt caching marker on the tool (caching the
+	// tools up to it), kept as sent.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 // ResponseFormat is the requested output format: text, json_object, or

@@ -19,6 +19,7 @@ type cblock struct {
 	Text             string            `json:"text,omitempty"`
 	Image            *imageBlock       `json:"image,omitempty"`
 	Document         *documentBlock    `json:"document,omitempty"`
+	CachePoint       *cachePoint       `json:"cachePoint,omitempty"`
 	ToolUse          *toolUse          `json:"toolUse,omitempty"`
 	ToolResult       *toolResult       `json:"toolResult,omitempty"`
 	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
@@ -109,14 +110,46 @@ type inferenceConfig struct {
 	StopSequences []string `json:"stopSequences,omitempty"`
 }
 
+// toolSpec is a tool, or a cache point after the tools before it.
 type toolSpec struct {
-	ToolSpec struct {
+	ToolSpec *struct {
 		Name        string `json:"name"`
 		Description string `json:"description,omitempty"`
 		InputSchema struct {
 			JSON json.RawMessage `json:"json"`
 		} `json:"inputSchema"`
-	} `json:"toolSpec"`
+	} `json:"toolSpec,omitempty"`
+	CachePoint *cachePoint `json:"cachePoint,omitempty"`
+}
+
+// newToolSpec is the tool name, described, taking input of schema.
+func newToolSpec(name, description string, schema json.RawMessage) toolSpec {
+	var s toolSpec
+	s.ToolSpec = &struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+		InputSchema struct {
+			JSON json.RawMessage `json:"json"`
+		} `json:"inputSchema"`
+	}{Name: name, Description: description}
+	s.ToolSpec.InputSchema.JSON = schema
+	return s
+}
+
+// cachePoint marks the end of a prompt prefix Bedrock caches: a client's
+// cache_control marker (its ttl left out, Converse's cache points have
+// one lifetime). Bedrock caches for Claude and Nova models; other models
+// get no cache points.
+type cachePoint struct {
+	Type string `json:"type"`
+}
+
+// cachePointBlock is the block of a cache point.
+var cachePointBlock = cblock{CachePoint: &cachePoint{Type: "default"}}
+
+// caches reports whether model takes cache points.
+func caches(model string) bool {
+	return strings.Contains(model, "anthropic.claude") || strings.Contains(model, "amazon.nova")
 }
 
 type toolConfig struct {
@@ -131,6 +164,9 @@ type converseRequest struct {
 	ToolConfig                   *toolConfig     `json:"toolConfig,omitempty"`
 	AdditionalModelRequestFields map[string]any  `json:"additionalModelRequestFields,omitempty"`
 	OutputConfig                 *outputConfig   `json:"outputConfig,omitempty"`
+	// caching: the model takes cache points (caches), where the client's
+	// cache_control markers become them.
+	caching bool
 }
 
 // outputConfig asks for a JSON answer natively (structured outputs): the
@@ -163,7 +199,7 @@ func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) 
 		client = in.MaxTokens
 	}
 	r := &converseRequest{InferenceConfig: inferenceConfig{MaxTokens: sentMaxTokens(model, client, in.ReasoningEffort),
-		Temperature: in.Temperature, TopP: in.TopP}}
+		Temperature: in.Temperature, TopP: in.TopP}, caching: caches(model)}
 	var err error
 	if r.InferenceConfig.StopSequences, err = api.StopSequences(in.Stop); err != nil {
 		return nil, err
@@ -249,9 +285,7 @@ func (r *converseRequest) setResponseFormat(in api.ChatParams) error {
 	} else if rf.Type != "json_object" && rf.Type != "json_schema" {
 		return api.Invalid("response_format.type", "Invalid 'response_format.type': '%s'.", rf.Type)
 	}
-	var spec toolSpec
-	spec.ToolSpec.Name, spec.ToolSpec.Description = jsonTool, "Respond with the answer as JSON matching this schema."
-	spec.ToolSpec.InputSchema.JSON = schema
+	spec := newToolSpec(jsonTool, "Respond with the answer as JSON matching this schema.", schema)
 	if r.ToolConfig == nil || len(r.ToolConfig.Tools) == 0 {
 		r.ToolConfig = &toolConfig{Tools: []toolSpec{spec}, ToolChoice: map[string]any{"tool": map[string]any{"name": jsonTool}}}
 		return nil
@@ -272,18 +306,19 @@ func (r *converseRequest) setMessages(in api.ChatParams) error {
 		role := m.Role
 		switch m.Role {
 		case "system", "developer":
-			text, err := api.TextContent(param, m.Content)
+			text, marker, err := m.TextAndMarker(param)
 			if err != nil {
 				return err
 			}
 			r.System = append(r.System, cblock{Text: text})
+			r.System = r.cachePoint(r.System, marker)
 			continue
 		case "user":
-			blocks, err = userBlocks(param, m.Content)
+			blocks, err = userBlocks(param, m.Content, r.caching)
 		case "assistant":
 			blocks = reasoningBlocks(m.ThinkingBlocks)
 			var text []cblock
-			text, err = assistantBlocks(param, m.Content)
+			text, err = assistantBlocks(param, m.Content, r.caching)
 			blocks = append(blocks, text...)
 			for j, tc := range m.ToolCalls {
 				input, err := api.ToolArguments(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), tc.Function.Arguments)
@@ -294,20 +329,30 @@ func (r *converseRequest) setMessages(in api.ChatParams) error {
 			}
 		case "tool":
 			var text string
-			text, err = api.TextContent(param, m.Content)
-			role, blocks = "user", []cblock{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []cblock{{Text: text}}}}}
+			var marker json.RawMessage
+			text, marker, err = m.TextAndMarker(param)
+			role, blocks = "user", r.cachePoint([]cblock{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []cblock{{Text: text}}}}}, marker)
 		default:
 			return api.Invalid(param+".role", "Bedrock Converse does not take '%s' messages.", m.Role)
 		}
 		if err != nil {
 			return err
 		}
-		r.add(role, blocks)
+		r.add(role, r.cachePoint(blocks, m.CacheControl))
 	}
 	if len(r.Messages) == 0 {
 		return api.Invalid("messages", "Bedrock Converse needs at least one user or assistant message.")
 	}
 	return nil
+}
+
+// cachePoint follows blocks with a cache point for a client's marker, on a
+// model that takes them, unless they end in one.
+func (r *converseRequest) cachePoint(blocks []cblock, marker json.RawMessage) []cblock {
+	if n := len(blocks); !r.caching || !api.IsMarker(marker) || n == 0 || blocks[n-1].CachePoint != nil {
+		return blocks
+	}
+	return append(blocks, cachePointBlock)
 }
 
 func (r *converseRequest) add(role string, blocks []cblock) {
@@ -370,18 +415,27 @@ func (r *converseRequest) keepReasoning() {
 	}
 }
 
-func assistantBlocks(param string, raw json.RawMessage) ([]cblock, error) {
+// assistantBlocks is an assistant message's text as one block, followed
+// by a cache point when caching and one of its parts is marked (a marker
+// on the message goes after its last block: setMessages).
+func assistantBlocks(param string, raw json.RawMessage, caching bool) ([]cblock, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	text, err := api.TextContent(param, raw)
+	text, marker, err := api.ChatMessage{Content: raw}.TextAndMarker(param)
 	if err != nil || text == "" {
 		return nil, err
 	}
-	return []cblock{{Text: text}}, nil
+	out := []cblock{{Text: text}}
+	if caching && api.IsMarker(marker) {
+		out = append(out, cachePointBlock)
+	}
+	return out, nil
 }
 
-func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
+// userBlocks maps a user message's parts; caching: a marked part is
+// followed by a cache point.
+func userBlocks(param string, raw json.RawMessage, caching bool) ([]cblock, error) {
 	parts, err := api.Parts(param, raw)
 	if err != nil {
 		return nil, err
@@ -405,6 +459,9 @@ func userBlocks(param string, raw json.RawMessage) ([]cblock, error) {
 			out = append(out, cblock{Document: doc})
 		default:
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
+		}
+		if caching && api.IsMarker(p.CacheControl) {
+			out = append(out, cachePointBlock)
 		}
 	}
 	return out, nil
@@ -438,13 +495,14 @@ func (r *converseRequest) setTools(in api.ChatParams) error {
 		if t.Type != "function" {
 			return api.Invalid(fmt.Sprintf("tools[%d].type", i), "Only function tools are supported, got '%s'.", t.Type)
 		}
-		var spec toolSpec
-		spec.ToolSpec.Name, spec.ToolSpec.Description = t.Function.Name, t.Function.Description
-		spec.ToolSpec.InputSchema.JSON = t.Function.Parameters
-		if len(spec.ToolSpec.InputSchema.JSON) == 0 {
-			spec.ToolSpec.InputSchema.JSON = json.RawMessage(`{"type":"object","properties":{}}`)
+		schema := t.Function.Parameters
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		tc.Tools = append(tc.Tools, spec)
+		tc.Tools = append(tc.Tools, newToolSpec(t.Function.Name, t.Function.Description, schema))
+		if r.caching && api.IsMarker(t.CacheControl) {
+			tc.Tools = append(tc.Tools, toolSpec{CachePoint: cachePointBlock.CachePoint})
+		}
 	}
 	choice, err := toolChoice(in.ToolChoice)
 	tc.ToolChoice = choice

@@ -106,6 +106,9 @@ func (c *chat) build(in chatIn) (*request, error) {
 	if r.MaxTokens == nil {
 		r.MaxTokens = in.MaxTokens
 	}
+	strip := api.Strip{ThinkingBlocks: true, ReasoningContent: true, CacheControl: true}
+	strip.Messages(in.Messages)
+	r.Tools = strip.Tools(r.Tools)
 	for _, m := range in.Messages {
 		if string(m["role"]) == `"developer"` {
 			m["role"] = json.RawMessage(`"system"`)

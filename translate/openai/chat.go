@@ -35,7 +35,7 @@ func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
 // RequestBody maps the public model to the upstream one and, for streams,
 // asks for usage so the gateway can always account for it.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	if c.req.Body != nil && c.req.ModelAt.End > 0 && c.quirks.plainRequest() && !c.quirks.replayed(c.req.Members["messages"]) {
+	if c.req.Body != nil && c.req.ModelAt.End > 0 && c.quirks.plainRequest() && !c.quirks.stripped(c.req.Members) {
 		body, err := c.editRequest()
 		if err != nil {
 			return translate.Upstream{}, err

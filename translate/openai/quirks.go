@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"modelgate/translate"
@@ -30,6 +29,11 @@ type Quirks struct {
 	// thinking; servers of open models may); other servers refuse it and
 	// get it removed. The gateway's own thinking_blocks go to none.
 	KeepsReasoningContent bool
+	// KeepsCacheControl: the server takes Anthropic's cache_control
+	// markers on messages, parts and tools (OpenRouter passes them to
+	// Anthropic); other servers refuse or ignore them (they cache
+	// prefixes by themselves) and get them removed.
+	KeepsCacheControl bool
 	// Embeddings are the server's /v1/embeddings quirks.
 	Embeddings EmbeddingsQuirks
 	// NoEmbeddings and NoTranscription mark a server without
@@ -45,7 +49,7 @@ type Quirks struct {
 
 // openaiOnly are OpenAI platform features other servers do not take.
 func openaiOnly() []string {
-	return []string{"store", "metadata", "service_tier", "modalities", "audio", "prediction", "web_search_options"}
+	return []string{"store", "metadata", "service_tier", "modalities", "audio", "prediction", "web_search_options", "prompt_cache_key", "prompt_cache_retention"}
 }
 
 // CompatibleProviders returns the quirks of each OpenAI-compatible
@@ -56,14 +60,14 @@ func openaiOnly() []string {
 // stream, OpenAI's too, as from buffered responses.
 func CompatibleProviders() map[string]Quirks {
 	return map[string]Quirks{
-		"openai-compatible": {KeepsReasoningContent: true},
+		"openai-compatible": {KeepsReasoningContent: true, KeepsCacheControl: true},
 		"mistral":           {MaxTokensName: "max_tokens", DeveloperAsSystem: true, NoStreamOptions: true, ContentParts: true, Drop: openaiOnly(), Embeddings: mistralEmbeddings},
 		"groq":              {Drop: append([]string{"logit_bias", "logprobs", "top_logprobs"}, openaiOnly()...), TranscriptionFormats: []string{"json", "text", "verbose_json"}, NoEmbeddings: true},
 		"deepseek":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true, KeepsReasoningContent: true},
 		"xai":               {Drop: openaiOnly(), NoEmbeddings: true, NoTranscription: true},
 		"together":          {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
 		"fireworks":         {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
-		"openrouter":        {KeepsReasoningContent: true},
+		"openrouter":        {KeepsReasoningContent: true, KeepsCacheControl: true},
 		"vllm":              {DeveloperAsSystem: true, Drop: openaiOnly(), KeepsReasoningContent: true},
 		"cerebras":          {DeveloperAsSystem: true, Drop: append([]string{"frequency_penalty", "presence_penalty", "logit_bias", "parallel_tool_calls"}, openaiOnly()...), NoEmbeddings: true, NoTranscription: true},
 		"ollama":            {MaxTokensName: "max_tokens", DeveloperAsSystem: true, Drop: openaiOnly(), NoTranscription: true, KeepsReasoningContent: true},
@@ -84,22 +88,29 @@ func (q Quirks) plainRequest() bool {
 	return q.MaxTokensName == "" && !q.DeveloperAsSystem && !q.NoStreamOptions && len(q.Drop) == 0
 }
 
-// replayed reports whether messages carry members a provider's answer
-// put in an assistant message that this server must not get back:
+// strip is what the server must not get in messages and tools:
 // thinking_blocks (the gateway's, for Claude's thinking) and, unless it
-// keeps it, reasoning_content. A client that sends each message back as
-// it got it sends them, also to another provider than the one that
-// answered (fallback, a change of model).
-func (q Quirks) replayed(messages []byte) bool {
-	return bytes.Contains(messages, []byte(`"thinking_blocks"`)) || !q.KeepsReasoningContent && bytes.Contains(messages, []byte(`"reasoning_content"`))
+// keeps them, reasoning_content and cache_control markers. A client that
+// sends each message back as it got it sends the first two, also to
+// another provider than the one that answered (fallback, a change of
+// model); cache markers are for Anthropic-shaped APIs.
+func (q Quirks) strip() api.Strip {
+	return api.Strip{ThinkingBlocks: true, ReasoningContent: !q.KeepsReasoningContent, CacheControl: !q.KeepsCacheControl}
+}
+
+// stripped reports whether the request's messages or tools may hold what
+// the server must not get.
+func (q Quirks) stripped(members map[string]json.RawMessage) bool {
+	s := q.strip()
+	return s.In(members["messages"]) || s.In(members["tools"])
 }
 
 func (q Quirks) apply(members map[string]json.RawMessage) error {
 	for _, name := range q.Drop {
 		delete(members, name)
 	}
-	if q.replayed(members["messages"]) {
-		if err := q.dropReplayed(members); err != nil {
+	if q.stripped(members) {
+		if err := q.dropStripped(members); err != nil {
 			return err
 		}
 	}
@@ -127,18 +138,20 @@ func (q Quirks) apply(members map[string]json.RawMessage) error {
 	return err
 }
 
-// dropReplayed removes what replayed finds from the messages.
-func (q Quirks) dropReplayed(members map[string]json.RawMessage) error {
+// dropStripped removes what strip names from the messages and tools.
+func (q Quirks) dropStripped(members map[string]json.RawMessage) error {
+	s := q.strip()
+	if tools, ok := members["tools"]; ok {
+		members["tools"] = s.Tools(tools)
+	}
+	if !s.In(members["messages"]) {
+		return nil
+	}
 	var msgs []map[string]json.RawMessage
 	if err := json.Unmarshal(members["messages"], &msgs); err != nil {
 		return err
 	}
-	for _, m := range msgs {
-		delete(m, "thinking_blocks")
-		if !q.KeepsReasoningContent {
-			delete(m, "reasoning_content")
-		}
-	}
+	s.Messages(msgs)
 	b, err := json.Marshal(msgs)
 	members["messages"] = b
 	return err

@@ -112,3 +112,34 @@ func TestReplayedReasoningMembers(t *testing.T) {
 		t.Errorf("plain request became %s", up.Body)
 	}
 }
+
+// Anthropic's cache_control markers reach OpenRouter and the generic
+// family (which may pass them to Anthropic) and no other OpenAI-shaped
+// server: removed from messages, content parts and tools, never from a
+// tool's parameters; OpenAI's prompt_cache_key reaches OpenAI alone.
+func TestCacheMarkersOnlyWhereTaken(t *testing.T) {
+	const body = `{"model":"x","prompt_cache_key":"k","messages":[{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral","ttl":"1h"}}]},` +
+		`{"role":"user","content":"u","cache_control":{"type":"ephemeral"}}],` +
+		`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"cache_control":{"type":"string"}}}},"cache_control":{"type":"ephemeral"}}]}`
+	for name, q := range map[string]Quirks{"openai": {}, "mistral": CompatibleProviders()["mistral"], "openrouter": CompatibleProviders()["openrouter"]} {
+		req, err := api.ParseChatRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := NewCompatibleChat(q)(translate.Target{Model: "m"}, req).RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(up.Body)
+		markers := strings.Count(got, `"cache_control":{"type":"ephemeral"`)
+		if want := map[string]int{"openai": 0, "mistral": 0, "openrouter": 3}[name]; markers != want {
+			t.Errorf("%s: %d markers, want %d: %s", name, markers, want, got)
+		}
+		if !strings.Contains(got, `"properties":{"cache_control":{"type":"string"}}`) {
+			t.Errorf("%s: the tool's parameters changed: %s", name, got)
+		}
+		if strings.Contains(got, "prompt_cache_key") != (name == "openai" || name == "openrouter") {
+			t.Errorf("%s: prompt_cache_key: %s", name, got)
+		}
+	}
+}
