@@ -152,7 +152,11 @@ type requestJSON struct {
 	PromptTokens     int64     `json:"prompt_tokens"`
 	CompletionTokens int64     `json:"completion_tokens"`
 	TotalTokens      int64     `json:"total_tokens"`
-	Estimated        bool      `json:"estimated"`
+	// CachedTokens are the prompt tokens read from the provider's cache,
+	// ReasoningTokens the completion tokens spent thinking.
+	CachedTokens    int64 `json:"cached_tokens"`
+	ReasoningTokens int64 `json:"reasoning_tokens"`
+	Estimated       bool  `json:"estimated"`
 	// Cost is a decimal string; null when the model had no price.
 	Cost       *string `json:"cost"`
 	DurationMS int64   `json:"duration_ms"`
@@ -161,7 +165,8 @@ type requestJSON struct {
 func requestOut(r authz.UsageRecord) requestJSON {
 	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
 		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
-		TotalTokens: r.TotalTokens, Estimated: r.Estimated, DurationMS: r.Duration.Milliseconds()}
+		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, Estimated: r.Estimated,
+		DurationMS: r.Duration.Milliseconds()}
 	if r.CostKnown {
 		c := r.Cost.String()
 		out.Cost = &c

@@ -69,6 +69,7 @@ func Messages(w http.ResponseWriter, body []byte) {
 		return
 	}
 	t := Answer(c)
+	t.cached(cacheUsage(anthropicSegments(body)))
 	content := anthropicContent(t)
 	stop := "end_turn"
 	if t.Call != nil {
@@ -78,13 +79,15 @@ func Messages(w http.ResponseWriter, body []byte) {
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
 			"content": content, "stop_reason": stop, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": t.OutputTokens}})
+			"usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": t.OutputTokens,
+				"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite}})
 		return
 	}
 	s := startSSE(w)
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": 1,
+			"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite}}})
 	for i, b := range content {
 		start := b
 		switch b.Type {

@@ -136,6 +136,7 @@ func Converse(w http.ResponseWriter, stream bool, body []byte) {
 		}
 	}
 	t := Answer(c)
+	t.cached(cacheUsage(converseSegments(body)))
 	var content []map[string]any
 	if t.Thinking != "" {
 		content = append(content, map[string]any{"reasoningContent": map[string]any{"reasoningText": map[string]any{"text": t.Thinking, "signature": t.Signature}}})
@@ -148,7 +149,8 @@ func Converse(w http.ResponseWriter, stream bool, body []byte) {
 	} else {
 		content = append(content, map[string]any{"text": t.Text})
 	}
-	usage := map[string]any{"inputTokens": t.InputTokens, "outputTokens": t.OutputTokens, "totalTokens": t.InputTokens + t.OutputTokens}
+	usage := map[string]any{"inputTokens": t.InputTokens, "outputTokens": t.OutputTokens, "cacheReadInputTokens": t.CacheRead,
+		"cacheWriteInputTokens": t.CacheWrite, "totalTokens": t.InputTokens + t.CacheRead + t.CacheWrite + t.OutputTokens}
 	if !stream {
 		writeJSON(w, http.StatusOK, map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
 			"stopReason": stop, "usage": usage, "metrics": map[string]any{"latencyMs": 1}})

@@ -26,7 +26,9 @@
 // refused, and where the provider requires it (Anthropic and Claude on
 // Bedrock with thinking on, Gemini's thought signatures on function
 // calls) a tool call turn sent back without its signed thinking is
-// refused with the provider's error.
+// refused with the provider's error. Claude (on Anthropic and Bedrock)
+// caches prompts at the client's cache markers as Anthropic documents it,
+// and reports cache reads and writes (cache.go).
 package scripted
 
 import (
@@ -73,8 +75,17 @@ type Turn struct {
 	Call *Call
 	// Text is the answer when Call is nil.
 	Text string
-	// InputTokens and OutputTokens are the turn's usage.
-	InputTokens, OutputTokens int
+	// InputTokens and OutputTokens are the turn's usage; InputTokens
+	// leaves out the prompt's cache reads and writes (CacheRead,
+	// CacheWrite).
+	InputTokens, OutputTokens, CacheRead, CacheWrite int
+}
+
+// cached sets the turn's cache reads and writes, which its input tokens
+// leave out.
+func (t *Turn) cached(read, write int) {
+	t.CacheRead, t.CacheWrite = read, write
+	t.InputTokens = max(1, t.InputTokens-read-write)
 }
 
 // Call is a tool call.

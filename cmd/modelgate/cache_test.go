@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A three-turn conversation with cache markers through the Anthropic and
+// the Bedrock translators, against the scripted model, which caches as
+// Anthropic documents prompt caching (cache points on Bedrock): the
+// system prompt and the newest user message are marked, the marker moving
+// to each new message as clients do. Turns 2 and 3 read from the cache:
+// the client's usage shows it, the ledger records it, and the cost prices
+// it at the cached price.
+func TestPromptCachingThreeTurns(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	system := strings.Repeat("You are a careful coding assistant who reads the repository before answering. ", 60)
+	for _, model := range []string{"agent-claude", "agent-bedrock"} {
+		t.Run(model, func(t *testing.T) {
+			// 10 a million tokens in, 1 cached, 10 out: costs tell cached tokens apart.
+			if status, body := a.admin(t, "PUT", "/admin/v1/prices", `{"model":"`+model+`","input":"10","cached_input":"1","output":"10"}`); status != 200 {
+				t.Fatalf("price: %d %s", status, body)
+			}
+			marker := `{"type":"ephemeral","ttl":"1h"}`
+			messages := []string{`{"role":"system","content":[{"type":"text","text":"` + system + `","cache_control":` + marker + `}]}`}
+			var cached []int64
+			var ids []string
+			for turn := 1; turn <= 3; turn++ {
+				user := "Turn " + strconv.Itoa(turn) + " of " + model + ": what does main.go do?"
+				msgs := append(append([]string{}, messages...), `{"role":"user","content":[{"type":"text","text":"`+user+`","cache_control":{"type":"ephemeral"}}]}`)
+				status, body := a.call(t, "POST", "/chat/completions", a.APIKey, `{"model":"`+model+`","messages":[`+strings.Join(msgs, ",")+`]}`)
+				if status != 200 {
+					t.Fatalf("turn %d: %d %s", turn, status, body)
+				}
+				var cc struct {
+					ID    string `json:"id"`
+					Usage struct {
+						PromptTokens        int64 `json:"prompt_tokens"`
+						PromptTokensDetails struct {
+							CachedTokens int64 `json:"cached_tokens"`
+						} `json:"prompt_tokens_details"`
+					} `json:"usage"`
+					Choices []struct {
+						Message struct{ Content string }
+					}
+				}
+				json.Unmarshal(body, &cc)
+				cached = append(cached, cc.Usage.PromptTokensDetails.CachedTokens)
+				if cc.Usage.PromptTokensDetails.CachedTokens > cc.Usage.PromptTokens {
+					t.Errorf("turn %d: %d cached of %d prompt tokens", turn, cc.Usage.PromptTokensDetails.CachedTokens, cc.Usage.PromptTokens)
+				}
+				// The client sends the answer back, and its message unmarked.
+				answer, _ := json.Marshal(cc.Choices[0].Message.Content)
+				messages = append(messages, `{"role":"user","content":"`+user+`"}`, `{"role":"assistant","content":`+string(answer)+`}`)
+				ids = append(ids, cc.ID)
+			}
+			t.Logf("cached tokens by turn: %v", cached)
+			if cached[0] != 0 || cached[1] < int64(len(system)/4) || cached[2] <= cached[1] {
+				t.Fatalf("cached tokens by turn %v: want none, then at least the system prompt's %d, then more", cached, len(system)/4)
+			}
+			// The ledger has each turn's cached tokens, priced at the cached price.
+			var page struct {
+				Data []struct {
+					Model            string
+					PromptTokens     int64   `json:"prompt_tokens"`
+					CompletionTokens int64   `json:"completion_tokens"`
+					CachedTokens     int64   `json:"cached_tokens"`
+					Cost             *string `json:"cost"`
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			var got []int64
+			for {
+				_, body := a.admin(t, "GET", "/admin/v1/requests?limit=100", "")
+				json.Unmarshal(body, &page)
+				got = got[:0]
+				for _, r := range page.Data {
+					if r.Model == model {
+						got = append([]int64{r.CachedTokens}, got...) // newest first
+					}
+				}
+				if len(got) == 3 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(got) != 3 || got[0] != cached[0] || got[1] != cached[1] || got[2] != cached[2] {
+				t.Fatalf("ledger cached tokens %v, want %v", got, cached)
+			}
+			for _, r := range page.Data {
+				if r.Model != model || r.Cost == nil {
+					continue
+				}
+				want := float64(r.PromptTokens-r.CachedTokens)*10e-6 + float64(r.CachedTokens)*1e-6 + float64(r.CompletionTokens)*10e-6
+				if cost, err := strconv.ParseFloat(*r.Cost, 64); err != nil || cost < want*0.999 || cost > want*1.001 {
+					t.Errorf("cost %s for %d prompt (%d cached) and %d completion tokens, want %.9f", *r.Cost, r.PromptTokens, r.CachedTokens, r.CompletionTokens, want)
+				}
+			}
+		})
+	}
+}
