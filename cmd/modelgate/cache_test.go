@@ -27,7 +27,6 @@ func TestPromptCachingThreeTurns(t *testing.T) {
 			marker := `{"type":"ephemeral","ttl":"1h"}`
 			messages := []string{`{"role":"system","content":[{"type":"text","text":"` + system + `","cache_control":` + marker + `}]}`}
 			var cached []int64
-			var ids []string
 			for turn := 1; turn <= 3; turn++ {
 				user := "Turn " + strconv.Itoa(turn) + " of " + model + ": what does main.go do?"
 				msgs := append(append([]string{}, messages...), `{"role":"user","content":[{"type":"text","text":"`+user+`","cache_control":{"type":"ephemeral"}}]}`)
@@ -36,7 +35,6 @@ func TestPromptCachingThreeTurns(t *testing.T) {
 					t.Fatalf("turn %d: %d %s", turn, status, body)
 				}
 				var cc struct {
-					ID    string `json:"id"`
 					Usage struct {
 						PromptTokens        int64 `json:"prompt_tokens"`
 						PromptTokensDetails struct {
@@ -55,7 +53,6 @@ func TestPromptCachingThreeTurns(t *testing.T) {
 				// The client sends the answer back, and its message unmarked.
 				answer, _ := json.Marshal(cc.Choices[0].Message.Content)
 				messages = append(messages, `{"role":"user","content":"`+user+`"}`, `{"role":"assistant","content":`+string(answer)+`}`)
-				ids = append(ids, cc.ID)
 			}
 			t.Logf("cached tokens by turn: %v", cached)
 			if cached[0] != 0 || cached[1] < int64(len(system)/4) || cached[2] <= cached[1] {
