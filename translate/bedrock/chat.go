@@ -226,6 +226,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		switch {
 		case b.ToolUse != nil && c.jsonMode && b.ToolUse.Name == jsonTool:
 			text.WriteString(compact(b.ToolUse.Input))
+		case b.ToolUse != nil && b.ToolUse.Type == serverToolUse:
 		case b.ToolUse != nil:
 			msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, b.ToolUse.ToolUseID, b.ToolUse.Name, compact(b.ToolUse.Input)))
 		case b.ReasoningContent != nil && b.ReasoningContent.ReasoningText != nil:

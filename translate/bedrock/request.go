@@ -91,7 +91,15 @@ type toolUse struct {
 	ToolUseID string          `json:"toolUseId"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
+	// Type is "server_tool_use" in an answer for a tool Bedrock ran itself
+	// (Nova's system tools: nova_code_interpreter, nova_grounding); never
+	// sent.
+	Type string `json:"type,omitempty"`
 }
+
+// serverToolUse is the type of a tool use Bedrock ran itself: the client
+// must not run it, so it is no tool call.
+const serverToolUse = "server_tool_use"
 
 type toolResult struct {
 	ToolUseID string   `json:"toolUseId"`

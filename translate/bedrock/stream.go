@@ -13,6 +13,7 @@ type streamEvent struct {
 		ToolUse *struct {
 			ToolUseID string `json:"toolUseId"`
 			Name      string `json:"name"`
+			Type      string `json:"type"`
 		} `json:"toolUse"`
 	} `json:"start"`
 	Delta struct {
@@ -114,7 +115,7 @@ func exceptionType(code string) string {
 
 func (c *chat) blockStart(out []byte, ev streamEvent) []byte {
 	tu := ev.Start.ToolUse
-	if tu == nil {
+	if tu == nil || tu.Type == serverToolUse { // one Bedrock runs: its input deltas go nowhere
 		return out
 	}
 	if c.jsonMode && tu.Name == jsonTool {
