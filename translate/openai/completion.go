@@ -41,7 +41,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
 	}
 	f := &c.fix
-	f.reset(doc, false)
+	f.reset(doc, c.quirks.ContentParts)
 	d := newDropper()
 	hasChoices := false
 	for _, m := range members {
@@ -151,12 +151,14 @@ func (f *chunkFix) insert(open, last int, member string) {
 }
 
 // completionMessage drops the message's null members but content and
-// refusal, which it adds when absent, and types its tool calls.
+// refusal, which it adds when absent, and types its tool calls. Content
+// as typed parts (Mistral's thinking answers, Quirks.ContentParts) becomes
+// its text, the thinking reasoning_content, as in streams.
 func completionMessage(f *chunkFix, msg jsonscan.Member) error {
 	it, _ := jsonscan.Entries(f.doc, msg.VS)
 	d := newDropper()
-	hasContent, hasRefusal := false, false
-	var calls jsonscan.Member
+	hasContent, hasRefusal, hasReasoning := false, false, false
+	var calls, content, reasoning jsonscan.Member
 	hasCalls := false
 	last := -1
 	for {
@@ -167,7 +169,9 @@ func completionMessage(f *chunkFix, msg jsonscan.Member) error {
 		key := string(name(m.Key))
 		switch key {
 		case "content":
-			hasContent = true
+			hasContent, content = true, m
+		case "reasoning_content":
+			hasReasoning, reasoning = jsonscan.Kind(m.Value) == jsonscan.String, m
 		case "refusal":
 			hasRefusal = true
 		case "tool_calls":
@@ -181,6 +185,9 @@ func completionMessage(f *chunkFix, msg jsonscan.Member) error {
 		last = m.End
 	}
 	f.close(&d)
+	if hasContent && f.parts && jsonscan.Kind(content.Value) == jsonscan.Array {
+		f.flatten(content, reasoning, hasReasoning)
+	}
 	var add []string
 	if !hasContent {
 		add = append(add, `"content":null`)

@@ -54,3 +54,31 @@ func TestForeignServiceTier(t *testing.T) {
 		}
 	}
 }
+
+// magistralAnswer is a Mistral thinking answer as Mistral's reasoning
+// documentation shows it: the message content as typed parts, the
+// thinking first.
+const magistralAnswer = `{"id":"cmpl-1","object":"chat.completion","model":"magistral-medium-latest","created":1,"choices":[{"index":0,"message":{"role":"assistant","tool_calls":null,` +
+	`"content":[{"type":"thinking","thinking":[{"type":"text","text":"2 and 2 make 4."}]},{"type":"text","text":"The answer is 4."}]},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30}}`
+
+// A Mistral thinking answer in JSON, like its streams, has its text as the
+// content and its thinking as reasoning_content: never the parts array the
+// schema forbids, never the thinking in the content.
+func TestMistralThinkingAnswer(t *testing.T) {
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"2+2?"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCompatibleChat(CompatibleProviders()["mistral"])(translate.Target{Model: "magistral-medium-latest"}, req)
+	c.RequestBody() //nolint:errcheck // a valid request
+	c.ResponseHeaders(200, "application/json")
+	out, err := c.ResponseBody([]byte(magistralAnswer), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ValidateT(t, "CreateChatCompletionResponse", out)
+	if !strings.Contains(string(out), `"content":"The answer is 4.","reasoning_content":"2 and 2 make 4."`) {
+		t.Errorf("answer %s", out)
+	}
+}
