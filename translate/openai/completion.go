@@ -77,6 +77,25 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	return f.apply(make([]byte, 0, len(doc)+64*len(f.edits))), nil
 }
 
+// finishReasons are the finish reasons of OpenAI's schema.
+var finishReasons = []string{`"stop"`, `"length"`, `"tool_calls"`, `"content_filter"`, `"function_call"`}
+
+// finishReason is the schema's finish reason for a server's (a JSON
+// string or null), and whether it was one already. Servers of the family
+// have their own: Mistral's model_length (the model's context is full)
+// and DeepSeek's insufficient_system_resource (the answer was cut short)
+// are length; any other (Mistral's error, vLLM's abort) is stop.
+func finishReason(raw []byte) ([]byte, bool) {
+	if jsonscan.IsNull(raw) || slices.Contains(finishReasons, string(raw)) || jsonscan.Kind(raw) != jsonscan.String {
+		return raw, true
+	}
+	switch string(raw) {
+	case `"model_length"`, `"insufficient_system_resource"`:
+		return []byte(`"length"`), false
+	}
+	return []byte(`"stop"`), false
+}
+
 // serviceTiers are the service_tier values OpenAI's schema allows.
 var serviceTiers = []string{`"auto"`, `"default"`, `"flex"`, `"scale"`, `"priority"`}
 
@@ -124,6 +143,10 @@ func completionChoices(f *chunkFix, choices jsonscan.Member) error {
 				hasLogprobs = true
 			case "message":
 				msg, hasMsg = m, true
+			case "finish_reason":
+				if r, ok := finishReason(m.Value); !ok {
+					f.replace(m, r)
+				}
 			}
 		}
 		if hasMsg && !jsonscan.IsNull(msg.Value) {

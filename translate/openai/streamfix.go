@@ -247,6 +247,9 @@ func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
 			if k := jsonscan.Kind(m.Value); k != jsonscan.String && k != jsonscan.Null {
 				f.fail("choices[].finish_reason")
 			}
+			if r, ok := finishReason(m.Value); !ok {
+				f.replace(m, r)
+			}
 		case "logprobs":
 			if k := jsonscan.Kind(m.Value); k != jsonscan.Object && k != jsonscan.Null {
 				f.fail("choices[].logprobs")

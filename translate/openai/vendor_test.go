@@ -82,3 +82,33 @@ func TestMistralThinkingAnswer(t *testing.T) {
 		t.Errorf("answer %s", out)
 	}
 }
+
+// Finish reasons of the family that OpenAI's schema does not have become
+// the nearest it has, in JSON and in chunks.
+func TestForeignFinishReasons(t *testing.T) {
+	for reason, want := range map[string]string{"model_length": "length", "insufficient_system_resource": "length", "error": "stop", "abort": "stop", "tool_calls": "tool_calls", "content_filter": "content_filter"} {
+		req, _ := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Hi"}]}`))
+		c := NewCompatibleChat(CompatibleProviders()["mistral"])(translate.Target{Model: "m"}, req)
+		c.RequestBody() //nolint:errcheck // a valid request
+		c.ResponseHeaders(200, "application/json")
+		out, err := c.ResponseBody([]byte(`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"`+reason+`","message":{"role":"assistant","content":"Hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.ValidateT(t, "CreateChatCompletionResponse", out)
+		if !strings.Contains(string(out), `"finish_reason":"`+want+`"`) {
+			t.Errorf("%s: %s, want %s", reason, out, want)
+		}
+
+		sreq, _ := api.ParseChatRequest([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"Hi"}]}`))
+		s := NewCompatibleChat(CompatibleProviders()["mistral"])(translate.Target{Model: "m"}, sreq)
+		s.RequestBody() //nolint:errcheck // a valid request
+		s.ResponseHeaders(200, "text/event-stream")
+		out, _ = s.ResponseBody([]byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"`+reason+`"}]}`+"\n\n"), false)
+		data, _ := strings.CutPrefix(strings.TrimSpace(string(out)), "data: ")
+		spec.ValidateT(t, "CreateChatCompletionStreamResponse", []byte(data))
+		if !strings.Contains(data, `"finish_reason":"`+want+`"`) {
+			t.Errorf("%s chunk: %s", reason, out)
+		}
+	}
+}
