@@ -89,20 +89,13 @@ func TestReplayedReasoningMembers(t *testing.T) {
 		`{"role":"assistant","content":null,"reasoning_content":"I need the weather.","thinking_blocks":[{"type":"thinking","thinking":"I need the weather.","signature":"EqQB"}],` +
 		`"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"w","arguments":"{}"}}]},{"role":"tool","tool_call_id":"toolu_1","content":"sunny"}]}`
 	for name, q := range map[string]Quirks{"openai": {}, "mistral": CompatibleProviders()["mistral"], "groq": CompatibleProviders()["groq"], "deepseek": CompatibleProviders()["deepseek"]} {
-		req, err := api.ParseChatRequest([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		up, err := NewCompatibleChat(q)(translate.Target{Model: "m"}, req).RequestBody()
-		if err != nil {
-			t.Fatal(err)
-		}
+		body := upstreamBody(t, q, body)
 		var got struct{ Messages []map[string]json.RawMessage }
-		json.Unmarshal(up.Body, &got)
+		json.Unmarshal(body, &got)
 		assistant := got.Messages[1]
 		_, reasoning := assistant["reasoning_content"]
 		if _, thinking := assistant["thinking_blocks"]; thinking || reasoning != (name == "deepseek") || assistant["tool_calls"] == nil || len(got.Messages) != 3 {
-			t.Errorf("%s: assistant message %s", name, up.Body)
+			t.Errorf("%s: assistant message %s", name, body)
 		}
 	}
 	// Without them the request takes the fast path, untouched but for the model.
@@ -122,15 +115,7 @@ func TestCacheMarkersOnlyWhereTaken(t *testing.T) {
 		`{"role":"user","content":"u","cache_control":{"type":"ephemeral"}}],` +
 		`"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"cache_control":{"type":"string"}}}},"cache_control":{"type":"ephemeral"}}]}`
 	for name, q := range map[string]Quirks{"openai": {}, "mistral": CompatibleProviders()["mistral"], "openrouter": CompatibleProviders()["openrouter"]} {
-		req, err := api.ParseChatRequest([]byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		up, err := NewCompatibleChat(q)(translate.Target{Model: "m"}, req).RequestBody()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := string(up.Body)
+		got := string(upstreamBody(t, q, body))
 		markers := strings.Count(got, `"cache_control":{"type":"ephemeral"`)
 		if want := map[string]int{"openai": 0, "mistral": 0, "openrouter": 3}[name]; markers != want {
 			t.Errorf("%s: %d markers, want %d: %s", name, markers, want, got)
@@ -142,4 +127,18 @@ func TestCacheMarkersOnlyWhereTaken(t *testing.T) {
 			t.Errorf("%s: prompt_cache_key: %s", name, got)
 		}
 	}
+}
+
+// upstreamBody is the body a server with quirks q is sent for body.
+func upstreamBody(t *testing.T, q Quirks, body string) []byte {
+	t.Helper()
+	req, err := api.ParseChatRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := NewCompatibleChat(q)(translate.Target{Model: "m"}, req).RequestBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up.Body
 }
