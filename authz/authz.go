@@ -216,6 +216,9 @@ type UsageRecord struct {
 	CompletionTokens int64
 	TotalTokens      int64
 	CachedTokens     int64
+	// CacheWriteTokens are the prompt tokens written to the provider's
+	// prompt cache.
+	CacheWriteTokens int64
 	ReasoningTokens  int64
 	// Estimated reports that the token counts are the gateway's estimate:
 	// the exchange consumed tokens (it broke off, or the provider sent no

@@ -151,6 +151,7 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 		PromptTokens:     prompt,
 		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.answer.generated)),
 		CachedTokens:     u.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens,
 		ReasoningTokens:  u.ReasoningTokens,
 		// Audio and images are not estimated: the provider's count, if
 		// any, stands.

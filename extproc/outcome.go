@@ -94,6 +94,7 @@ func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) 
 		CompletionTokens: o.usage.CompletionTokens,
 		TotalTokens:      o.usage.TotalTokens,
 		CachedTokens:     o.usage.CachedTokens,
+		CacheWriteTokens: o.usage.CacheWriteTokens,
 		ReasoningTokens:  o.usage.ReasoningTokens,
 		Audio:            audioDuration(o.usage.AudioSeconds),
 		Images:           o.usage.Images,

@@ -49,7 +49,7 @@ type metadataSlab struct {
 // when it asked for none, which only prices for any size or quality
 // match).
 func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
-	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens,
+	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images}
 	if ex.flow != nil {

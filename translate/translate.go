@@ -103,6 +103,9 @@ type Usage struct {
 	CompletionTokens int64
 	TotalTokens      int64
 	CachedTokens     int64
+	// CacheWriteTokens are the prompt tokens the provider wrote to its
+	// prompt cache (Anthropic's cache creation, Bedrock's cache writes).
+	CacheWriteTokens int64
 	ReasoningTokens  int64
 	// AudioSeconds is the seconds of audio a transcription processed, as
 	// the provider's answer states them (its duration usage, else the

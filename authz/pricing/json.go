@@ -41,14 +41,17 @@ func (n *Nanos) UnmarshalText(b []byte) error {
 // priceJSON is a Price as the admin API and the stores write it: amounts
 // as decimal strings, From as RFC 3339 (null for always).
 type priceJSON struct {
-	Model       string      `json:"model"`
-	From        *time.Time  `json:"from"`
-	Input       Nanos       `json:"input"`
-	CachedInput *Nanos      `json:"cached_input"`
-	Output      Nanos       `json:"output"`
-	Reasoning   *Nanos      `json:"reasoning"`
-	AudioSecond Nanos       `json:"audio_second"`
-	Images      []imageJSON `json:"images"`
+	Model       string     `json:"model"`
+	From        *time.Time `json:"from"`
+	Input       Nanos      `json:"input"`
+	CachedInput *Nanos     `json:"cached_input"`
+	// CacheWriteInput is left out when unset, so that stores written
+	// before it existed read back the same.
+	CacheWriteInput *Nanos      `json:"cache_write_input,omitempty"`
+	Output          Nanos       `json:"output"`
+	Reasoning       *Nanos      `json:"reasoning"`
+	AudioSecond     Nanos       `json:"audio_second"`
+	Images          []imageJSON `json:"images"`
 }
 
 type imageJSON struct {
@@ -59,7 +62,7 @@ type imageJSON struct {
 
 // MarshalJSON writes the price with its amounts as exact decimal strings.
 func (p Price) MarshalJSON() ([]byte, error) {
-	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, Output: p.Output,
+	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, CacheWriteInput: p.CacheWriteInput, Output: p.Output,
 		Reasoning: p.Reasoning, AudioSecond: p.AudioSecond, Images: []imageJSON{}}
 	if !p.From.IsZero() {
 		from := p.From.UTC()
@@ -84,7 +87,7 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return err
 	}
-	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, Output: j.Output,
+	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, CacheWriteInput: j.CacheWriteInput, Output: j.Output,
 		Reasoning: j.Reasoning, AudioSecond: j.AudioSecond}
 	if j.From != nil {
 		from, err := ParseInstant(*j.From)

@@ -88,6 +88,10 @@ type Price struct {
 	// CachedInput is the price of prompt tokens read from the provider's
 	// cache; nil means Input.
 	CachedInput *Nanos
+	// CacheWriteInput is the price of prompt tokens written to the
+	// provider's cache (Anthropic and Bedrock charge 1.25× input for 5
+	// minutes); nil means Input.
+	CacheWriteInput *Nanos
 	// Output is the price of generated tokens.
 	Output Nanos
 	// Reasoning is the price of reasoning tokens, which providers count
@@ -110,6 +114,7 @@ type ImagePrice struct {
 type Usage struct {
 	PromptTokens     int64
 	CachedTokens     int64 // of the prompt tokens
+	CacheWriteTokens int64 // of the prompt tokens
 	CompletionTokens int64
 	ReasoningTokens  int64 // of the completion tokens
 	AudioSeconds     float64
@@ -154,7 +159,7 @@ func (p Price) check() error {
 		return errors.New("no model")
 	}
 	amounts := []Nanos{p.Input, p.Output, p.AudioSecond}
-	for _, o := range []*Nanos{p.CachedInput, p.Reasoning} {
+	for _, o := range []*Nanos{p.CachedInput, p.CacheWriteInput, p.Reasoning} {
 		if o != nil {
 			amounts = append(amounts, *o)
 		}
@@ -188,16 +193,19 @@ func (t *Table) At(model string, at time.Time) (Price, bool) {
 }
 
 // Cost is what u costs at price p: prompt tokens at the input price
-// (cached ones at the cached price), completion tokens at the output price
+// (cached ones at the cached price, those written to the cache at the
+// cache write price), completion tokens at the output price
 // (reasoning ones at the reasoning price), audio by the second and images
 // each. known is false for an image whose size and quality p has no
 // price for: the cost is then unknown, not the rest alone.
 func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 	cached := min(max(u.CachedTokens, 0), max(u.PromptTokens, 0))
+	written := min(max(u.CacheWriteTokens, 0), max(u.PromptTokens, 0)-cached)
 	reasoning := min(max(u.ReasoningTokens, 0), max(u.CompletionTokens, 0))
 	var sum acc
-	sum.tokens(u.PromptTokens-cached, p.Input)
+	sum.tokens(u.PromptTokens-cached-written, p.Input)
 	sum.tokens(cached, or(p.CachedInput, p.Input))
+	sum.tokens(written, or(p.CacheWriteInput, p.Input))
 	sum.tokens(u.CompletionTokens-reasoning, p.Output)
 	sum.tokens(reasoning, or(p.Reasoning, p.Output))
 	if u.AudioSeconds > 0 {

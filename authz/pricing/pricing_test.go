@@ -130,6 +130,7 @@ func TestNewTableRefuses(t *testing.T) {
 		"two prices from one date": {{Model: "m", Input: 1}, {Model: "m", Input: 2}},
 		"a negative input":         {{Model: "m", Input: -1}},
 		"a negative cached price":  {{Model: "m", CachedInput: &neg}},
+		"a negative write price":   {{Model: "m", CacheWriteInput: &neg}},
 		"a negative image price":   {{Model: "m", Images: []ImagePrice{{Each: -5}}}},
 		"no model":                 {{Input: 1}},
 	} {
@@ -140,12 +141,12 @@ func TestNewTableRefuses(t *testing.T) {
 }
 
 func TestCost(t *testing.T) {
-	cachedPrice, reasoningPrice := amount(t, "1.25"), amount(t, "20")
+	cachedPrice, reasoningPrice, writePrice := amount(t, "1.25"), amount(t, "20"), amount(t, "3.125")
 	gpt := Price{Model: "gpt", Input: amount(t, "2.50"), Output: amount(t, "10"), AudioSecond: amount(t, "0.0001"),
 		Images: []ImagePrice{{Each: amount(t, "0.04")}, {Size: "1024x1792", Each: amount(t, "0.08")},
 			{Size: "1024x1792", Quality: "hd", Each: amount(t, "0.12")}}}
 	withOwn := gpt
-	withOwn.CachedInput, withOwn.Reasoning = &cachedPrice, &reasoningPrice
+	withOwn.CachedInput, withOwn.Reasoning, withOwn.CacheWriteInput = &cachedPrice, &reasoningPrice, &writePrice
 	for _, c := range []struct {
 		name  string
 		price Price
@@ -158,6 +159,11 @@ func TestCost(t *testing.T) {
 		{"cached, no cached price", gpt, Usage{PromptTokens: 1000, CachedTokens: 400}, "0.0025"},
 		// 600 at 2.50 and 400 at 1.25 a million.
 		{"cached at its own price", withOwn, Usage{PromptTokens: 1000, CachedTokens: 400}, "0.002"},
+		// 400 at 2.50, 200 cached at 1.25 and 400 written at 3.125 a million.
+		{"cache writes at their own price", withOwn, Usage{PromptTokens: 1000, CachedTokens: 200, CacheWriteTokens: 400}, "0.0025"},
+		{"cache writes at the input price", gpt, Usage{PromptTokens: 1000, CacheWriteTokens: 400}, "0.0025"},
+		// More written than the prompt left after the cached tokens charges no negative tokens.
+		{"writes beyond the prompt", withOwn, Usage{PromptTokens: 100, CachedTokens: 60, CacheWriteTokens: 500}, "0.0002"},
 		// 300 at 10 and 200 reasoning at 20 a million.
 		{"reasoning at its own price", withOwn, Usage{CompletionTokens: 500, ReasoningTokens: 200}, "0.007"},
 		{"reasoning at the output price", gpt, Usage{CompletionTokens: 500, ReasoningTokens: 200}, "0.005"},

@@ -14,10 +14,10 @@ import (
 // usageInsertHead is the usage INSERT up to its rows of parameters.
 const usageInsertHead = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at, cost_nanos,
-	audio_ms, images, client_request_id)
+	audio_ms, images, client_request_id, cache_write_tokens)
 	VALUES `
 
-const usageColumns = 21
+const usageColumns = 22
 
 // usageGroups are the row counts of the usage INSERTs the Store prepares
 // at Open, largest first. A batch goes out in as many of the largest as
@@ -49,7 +49,8 @@ func appendUsageArgs(args []any, r authz.UsageRecord) []any {
 	return append(args, id, r.RequestID, reuse(prev, 2, r.KeyID), reuse(prev, 3, r.AccountID),
 		reuse(prev, 4, r.Endpoint), reuse(prev, 5, r.Model), reuse(prev, 6, r.Backend), int64(r.Status),
 		r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated,
-		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli(), cost(r), r.Audio.Milliseconds(), r.Images, r.ClientRequestID)
+		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli(), cost(r), r.Audio.Milliseconds(), r.Images, r.ClientRequestID,
+		r.CacheWriteTokens)
 }
 
 // cost is a record's cost parameter: NULL when it is unknown.

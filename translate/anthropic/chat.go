@@ -126,7 +126,7 @@ type usageIn struct {
 func (u usageIn) normalize() translate.Usage {
 	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		CachedTokens: u.CacheReadInputTokens}
+		CachedTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 }
 
 // finishReason maps stop_reason; a call of the JSON answer's tool alone

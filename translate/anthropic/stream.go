@@ -172,8 +172,8 @@ func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 	if ev.Usage != nil {
 		u := *ev.Usage
 		if u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0 {
-			u.InputTokens = c.usage.PromptTokens - c.usage.CachedTokens
-			u.CacheReadInputTokens = c.usage.CachedTokens
+			u.InputTokens = c.usage.PromptTokens - c.usage.CachedTokens - c.usage.CacheWriteTokens
+			u.CacheReadInputTokens, u.CacheCreationInputTokens = c.usage.CachedTokens, c.usage.CacheWriteTokens
 		}
 		c.usage = u.normalize()
 	}

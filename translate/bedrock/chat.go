@@ -169,7 +169,8 @@ type usageIn struct {
 // inputTokens are only the tokens after the last cache point.
 func (u usageIn) normalize() translate.Usage {
 	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
-	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens, CachedTokens: u.CacheReadInputTokens}
+	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		CachedTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheWriteInputTokens}
 }
 
 // finishReason maps stopReason; a call of the JSON answer's tool alone is

@@ -203,7 +203,7 @@ func (b *CompactBridge) ResponseBody(chunk []byte, endOfStream bool) ([]byte, er
 	output = append(output, mustJSON(map[string]string{"type": "compaction", "id": "cmp_" + base,
 		"encrypted_content": seal(*c.Choices[0].Message.Content)}))
 	return json.Marshal(map[string]any{"id": b.id, "object": "response.compaction", "created_at": b.created,
-		"output": output, "usage": responsesUsage(c.Usage)})
+		"output": output, "usage": responsesUsage(c.Usage, 0)})
 }
 
 // Usage implements translate.Translator.

@@ -15,6 +15,12 @@ var errNoChoice = errors.New("the chat completion has no choice")
 // provider's chat translator) into the Response object for r. id is the
 // response's id and created its creation time.
 func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, error) {
+	return fromChat(r, chatJSON, id, created, 0)
+}
+
+// fromChat is FromChat with the prompt tokens the provider wrote to its
+// cache, which the chat completion has no place for.
+func fromChat(r *Request, chatJSON []byte, id string, created int64, writes int64) ([]byte, error) {
 	var c api.ChatCompletion
 	if err := json.Unmarshal(chatJSON, &c); err != nil {
 		return nil, err
@@ -27,7 +33,7 @@ func FromChat(r *Request, chatJSON []byte, id string, created int64) ([]byte, er
 	resp["output"] = outputItems(r.tools, id, c)
 	status, details := statusOf(c.Choices[0].FinishReason)
 	resp["status"], resp["incomplete_details"] = status, details
-	resp["usage"] = responsesUsage(c.Usage)
+	resp["usage"] = responsesUsage(c.Usage, writes)
 	return json.Marshal(resp)
 }
 

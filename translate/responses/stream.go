@@ -38,6 +38,9 @@ type Stream struct {
 	usage     *api.Usage
 	done      bool
 	failed    bool
+	// cacheWrites, when set, tells the prompt tokens the provider wrote to
+	// its cache, once the stream's usage is known.
+	cacheWrites func() int64
 }
 
 // outItem is an output item being streamed.
@@ -206,7 +209,11 @@ func (s *Stream) response(status string, details any) map[string]any {
 	}
 	r["output"] = out
 	if status != "in_progress" {
-		r["usage"] = responsesUsage(s.usage)
+		var writes int64
+		if s.cacheWrites != nil {
+			writes = s.cacheWrites()
+		}
+		r["usage"] = responsesUsage(s.usage, writes)
 	}
 	return r
 }
@@ -397,12 +404,14 @@ func (s *Stream) failServer(msg string) {
 }
 
 // responsesUsage maps chat usage to Responses usage, with the cached and
-// reasoning tokens; nil (no usage reported) counts zero.
-func responsesUsage(u *api.Usage) map[string]any {
+// reasoning tokens and writes, the prompt tokens written to the provider's
+// cache (which chat usage has no place for); nil (no usage reported)
+// counts zero.
+func responsesUsage(u *api.Usage, writes int64) map[string]any {
 	if u == nil {
 		u = &api.Usage{}
 	}
 	return map[string]any{"input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens, "total_tokens": u.TotalTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": u.PromptTokensDetails.CachedTokens, "cache_write_tokens": 0},
+		"input_tokens_details":  map[string]any{"cached_tokens": u.PromptTokensDetails.CachedTokens, "cache_write_tokens": writes},
 		"output_tokens_details": map[string]any{"reasoning_tokens": u.CompletionTokensDetails.ReasoningTokens}}
 }

@@ -93,6 +93,7 @@ func (t *Translator) ResponseHeaders(status int, contentType string) translate.H
 	}
 	if t.head.Stream {
 		t.stream = NewStream(t.req, t.id, t.created)
+		t.stream.cacheWrites = func() int64 { return t.chat.Usage().CacheWriteTokens }
 	}
 	return t.head
 }
@@ -121,7 +122,7 @@ func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 	case t.head.Status/100 != 2:
 		return out, nil // already an OpenAI error object
 	}
-	if t.body, err = FromChat(t.req, out, t.id, t.created); err != nil {
+	if t.body, err = fromChat(t.req, out, t.id, t.created, t.chat.Usage().CacheWriteTokens); err != nil {
 		return nil, api.AsUnusable(err)
 	}
 	var resp struct {

@@ -1,0 +1,3 @@
+-- The prompt tokens each request wrote to the provider's prompt cache
+-- (priced apart from other input: prices' cache_write_input).
+ALTER TABLE usage ADD COLUMN cache_write_tokens bigint NOT NULL DEFAULT 0;
