@@ -248,6 +248,7 @@ type UsageTotals struct {
 	CompletionTokens int64
 	TotalTokens      int64
 	CachedTokens     int64
+	CacheWriteTokens int64
 	ReasoningTokens  int64
 	// Cost sums the known costs; UnknownCost counts the records whose
 	// cost is unknown (no price was in effect).

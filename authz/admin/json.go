@@ -104,6 +104,7 @@ type usageJSON struct {
 	CompletionTokens int64  `json:"completion_tokens"`
 	TotalTokens      int64  `json:"total_tokens"`
 	CachedTokens     int64  `json:"cached_tokens"`
+	CacheWriteTokens int64  `json:"cache_write_tokens"`
 	ReasoningTokens  int64  `json:"reasoning_tokens"`
 	// Cost sums the known costs, in the configured currency, as an exact
 	// decimal; UnpricedRequests counts the records whose cost is unknown
@@ -122,7 +123,7 @@ type usageJSON struct {
 func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
 	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
-		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
+		CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
 		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images,
 		RefusedRequests: u.Refused, FailedRequests: u.Failed}
 	if by&authz.ByDay != 0 {

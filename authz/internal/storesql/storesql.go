@@ -29,12 +29,13 @@ const UsageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(compl
 	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
 	COALESCE(SUM(cost_nanos), 0), COUNT(*) - COUNT(cost_nanos), COALESCE(SUM(audio_ms), 0), COALESCE(SUM(images), 0),
 	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) OR status BETWEEN 200 AND 399 THEN 0 ELSE 1 END), 0)`
+	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) OR status BETWEEN 200 AND 399 THEN 0 ELSE 1 END), 0),
+	COALESCE(SUM(cache_write_tokens), 0)`
 
 // TotalsDest are the Scan destinations of UsageSums in t.
 func TotalsDest(t *authz.UsageTotals) []any {
 	return []any{&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens,
-		(*int64)(&t.Cost), &t.UnknownCost, millis{&t.Audio}, &t.Images, &t.Refused, &t.Failed}
+		(*int64)(&t.Cost), &t.UnknownCost, millis{&t.Audio}, &t.Images, &t.Refused, &t.Failed, &t.CacheWriteTokens}
 }
 
 // millis scans a number of milliseconds into a Duration: an integer, or
