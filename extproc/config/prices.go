@@ -31,6 +31,9 @@ type ModelPrice struct {
 	// CachedInput is the price of prompt tokens the provider read from its
 	// cache; unset means Input.
 	CachedInput *Amount `json:"cached_input"`
+	// CacheWriteInput is the price of prompt tokens the provider wrote to
+	// its cache; unset means Input.
+	CacheWriteInput *Amount `json:"cache_write_input"`
 	// Output is the price of generated tokens.
 	Output Amount `json:"output"`
 	// Reasoning is the price of reasoning tokens; unset means Output.
@@ -112,7 +115,7 @@ func (c *Config) PriceTable() (*pricing.Table, error) {
 			return nil, err
 		}
 		p := pricing.Price{Model: m.Model, From: from, Input: m.Input.nanos(), CachedInput: m.CachedInput.nanosOrNil(),
-			Output: m.Output.nanos(), Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos()}
+			CacheWriteInput: m.CacheWriteInput.nanosOrNil(), Output: m.Output.nanos(), Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos()}
 		for _, img := range m.Images {
 			p.Images = append(p.Images, pricing.ImagePrice{Size: img.Size, Quality: img.Quality, Each: img.Each.nanos()})
 		}
