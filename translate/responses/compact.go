@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 
 	"modelgate/translate"
@@ -195,12 +194,11 @@ func (b *CompactBridge) ResponseBody(chunk []byte, endOfStream bool) ([]byte, er
 	if len(c.Choices) == 0 || c.Choices[0].Message.Content == nil || *c.Choices[0].Message.Content == "" {
 		return nil, api.Unusable("the provider's answer has no summary")
 	}
-	base := strings.TrimPrefix(b.id, "resp_")
 	output := make([]json.RawMessage, 0, len(b.kept)+1)
 	for i, m := range b.kept {
-		output = append(output, keptMessage(m, "msg_"+base+"_"+strconv.Itoa(i)))
+		output = append(output, keptMessage(m, outputID("msg_", b.id, i)))
 	}
-	output = append(output, mustJSON(map[string]string{"type": "compaction", "id": "cmp_" + base,
+	output = append(output, mustJSON(map[string]string{"type": "compaction", "id": outputID("cmp_", b.id, -1),
 		"encrypted_content": seal(*c.Choices[0].Message.Content)}))
 	return json.Marshal(map[string]any{"id": b.id, "object": "response.compaction", "created_at": b.created,
 		"output": output, "usage": responsesUsage(c.Usage, 0)})
@@ -252,7 +250,7 @@ func (p *CompactPassthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byt
 	for i, it := range output {
 		var item struct{ Type string }
 		if json.Unmarshal(it, &item) == nil && item.Type == "message" {
-			output[i] = keptMessage(it, "msg_"+strings.TrimPrefix(id, "resp_")+"_"+strconv.Itoa(i))
+			output[i] = keptMessage(it, outputID("msg_", id, i))
 		}
 	}
 	m["output"], _ = api.Marshal(output)

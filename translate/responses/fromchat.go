@@ -3,8 +3,6 @@ package responses
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 
 	"modelgate/translate/api"
 )
@@ -72,11 +70,10 @@ func skeleton(r *Request, id string, created int64) map[string]any {
 // outputItems are reasoning, the message and tool calls, in that order,
 // with ids derived from the response id.
 func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
-	base := strings.TrimPrefix(id, "resp_")
 	msg := c.Choices[0].Message
 	out := []any{}
 	if msg.ReasoningContent != "" || len(msg.ThinkingBlocks) > 0 {
-		out = append(out, reasoningItem("rs_"+base, msg.ReasoningContent, msg.ThinkingBlocks))
+		out = append(out, reasoningItem(outputID("rs_", id, -1), msg.ReasoningContent, msg.ThinkingBlocks))
 	}
 	var parts []any
 	if msg.Content != nil && *msg.Content != "" {
@@ -91,10 +88,11 @@ func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 		parts = append(parts, map[string]any{"type": "refusal", "refusal": *msg.Refusal})
 	}
 	if len(parts) > 0 {
-		out = append(out, map[string]any{"type": "message", "id": "msg_" + base, "status": "completed", "role": "assistant", "content": parts})
+		out = append(out, map[string]any{"type": "message", "id": outputID("msg_", id, -1), "status": "completed", "role": "assistant", "content": parts})
 	}
 	for i, tc := range msg.ToolCalls {
-		out = append(out, callItem(tools.call(tc.Function.Name), base, i, tc.ID, tc.Function.Arguments, "completed"))
+		t := tools.call(tc.Function.Name)
+		out = append(out, callItem(t, callItemID(t, id, i), tc.ID, tc.Function.Arguments, "completed"))
 	}
 	return out
 }
@@ -102,13 +100,13 @@ func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 // callItem is the output item of the model's call of a client tool: a
 // function_call, or a custom_tool_call with the input its function's
 // arguments hold.
-func callItem(t clientTool, base string, index int, callID, arguments, status string) map[string]any {
+func callItem(t clientTool, id, callID, arguments, status string) map[string]any {
 	var it map[string]any
 	if t.kind == customTool {
-		it = map[string]any{"type": "custom_tool_call", "id": "ctc_" + base + "_" + strconv.Itoa(index), "call_id": callID,
+		it = map[string]any{"type": "custom_tool_call", "id": id, "call_id": callID,
 			"name": t.name, "input": customInput(arguments), "status": status}
 	} else {
-		it = map[string]any{"type": "function_call", "id": "fc_" + base + "_" + strconv.Itoa(index), "call_id": callID,
+		it = map[string]any{"type": "function_call", "id": id, "call_id": callID,
 			"name": t.name, "arguments": arguments, "status": status}
 	}
 	if t.namespace != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -114,10 +115,29 @@ func stringOf(raw json.RawMessage) string {
 	return s
 }
 
+// outputID is the id of an output item the bridge makes: prefix (rs_,
+// msg_, fc_, ctc_) and the random part of the response's id, then _n for
+// the n-th of its kind where there are several (n < 0: none). resp_<hex>
+// gives rs_<hex>, msg_<hex>, fc_<hex>_<n>; ResponseOfItem reads it back.
+func outputID(prefix, responseID string, n int) string {
+	id := prefix + strings.TrimPrefix(responseID, "resp_")
+	if n >= 0 {
+		id += "_" + strconv.Itoa(n)
+	}
+	return id
+}
+
+// callItemID is the id of the n-th call output item: a custom tool's call
+// is a custom_tool_call (ctc_), any other a function_call (fc_).
+func callItemID(t clientTool, responseID string, n int) string {
+	if t.kind == customTool {
+		return outputID("ctc_", responseID, n)
+	}
+	return outputID("fc_", responseID, n)
+}
+
 // ResponseOfItem is the id of the response whose output holds the item
-// itemID, when the bridge made the item: it makes its output items' ids
-// from the response's (resp_<hex> gives rs_<hex>, msg_<hex>, and fc_<hex>_<n>
-// or ctc_<hex>_<n> for call n). It is "" for any other id.
+// itemID, when the bridge made the item (outputID); "" for any other id.
 func ResponseOfItem(itemID string) string {
 	prefix, rest, ok := strings.Cut(itemID, "_")
 	if !ok || prefix != "rs" && prefix != "msg" && prefix != "fc" && prefix != "ctc" {

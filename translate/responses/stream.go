@@ -226,7 +226,7 @@ func (s *Stream) newItem(kind, id string) *outItem {
 
 func (s *Stream) reason(text []byte) {
 	if s.reasoning == nil {
-		s.reasoning = s.newItem("reasoning", "rs_"+strings.TrimPrefix(s.id, "resp_"))
+		s.reasoning = s.newItem("reasoning", outputID("rs_", s.id, -1))
 		s.emit("response.output_item.added", map[string]any{"output_index": s.reasoning.index,
 			"item": map[string]any{"type": "reasoning", "id": s.reasoning.id, "summary": []any{}}})
 		s.emit("response.reasoning_summary_part.added", map[string]any{"output_index": s.reasoning.index,
@@ -244,7 +244,7 @@ func summaryPart(text string) map[string]any {
 
 func (s *Stream) textDelta(delta []byte) {
 	if s.text == nil {
-		s.text = s.newItem("message", "msg_"+strings.TrimPrefix(s.id, "resp_"))
+		s.text = s.newItem("message", outputID("msg_", s.id, -1))
 		s.emit("response.output_item.added", map[string]any{"output_index": s.text.index,
 			"item": map[string]any{"type": "message", "id": s.text.id, "status": "in_progress", "role": "assistant", "content": []any{}}})
 		s.emit("response.content_part.added", map[string]any{"output_index": s.text.index, "item_id": s.text.id,
@@ -262,11 +262,7 @@ func textPart(text string) map[string]any {
 // call's first piece names.
 func (s *Stream) openCall(index int, callID, name string) *outItem {
 	t := s.req.tools.call(name)
-	prefix := "fc_"
-	if t.kind == customTool {
-		prefix = "ctc_"
-	}
-	it := s.newItem("function_call", prefix+strings.TrimPrefix(s.id, "resp_")+"_"+strconv.Itoa(index))
+	it := s.newItem("function_call", callItemID(t, s.id, index))
 	it.callID, it.tool = callID, t
 	s.calls[index] = it
 	s.emit("response.output_item.added", map[string]any{"output_index": it.index, "item": it.item("in_progress")})
@@ -323,9 +319,7 @@ func (s *Stream) emitDelta(e deltaEvent, it *outItem, delta []byte) {
 func (it *outItem) item(status string) map[string]any {
 	switch it.kind {
 	case "function_call":
-		item := callItem(it.tool, "", 0, it.callID, it.text.String(), status)
-		item["id"] = it.id
-		return item
+		return callItem(it.tool, it.id, it.callID, it.text.String(), status)
 	case "reasoning":
 		item := reasoningItem(it.id, it.text.String(), it.blocks)
 		if it.text.Len() == 0 {
