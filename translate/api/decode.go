@@ -254,22 +254,28 @@ func (p ContentPart) FileData(param string) (mediaType, data string, err error) 
 // TextContent reads content that must be text: a string, or text parts
 // joined. param names the message, such as messages[2].
 func TextContent(param string, raw json.RawMessage) (string, error) {
+	text, _, err := textParts(param, raw)
+	return text, err
+}
+
+// textParts is TextContent with the parts it read (none for a string).
+func textParts(param string, raw json.RawMessage) (string, []ContentPart, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return s, nil, nil
 	}
 	var parts []ContentPart
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", &RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
+		return "", nil, &RequestError{Param: param + ".content", Code: "invalid_type", Message: "Expected a string or an array of text parts."}
 	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
-			return "", Invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
+			return "", nil, Invalid(param+".content", "Only text parts are allowed here, got '%s'.", p.Type)
 		}
 		b.WriteString(p.Text)
 	}
-	return b.String(), nil
+	return b.String(), parts, nil
 }
 
 // Parts reads user content: a string becomes one text part.

@@ -69,13 +69,9 @@ type ChatMessage struct {
 // TextAndMarker reads content that must be text (TextContent), with its
 // cache_control marker (Marker). param names the message.
 func (m ChatMessage) TextAndMarker(param string) (string, json.RawMessage, error) {
-	text, err := TextContent(param, m.Content)
+	text, parts, err := textParts(param, m.Content)
 	if err != nil {
 		return "", nil, err
-	}
-	var parts []ContentPart
-	if c := jsonscan.TrimSpace(m.Content); len(c) > 0 && c[0] == '[' {
-		parts, _ = Parts(param, m.Content) // TextContent read them
 	}
 	return text, m.Marker(parts), nil
 }
