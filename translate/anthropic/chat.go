@@ -11,7 +11,6 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -55,12 +54,8 @@ func NewChatToolJSON(t translate.Target, req *api.ChatRequest) translate.Transla
 
 func newTranslator(t translate.Target, req *api.ChatRequest, native bool) *chat {
 	p := req.AnswerParams()
-	c := &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch},
-		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
-	if !t.WebSearch && !jsonscan.IsNull(req.Members["web_search_options"]) {
-		c.warning = api.WebSearchOff
-	}
-	return c
+	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch},
+		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort), warning: req.WebSearchWarning(t.WebSearch)}
 }
 
 // MaxOutputTokens implements translate.OutputBound: max_tokens is

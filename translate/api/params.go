@@ -38,9 +38,15 @@ type WebSearchOptions struct {
 	} `json:"user_location"`
 }
 
-// WebSearchOff is the warning (translate.Head.Warning) of an answer made
-// without the web search the request asked for.
-const WebSearchOff = "web_search_options left out: web search is not enabled for this model"
+// WebSearchWarning is the warning (translate.Head.Warning) of the answer
+// to r made without the web search it asks for, where the model may not
+// search (allowed false); "" otherwise.
+func (r *ChatRequest) WebSearchWarning(allowed bool) string {
+	if allowed || jsonscan.IsNull(r.Members["web_search_options"]) {
+		return ""
+	}
+	return "web_search_options left out: web search is not enabled for this model"
+}
 
 // Location is an approximate location, as OpenAI's and Anthropic's web
 // searches take it.

@@ -14,7 +14,6 @@ import (
 
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/jsonscan"
 	"modelgate/translate/sse"
 )
 
@@ -34,11 +33,7 @@ type chat struct {
 
 // NewChat returns the chat translator for provider gemini.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	c := &chat{target: t, req: req, now: time.Now}
-	if !t.WebSearch && !jsonscan.IsNull(req.Members["web_search_options"]) {
-		c.warning = api.WebSearchOff
-	}
-	return c
+	return &chat{target: t, req: req, now: time.Now, warning: req.WebSearchWarning(t.WebSearch)}
 }
 
 // RequestBody builds the generateContent request.
