@@ -211,10 +211,5 @@ func firstType(bs []anthropicBlock) string {
 }
 
 func anthropicError(w http.ResponseWriter, err error) {
-	r, _ := err.(*refusal)
-	status, msg := http.StatusBadRequest, err.Error()
-	if r != nil {
-		status = r.status
-	}
-	writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}})
+	writeJSON(w, http.StatusBadRequest, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
 }

@@ -212,10 +212,6 @@ func eventStreamMessage(eventType string, payload []byte) []byte {
 }
 
 func bedrockError(w http.ResponseWriter, err error) {
-	status := http.StatusBadRequest
-	if r, ok := err.(*refusal); ok {
-		status = r.status
-	}
 	w.Header().Set("X-Amzn-Errortype", "ValidationException")
-	writeJSON(w, status, map[string]any{"message": err.Error()})
+	writeJSON(w, http.StatusBadRequest, map[string]any{"message": err.Error()})
 }

@@ -175,9 +175,6 @@ func Gemini(w http.ResponseWriter, stream bool, model string, body []byte) {
 
 func geminiError(w http.ResponseWriter, err error) {
 	status := http.StatusBadRequest
-	if r, ok := err.(*refusal); ok {
-		status = r.status
-	}
 	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
 }
 

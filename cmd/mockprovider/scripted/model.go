@@ -302,14 +302,6 @@ func text(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// refusal is an error the model answers with, in its provider's shape.
-type refusal struct {
-	status  int
-	message string
-}
-
-func (r *refusal) Error() string { return r.message }
-
-func refuse(format string, args ...any) *refusal {
-	return &refusal{status: 400, message: fmt.Sprintf(format, args...)}
-}
+// refuse is an error the model answers with, a 400 in its provider's
+// shape.
+func refuse(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -117,9 +117,5 @@ func mustCall(raw json.RawMessage) bool {
 }
 
 func openaiError(w http.ResponseWriter, err error) {
-	status := http.StatusBadRequest
-	if r, ok := err.(*refusal); ok {
-		status = r.status
-	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "param": nil, "code": nil}})
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "param": nil, "code": nil}})
 }
