@@ -217,9 +217,10 @@ type UsageRecord struct {
 	TotalTokens      int64
 	CachedTokens     int64
 	// CacheWriteTokens are the prompt tokens written to the provider's
-	// prompt cache.
-	CacheWriteTokens int64
-	ReasoningTokens  int64
+	// prompt cache; CacheWrite1hTokens of them for an hour.
+	CacheWriteTokens   int64
+	CacheWrite1hTokens int64
+	ReasoningTokens    int64
 	// Estimated reports that the token counts are the gateway's estimate:
 	// the exchange consumed tokens (it broke off, or the provider sent no
 	// usage) but the provider never reported them.
@@ -243,13 +244,14 @@ type UsageRecord struct {
 
 // UsageTotals sums usage records.
 type UsageTotals struct {
-	Requests         int64
-	PromptTokens     int64
-	CompletionTokens int64
-	TotalTokens      int64
-	CachedTokens     int64
-	CacheWriteTokens int64
-	ReasoningTokens  int64
+	Requests           int64
+	PromptTokens       int64
+	CompletionTokens   int64
+	TotalTokens        int64
+	CachedTokens       int64
+	CacheWriteTokens   int64
+	CacheWrite1hTokens int64
+	ReasoningTokens    int64
 	// Cost sums the known costs; UnknownCost counts the records whose
 	// cost is unknown (no price was in effect).
 	Cost        pricing.Nanos

@@ -148,11 +148,12 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 		prompt = ex.promptTokens()
 	}
 	est := translate.Usage{
-		PromptTokens:     prompt,
-		CompletionTokens: max(u.CompletionTokens, tokensOf(ex.answer.generated)),
-		CachedTokens:     u.CachedTokens,
-		CacheWriteTokens: u.CacheWriteTokens,
-		ReasoningTokens:  u.ReasoningTokens,
+		PromptTokens:       prompt,
+		CompletionTokens:   max(u.CompletionTokens, tokensOf(ex.answer.generated)),
+		CachedTokens:       u.CachedTokens,
+		CacheWriteTokens:   u.CacheWriteTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens,
+		ReasoningTokens:    u.ReasoningTokens,
 		// Audio and images are not estimated: the provider's count, if
 		// any, stands.
 		AudioSeconds: u.AudioSeconds,

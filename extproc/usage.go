@@ -50,7 +50,7 @@ type metadataSlab struct {
 // match).
 func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
-		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens, CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images}
 	if ex.flow != nil {
 		p = ex.flow.price(p, false)

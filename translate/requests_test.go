@@ -43,7 +43,7 @@ var requestCases = map[string]string{
 		{"role":"user","content":[{"type":"text","text":"Here is the repository."},{"type":"text","text":"Read main.go.","cache_control":{"type":"ephemeral"}}]},
 		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"main.go\"}"}}],"cache_control":{"type":"ephemeral"}},
 		{"role":"tool","tool_call_id":"call_1","content":"package main"},{"role":"user","content":"Explain it."}],
-		"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"path":{"type":"string"}}}},"cache_control":{"type":"ephemeral"}}]}`,
+		"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"path":{"type":"string"}}}},"cache_control":{"type":"ephemeral","ttl":"1h"}}]}`,
 	"file-pdf": `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Summarize."},
 		{"type":"file","file":{"filename":"Q3 report (final).pdf","file_data":"data:application/pdf;base64,JVBERi0xLjQK"}}]}]}`,
 }

@@ -106,7 +106,11 @@ type Usage struct {
 	// CacheWriteTokens are the prompt tokens the provider wrote to its
 	// prompt cache (Anthropic's cache creation, Bedrock's cache writes).
 	CacheWriteTokens int64
-	ReasoningTokens  int64
+	// CacheWrite1hTokens are the cache writes that live for an hour
+	// (Anthropic's and Bedrock's 1h ttl), priced apart; the rest of
+	// CacheWriteTokens live five minutes.
+	CacheWrite1hTokens int64
+	ReasoningTokens    int64
 	// AudioSeconds is the seconds of audio a transcription processed, as
 	// the provider's answer states them (its duration usage, else the
 	// verbose answer's duration); zero when the answer does not say.

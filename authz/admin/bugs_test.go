@@ -385,8 +385,8 @@ func TestDashboardUsageCSV(t *testing.T) {
 		!strings.HasPrefix(p.Header.Get("Content-Disposition"), `attachment; filename="usage-`) {
 		t.Fatalf("CSV: %d %v", p.StatusCode, p.Header)
 	}
-	want := "day,account_id,account,key_id,key,model,requests,succeeded,refused,failed,prompt_tokens,completion_tokens,total_tokens,cached_tokens,reasoning_tokens,cost,currency,unpriced_requests,audio_seconds,images,cache_write_tokens\n" +
-		`,` + a.ID + `,"'=HYPERLINK(""x"")",,,gpt-4o,3,1,1,1,10,5,15,0,0,0.0015,EUR,2,0,0,0` + "\n"
+	want := "day,account_id,account,key_id,key,model,requests,succeeded,refused,failed,prompt_tokens,completion_tokens,total_tokens,cached_tokens,reasoning_tokens,cost,currency,unpriced_requests,audio_seconds,images,cache_write_tokens,cache_write_1h_tokens\n" +
+		`,` + a.ID + `,"'=HYPERLINK(""x"")",,,gpt-4o,3,1,1,1,10,5,15,0,0,0.0015,EUR,2,0,0,0,0` + "\n"
 	if p.Body != want {
 		t.Errorf("CSV =\n%s\nwant\n%s", p.Body, want)
 	}

@@ -105,7 +105,9 @@ type usageJSON struct {
 	TotalTokens      int64  `json:"total_tokens"`
 	CachedTokens     int64  `json:"cached_tokens"`
 	CacheWriteTokens int64  `json:"cache_write_tokens"`
-	ReasoningTokens  int64  `json:"reasoning_tokens"`
+	// CacheWrite1hTokens of the cache writes live for an hour.
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens"`
+	ReasoningTokens    int64 `json:"reasoning_tokens"`
 	// Cost sums the known costs, in the configured currency, as an exact
 	// decimal; UnpricedRequests counts the records whose cost is unknown
 	// (no price was in effect), which Cost leaves out.
@@ -123,7 +125,8 @@ type usageJSON struct {
 func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
 	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
-		CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
+		CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
 		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images,
 		RefusedRequests: u.Refused, FailedRequests: u.Failed}
 	if by&authz.ByDay != 0 {

@@ -21,7 +21,7 @@ type pricesData struct {
 
 // priceForm is the price form as typed.
 type priceForm struct {
-	Model, From, Input, CachedInput, Output, Reasoning, AudioSecond, Images string
+	Model, From, Input, CachedInput, CacheWriteInput, CacheWrite1hInput, Output, Reasoning, AudioSecond, Images string
 }
 
 func (h *Handler) pricesPage(w http.ResponseWriter, r *http.Request, v view) error {
@@ -39,7 +39,8 @@ func (h *Handler) renderPrices(w http.ResponseWriter, r *http.Request, v view, s
 
 func (h *Handler) pricesSet(w http.ResponseWriter, r *http.Request, v view) error {
 	f := priceForm{Model: r.PostFormValue("model"), From: strings.TrimSpace(r.PostFormValue("from")),
-		Input: r.PostFormValue("input"), CachedInput: r.PostFormValue("cached_input"), Output: r.PostFormValue("output"),
+		Input: r.PostFormValue("input"), CachedInput: r.PostFormValue("cached_input"),
+		CacheWriteInput: r.PostFormValue("cache_write_input"), CacheWrite1hInput: r.PostFormValue("cache_write_1h_input"), Output: r.PostFormValue("output"),
 		Reasoning: r.PostFormValue("reasoning"), AudioSecond: r.PostFormValue("audio_second"), Images: r.PostFormValue("images")}
 	p, err := f.price()
 	if err == nil {
@@ -55,7 +56,8 @@ func (h *Handler) pricesSet(w http.ResponseWriter, r *http.Request, v view) erro
 }
 
 // price reads the form: amounts per million tokens, per audio second and
-// per image; empty cached input and reasoning take input's and output's.
+// per image; empty cached input, cache writes and reasoning take input's
+// (the hour's writes the five minutes') and output's.
 func (f priceForm) price() (pricing.Price, error) {
 	p := pricing.Price{Model: f.Model}
 	var err error
@@ -84,6 +86,8 @@ func (f priceForm) price() (pricing.Price, error) {
 	amount("Output", f.Output, &p.Output)
 	amount("Audio second", f.AudioSecond, &p.AudioSecond)
 	p.CachedInput = optional("Cached input", f.CachedInput)
+	p.CacheWriteInput = optional("Cache writes", f.CacheWriteInput)
+	p.CacheWrite1hInput = optional("Cache writes for an hour", f.CacheWrite1hInput)
 	p.Reasoning = optional("Reasoning", f.Reasoning)
 	// Images: one a line, "size quality amount", "*" for any size or
 	// quality.

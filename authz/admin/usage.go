@@ -219,7 +219,8 @@ func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
 	return authz.UsageTotals{Requests: a.Requests + b.Requests, PromptTokens: a.PromptTokens + b.PromptTokens,
 		CompletionTokens: a.CompletionTokens + b.CompletionTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
 		CachedTokens: a.CachedTokens + b.CachedTokens, CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens,
-		ReasoningTokens: a.ReasoningTokens + b.ReasoningTokens, Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images,
+		CacheWrite1hTokens: a.CacheWrite1hTokens + b.CacheWrite1hTokens,
+		ReasoningTokens:    a.ReasoningTokens + b.ReasoningTokens, Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images,
 		Refused: a.Refused + b.Refused, Failed: a.Failed + b.Failed}
 }
 
@@ -298,7 +299,8 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error
 	cw := csv.NewWriter(&buf)
 	cw.Write([]string{"day", "account_id", "account", "key_id", "key", "model", "requests", "succeeded", "refused", "failed", //nolint:errcheck // a bytes.Buffer
 		"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens",
-		"cost", "currency", "unpriced_requests", "audio_seconds", "images", "cache_write_tokens"})
+		"cost", "currency", "unpriced_requests", "audio_seconds", "images", "cache_write_tokens",
+		"cache_write_1h_tokens"})
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, l := range lines {
 		day := ""
@@ -308,7 +310,8 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error
 		cw.Write([]string{day, l.AccountID, cell(l.Account), l.KeyID, cell(l.Key), cell(l.Model), n(l.Requests), //nolint:errcheck // a bytes.Buffer
 			n(l.Succeeded()), n(l.Refused), n(l.Failed), n(l.PromptTokens), n(l.CompletionTokens), n(l.TotalTokens),
 			n(l.CachedTokens), n(l.ReasoningTokens), l.Cost.String(), h.cfg.Currency, n(l.UnknownCost),
-			strconv.FormatFloat(l.Audio.Seconds(), 'f', -1, 64), n(l.Images), n(l.CacheWriteTokens)})
+			strconv.FormatFloat(l.Audio.Seconds(), 'f', -1, 64), n(l.Images), n(l.CacheWriteTokens),
+			n(l.CacheWrite1hTokens)})
 	}
 	cw.Flush()
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

@@ -45,13 +45,14 @@ type priceJSON struct {
 	From        *time.Time `json:"from"`
 	Input       Nanos      `json:"input"`
 	CachedInput *Nanos     `json:"cached_input"`
-	// CacheWriteInput is left out when unset, so that stores written
-	// before it existed read back the same.
-	CacheWriteInput *Nanos      `json:"cache_write_input,omitempty"`
-	Output          Nanos       `json:"output"`
-	Reasoning       *Nanos      `json:"reasoning"`
-	AudioSecond     Nanos       `json:"audio_second"`
-	Images          []imageJSON `json:"images"`
+	// CacheWriteInput and CacheWrite1hInput are left out when unset, so
+	// that stores written before they existed read back the same.
+	CacheWriteInput   *Nanos      `json:"cache_write_input,omitempty"`
+	CacheWrite1hInput *Nanos      `json:"cache_write_1h_input,omitempty"`
+	Output            Nanos       `json:"output"`
+	Reasoning         *Nanos      `json:"reasoning"`
+	AudioSecond       Nanos       `json:"audio_second"`
+	Images            []imageJSON `json:"images"`
 }
 
 type imageJSON struct {
@@ -62,7 +63,8 @@ type imageJSON struct {
 
 // MarshalJSON writes the price with its amounts as exact decimal strings.
 func (p Price) MarshalJSON() ([]byte, error) {
-	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, CacheWriteInput: p.CacheWriteInput, Output: p.Output,
+	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, CacheWriteInput: p.CacheWriteInput,
+		CacheWrite1hInput: p.CacheWrite1hInput, Output: p.Output,
 		Reasoning: p.Reasoning, AudioSecond: p.AudioSecond, Images: []imageJSON{}}
 	if !p.From.IsZero() {
 		from := p.From.UTC()
@@ -87,7 +89,8 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return err
 	}
-	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, CacheWriteInput: j.CacheWriteInput, Output: j.Output,
+	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, CacheWriteInput: j.CacheWriteInput,
+		CacheWrite1hInput: j.CacheWrite1hInput, Output: j.Output,
 		Reasoning: j.Reasoning, AudioSecond: j.AudioSecond}
 	if j.From != nil {
 		from, err := ParseInstant(*j.From)

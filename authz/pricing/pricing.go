@@ -92,6 +92,10 @@ type Price struct {
 	// provider's cache (Anthropic and Bedrock charge 1.25× input for 5
 	// minutes); nil means Input.
 	CacheWriteInput *Nanos
+	// CacheWrite1hInput is the price of cache writes that live for an
+	// hour (2× input at Anthropic and Bedrock); nil means
+	// CacheWriteInput's.
+	CacheWrite1hInput *Nanos
 	// Output is the price of generated tokens.
 	Output Nanos
 	// Reasoning is the price of reasoning tokens, which providers count
@@ -112,15 +116,16 @@ type ImagePrice struct {
 
 // Usage is what a request consumed, as the ledger records it.
 type Usage struct {
-	PromptTokens     int64
-	CachedTokens     int64 // of the prompt tokens
-	CacheWriteTokens int64 // of the prompt tokens
-	CompletionTokens int64
-	ReasoningTokens  int64 // of the completion tokens
-	AudioSeconds     float64
-	Images           int64
-	ImageSize        string
-	ImageQuality     string
+	PromptTokens       int64
+	CachedTokens       int64 // of the prompt tokens
+	CacheWriteTokens   int64 // of the prompt tokens
+	CacheWrite1hTokens int64 // of the cache writes
+	CompletionTokens   int64
+	ReasoningTokens    int64 // of the completion tokens
+	AudioSeconds       float64
+	Images             int64
+	ImageSize          string
+	ImageQuality       string
 }
 
 // Table is the prices in effect over time, by model.
@@ -159,7 +164,7 @@ func (p Price) check() error {
 		return errors.New("no model")
 	}
 	amounts := []Nanos{p.Input, p.Output, p.AudioSecond}
-	for _, o := range []*Nanos{p.CachedInput, p.CacheWriteInput, p.Reasoning} {
+	for _, o := range []*Nanos{p.CachedInput, p.CacheWriteInput, p.CacheWrite1hInput, p.Reasoning} {
 		if o != nil {
 			amounts = append(amounts, *o)
 		}
@@ -194,18 +199,21 @@ func (t *Table) At(model string, at time.Time) (Price, bool) {
 
 // Cost is what u costs at price p: prompt tokens at the input price
 // (cached ones at the cached price, those written to the cache at the
-// cache write price), completion tokens at the output price
+// cache write price, or its hour's for an hour), completion tokens at the output price
 // (reasoning ones at the reasoning price), audio by the second and images
 // each. known is false for an image whose size and quality p has no
 // price for: the cost is then unknown, not the rest alone.
 func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 	cached := min(max(u.CachedTokens, 0), max(u.PromptTokens, 0))
 	written := min(max(u.CacheWriteTokens, 0), max(u.PromptTokens, 0)-cached)
+	hour := min(max(u.CacheWrite1hTokens, 0), written)
 	reasoning := min(max(u.ReasoningTokens, 0), max(u.CompletionTokens, 0))
+	write := or(p.CacheWriteInput, p.Input)
 	var sum acc
 	sum.tokens(u.PromptTokens-cached-written, p.Input)
 	sum.tokens(cached, or(p.CachedInput, p.Input))
-	sum.tokens(written, or(p.CacheWriteInput, p.Input))
+	sum.tokens(written-hour, write)
+	sum.tokens(hour, or(p.CacheWrite1hInput, write))
 	sum.tokens(u.CompletionTokens-reasoning, p.Output)
 	sum.tokens(reasoning, or(p.Reasoning, p.Output))
 	if u.AudioSeconds > 0 {

@@ -127,12 +127,13 @@ func TestTableAt(t *testing.T) {
 func TestNewTableRefuses(t *testing.T) {
 	neg := Nanos(-1)
 	for name, prices := range map[string][]Price{
-		"two prices from one date": {{Model: "m", Input: 1}, {Model: "m", Input: 2}},
-		"a negative input":         {{Model: "m", Input: -1}},
-		"a negative cached price":  {{Model: "m", CachedInput: &neg}},
-		"a negative write price":   {{Model: "m", CacheWriteInput: &neg}},
-		"a negative image price":   {{Model: "m", Images: []ImagePrice{{Each: -5}}}},
-		"no model":                 {{Input: 1}},
+		"two prices from one date":      {{Model: "m", Input: 1}, {Model: "m", Input: 2}},
+		"a negative input":              {{Model: "m", Input: -1}},
+		"a negative cached price":       {{Model: "m", CachedInput: &neg}},
+		"a negative write price":        {{Model: "m", CacheWriteInput: &neg}},
+		"a negative hour's write price": {{Model: "m", CacheWrite1hInput: &neg}},
+		"a negative image price":        {{Model: "m", Images: []ImagePrice{{Each: -5}}}},
+		"no model":                      {{Input: 1}},
 	} {
 		if _, err := NewTable(prices); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -141,12 +142,14 @@ func TestNewTableRefuses(t *testing.T) {
 }
 
 func TestCost(t *testing.T) {
-	cachedPrice, reasoningPrice, writePrice := amount(t, "1.25"), amount(t, "20"), amount(t, "3.125")
+	cachedPrice, reasoningPrice, writePrice, hourPrice := amount(t, "1.25"), amount(t, "20"), amount(t, "3.125"), amount(t, "5")
 	gpt := Price{Model: "gpt", Input: amount(t, "2.50"), Output: amount(t, "10"), AudioSecond: amount(t, "0.0001"),
 		Images: []ImagePrice{{Each: amount(t, "0.04")}, {Size: "1024x1792", Each: amount(t, "0.08")},
 			{Size: "1024x1792", Quality: "hd", Each: amount(t, "0.12")}}}
 	withOwn := gpt
 	withOwn.CachedInput, withOwn.Reasoning, withOwn.CacheWriteInput = &cachedPrice, &reasoningPrice, &writePrice
+	withHour := withOwn
+	withHour.CacheWrite1hInput = &hourPrice
 	for _, c := range []struct {
 		name  string
 		price Price
@@ -162,6 +165,11 @@ func TestCost(t *testing.T) {
 		// 400 at 2.50, 200 cached at 1.25 and 400 written at 3.125 a million.
 		{"cache writes at their own price", withOwn, Usage{PromptTokens: 1000, CachedTokens: 200, CacheWriteTokens: 400}, "0.0025"},
 		{"cache writes at the input price", gpt, Usage{PromptTokens: 1000, CacheWriteTokens: 400}, "0.0025"},
+		// 400 at 2.50, 200 cached at 1.25, 100 written at 3.125 and 300 for an hour at 5 a million.
+		{"hour-long cache writes at their own price", withHour, Usage{PromptTokens: 1000, CachedTokens: 200, CacheWriteTokens: 400, CacheWrite1hTokens: 300}, "0.0030625"},
+		{"hour-long cache writes at the write price", withOwn, Usage{PromptTokens: 1000, CachedTokens: 200, CacheWriteTokens: 400, CacheWrite1hTokens: 300}, "0.0025"},
+		// More hour-long writes than writes charges no more than the writes.
+		{"hour-long writes beyond the writes", withHour, Usage{PromptTokens: 1000, CacheWriteTokens: 100, CacheWrite1hTokens: 400}, "0.00275"},
 		// More written than the prompt left after the cached tokens charges no negative tokens.
 		{"writes beyond the prompt", withOwn, Usage{PromptTokens: 100, CachedTokens: 60, CacheWriteTokens: 500}, "0.0002"},
 		// 300 at 10 and 200 reasoning at 20 a million.

@@ -48,7 +48,7 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 	for i, at := range []time.Time{t0.Add(-time.Minute), t0, t0.Add(time.Minute)} {
 		rec := authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
 			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
-			CachedTokens: 4, CacheWriteTokens: 3, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at,
+			CachedTokens: 4, CacheWriteTokens: 3, CacheWrite1hTokens: 1, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at,
 			// the last one's cost is unknown (its model had no price)
 			Cost: pricing.Nanos(1000 * (i + 1)), CostKnown: i != 2, Audio: time.Duration(i) * 500 * time.Millisecond, Images: int64(i)}
 		if err := s.AppendUsage(ctx, rec); err != nil {
@@ -66,7 +66,7 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 		t.Fatalf("UsageSince: %v", err)
 	}
 	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, CacheWriteTokens: 6,
-		ReasoningTokens: 4, Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3}
+		CacheWrite1hTokens: 2, ReasoningTokens: 4, Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("UsageSince (-want +got):\n%s", diff)
 	}

@@ -15,15 +15,16 @@ import (
 // to each new message as clients do. Turns 2 and 3 read from the cache:
 // the client's usage shows it, the ledger records it, and the cost prices
 // it at the cached price; the writes are recorded and priced at the
-// cache write price.
+// cache write price, the system prompt's (marked for an hour) at the
+// hour's.
 func TestPromptCachingThreeTurns(t *testing.T) {
 	a := startDev(t, func(string) string { return "" })
 	system := strings.Repeat("You are a careful coding assistant who reads the repository before answering. ", 60)
 	for _, model := range []string{"agent-claude", "agent-bedrock"} {
 		t.Run(model, func(t *testing.T) {
-			// 10 a million tokens in, 1 cached, 12.5 written to the cache, 10
-			// out: costs tell cached and written tokens apart.
-			if status, body := a.admin(t, "PUT", "/admin/v1/prices", `{"model":"`+model+`","input":"10","cached_input":"1","cache_write_input":"12.5","output":"10"}`); status != 200 {
+			// 10 a million tokens in, 1 cached, 12.5 written to the cache
+			// (20 for an hour), 10 out: costs tell them apart.
+			if status, body := a.admin(t, "PUT", "/admin/v1/prices", `{"model":"`+model+`","input":"10","cached_input":"1","cache_write_input":"12.5","cache_write_1h_input":"20","output":"10"}`); status != 200 {
 				t.Fatalf("price: %d %s", status, body)
 			}
 			marker := `{"type":"ephemeral","ttl":"1h"}`
@@ -68,6 +69,7 @@ func TestPromptCachingThreeTurns(t *testing.T) {
 					CompletionTokens int64   `json:"completion_tokens"`
 					CachedTokens     int64   `json:"cached_tokens"`
 					CacheWriteTokens int64   `json:"cache_write_tokens"`
+					CacheWrite1h     int64   `json:"cache_write_1h_tokens"`
 					Cost             *string `json:"cost"`
 				}
 			}
@@ -90,20 +92,22 @@ func TestPromptCachingThreeTurns(t *testing.T) {
 			if len(got) != 3 || got[0] != cached[0] || got[1] != cached[1] || got[2] != cached[2] {
 				t.Fatalf("ledger cached tokens %v, want %v", got, cached)
 			}
-			writes := int64(0)
+			writes, hour := int64(0), int64(0)
 			for _, r := range page.Data {
 				if r.Model != model || r.Cost == nil {
 					continue
 				}
-				writes += r.CacheWriteTokens
+				writes, hour = writes+r.CacheWriteTokens, hour+r.CacheWrite1h
 				want := float64(r.PromptTokens-r.CachedTokens-r.CacheWriteTokens)*10e-6 + float64(r.CachedTokens)*1e-6 +
-					float64(r.CacheWriteTokens)*12.5e-6 + float64(r.CompletionTokens)*10e-6
+					float64(r.CacheWriteTokens-r.CacheWrite1h)*12.5e-6 + float64(r.CacheWrite1h)*20e-6 + float64(r.CompletionTokens)*10e-6
 				if cost, err := strconv.ParseFloat(*r.Cost, 64); err != nil || cost < want*0.999 || cost > want*1.001 {
-					t.Errorf("cost %s for %d prompt (%d cached, %d written) and %d completion tokens, want %.9f", *r.Cost, r.PromptTokens, r.CachedTokens, r.CacheWriteTokens, r.CompletionTokens, want)
+					t.Errorf("cost %s for %d prompt (%d cached, %d written, %d for an hour) and %d completion tokens, want %.9f",
+						*r.Cost, r.PromptTokens, r.CachedTokens, r.CacheWriteTokens, r.CacheWrite1h, r.CompletionTokens, want)
 				}
 			}
-			if writes < int64(len(system)/4) {
-				t.Errorf("%d cache writes recorded, want at least the system prompt's %d", writes, len(system)/4)
+			// The system prompt is written for an hour, the messages for five minutes.
+			if hour < int64(len(system)/4) || writes <= hour {
+				t.Errorf("%d cache writes recorded, %d for an hour; want at least the system prompt's %d for an hour, and more", writes, hour, len(system)/4)
 			}
 		})
 	}

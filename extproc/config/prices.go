@@ -34,6 +34,9 @@ type ModelPrice struct {
 	// CacheWriteInput is the price of prompt tokens the provider wrote to
 	// its cache; unset means Input.
 	CacheWriteInput *Amount `json:"cache_write_input"`
+	// CacheWrite1hInput is the price of cache writes that live for an
+	// hour; unset means CacheWriteInput's.
+	CacheWrite1hInput *Amount `json:"cache_write_1h_input"`
 	// Output is the price of generated tokens.
 	Output Amount `json:"output"`
 	// Reasoning is the price of reasoning tokens; unset means Output.
@@ -115,7 +118,7 @@ func (c *Config) PriceTable() (*pricing.Table, error) {
 			return nil, err
 		}
 		p := pricing.Price{Model: m.Model, From: from, Input: m.Input.nanos(), CachedInput: m.CachedInput.nanosOrNil(),
-			CacheWriteInput: m.CacheWriteInput.nanosOrNil(), Output: m.Output.nanos(), Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos()}
+			CacheWriteInput: m.CacheWriteInput.nanosOrNil(), CacheWrite1hInput: m.CacheWrite1hInput.nanosOrNil(), Output: m.Output.nanos(), Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos()}
 		for _, img := range m.Images {
 			p.Images = append(p.Images, pricing.ImagePrice{Size: img.Size, Quality: img.Quality, Each: img.Each.nanos()})
 		}

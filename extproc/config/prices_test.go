@@ -16,6 +16,7 @@ prices:
       input: 2.50             # a YAML number, read as the decimal written
       cached_input: "1.25"
       cache_write_input: "3.125"
+      cache_write_1h_input: "5"
       output: "10"
       audio_second: 1.25e-07  # an exponent, written out
       images:
@@ -35,11 +36,12 @@ prices:
 	before, ok := table.At("gpt-4o", time.Date(2026, 5, 31, 23, 0, 0, 0, time.UTC))
 	if !ok || before.Input != 2_500_000_000 || before.CachedInput == nil || *before.CachedInput != 1_250_000_000 ||
 		before.CacheWriteInput == nil || *before.CacheWriteInput != 3_125_000_000 ||
+		before.CacheWrite1hInput == nil || *before.CacheWrite1hInput != 5*pricing.NanosPerUnit ||
 		before.Output != 10*pricing.NanosPerUnit || before.AudioSecond != 125 || len(before.Images) != 1 || before.Images[0].Each != 40_000_000 {
 		t.Errorf("the price before June: %+v (found %v)", before, ok)
 	}
 	after, ok := table.At("gpt-4o", time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	if !ok || after.Input != 2*pricing.NanosPerUnit || after.CachedInput != nil || after.CacheWriteInput != nil {
+	if !ok || after.Input != 2*pricing.NanosPerUnit || after.CachedInput != nil || after.CacheWriteInput != nil || after.CacheWrite1hInput != nil {
 		t.Errorf("the price from June: %+v (found %v)", after, ok)
 	}
 }

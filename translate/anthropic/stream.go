@@ -175,7 +175,11 @@ func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 			u.InputTokens = c.usage.PromptTokens - c.usage.CachedTokens - c.usage.CacheWriteTokens
 			u.CacheReadInputTokens, u.CacheCreationInputTokens = c.usage.CachedTokens, c.usage.CacheWriteTokens
 		}
+		hour := c.usage.CacheWrite1hTokens
 		c.usage = u.normalize()
+		if u.CacheCreation == nil { // the split message_start gave
+			c.usage.CacheWrite1hTokens = min(hour, c.usage.CacheWriteTokens)
+		}
 	}
 	if ev.Delta.StopReason == "" {
 		return out

@@ -162,6 +162,11 @@ type usageIn struct {
 	OutputTokens          int64 `json:"outputTokens"`
 	CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
 	CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+	// CacheDetails splits the cache writes by their ttl (5m, 1h).
+	CacheDetails []struct {
+		TTL         string `json:"ttl"`
+		InputTokens int64  `json:"inputTokens"`
+	} `json:"cacheDetails"`
 }
 
 // normalize counts cache reads and writes as prompt tokens, as Bedrock's
@@ -169,8 +174,15 @@ type usageIn struct {
 // inputTokens are only the tokens after the last cache point.
 func (u usageIn) normalize() translate.Usage {
 	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
-	return translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+	out := translate.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
 		CachedTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheWriteInputTokens}
+	for _, d := range u.CacheDetails {
+		if d.TTL == "1h" {
+			out.CacheWrite1hTokens += d.InputTokens
+		}
+	}
+	out.CacheWrite1hTokens = min(out.CacheWrite1hTokens, out.CacheWriteTokens)
+	return out
 }
 
 // finishReason maps stopReason; a call of the JSON answer's tool alone is

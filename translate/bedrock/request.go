@@ -145,15 +145,26 @@ func newToolSpec(name, description string, schema json.RawMessage) toolSpec {
 }
 
 // cachePoint marks the end of a prompt prefix Bedrock caches: a client's
-// cache_control marker (its ttl left out, Converse's cache points have
-// one lifetime). Bedrock caches for Claude and Nova models; other models
-// get no cache points.
+// cache_control marker, its ttl kept when Converse takes it (5m or 1h).
+// Bedrock caches for Claude and Nova models; other models get no cache
+// points.
 type cachePoint struct {
 	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
-// cachePointBlock is the block of a cache point.
-var cachePointBlock = cblock{CachePoint: &cachePoint{Type: "default"}}
+// cachePointBlock is the block of the cache point for marker.
+func cachePointBlock(marker json.RawMessage) cblock {
+	var m struct {
+		TTL string `json:"ttl"`
+	}
+	json.Unmarshal(marker, &m) //nolint:errcheck // a marker without a readable ttl has the default lifetime
+	p := &cachePoint{Type: "default"}
+	if m.TTL == "5m" || m.TTL == "1h" {
+		p.TTL = m.TTL
+	}
+	return cblock{CachePoint: p}
+}
 
 // caches reports whether model takes cache points.
 func caches(model string) bool {
@@ -360,7 +371,7 @@ func (r *converseRequest) cachePoint(blocks []cblock, marker json.RawMessage) []
 	if n := len(blocks); !r.caching || !api.IsMarker(marker) || n == 0 || blocks[n-1].CachePoint != nil {
 		return blocks
 	}
-	return append(blocks, cachePointBlock)
+	return append(blocks, cachePointBlock(marker))
 }
 
 func (r *converseRequest) add(role string, blocks []cblock) {
@@ -436,7 +447,7 @@ func assistantBlocks(param string, raw json.RawMessage, caching bool) ([]cblock,
 	}
 	out := []cblock{{Text: text}}
 	if caching && api.IsMarker(marker) {
-		out = append(out, cachePointBlock)
+		out = append(out, cachePointBlock(marker))
 	}
 	return out, nil
 }
@@ -469,7 +480,7 @@ func userBlocks(param string, raw json.RawMessage, caching bool) ([]cblock, erro
 			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Bedrock Converse does not take '%s' parts.", p.Type)
 		}
 		if caching && api.IsMarker(p.CacheControl) {
-			out = append(out, cachePointBlock)
+			out = append(out, cachePointBlock(p.CacheControl))
 		}
 	}
 	return out, nil
@@ -509,7 +520,7 @@ func (r *converseRequest) setTools(in api.ChatParams) error {
 		}
 		tc.Tools = append(tc.Tools, newToolSpec(t.Function.Name, t.Function.Description, schema))
 		if r.caching && api.IsMarker(t.CacheControl) {
-			tc.Tools = append(tc.Tools, toolSpec{CachePoint: cachePointBlock.CachePoint})
+			tc.Tools = append(tc.Tools, toolSpec{CachePoint: cachePointBlock(t.CacheControl).CachePoint})
 		}
 	}
 	choice, err := toolChoice(in.ToolChoice)

@@ -79,15 +79,13 @@ func Messages(w http.ResponseWriter, body []byte) {
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
 			"content": content, "stop_reason": stop, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": t.OutputTokens,
-				"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite}})
+			"usage": t.anthropicUsage(t.OutputTokens)})
 		return
 	}
 	s := startSSE(w)
 	s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": t.InputTokens, "output_tokens": 1,
-			"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": t.anthropicUsage(1)}})
 	for i, b := range content {
 		start := b
 		switch b.Type {
@@ -212,4 +210,12 @@ func firstType(bs []anthropicBlock) string {
 
 func anthropicError(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusBadRequest, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
+}
+
+// anthropicUsage is the turn's usage as Messages reports it, with output
+// tokens so far.
+func (t *Turn) anthropicUsage(output int) map[string]any {
+	return map[string]any{"input_tokens": t.InputTokens, "output_tokens": output,
+		"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite,
+		"cache_creation": map[string]any{"ephemeral_5m_input_tokens": t.CacheWrite - t.CacheWrite1h, "ephemeral_1h_input_tokens": t.CacheWrite1h}}
 }

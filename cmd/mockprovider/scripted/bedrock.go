@@ -151,6 +151,9 @@ func Converse(w http.ResponseWriter, stream bool, body []byte) {
 	}
 	usage := map[string]any{"inputTokens": t.InputTokens, "outputTokens": t.OutputTokens, "cacheReadInputTokens": t.CacheRead,
 		"cacheWriteInputTokens": t.CacheWrite, "totalTokens": t.InputTokens + t.CacheRead + t.CacheWrite + t.OutputTokens}
+	if t.CacheWrite > 0 {
+		usage["cacheDetails"] = []map[string]any{{"ttl": "5m", "inputTokens": t.CacheWrite - t.CacheWrite1h}, {"ttl": "1h", "inputTokens": t.CacheWrite1h}}
+	}
 	if !stream {
 		writeJSON(w, http.StatusOK, map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
 			"stopReason": stop, "usage": usage, "metrics": map[string]any{"latencyMs": 1}})

@@ -13,13 +13,22 @@ import (
 // cached prefix it finds at one of its breakpoints or in the 20 blocks
 // before each (the lookback that finds an earlier turn's breakpoint
 // after the client moved its marker), and writes the rest up to its last
-// breakpoint.
+// breakpoint. A breakpoint with a ttl of 1h writes for an hour: as
+// Anthropic requires, longer-lived breakpoints come first, so the hour's
+// writes are those up to the last 1h breakpoint.
 
 // segment is a block of the prompt: its content, and whether a breakpoint
-// follows it.
+// follows it, and whether that breakpoint's ttl is an hour.
 type segment struct {
 	content []byte
 	marked  bool
+	hour    bool
+}
+
+// cacheCounts are a prompt's cache reads and writes in tokens; Write1h
+// of the writes are for an hour.
+type cacheCounts struct {
+	Read, Write, Write1h int
 }
 
 // lookback is how many blocks before a breakpoint a cached prefix is
@@ -33,11 +42,11 @@ var promptCache struct {
 
 // cacheUsage is the prompt's cache reads and writes, in tokens (a token
 // per four bytes of content); it caches the prefixes at the breakpoints.
-func cacheUsage(segments []segment) (read, write int) {
+func cacheUsage(segments []segment) cacheCounts {
 	h := sha256.New()
 	sums := make([][sha256.Size]byte, len(segments))
 	tokens := make([]int, len(segments))
-	size, last := 0, -1
+	size, last, lastHour := 0, -1, -1
 	for i, s := range segments {
 		h.Write(s.content)
 		h.Sum(sums[i][:0])
@@ -46,10 +55,14 @@ func cacheUsage(segments []segment) (read, write int) {
 		if s.marked {
 			last = i
 		}
+		if s.marked && s.hour {
+			lastHour = i
+		}
 	}
 	if last < 0 {
-		return 0, 0
+		return cacheCounts{}
 	}
+	read := 0
 	promptCache.Lock()
 	defer promptCache.Unlock()
 	if promptCache.seen == nil {
@@ -71,21 +84,33 @@ func cacheUsage(segments []segment) (read, write int) {
 			promptCache.seen[sums[b]] = true
 		}
 	}
-	return read, max(0, tokens[last]-read)
+	c := cacheCounts{Read: read, Write: max(0, tokens[last]-read)}
+	if lastHour >= 0 {
+		c.Write1h = max(0, tokens[lastHour]-read)
+	}
+	return c
 }
 
-// withoutMarker is a block's JSON without its cache_control, what the
-// cache keys it by.
-func withoutMarker(raw json.RawMessage) (content []byte, marked bool) {
+// withoutMarker is a block's segment: its JSON without its cache_control,
+// what the cache keys it by.
+func withoutMarker(raw json.RawMessage) segment {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
-		return raw, false
+		return segment{content: raw}
 	}
 	cc, marked := m["cache_control"]
-	marked = marked && string(cc) != "null"
 	delete(m, "cache_control")
 	b, _ := json.Marshal(m)
-	return b, marked
+	return segment{content: b, marked: marked && string(cc) != "null", hour: hourLong(cc)}
+}
+
+// hourLong reports whether a cache marker (cache_control or a cache
+// point) lives for an hour.
+func hourLong(marker json.RawMessage) bool {
+	var m struct {
+		TTL string `json:"ttl"`
+	}
+	return json.Unmarshal(marker, &m) == nil && m.TTL == "1h"
 }
 
 // anthropicSegments are a Messages request's blocks in cache order: its
@@ -107,13 +132,11 @@ func anthropicSegments(body []byte) []segment {
 			return
 		}
 		for _, b := range blocks {
-			content, marked := withoutMarker(b)
-			out = append(out, segment{content: content, marked: marked})
+			out = append(out, withoutMarker(b))
 		}
 	}
 	for _, t := range req.Tools {
-		content, marked := withoutMarker(t)
-		out = append(out, segment{content: content, marked: marked})
+		out = append(out, withoutMarker(t))
 	}
 	if len(req.System) > 0 {
 		add(req.System)
@@ -145,7 +168,7 @@ func converseSegments(body []byte) []segment {
 			}
 			if json.Unmarshal(b, &point) == nil && point.CachePoint != nil {
 				if n := len(out); n > 0 {
-					out[n-1].marked = true
+					out[n-1].marked, out[n-1].hour = true, hourLong(point.CachePoint)
 				}
 				continue
 			}

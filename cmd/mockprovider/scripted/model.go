@@ -79,13 +79,15 @@ type Turn struct {
 	// leaves out the prompt's cache reads and writes (CacheRead,
 	// CacheWrite).
 	InputTokens, OutputTokens, CacheRead, CacheWrite int
+	// CacheWrite1h of the writes are for an hour.
+	CacheWrite1h int
 }
 
 // cached sets the turn's cache reads and writes, which its input tokens
 // leave out.
-func (t *Turn) cached(read, write int) {
-	t.CacheRead, t.CacheWrite = read, write
-	t.InputTokens = max(1, t.InputTokens-read-write)
+func (t *Turn) cached(c cacheCounts) {
+	t.CacheRead, t.CacheWrite, t.CacheWrite1h = c.Read, c.Write, c.Write1h
+	t.InputTokens = max(1, t.InputTokens-c.Read-c.Write)
 }
 
 // Call is a tool call.
