@@ -205,21 +205,38 @@ func ChatUsage(u translate.Usage) *Usage {
 // ParseUsage reads the CompletionUsage of a server that speaks the OpenAI
 // API, whatever members it has or lacks; nulls count zero. It fails on
 // counts that are not integers or details that are not objects.
+// DeepSeek's prompt_cache_hit_tokens are the cached tokens when
+// prompt_tokens_details has none.
 func ParseUsage(raw []byte) (*Usage, error) {
 	var u Usage
 	if readUsage(raw, &u) {
 		return &u, nil
 	}
-	u = Usage{}
-	if err := json.Unmarshal(raw, &u); err != nil {
+	var w struct {
+		Usage
+		PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, err
 	}
-	return &u, nil
+	w.cacheHits(w.PromptCacheHitTokens)
+	return &w.Usage, nil
 }
 
-// usageNames are Usage's members, and the details' members.
+// cacheHits takes a count of cached tokens given outside
+// prompt_tokens_details (DeepSeek's prompt_cache_hit_tokens) when the
+// details have none.
+func (u *Usage) cacheHits(n int64) {
+	if u.PromptTokensDetails.CachedTokens == 0 {
+		u.PromptTokensDetails.CachedTokens = n
+	}
+}
+
+// usageNames are Usage's members, DeepSeek's cache hits, and the details'
+// members.
 var (
-	usageNames            = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+	usageNames = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details",
+		"prompt_cache_hit_tokens"}
 	promptDetailNames     = []string{"cached_tokens", "audio_tokens"}
 	completionDetailNames = []string{"reasoning_tokens", "audio_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
 )
@@ -235,6 +252,7 @@ func readUsage(raw []byte, u *Usage) bool {
 	var prompt [2][]byte
 	var completion [4][]byte
 	pd, cd := &u.PromptTokensDetails, &u.CompletionTokensDetails
+	var hits int64
 	c := jsonscan.NewCursor(raw)
 	var seen uint32
 	for key, more := c.FirstKey(); more; key, more = c.NextKey() {
@@ -258,11 +276,14 @@ func readUsage(raw []byte, u *Usage) bool {
 		case 4:
 			ok = readCounts(v, completionDetailNames, completion[:], &cd.ReasoningTokens, &cd.AudioTokens,
 				&cd.AcceptedPredictionTokens, &cd.RejectedPredictionTokens)
+		case 5:
+			ok = readCount(v, &hits)
 		}
 		if !ok {
 			return false
 		}
 	}
+	u.cacheHits(hits)
 	return c.End()
 }
 

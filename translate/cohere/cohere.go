@@ -217,16 +217,22 @@ func errorBody(status int, body []byte) []byte {
 	return api.NormalizeError(status, b)
 }
 
+// usageIn is Cohere's usage: the tokens the model read and wrote (not the
+// billed units, which leave out Cohere's own preamble), and the prompt
+// tokens that hit Cohere's inference cache, a number that the API
+// reference types as a double.
 type usageIn struct {
 	Tokens struct {
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"tokens"`
+	CachedTokens float64 `json:"cached_tokens"`
 }
 
 func (u usageIn) normalize() translate.Usage {
 	in, out := u.Tokens.InputTokens, u.Tokens.OutputTokens
-	return translate.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}
+	cached := min(max(int64(u.CachedTokens), 0), in)
+	return translate.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out, CachedTokens: cached}
 }
 
 func finishReason(r string) string {

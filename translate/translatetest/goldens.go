@@ -56,9 +56,12 @@ type Case struct {
 //   - what the client gets matches client.json, or client.sse for a
 //     stream, and validates against ep's schemas: every body, and every
 //     event of a stream, with ErrorResponse for errors;
-//   - a stream cut at random points gives the client the same bytes.
+//   - the usage the translator reports, what the ledger records and
+//     prices, matches usage.json;
+//   - a stream cut at random points gives the client the same bytes, and
+//     the same usage.
 //
-// -update rewrites upstream.json and the client file.
+// -update rewrites upstream.json, the client file and usage.json.
 func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(t testing.TB, request []byte) translate.Translator) {
 	t.Helper()
 	for _, tc := range cases {
@@ -83,6 +86,7 @@ func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(
 					t.Fatalf("ResponseBody: %v", err)
 				}
 				Golden(t, filepath.Join(caseDir, "client.json"), out)
+				Golden(t, filepath.Join(caseDir, "usage.json"), usageJSON(tr.Usage()))
 				schema := ep.Body
 				if head.Status >= 400 {
 					schema = "ErrorResponse"
@@ -102,6 +106,7 @@ func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(
 			}
 			out := Stream(t, tr, [][]byte{recording})
 			Golden(t, filepath.Join(caseDir, "client.sse"), out)
+			Golden(t, filepath.Join(caseDir, "usage.json"), usageJSON(tr.Usage()))
 			spec.ValidateSSE(t, ep.Event, out)
 			checkChunks(t, ep, out)
 			r := rand.New(rand.NewPCG(uint64(len(recording)), 1))
@@ -111,6 +116,9 @@ func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(
 				again.ResponseHeaders(status, tc.ContentType)
 				if got := Stream(t, again, RandomChunks(r, recording, 64)); !bytes.Equal(got, out) {
 					t.Fatalf("a stream cut at random points gives other bytes:\n%s\nwant:\n%s", got, out)
+				}
+				if again.Usage() != tr.Usage() {
+					t.Fatalf("a stream cut at random points gives other usage: %+v, want %+v", again.Usage(), tr.Usage())
 				}
 			}
 		})
@@ -200,4 +208,10 @@ func FloatEmbeddings(t testing.TB, body []byte) []byte {
 	resp["data"], _ = json.Marshal(data)
 	out, _ := json.Marshal(resp)
 	return out
+}
+
+// usageJSON is a translator's usage as usage.json holds it.
+func usageJSON(u translate.Usage) []byte {
+	b, _ := json.MarshalIndent(u, "", "  ")
+	return append(b, '\n')
 }
