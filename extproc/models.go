@@ -106,7 +106,7 @@ func (r *router) target(m *routing.Model, d routing.Deployment) (translate.Targe
 	b := r.backends[d.Backend]
 	return translate.Target{Backend: b.Name, Provider: b.Provider, Model: d.Model,
 		BasePath: b.basePath, APIKey: b.APIKey, APIVersion: b.APIVersion, Host: b.host, Region: b.Region, AWS: b.AWS,
-		Project: b.Project, WebSearch: m.WebSearch}, m.Timeouts.Or(b.Timeouts)
+		Project: b.Project, WebSearch: m.WebSearch, AutoCache: m.AutoCache}, m.Timeouts.Or(b.Timeouts)
 }
 
 // deploymentOn is the model's deployment on a backend, as Envoy names the

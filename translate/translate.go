@@ -34,6 +34,11 @@ type Target struct {
 	// WebSearch: the operator lets the model search the web with the
 	// provider's own search when the client asks for it.
 	WebSearch bool
+	// AutoCache: the operator has the gateway place prompt caching
+	// breakpoints on a request whose client placed none
+	// (api.ChatParams.PlaceCacheMarkers), for providers that cache at
+	// markers only (Anthropic, Claude on Vertex AI, Bedrock).
+	AutoCache bool
 	// BasePath is the path of the backend's base URL without a trailing
 	// slash ("" for https://api.openai.com, "/openai" for Groq). Endpoint
 	// paths such as /v1/chat/completions are appended to it.

@@ -262,6 +262,12 @@ type Model struct {
 	// says so in x-modelgate-warning. The provider bills searches apart,
 	// and the gateway does not price them yet.
 	WebSearch bool `json:"web_search"`
+	// AutoCache places prompt caching breakpoints (tools, system prompt,
+	// conversation so far) on requests whose client placed none, where the
+	// provider caches at markers only: Anthropic, Claude on Vertex AI,
+	// Claude and Nova on Bedrock. Off by default: cache writes cost more
+	// than input (1.25x), so a prompt that is not sent again costs more.
+	AutoCache bool `json:"auto_cache"`
 	// Timeouts override its backends' timeouts for this model.
 	Timeouts Timeouts `json:"timeouts"`
 	// Fallback, when present, serves the model by Envoy's retries across

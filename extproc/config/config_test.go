@@ -292,3 +292,21 @@ models:
 		t.Errorf("Parse: %v", err)
 	}
 }
+
+// auto_cache reaches the model's routing, and is off unless set.
+func TestAutoCacheRouted(t *testing.T) {
+	cfg, err := Parse([]byte(`
+backends:
+  - {name: claude, provider: anthropic, base_url: https://api.anthropic.com}
+models:
+  - {id: cached, auto_cache: true, deployments: [{backend: claude, model: claude-sonnet-4-5}]}
+  - {id: plain, deployments: [{backend: claude, model: claude-sonnet-4-5}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := cfg.Routing().Models
+	if len(models) != 2 || !models[0].AutoCache || models[1].AutoCache {
+		t.Errorf("routed models: %+v", models)
+	}
+}

@@ -150,6 +150,9 @@ type Model struct {
 	// WebSearch lets the model search the web with its provider's own
 	// search when a client asks for it.
 	WebSearch bool
+	// AutoCache has the gateway place prompt caching breakpoints on
+	// requests whose client placed none.
+	AutoCache bool
 	// Timeouts override its backends' member by member.
 	Timeouts Timeouts
 	// Fallback, when set, has Envoy pick the deployment of each attempt

@@ -54,7 +54,7 @@ func NewChatToolJSON(t translate.Target, req *api.ChatRequest) translate.Transla
 
 func newTranslator(t translate.Target, req *api.ChatRequest, native bool) *chat {
 	p := req.AnswerParams()
-	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch},
+	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch, autoCache: t.AutoCache},
 		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort), warning: req.WebSearchWarning(t.WebSearch)}
 }
 

@@ -29,6 +29,9 @@ var goldenCases = []translatetest.Case{
 	{Name: "stream-thinking", Recording: recorded + "test_anthropic_model_thinking_part_stream.bodies/00.response.sse", ContentType: "text/event-stream; charset=utf-8"},
 	{Name: "stream-redacted-thinking-include-usage", Recording: recorded + "test_anthropic_model_thinking_part_redacted_stream.bodies/00.response.sse", ContentType: "text/event-stream; charset=utf-8"},
 	{Name: "provider-error", Recording: recorded + "test_anthropic_explicit_effort_xhigh_unsupported_model_errors.bodies/00.response.json", Status: 400, ContentType: "application/json"},
+	// Not recorded: built from Anthropic's documented usage (testdata/chat/README.md).
+	{Name: "cache-usage", Recording: "testdata/chat/cache-usage/provider.json", ContentType: "application/json"},
+	{Name: "stream-cache-usage", Recording: "testdata/chat/stream-cache-usage/provider.sse", ContentType: "text/event-stream; charset=utf-8"},
 }
 
 func TestGolden(t *testing.T) {

@@ -116,7 +116,7 @@ const jsonTool = "json_response"
 // schema asked for with output_config (structured outputs) rather than
 // through a forced tool; webSearch, Anthropic's web search for
 // web_search_options.
-type buildOptions struct{ native, webSearch bool }
+type buildOptions struct{ native, webSearch, autoCache bool }
 
 // buildRequest maps the OpenAI request onto the Messages API.
 func buildRequest(model string, req *api.ChatRequest, opts buildOptions) (*request, error) {
@@ -126,6 +126,9 @@ func buildRequest(model string, req *api.ChatRequest, opts buildOptions) (*reque
 	}
 	if in.N != nil && *in.N > 1 {
 		return nil, api.Invalid("n", "Anthropic models return one choice; 'n' must be 1.")
+	}
+	if opts.autoCache {
+		in.PlaceCacheMarkers()
 	}
 	out := &request{Model: model, Stream: req.Stream, Temperature: in.Temperature, TopP: in.TopP,
 		MaxTokens: sentMaxTokens(firstSet(in.MaxCompletionTokens, in.MaxTokens), in.ReasoningEffort)}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -170,4 +171,61 @@ func PositiveInteger(members map[string]json.RawMessage, names ...string) int64 
 // JSON reports a response_format that asks for JSON.
 func (p AnswerParams) JSON() bool {
 	return p.ResponseFormat == "json_object" || p.ResponseFormat == "json_schema"
+}
+
+// autoMarker is the breakpoint PlaceCacheMarkers places: the default
+// five-minute cache.
+var autoMarker = json.RawMessage(`{"type":"ephemeral"}`)
+
+// PlaceCacheMarkers places prompt caching breakpoints where a coding
+// agent's prompt repeats, for a model whose operator turned automatic
+// caching on, when the client placed none (a client's markers are its
+// own choice, left as they are): after the last tool, after the system
+// prompt (its last system or developer message) and after the last
+// message, the conversation so far, which the next turn reads from the
+// cache. That is three of the four breakpoints Anthropic allows.
+func (p *ChatParams) PlaceCacheMarkers() {
+	if p.hasMarker() {
+		return
+	}
+	if n := len(p.Tools); n > 0 {
+		p.Tools[n-1].CacheControl = autoMarker
+	}
+	system := -1
+	for i, m := range p.Messages {
+		if m.Role == "system" || m.Role == "developer" {
+			system = i
+		}
+	}
+	if system >= 0 {
+		p.Messages[system].CacheControl = autoMarker
+	}
+	if n := len(p.Messages); n > 0 && n-1 != system {
+		p.Messages[n-1].CacheControl = autoMarker
+	}
+}
+
+// hasMarker reports whether the client marked a tool, a message or a part.
+func (p *ChatParams) hasMarker() bool {
+	for _, t := range p.Tools {
+		if IsMarker(t.CacheControl) {
+			return true
+		}
+	}
+	for _, m := range p.Messages {
+		if IsMarker(m.CacheControl) {
+			return true
+		}
+		if !bytes.Contains(m.Content, []byte("cache_control")) {
+			continue
+		}
+		var parts []ContentPart
+		json.Unmarshal(m.Content, &parts) //nolint:errcheck // text content has no parts
+		for _, part := range parts {
+			if IsMarker(part.CacheControl) {
+				return true
+			}
+		}
+	}
+	return false
 }

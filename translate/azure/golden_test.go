@@ -32,6 +32,7 @@ var chatGoldens = []translatetest.Case{
 	{Name: "stream-async-filter", Recording: "testdata/chat/stream-async-filter/provider.sse", ContentType: sseType},
 	{Name: "content-filter-error", Recording: "testdata/chat/content-filter-error/provider.json", Status: 400, ContentType: jsonType},
 	{Name: "deployment-not-found", Recording: "testdata/chat/deployment-not-found/provider.json", Status: 404, ContentType: jsonType},
+	{Name: "cached-tokens", Recording: "testdata/chat/cached-tokens/provider.json", ContentType: jsonType},
 }
 
 var embeddingsGoldens = []translatetest.Case{

@@ -1,9 +1,12 @@
 package bedrock
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
 )
 
@@ -44,5 +47,54 @@ func TestCacheTokensInPrompt(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"prompt_tokens":1510`) || s.Usage().PromptTokens != 1510 || s.Usage().CachedTokens != 1000 {
 		t.Errorf("stream usage %+v:\n%s", s.Usage(), out)
+	}
+}
+
+// With automatic caching on, a Claude request without markers gets cache
+// points after the last tool, the system prompt and the last message; a
+// model without caching gets none.
+func TestAutoCachePoints(t *testing.T) {
+	const body = `{"model":"m","messages":[{"role":"system","content":"You are a coding agent."},{"role":"user","content":"Fix the build."}],
+		"tools":[{"type":"function","function":{"name":"read","parameters":{"type":"object"}}},{"type":"function","function":{"name":"shell","parameters":{"type":"object"}}}]}`
+	for _, tc := range []struct {
+		model string
+		auto  bool
+		want  int
+	}{
+		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", true, 3},
+		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", false, 0},
+		{"meta.llama3-70b-instruct-v1:0", true, 0},
+	} {
+		req, err := api.ParseChatRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := NewChat(translate.Target{Provider: "bedrock", Model: tc.model, AutoCache: tc.auto}, req).RequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			System     []map[string]any `json:"system"`
+			ToolConfig struct {
+				Tools []map[string]any `json:"tools"`
+			} `json:"toolConfig"`
+			Messages []struct {
+				Content []map[string]any `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(up.Body, &r); err != nil {
+			t.Fatal(err)
+		}
+		last := func(blocks []map[string]any) bool { return len(blocks) > 0 && blocks[len(blocks)-1]["cachePoint"] != nil }
+		got := 0
+		for _, blocks := range [][]map[string]any{r.System, r.ToolConfig.Tools, r.Messages[len(r.Messages)-1].Content} {
+			if last(blocks) {
+				got++
+			}
+		}
+		if got != tc.want || strings.Count(string(up.Body), "cachePoint") != tc.want {
+			t.Errorf("%s, automatic caching %v: %d cache points at the ends, %d in all; want %d:\n%s", tc.model, tc.auto, got,
+				strings.Count(string(up.Body), "cachePoint"), tc.want, up.Body)
+		}
 	}
 }

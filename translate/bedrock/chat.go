@@ -61,7 +61,7 @@ func (c *chat) MaxOutputTokens() int64 { return c.maxTokens }
 
 // RequestBody builds the Converse or ConverseStream request.
 func (c *chat) RequestBody() (translate.Upstream, error) {
-	r, err := buildRequest(c.target.Model, c.req)
+	r, err := buildRequest(c.target.Model, c.req, c.target.AutoCache)
 	if err != nil {
 		return translate.Upstream{}, err
 	}

@@ -1,6 +1,8 @@
 package bedrock
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,6 +33,37 @@ var goldenCases = []translatetest.Case{
 	{Name: "stream-thinking", Recording: recorded + "test_bedrock_model_thinking_part_stream.bodies/00.response.eventstream.bin", ContentType: eventStream},
 	{Name: "provider-error", Recording: recorded + "test_bedrock_error.bodies/00.response.json", Status: 400, ContentType: "application/json"},
 	{Name: "stream-provider-error", Recording: recorded + "test_bedrock_streaming_error.bodies/00.response.json", Status: 400, ContentType: "application/json"},
+	// Not recorded: built from Converse's documented usage
+	// (testdata/chat/README.md); the stream's frames are its events.json
+	// encoded (TestDocumentedStreamFrames).
+	{Name: "cache-usage", Recording: "testdata/chat/cache-usage/provider.json", ContentType: "application/json"},
+	{Name: "stream-cache-usage", Recording: "testdata/chat/stream-cache-usage/provider.eventstream.bin", ContentType: eventStream},
+}
+
+// documentedStreams are the cases whose ConverseStream answer is written
+// by hand as events.json, each event a [type, payload] pair, and encoded
+// into provider.eventstream.bin as Bedrock frames them.
+var documentedStreams = []string{"stream-cache-usage"}
+
+// TestDocumentedStreamFrames checks each documented stream's frames are
+// its events encoded; -update writes them.
+func TestDocumentedStreamFrames(t *testing.T) {
+	for _, name := range documentedStreams {
+		dir := filepath.Join("testdata", "chat", name)
+		var events [][2]json.RawMessage
+		if err := json.Unmarshal(translatetest.ReadFile(t, filepath.Join(dir, "events.json")), &events); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var frames []byte
+		for _, e := range events {
+			var typ string
+			if err := json.Unmarshal(e[0], &typ); err != nil {
+				t.Fatalf("%s: event type %s: %v", name, e[0], err)
+			}
+			frames = append(frames, frame(e[1], ":event-type", typ, ":content-type", "application/json", ":message-type", "event")...)
+		}
+		translatetest.Golden(t, filepath.Join(dir, "provider.eventstream.bin"), frames)
+	}
 }
 
 func TestGolden(t *testing.T) {

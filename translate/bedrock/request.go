@@ -205,10 +205,13 @@ type outputConfig struct {
 // jsonTool is the tool a JSON response_format is forced through.
 const jsonTool = "json_response"
 
-func buildRequest(model string, req *api.ChatRequest) (*converseRequest, error) {
+func buildRequest(model string, req *api.ChatRequest, autoCache bool) (*converseRequest, error) {
 	var in api.ChatParams
 	if err := req.Decode(&in); err != nil {
 		return nil, err
+	}
+	if autoCache {
+		in.PlaceCacheMarkers()
 	}
 	if in.N != nil && *in.N > 1 {
 		return nil, api.Invalid("n", "Bedrock Converse returns one choice; 'n' must be 1.")

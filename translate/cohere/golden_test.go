@@ -28,6 +28,8 @@ var chatGoldens = []translatetest.Case{
 	{Name: "stream-include-usage", Recording: "testdata/chat/stream/provider.sse", ContentType: sseType},
 	{Name: "stream-tool-calls", Recording: "testdata/chat/stream-tool-calls/provider.sse", ContentType: sseType},
 	{Name: "provider-error", Recording: recorded + "TestCohere.test_embed_error.bodies/00.response.json", Status: 404, ContentType: "application/json"},
+	{Name: "cached-tokens", Recording: "testdata/chat/cached-tokens/provider.json", ContentType: "application/json"},
+	{Name: "stream-cached-tokens", Recording: "testdata/chat/stream-cached-tokens/provider.sse", ContentType: sseType},
 }
 
 var embeddingsGoldens = []translatetest.Case{

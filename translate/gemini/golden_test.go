@@ -38,6 +38,8 @@ var chatGoldens = []translatetest.Case{
 	{Name: "model-not-found", Recording: recorded + "TestGoogle.test_embed_error.bodies/00.response.json", Status: 404, ContentType: jsonUTF8},
 	{Name: "stream-model-not-found", Recording: recorded + "TestGoogle.test_embed_error.bodies/00.response.json", Status: 404, ContentType: jsonUTF8},
 	{Name: "credential-rejected", Recording: "testdata/chat/credential-rejected/response.json", Status: 403, ContentType: jsonUTF8},
+	{Name: "cached-content", Recording: "../vertex/testdata/chat/cached-content/response.json", ContentType: jsonUTF8},
+	{Name: "stream-cached-content", Recording: "testdata/chat/stream-cached-content/response.sse", ContentType: eventStream},
 }
 
 var embeddingsGoldens = []translatetest.Case{

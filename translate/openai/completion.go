@@ -174,7 +174,8 @@ func (f *chunkFix) insert(open, last int, member string) {
 }
 
 // completionMessage drops the message's null members but content and
-// refusal, which it adds when absent, and types its tool calls. Content
+// refusal, which it adds when absent, keeps only the annotations OpenAI's
+// schema has (urlCitations), and types its tool calls. Content
 // as typed parts (Mistral's thinking answers, Quirks.ContentParts) becomes
 // its text, the thinking reasoning_content, as in streams.
 func completionMessage(f *chunkFix, msg jsonscan.Member) error {
@@ -205,6 +206,9 @@ func completionMessage(f *chunkFix, msg jsonscan.Member) error {
 			continue
 		}
 		f.keep(&d, m)
+		if key == "annotations" {
+			urlCitations(f, m)
+		}
 		last = m.End
 	}
 	f.close(&d)
@@ -276,5 +280,38 @@ func toolCallTypes(f *chunkFix, calls jsonscan.Member) error {
 		} else {
 			f.insert(call.VS, last, `"type":`+value)
 		}
+	}
+}
+
+// urlCitations keeps of a message's annotations the URL citations, the
+// one kind OpenAI's schema has, each with its four members typed as the
+// schema types them. Others (OpenRouter's file annotations, which carry
+// the parsed text of a file the client sent) are dropped; annotations
+// that are not an array become an empty one.
+func urlCitations(f *chunkFix, m jsonscan.Member) {
+	var entries []json.RawMessage
+	if json.Unmarshal(m.Value, &entries) != nil {
+		f.replace(m, []byte("[]"))
+		return
+	}
+	kept := make([]json.RawMessage, 0, len(entries))
+	for _, e := range entries {
+		var a struct {
+			Type        string `json:"type"`
+			URLCitation *struct {
+				StartIndex *int64  `json:"start_index"`
+				EndIndex   *int64  `json:"end_index"`
+				URL        *string `json:"url"`
+				Title      *string `json:"title"`
+			} `json:"url_citation"`
+		}
+		if json.Unmarshal(e, &a) == nil && a.Type == "url_citation" && a.URLCitation != nil && a.URLCitation.StartIndex != nil &&
+			a.URLCitation.EndIndex != nil && a.URLCitation.URL != nil && a.URLCitation.Title != nil {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) < len(entries) {
+		b, _ := json.Marshal(kept)
+		f.replace(m, b)
 	}
 }

@@ -34,6 +34,17 @@ var goldenCases = []translatetest.Case{
 	{Name: "stream-tool-result", Recording: recorded + "chat/test_run_stream_sync_streams_real_model.bodies/01.response.sse", ContentType: sseType},
 	{Name: "provider-error", Recording: recorded + "errors/chat-bad-request.bodies/00.response.json", Status: 400, ContentType: jsonType},
 	{Name: "ollama", Recording: "../../testdata/fixtures/openai-compatible/test_ollama_local_native_output_uses_json_schema.bodies/00.response.json", ContentType: jsonType},
+	// Not recorded: built from OpenAI's documented usage (testdata/chat/README.md).
+	{Name: "cached-tokens", Recording: "testdata/chat/cached-tokens/provider.json", ContentType: jsonType},
+}
+
+// compatibleGoldenCases go through the translator with each provider's
+// quirks (testdata/chat/<provider>/); their answers are built from the
+// providers' documented formats (testdata/chat/README.md).
+var compatibleGoldenCases = map[string][]translatetest.Case{
+	"deepseek":   {{Name: "cache-hit", Recording: "testdata/chat/deepseek/cache-hit/provider.json", ContentType: jsonType}},
+	"groq":       {{Name: "cached-tokens", Recording: "testdata/chat/groq/cached-tokens/provider.json", ContentType: jsonType}},
+	"openrouter": {{Name: "file-annotations", Recording: "testdata/chat/openrouter/file-annotations/provider.json", ContentType: jsonType}},
 }
 
 // mistralGoldenCases go through the translator with Mistral's quirks. The
@@ -61,6 +72,15 @@ func goldenChat(provider string, newChat func(translate.Target, *api.ChatRequest
 
 func TestGolden(t *testing.T) {
 	translatetest.RunGoldens(t, "testdata/chat", translatetest.Chat, goldenCases, goldenChat("openai", NewChat))
+}
+
+func TestGoldenCompatible(t *testing.T) {
+	for provider, cases := range compatibleGoldenCases {
+		t.Run(provider, func(t *testing.T) {
+			translatetest.RunGoldens(t, "testdata/chat/"+provider, translatetest.Chat, cases,
+				goldenChat(provider, NewCompatibleChat(CompatibleProviders()[provider])))
+		})
+	}
 }
 
 func TestGoldenMistral(t *testing.T) {

@@ -39,6 +39,9 @@ var chatGoldens = []translatetest.Case{
 	// Vertex AI's rawPredict answers in the Messages API's shape; this
 	// answer was recorded from the Anthropic API.
 	{Name: "claude", Recording: "../../testdata/fixtures/anthropic/test_anthropic_model_instructions.bodies/00.response.json", ContentType: "application/json"},
+	// Built from Anthropic's documented usage (testdata/chat/README.md).
+	{Name: "claude-cache-usage", Recording: "../anthropic/testdata/chat/cache-usage/provider.json", ContentType: "application/json"},
+	{Name: "cached-content", Recording: "testdata/chat/cached-content/response.json", ContentType: jsonUTF8},
 }
 
 var embeddingsGoldens = []translatetest.Case{
