@@ -85,7 +85,9 @@ func TestAutoCachePoints(t *testing.T) {
 		if err := json.Unmarshal(up.Body, &r); err != nil {
 			t.Fatal(err)
 		}
-		last := func(blocks []map[string]any) bool { return len(blocks) > 0 && blocks[len(blocks)-1]["cachePoint"] != nil }
+		last := func(blocks []map[string]any) bool {
+			return len(blocks) > 0 && blocks[len(blocks)-1]["cachePoint"] != nil
+		}
 		got := 0
 		for _, blocks := range [][]map[string]any{r.System, r.ToolConfig.Tools, r.Messages[len(r.Messages)-1].Content} {
 			if last(blocks) {
