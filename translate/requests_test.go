@@ -39,6 +39,9 @@ var requestCases = map[string]string{
 	"sampling-and-limits": `{"model":"m","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":123,"temperature":0.4,"top_p":0.9,"stop":["END","STOP"]}`,
 	"n-greater-than-one":  `{"model":"m","messages":[{"role":"user","content":"Hi"}],"n":2}`,
 	"stream":              `{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}`,
+	// A top-level marker (automatic caching, as some clients ask Anthropic
+	// for it) reaches no provider that would refuse it.
+	"top-level-cache-control": `{"model":"m","messages":[{"role":"user","content":"Hi"}],"cache_control":{"type":"ephemeral"}}`,
 	"cache-control": `{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are a careful coder.","cache_control":{"type":"ephemeral","ttl":"1h"}}]},
 		{"role":"user","content":[{"type":"text","text":"Here is the repository."},{"type":"text","text":"Read main.go.","cache_control":{"type":"ephemeral"}}]},
 		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"main.go\"}"}}],"cache_control":{"type":"ephemeral"}},

@@ -99,10 +99,12 @@ func (q Quirks) strip() api.Strip {
 }
 
 // stripped reports whether the request's messages or tools may hold what
-// the server must not get.
+// the server must not get, or the request has a top-level cache_control
+// (an automatic marker, as some clients send Anthropic) it must not get.
 func (q Quirks) stripped(members map[string]json.RawMessage) bool {
 	s := q.strip()
-	return s.In(members["messages"]) || s.In(members["tools"])
+	_, marked := members["cache_control"]
+	return s.In(members["messages"]) || s.In(members["tools"]) || s.CacheControl && marked
 }
 
 func (q Quirks) apply(members map[string]json.RawMessage) error {
@@ -141,6 +143,9 @@ func (q Quirks) apply(members map[string]json.RawMessage) error {
 // dropStripped removes what strip names from the messages and tools.
 func (q Quirks) dropStripped(members map[string]json.RawMessage) error {
 	s := q.strip()
+	if s.CacheControl {
+		delete(members, "cache_control")
+	}
 	if tools, ok := members["tools"]; ok {
 		members["tools"] = s.Tools(tools)
 	}
