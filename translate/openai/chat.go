@@ -22,7 +22,10 @@ type chat struct {
 	done    bool // [DONE] or an error event was seen
 	sawDone bool // [DONE] was seen: it is emitted last
 	quirks  Quirks
-	scratch []jsonscan.Member
+	// compatible: a server of the OpenAI-compatible family, whose members
+	// of its own are removed from answers (chunkFix.vendor).
+	compatible bool
+	scratch    []jsonscan.Member
 	fix     chunkFix
 }
 

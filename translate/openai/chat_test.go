@@ -285,7 +285,7 @@ func checkClientStream(t *testing.T, provider string, q Quirks, includeUsage boo
 		if _, ok := find(members, "choices"); !ok {
 			t.Fatalf("%s: chunk without choices: %s", provider, ev.Data)
 		}
-		fix.reset(ev.Data, q.ContentParts)
+		fix.reset(ev.Data, q.ContentParts, false)
 		for _, m := range members {
 			switch string(m.Key) {
 			case "choices":

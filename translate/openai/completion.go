@@ -41,12 +41,12 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the provider's chat completion does not decode: %w: %w", translate.ErrUpstream, err)
 	}
 	f := &c.fix
-	f.reset(doc, c.quirks.ContentParts)
+	f.reset(doc, c.quirks.ContentParts, c.compatible)
 	d := newDropper()
 	hasChoices := false
 	for _, m := range members {
 		switch {
-		case jsonscan.IsNull(m.Value), foreignServiceTier(m):
+		case jsonscan.IsNull(m.Value), foreignServiceTier(m), f.foreign(m, answerMembers):
 			f.drop(&d, m)
 			continue
 		case string(name(m.Key)) == "choices":
@@ -132,11 +132,17 @@ func completionChoices(f *chunkFix, choices jsonscan.Member) error {
 		hasLogprobs, hasMsg := false, false
 		members, _ := jsonscan.Entries(f.doc, ch.VS)
 		last := -1
+		d := newDropper()
 		for {
 			m, more := members.Next()
 			if !more {
 				break
 			}
+			if f.foreign(m, choiceMembers) {
+				f.drop(&d, m)
+				continue
+			}
+			f.keep(&d, m)
 			last = m.End
 			switch string(name(m.Key)) {
 			case "logprobs":
@@ -149,6 +155,7 @@ func completionChoices(f *chunkFix, choices jsonscan.Member) error {
 				}
 			}
 		}
+		f.close(&d)
 		if hasMsg && !jsonscan.IsNull(msg.Value) {
 			if jsonscan.Kind(msg.Value) != jsonscan.Object {
 				return api.Unusable("the provider sent a choice whose message is not an object")

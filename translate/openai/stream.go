@@ -96,7 +96,7 @@ func find(members []jsonscan.Member, key string) (jsonscan.Member, bool) {
 // an error.
 func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	f := &c.fix
-	f.reset(data, c.quirks.ContentParts)
+	f.reset(data, c.quirks.ContentParts, c.compatible)
 	var usage jsonscan.Member
 	hasUsage, hasChoices, choicesEmpty := false, false, true // absent choices are none
 	for _, m := range members {
@@ -131,7 +131,8 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	for _, m := range members {
 		key := string(name(m.Key))
 		// OpenAI sends "usage": null on each chunk for clients that asked.
-		if key == "usage" && !keepUsage || jsonscan.IsNull(m.Value) && key != "choices" && key != "usage" || foreignServiceTier(m) {
+		if key == "usage" && !keepUsage || jsonscan.IsNull(m.Value) && key != "choices" && key != "usage" || foreignServiceTier(m) ||
+			f.foreign(m, answerMembers) {
 			f.drop(&d, m)
 		} else {
 			f.keep(&d, m)

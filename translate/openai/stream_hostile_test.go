@@ -159,7 +159,10 @@ func TestStreamRepairKeepsOrder(t *testing.T) {
 	}{
 		{"vllm nulls", "vllm",
 			`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":null,"content":"hi","tool_calls":null},"logprobs":null,"finish_reason":null,"stop_reason":null}]}`,
-			`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null,"stop_reason":null}]}`},
+			`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"logprobs":null,"finish_reason":null}]}`},
+		{"vendor members first and last", "openrouter",
+			`{"provider":"Anthropic","id":"x","choices":[{"native_finish_reason":"end_turn","index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],"x_extra":{"a":[1]}}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`},
 		{"leading nulls and spaces", "openai",
 			`{ "a" : null , "id":"x", "choices" : [ null , { "delta" : { "role" : null , "content" : "<&>" } , "index" : 0 , "finish_reason" : null } ] }`,
 			`{ "id":"x", "choices" : [ { "delta" : { "content" : "<&>" } , "index" : 0 , "finish_reason" : null } ] }`},
@@ -222,7 +225,7 @@ func TestStreamChoiceRequiredMembers(t *testing.T) {
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[null,{"delta":null}]}`:                 `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"delta":{},"index":0,"finish_reason":null}]}`,
 	} {
 		var f chunkFix
-		f.reset([]byte(in), false)
+		f.reset([]byte(in), false, false)
 		members, _ := jsonscan.Members([]byte(in), nil)
 		for _, m := range members {
 			if string(m.Key) == "choices" {

@@ -26,7 +26,10 @@ import (
 type chunkFix struct {
 	doc   []byte
 	parts bool // Quirks.ContentParts
-	edits []edit
+	// vendor: the answer is a compatible server's, whose own members are
+	// removed (foreign).
+	vendor bool
+	edits  []edit
 	bad   string // the path of the first member of a wrong type
 	// calls is the stream's tool call indexes; reset keeps it.
 	calls toolCallIndexes
@@ -46,8 +49,25 @@ var (
 	emptyObject = []byte("{}")
 )
 
-func (f *chunkFix) reset(doc []byte, parts bool) {
-	f.doc, f.parts, f.edits, f.bad = doc, parts, f.edits[:0], ""
+func (f *chunkFix) reset(doc []byte, parts, vendor bool) {
+	f.doc, f.parts, f.vendor, f.edits, f.bad = doc, parts, vendor, f.edits[:0], ""
+}
+
+// The members OpenAI's schema names at the top of a chat completion or
+// chunk, and in its choices. A server of the compatible family adds its
+// own (Groq's x_groq, OpenRouter's provider and native_finish_reason,
+// vLLM's stop_reason), which are removed: clients of the gateway get
+// OpenAI's answer, whichever server gave it.
+var (
+	answerMembers = []string{"id", "object", "created", "model", "choices", "usage", "service_tier", "system_fingerprint"}
+	choiceMembers = []string{"index", "message", "delta", "finish_reason", "logprobs"}
+)
+
+// foreign reports a member of a compatible server's own, at the top of
+// an answer or chunk (names: answerMembers) or in a choice
+// (choiceMembers).
+func (f *chunkFix) foreign(m jsonscan.Member, names []string) bool {
+	return f.vendor && !slices.Contains(names, string(name(m.Key)))
 }
 
 func (f *chunkFix) fail(path string) {
@@ -219,11 +239,17 @@ func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
 	var hasIndex, hasDelta, hasFinish bool
 	var delta jsonscan.Member
 	index, n := pos, 0
+	d := newDropper()
 	for {
 		m, ok := it.Next()
 		if !ok {
 			break
 		}
+		if f.foreign(m, choiceMembers) {
+			f.drop(&d, m)
+			continue
+		}
+		f.keep(&d, m)
 		n++
 		switch string(name(m.Key)) {
 		case "index":
@@ -256,6 +282,7 @@ func (f *chunkFix) choice(ch jsonscan.Member, pos int) {
 			}
 		}
 	}
+	f.close(&d)
 	if delta.Value != nil {
 		f.delta(delta, index)
 	}
