@@ -31,6 +31,10 @@ const (
 	endpointResponseGet    // GET /v1/responses/{id}
 	endpointResponseDelete // DELETE /v1/responses/{id}
 	endpointInputItems     // GET /v1/responses/{id}/input_items
+	// Anthropic's Messages API, the second front door.
+	endpointMessages    // POST /v1/messages
+	endpointCountTokens // POST /v1/messages/count_tokens
+	endpointRoot        // HEAD or GET /: a client's check that the gateway is up
 )
 
 // Path prefixes of the resources the gateway answers itself.
@@ -50,6 +54,12 @@ func dispatch(method, path string) (endpoint, error) {
 		return endpointModels, nil
 	case method == http.MethodPost && path == "/v1/chat/completions":
 		return endpointChat, nil
+	case method == http.MethodPost && path == "/v1/messages":
+		return endpointMessages, nil
+	case method == http.MethodPost && path == "/v1/messages/count_tokens":
+		return endpointCountTokens, nil
+	case (method == http.MethodHead || method == http.MethodGet) && path == "/":
+		return endpointRoot, nil
 	case method == http.MethodPost && path == "/v1/responses":
 		return endpointResponses, nil
 	case method == http.MethodPost && path == "/v1/responses/compact":
@@ -110,6 +120,9 @@ type endpointSpec struct {
 	// serves reports whether a provider serves it, natively or (the
 	// Responses API) through its chat translator.
 	serves func(providers.Provider) bool
+	// anthropic: a Messages API endpoint, whose errors have Anthropic's
+	// shape.
+	anthropic bool
 }
 
 var endpoints = [...]endpointSpec{
@@ -133,6 +146,15 @@ var endpoints = [...]endpointSpec{
 	endpointResponseGet:    {name: "responses.retrieve", served: true},
 	endpointResponseDelete: {name: "responses.delete", served: true},
 	endpointInputItems:     {name: "responses.input_items", served: true},
+	endpointMessages: {name: "messages", generates: true, text: messagesEvents, operation: "chat", anthropic: true,
+		flow:   func(_ *Server, hm headerMap) flow { return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta")} },
+		serves: func(p providers.Provider) bool { return p.Chat != nil }},
+	endpointCountTokens: {name: "messages.count_tokens", anthropic: true,
+		flow: func(_ *Server, hm headerMap) flow {
+			return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta"), countTokens: true}
+		},
+		serves: func(p providers.Provider) bool { return p.Chat != nil }},
+	endpointRoot: {name: "root"},
 }
 
 func (e endpoint) spec() *endpointSpec { return &endpoints[e] }
@@ -278,3 +300,43 @@ func errEndpointNotSupported(model string, ep endpoint) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
 		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
 }
+
+// messagesFlow is a Messages API request's: relayed to a provider of the
+// Messages API (Anthropic) as sent, else bridged to the provider's chat
+// translator; count_tokens is the provider's own count where it has one,
+// else the gateway's estimate.
+type messagesFlow struct {
+	passAnswer
+	version, beta string // the client's anthropic-version and anthropic-beta
+	countTokens   bool
+}
+
+func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
+	req, err := api.ParseMessagesRequest(body, f.countTokens)
+	if err != nil {
+		return err
+	}
+	req.Version, req.Beta = f.version, f.beta
+	if err := st.pick(ctx, req.Model); err != nil {
+		return err
+	}
+	r := st.request()
+	r.stream, r.maxOutput = req.Stream, req.MaxTokens
+	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		switch {
+		case f.countTokens && p.CountTokens != nil:
+			return p.CountTokens(t, req), nil
+		case f.countTokens:
+			return nil, &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
+		case p.Messages != nil:
+			return p.Messages(t, req), nil
+		}
+		return nil, errEndpointNotSupported(req.Model, endpointMessages)
+	})
+}
+
+// localAnswer is the gateway's own answer to a request it parsed, given
+// without a provider: a count_tokens estimate.
+type localAnswer struct{ body []byte }
+
+func (*localAnswer) Error() string { return "answered by the gateway" }

@@ -27,6 +27,9 @@ type APIError struct {
 	retryAfter time.Duration       // a Retry-After header, when set
 	decision   *ratelimit.Decision // x-ratelimit-* headers of a refused admission
 	noRetry    bool                // x-should-retry: false, for OpenAI's SDKs
+	// anthropic renders the error in the Messages API's shape (Body), for
+	// a client of POST /v1/messages.
+	anthropic bool
 }
 
 // Error implements error.
@@ -60,8 +63,12 @@ type errorObject struct {
 	Code    *string `json:"code"`
 }
 
-// Body renders the error as the OpenAI ErrorResponse JSON.
+// Body renders the error as the OpenAI ErrorResponse JSON, or as the
+// Messages API's error for its clients.
 func (e *APIError) Body() []byte {
+	if e.anthropic {
+		return e.anthropicBody()
+	}
 	b, err := json.Marshal(errorBody{Error: errorObject{
 		Message: e.Message,
 		Type:    e.Type,
@@ -120,7 +127,7 @@ func errMissingAPIKey() *APIError {
 	// The specification's catalogue answers a missing key as an invalid
 	// one: code invalid_api_key, as OpenAI does.
 	return &APIError{Status: http.StatusUnauthorized, Type: typeAuthentication, Code: "invalid_api_key",
-		Message: "You didn't provide an API key. Provide your API key in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY)."}
+		Message: "You didn't provide an API key. Provide your API key in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY), or in an x-api-key header."}
 }
 
 func errInvalidAPIKey(cause error) *APIError {
@@ -183,4 +190,52 @@ func errMissingBody() *APIError {
 func errProviderCredentials(cause error) *APIError {
 	return &APIError{Status: http.StatusBadGateway, Type: typeServer,
 		Message: "The gateway could not obtain credentials for the provider.", Cause: cause}
+}
+
+// anthropicBody is the error as the Messages API answers errors:
+// {"type":"error","error":{"type","message"}}, its type named by the
+// status as Anthropic names them.
+func (e *APIError) anthropicBody() []byte {
+	b, err := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Type: "error", Error: struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}{anthropicErrorType(e.Status), e.Message}})
+	if err != nil { // cannot happen: plain strings
+		panic(err)
+	}
+	return b
+}
+
+// anthropicErrorType is the Messages API's error type of an HTTP status.
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusUpgradeRequired:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "billing_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, 529:
+		return "overloaded_error"
+	}
+	if status < 500 {
+		return "invalid_request_error"
+	}
+	return "api_error"
 }

@@ -57,6 +57,9 @@ const (
 	// are all "delta"; their done events and output items repeat the text
 	// (text, arguments) and are not counted.
 	responsesEvents
+	// messagesEvents: the Messages API's stream events, whose deltas
+	// hold text, thinking and partial_json.
+	messagesEvents
 	// wholeAnswer: a JSON answer, chat's or the Responses API's (whose
 	// output parts hold "text").
 	wholeAnswer
@@ -111,9 +114,11 @@ func textMember(key []byte, in textIn) bool {
 	case "delta":
 		return in == responsesEvents
 	case "content", "reasoning_content", "refusal", "arguments":
-		return in != responsesEvents
+		return in != responsesEvents && in != messagesEvents
 	case "text":
-		return in == wholeAnswer
+		return in == wholeAnswer || in == messagesEvents
+	case "thinking", "partial_json":
+		return in == messagesEvents || in == wholeAnswer && string(key) == "thinking"
 	}
 	return false
 }

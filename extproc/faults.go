@@ -111,6 +111,7 @@ func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // replies: the status stays, the body becomes the gateway's OpenAI error.
 func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
 	apiErr, sent := ex.envoyError(status, details)
+	apiErr.anthropic = ex.req.anthropic
 	ex.answer.envoyReply, ex.answer.status, ex.answer.completed = apiErr, apiErr.Status, true
 	ex.answer.sent = ex.answer.sent && sent
 	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))

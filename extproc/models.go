@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"modelgate/authz"
 	"modelgate/extproc/routing"
@@ -199,6 +200,40 @@ func (r *router) list(p *authz.Principal) []byte {
 	}
 	b, err := json.Marshal(out)
 	if err != nil { // cannot happen: plain strings and numbers
+		panic(err)
+	}
+	return b
+}
+
+// anthropicModel is a model as the Messages API's GET /v1/models lists it.
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// anthropicList renders the models the principal may use as the Messages
+// API lists them, for its clients (Claude Code): one page, ids as
+// configured.
+func (r *router) anthropicList(p *authz.Principal) []byte {
+	out := struct {
+		Data    []anthropicModel `json:"data"`
+		HasMore bool             `json:"has_more"`
+		FirstID *string          `json:"first_id"`
+		LastID  *string          `json:"last_id"`
+	}{Data: []anthropicModel{}}
+	for _, m := range r.order {
+		if p.Allows(m.ID) {
+			out.Data = append(out.Data, anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID,
+				CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)})
+		}
+	}
+	if n := len(out.Data); n > 0 {
+		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // cannot happen: plain strings
 		panic(err)
 	}
 	return b

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,10 +54,17 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		return nil, err
 	}
 	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
+	ex.req.anthropic = ep.spec().anthropic || ep == endpointModels && (hm.get("anthropic-version") != "" || hm.get("x-api-key") != "")
 	if ep.spec().signed {
 		return ex.serveImage(ctx, hm)
 	}
-	if err := ex.authenticate(ctx, hm.get("authorization")); err != nil {
+	if ep == endpointRoot {
+		// Clients of the Messages API (Claude Code) check that the
+		// gateway is up with HEAD /: answered without a key, with nothing.
+		ex.phase, ex.answer.status = phaseDone, http.StatusOK
+		return immediate(http.StatusOK, nil), nil
+	}
+	if err := ex.authenticate(ctx, hm); err != nil {
 		return nil, err
 	}
 	if ep.spec().served {
@@ -121,8 +129,14 @@ func stripInternal(hm headerMap) *headers {
 	return &h
 }
 
-func (ex *exchange) authenticate(ctx context.Context, authorization string) error {
-	key, ok := bearer(authorization)
+// authenticate reads the key from Authorization: Bearer, as OpenAI's
+// clients send it, else from x-api-key, as Anthropic's do.
+func (ex *exchange) authenticate(ctx context.Context, hm headerMap) error {
+	key, ok := bearer(hm.get("authorization"))
+	if !ok {
+		key = strings.TrimSpace(hm.get("x-api-key"))
+		ok = key != ""
+	}
 	if !ok {
 		return errMissingAPIKey()
 	}
@@ -179,6 +193,11 @@ func (s *Server) bodyLimit(ep endpoint) int64 {
 // chosen provider and points Envoy's router at that backend.
 func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	resp, err := ex.routeBody(ctx, b.GetBody())
+	var local *localAnswer
+	if errors.As(err, &local) {
+		ex.phase, ex.answer.status = phaseDone, http.StatusOK
+		return immediate(http.StatusOK, local.body)
+	}
 	if err != nil {
 		return ex.fail(err)
 	}
@@ -348,6 +367,11 @@ func (s *Server) deploy(ctx context.Context, m *routing.Model, d routing.Deploym
 // fail ends the exchange with an OpenAI error as an immediate response.
 func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	apiErr := toAPIError(err)
+	if ex.req.anthropic {
+		shaped := *apiErr // another exchange's error may be the same value
+		shaped.anthropic = true
+		apiErr = &shaped
+	}
 	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code

@@ -37,6 +37,9 @@ func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	case endpointInputItems:
 		return ex.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
 	}
+	if ex.req.anthropic {
+		return ex.s.router.anthropicList(ex.req.principal), nil
+	}
 	return ex.s.router.list(ex.req.principal), nil
 }
 

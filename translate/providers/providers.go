@@ -35,6 +35,11 @@ type Provider struct {
 	// Responses serves POST /v1/responses natively; nil serves it through
 	// Chat (responses.ToChat and responses.NewTranslator).
 	Responses ResponsesFunc
+	// Messages serves Anthropic's Messages API (POST /v1/messages) as the
+	// client sent it; nil serves it through Chat. CountTokens is its exact
+	// count_tokens; nil leaves the count to the gateway's estimate.
+	Messages    func(translate.Target, *api.MessagesRequest) translate.Translator
+	CountTokens func(translate.Target, *api.MessagesRequest) translate.Translator
 	// Compact serves POST /v1/responses/compact natively; nil compacts
 	// through Chat (responses.NewCompactBridge).
 	Compact func(t translate.Target, r *responses.Request, history []json.RawMessage) translate.Translator
@@ -93,7 +98,7 @@ var table = []Provider{
 		Headers: bearer},
 	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses),
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
-	{Name: "anthropic", Chat: anthropic.NewChat, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
+	{Name: "anthropic", Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
 		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
 	{Name: "bedrock", Chat: bedrock.NewChat, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"modelgate/translate/jsonscan"
+)
+
+// MessagesRequest is a request to Anthropic's Messages API (POST
+// /v1/messages), the gateway's second front door, or to its count_tokens:
+// what the gateway reads of it, and the body as sent, which a provider of
+// the Messages API gets byte for byte but for the model.
+type MessagesRequest struct {
+	Model  string
+	Stream bool
+	// MaxTokens is the bound on the answer; zero for count_tokens, which
+	// has none.
+	MaxTokens int64
+	// Members are the request's top-level members as sent.
+	Members map[string]json.RawMessage
+	// Body is the request as sent; ModelAt is its model member, where a
+	// translator puts the upstream model without walking Body again (its
+	// End is zero when a repeated key makes Members differ from Body).
+	Body    []byte
+	ModelAt jsonscan.Member
+	// Version and Beta are the client's anthropic-version and
+	// anthropic-beta headers, which a provider of the Messages API gets
+	// as sent.
+	Version, Beta string
+}
+
+// ParseMessagesRequest validates a Messages API request as Anthropic
+// does what the gateway reads: a model, messages of user and assistant
+// turns, and (but for count_tokens) max_tokens.
+func ParseMessagesRequest(body []byte, countTokens bool) (*MessagesRequest, error) {
+	var scratch [16]jsonscan.Member
+	members, err := objectMembers(body, scratch[:0])
+	if err != nil {
+		return nil, err
+	}
+	m := memberMap(members)
+	r := &MessagesRequest{Members: m, Body: body}
+	if len(members) == len(m) {
+		for _, mb := range members {
+			if keyIs(mb, "model") {
+				r.ModelAt = mb
+			}
+		}
+	}
+	if r.Model, err = requiredString(m, "model"); err != nil {
+		return nil, err
+	}
+	if err := checkTurns(m["messages"]); err != nil {
+		return nil, err
+	}
+	if r.Stream, err = optionalBool(m, "stream"); err != nil {
+		return nil, err
+	}
+	if countTokens {
+		return r, nil
+	}
+	if jsonscan.IsNull(m["max_tokens"]) {
+		return nil, missing("max_tokens")
+	}
+	if err := integerIn(m, "max_tokens", 1, 1<<31); err != nil {
+		return nil, err
+	}
+	r.MaxTokens, _ = strconv.ParseInt(string(m["max_tokens"]), 10, 64)
+	return r, nil
+}
+
+// checkTurns requires a Messages API conversation: a non-empty array of
+// objects whose role is user or assistant, with content.
+func checkTurns(raw json.RawMessage) error {
+	if jsonscan.IsNull(raw) {
+		return missing("messages")
+	}
+	var turns []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &turns) != nil {
+		return wrongType("messages", "an array of objects", raw)
+	}
+	if len(turns) == 0 {
+		return invalidValue("messages", "empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	for i, t := range turns {
+		param := "messages[" + strconv.Itoa(i) + "]"
+		if t.Role != "user" && t.Role != "assistant" {
+			return Invalid(param+".role", "Unexpected role %q. The Messages API takes user and assistant turns; the system prompt goes in system.", t.Role)
+		}
+		if jsonscan.IsNull(t.Content) {
+			return missing(param + ".content")
+		}
+	}
+	return nil
+}
