@@ -147,7 +147,9 @@ var endpoints = [...]endpointSpec{
 	endpointResponseDelete: {name: "responses.delete", served: true},
 	endpointInputItems:     {name: "responses.input_items", served: true},
 	endpointMessages: {name: "messages", generates: true, text: messagesEvents, operation: "chat", anthropic: true,
-		flow:   func(_ *Server, hm headerMap) flow { return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta")} },
+		flow: func(_ *Server, hm headerMap) flow {
+			return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta")}
+		},
 		serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointCountTokens: {name: "messages.count_tokens", anthropic: true,
 		flow: func(_ *Server, hm headerMap) flow {

@@ -26,7 +26,7 @@ type chat struct {
 	// of its own are removed from answers (chunkFix.vendor).
 	compatible bool
 	scratch    []jsonscan.Member
-	fix     chunkFix
+	fix        chunkFix
 }
 
 // NewChat returns the chat translator for provider openai and

@@ -30,7 +30,7 @@ type chunkFix struct {
 	// removed (foreign).
 	vendor bool
 	edits  []edit
-	bad   string // the path of the first member of a wrong type
+	bad    string // the path of the first member of a wrong type
 	// calls is the stream's tool call indexes; reset keeps it.
 	calls toolCallIndexes
 }
