@@ -9,6 +9,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/messages"
 	"modelgate/translate/providers"
 )
 
@@ -333,7 +334,7 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		case p.Messages != nil:
 			return p.Messages(t, req), nil
 		}
-		return nil, errEndpointNotSupported(req.Model, endpointMessages)
+		return messages.NewBridge(p.Chat, t, req)
 	})
 }
 

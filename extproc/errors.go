@@ -11,6 +11,7 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/messages"
 )
 
 // APIError is an error the client sees: an HTTP status and the members of
@@ -205,37 +206,9 @@ func (e *APIError) anthropicBody() []byte {
 	}{Type: "error", Error: struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
-	}{anthropicErrorType(e.Status), e.Message}})
+	}{messages.ErrorType(e.Status), e.Message}})
 	if err != nil { // cannot happen: plain strings
 		panic(err)
 	}
 	return b
-}
-
-// anthropicErrorType is the Messages API's error type of an HTTP status.
-func anthropicErrorType(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType, http.StatusUpgradeRequired:
-		return "invalid_request_error"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case http.StatusServiceUnavailable, 529:
-		return "overloaded_error"
-	}
-	if status < 500 {
-		return "invalid_request_error"
-	}
-	return "api_error"
 }

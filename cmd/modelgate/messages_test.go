@@ -188,3 +188,200 @@ func TestMessagesPassthrough(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// sseEvent is one event of a Messages API stream.
+type sseEvent struct {
+	Type string
+	Data map[string]any
+}
+
+func parseEvents(t *testing.T, stream []byte) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	for _, raw := range strings.Split(strings.TrimSpace(string(stream)), "\n\n") {
+		var ev sseEvent
+		for _, line := range strings.Split(raw, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				ev.Type = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				if err := json.Unmarshal([]byte(v), &ev.Data); err != nil {
+					t.Fatalf("event data %q: %v", v, err)
+				}
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// messageOfEvents checks a Messages stream against the documented event
+// sequence (message_start; per block content_block_start, its deltas,
+// content_block_stop, each exactly once and in order; message_delta;
+// message_stop; pings anywhere), each event's type member naming it, and
+// rebuilds the message the events describe, as a client does.
+func messageOfEvents(t *testing.T, events []sseEvent) (content []map[string]any, stop string, usage map[string]any) {
+	t.Helper()
+	state := "start"
+	open := -1
+	var partial []string
+	for i, ev := range events {
+		if ev.Data["type"] != ev.Type {
+			t.Fatalf("event %d %s has data type %v", i, ev.Type, ev.Data["type"])
+		}
+		idx := -1
+		if f, ok := ev.Data["index"].(float64); ok {
+			idx = int(f)
+		}
+		switch ev.Type {
+		case "ping":
+			continue
+		case "message_start":
+			if state != "start" {
+				t.Fatalf("event %d: message_start in state %s", i, state)
+			}
+			state = "blocks"
+		case "content_block_start":
+			if state != "blocks" || open >= 0 || idx != len(content) {
+				t.Fatalf("event %d: content_block_start index %d in state %s (open %d, %d blocks)", i, idx, state, open, len(content))
+			}
+			open = idx
+			content = append(content, ev.Data["content_block"].(map[string]any))
+			partial = append(partial, "")
+		case "content_block_delta":
+			if open < 0 || idx != open {
+				t.Fatalf("event %d: a delta of block %d while %d is open", i, idx, open)
+			}
+			d := ev.Data["delta"].(map[string]any)
+			b := content[open]
+			switch d["type"] {
+			case "text_delta":
+				b["text"] = b["text"].(string) + d["text"].(string)
+			case "thinking_delta":
+				b["thinking"] = b["thinking"].(string) + d["thinking"].(string)
+			case "signature_delta":
+				b["signature"] = d["signature"]
+			case "input_json_delta":
+				partial[open] += d["partial_json"].(string)
+			default:
+				t.Fatalf("event %d: delta type %v", i, d["type"])
+			}
+		case "content_block_stop":
+			if open < 0 || idx != open {
+				t.Fatalf("event %d: content_block_stop of %d while %d is open", i, idx, open)
+			}
+			if content[open]["type"] == "tool_use" {
+				var input any = map[string]any{}
+				if partial[open] != "" {
+					if err := json.Unmarshal([]byte(partial[open]), &input); err != nil {
+						t.Fatalf("tool input %q: %v", partial[open], err)
+					}
+				}
+				content[open]["input"] = input
+			}
+			open = -1
+		case "message_delta":
+			if state != "blocks" || open >= 0 {
+				t.Fatalf("event %d: message_delta in state %s, block %d open", i, state, open)
+			}
+			state = "delta"
+			stop, _ = ev.Data["delta"].(map[string]any)["stop_reason"].(string)
+			usage, _ = ev.Data["usage"].(map[string]any)
+		case "message_stop":
+			if state != "delta" || i != len(events)-1 {
+				t.Fatalf("event %d: message_stop in state %s, %d events", i, state, len(events))
+			}
+			state = "stopped"
+		default:
+			t.Fatalf("event %d: unknown event %s", i, ev.Type)
+		}
+	}
+	if state != "stopped" {
+		t.Fatalf("the stream ended in state %s", state)
+	}
+	return content, stop, usage
+}
+
+// Claude Code's loop through the bridges: a Messages request with a
+// shell tool and thinking on, to the scripted model on OpenAI's chat,
+// Gemini and Claude on Bedrock, streamed and not: the model calls the
+// tool, the client sends the whole assistant turn back (its signed
+// thinking too) with the tool's result, and the model answers with it.
+// The scripted providers refuse a turn whose thinking or signatures did
+// not come back as they gave them.
+func TestMessagesBridges(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	const tools = `[{"name":"Bash","description":"Run a shell command","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}]`
+	for _, model := range []string{"agent-gpt", "agent-gemini", "agent-bedrock"} {
+		for _, stream := range []bool{false, true} {
+			name := model
+			if stream {
+				name += "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				streamMember := ""
+				if stream {
+					streamMember = `"stream":true,`
+				}
+				user := `{"role":"user","content":[{"type":"text","text":"Run ` + "`echo bridged-" + model + "`" + ` and tell me what it printed."}]}`
+				turn := func(messages string) ([]map[string]any, string, map[string]any) {
+					body := `{"model":"` + model + `","max_tokens":8000,` + streamMember + `"thinking":{"type":"enabled","budget_tokens":4000},"tools":` + tools +
+						`,"messages":[` + messages + `]}`
+					resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, body)
+					if resp.StatusCode != 200 {
+						t.Fatalf("%d %s", resp.StatusCode, got)
+					}
+					if stream {
+						return messageOfEvents(t, parseEvents(t, got))
+					}
+					var msg struct {
+						Type       string
+						Content    []map[string]any
+						StopReason string `json:"stop_reason"`
+						Usage      map[string]any
+					}
+					if err := json.Unmarshal(got, &msg); err != nil || msg.Type != "message" {
+						t.Fatalf("not a message: %v %s", err, got)
+					}
+					return msg.Content, msg.StopReason, msg.Usage
+				}
+				content, stop, usage := turn(user)
+				if stop != "tool_use" || usage["output_tokens"] == nil {
+					t.Fatalf("turn 1: stop %q, usage %v, content %v", stop, usage, content)
+				}
+				var call map[string]any
+				for _, b := range content {
+					if b["type"] == "tool_use" {
+						call = b
+					}
+				}
+				if call == nil || !strings.Contains(string(mustJSON(t, call["input"])), "echo bridged-"+model) {
+					t.Fatalf("turn 1: no Bash call with the command: %v", content)
+				}
+				if model != "agent-gpt" && content[0]["type"] != "thinking" {
+					t.Errorf("turn 1: the answer does not start with the model's thinking: %v", content)
+				}
+				assistant := `{"role":"assistant","content":` + string(mustJSON(t, content)) + `}`
+				result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + call["id"].(string) + `","content":"bridged-` + model + `\n"}]}`
+				content, stop, _ = turn(user + "," + assistant + "," + result)
+				text := ""
+				for _, b := range content {
+					if b["type"] == "text" {
+						text += b["text"].(string)
+					}
+				}
+				if stop != "end_turn" || !strings.Contains(text, "bridged-"+model) {
+					t.Fatalf("turn 2: stop %q, text %q, content %v", stop, text, content)
+				}
+			})
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
