@@ -66,11 +66,11 @@ func thinkingBack(t *testing.T, mock *replay.Server, model, marker string) {
 	}
 	asked, back := false, false
 	for _, r := range reqs {
-		b, _ := json.Marshal(r)
-		s := string(b)
 		switch model {
 		case "agent-claude":
-			asked = asked || strings.Contains(s, `"thinking":{"budget_tokens"`) || strings.Contains(s, `"thinking":{"type":"enabled"`)
+			// Enabled with a budget, or adaptive (Claude Code's).
+			typ := field(r["thinking"], "type")
+			asked = asked || typ == "enabled" || typ == "adaptive"
 			for _, m := range list(r["messages"]) {
 				if c := list(field(m, "content")); field(m, "role") == "assistant" && len(c) > 0 && field(c[0], "type") == "thinking" && field(c[0], "signature") != "" {
 					back = true

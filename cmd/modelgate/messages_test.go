@@ -149,7 +149,7 @@ func TestMessagesPassthrough(t *testing.T) {
 		{"sk-wrong", body, "authentication_error", 401},
 		{a.APIKey, `{"model":"no-such-model","max_tokens":10,"messages":[{"role":"user","content":"Hi"}]}`, "not_found_error", 404},
 		{a.APIKey, `{"model":"agent-claude","messages":[{"role":"user","content":"Hi"}]}`, "invalid_request_error", 400},
-		{a.APIKey, `{"model":"agent-claude","max_tokens":10,"messages":[{"role":"system","content":"Hi"}]}`, "invalid_request_error", 400},
+		{a.APIKey, `{"model":"agent-claude","max_tokens":10,"messages":[{"content":"Hi"}]}`, "invalid_request_error", 400},
 	} {
 		resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", tc.key, tc.body)
 		var e struct {

@@ -71,7 +71,8 @@ func ParseMessagesRequest(body []byte, countTokens bool) (*MessagesRequest, erro
 }
 
 // checkTurns requires a Messages API conversation: a non-empty array of
-// objects whose role is user or assistant, with content.
+// objects with a role and content. Roles are the provider's to check:
+// Claude Code sends system turns among the messages.
 func checkTurns(raw json.RawMessage) error {
 	if jsonscan.IsNull(raw) {
 		return missing("messages")
@@ -88,8 +89,8 @@ func checkTurns(raw json.RawMessage) error {
 	}
 	for i, t := range turns {
 		param := "messages[" + strconv.Itoa(i) + "]"
-		if t.Role != "user" && t.Role != "assistant" {
-			return Invalid(param+".role", "Unexpected role %q. The Messages API takes user and assistant turns; the system prompt goes in system.", t.Role)
+		if t.Role == "" {
+			return missing(param + ".role")
 		}
 		if jsonscan.IsNull(t.Content) {
 			return missing(param + ".content")

@@ -142,9 +142,16 @@ func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 			return nil, "", err
 		}
 		var converted []chatMessage
-		if t.Role == "assistant" {
+		switch t.Role {
+		case "assistant":
 			converted, err = assistant(param, bs)
-		} else {
+		case "system":
+			parts := make([]chatPart, 0, len(bs))
+			for _, b := range bs {
+				parts = append(parts, textPart(b))
+			}
+			converted = []chatMessage{{"role": "system", "content": parts}}
+		default:
 			converted, err = user(param, bs)
 		}
 		if err != nil {

@@ -7,7 +7,7 @@
 // The rules, applied to the conversation since the last user message:
 //
 //   - no tool result yet and tools offered: call one tool, the first of
-//     exec_command, shell and bash that is offered, else the first
+//     exec_command, shell and bash (in any case) that is offered, else the first
 //     offered; string arguments are filled with the first `backticked`
 //     text of the user's message (a command, a name), a command array with
 //     ["bash", "-lc", that text];
@@ -159,11 +159,11 @@ func firstLine(s string) string {
 }
 
 // pickTool prefers a shell tool, as a coding model asked to run a command
-// would.
+// would (Claude Code's is Bash).
 func pickTool(tools []Tool) Tool {
 	for _, name := range []string{"exec_command", "shell", "bash"} {
 		for _, t := range tools {
-			if t.Name == name {
+			if strings.EqualFold(t.Name, name) {
 				return t
 			}
 		}
