@@ -48,6 +48,9 @@ func TestCitedDocumentsAreInTheRepository(t *testing.T) {
 			}
 			return nil
 		}
+		if d.Name() == "package-lock.json" {
+			return nil // npm's record of packages, whose licenses name their own files
+		}
 		switch filepath.Ext(path) {
 		case ".go", ".md", ".yaml", ".yml", ".json", ".tpl", ".txt":
 		default:
