@@ -332,7 +332,9 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		case f.countTokens:
 			return nil, &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
 		case p.Messages != nil:
-			return p.Messages(t, req), nil
+			if tr := p.Messages(t, req); tr != nil {
+				return tr, nil
+			}
 		}
 		return messages.NewBridge(p.Chat, t, req)
 	})

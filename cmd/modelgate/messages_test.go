@@ -99,6 +99,25 @@ func TestMessagesPassthrough(t *testing.T) {
 		t.Errorf("the client's key reached the provider: x-api-key %q", k)
 	}
 
+	// Claude on Vertex AI gets it at rawPredict: the body as sent but for
+	// the model, which is in the path, and Vertex's anthropic_version.
+	resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, strings.Replace(body, "agent-claude", "vertex-claude", 1),
+		"anthropic-beta", "context-1m-2025-08-07")
+	if err := json.Unmarshal(got, &msg); resp.StatusCode != 200 || err != nil || msg.Type != "message" {
+		t.Fatalf("Claude on Vertex AI: %d %s", resp.StatusCode, got)
+	}
+	reqs := a.Mock.Requests()
+	vertex := reqs[len(reqs)-1]
+	var sent, relayed map[string]json.RawMessage
+	json.Unmarshal([]byte(body), &sent)
+	json.Unmarshal(vertex.Body, &relayed)
+	delete(sent, "model")
+	sent["anthropic_version"] = json.RawMessage(`"vertex-2023-10-16"`)
+	if !strings.HasSuffix(vertex.Path, "/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict") ||
+		!bytes.Equal(mustJSON(t, sent), mustJSON(t, relayed)) || vertex.Header.Get("anthropic-beta") != "context-1m-2025-08-07" {
+		t.Errorf("Claude on Vertex AI got %s %s %v", vertex.Path, vertex.Body, vertex.Header)
+	}
+
 	// A stream comes back event for event.
 	resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey,
 		`{"model":"agent-claude","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Say hello."}]}`)
@@ -179,11 +198,11 @@ func TestMessagesPassthrough(t *testing.T) {
 				n++
 			}
 		}
-		if n == 2 {
+		if n == 3 { // agent-claude, its stream, Claude on Vertex AI
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the ledger has %d successful messages requests with usage, want 2:\n%s", n, b)
+			t.Fatalf("the ledger has %d successful messages requests with usage, want 3:\n%s", n, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

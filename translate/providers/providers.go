@@ -36,7 +36,8 @@ type Provider struct {
 	// Chat (responses.ToChat and responses.NewTranslator).
 	Responses ResponsesFunc
 	// Messages serves Anthropic's Messages API (POST /v1/messages) as the
-	// client sent it; nil serves it through Chat. CountTokens is its exact
+	// client sent it; nil (or a nil translator, for a model it does not
+	// serve so) serves it through Chat. CountTokens is its exact
 	// count_tokens; nil leaves the count to the gateway's estimate.
 	Messages    func(translate.Target, *api.MessagesRequest) translate.Translator
 	CountTokens func(translate.Target, *api.MessagesRequest) translate.Translator
@@ -104,7 +105,7 @@ var table = []Provider{
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
 	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
 		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},
-	{Name: "vertex", Chat: vertex.NewChat, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput,
+	{Name: "vertex", Chat: vertex.NewChat, Messages: vertex.NewMessages, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput,
 		Credential: GoogleCloud, Headers: bearer, TelemetryName: "gcp.vertex_ai"},
 	{Name: "cohere", Chat: cohere.NewChat, Embeddings: cohere.NewEmbeddings, Headers: bearer},
 }

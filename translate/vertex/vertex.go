@@ -107,3 +107,52 @@ func vertexAnthropicBody(body []byte) ([]byte, error) {
 	m["anthropic_version"] = json.RawMessage(`"` + AnthropicVersion + `"`)
 	return json.Marshal(m)
 }
+
+// messages relays a Messages API request to Claude on Vertex AI's
+// rawPredict (streamRawPredict for a stream), which speaks the Messages
+// API: the body as the client sent it but for the model, which goes in
+// the path, and Vertex's anthropic_version in the body; anthropic-beta as
+// sent. The answer comes back as Anthropic's would (anthropic.NewMessages).
+type messages struct {
+	translate.Translator
+	target translate.Target
+	req    *api.MessagesRequest
+}
+
+// NewMessages returns the translator of a Messages request to Claude on
+// Vertex AI, or nil for a model of Google's publisher, which gets it
+// through its chat translator.
+func NewMessages(t translate.Target, r *api.MessagesRequest) translate.Translator {
+	if !isClaude(t.Model) {
+		return nil
+	}
+	return &messages{Translator: anthropic.NewMessages(t, r), target: t, req: r}
+}
+
+// RequestBody implements translate.Translator.
+func (m *messages) RequestBody() (translate.Upstream, error) {
+	up, err := m.Translator.RequestBody()
+	if err != nil {
+		return up, err
+	}
+	if up.Body, err = vertexAnthropicBody(up.Body); err != nil {
+		return up, err
+	}
+	method := ":rawPredict"
+	if m.req.Stream {
+		method = ":streamRawPredict"
+	}
+	up = address(up, m.target, "anthropic", method)
+	if m.req.Beta != "" {
+		up.Headers = append(up.Headers, translate.Header{Name: "anthropic-beta", Value: m.req.Beta})
+	}
+	return up, nil
+}
+
+// MaxOutputTokens implements translate.OutputBound.
+func (m *messages) MaxOutputTokens() int64 { return translate.MaxOutputTokens(m.Translator) }
+
+// FailStream implements translate.StreamFailer.
+func (m *messages) FailStream(message, code string) []byte {
+	return m.Translator.(translate.StreamFailer).FailStream(message, code)
+}
