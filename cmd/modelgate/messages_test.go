@@ -404,3 +404,97 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// A Messages request is charged, limited and budgeted as a chat request:
+// priced into the ledger (endpoint messages), refused with Anthropic's
+// rate_limit_error and a retry-after past the account's requests per
+// minute, and refused once the account's budget is spent.
+func TestMessagesChargedLimitedBudgeted(t *testing.T) {
+	a := startDev(t, func(string) string { return "" })
+	if status, body := a.admin(t, "PUT", "/admin/v1/prices", `{"model":"agent-claude","input":"1000","output":"1000"}`); status != 200 {
+		t.Fatalf("price: %d %s", status, body)
+	}
+	newKey := func(name, settings string) string {
+		status, body := a.admin(t, "POST", "/admin/v1/accounts", `{"name":"`+name+`"}`)
+		var acct struct{ ID string }
+		if json.Unmarshal(body, &acct); status/100 != 2 || acct.ID == "" {
+			t.Fatalf("account: %d %s", status, body)
+		}
+		if status, body := a.admin(t, "PATCH", "/admin/v1/accounts/"+acct.ID, settings); status != 200 {
+			t.Fatalf("account settings %s: %d %s", settings, status, body)
+		}
+		status, body = a.admin(t, "POST", "/admin/v1/accounts/"+acct.ID+"/keys", `{"name":"k"}`)
+		var created struct{ Secret string }
+		if json.Unmarshal(body, &created); status/100 != 2 || created.Secret == "" {
+			t.Fatalf("key: %d %s", status, body)
+		}
+		return created.Secret
+	}
+	const body = `{"model":"agent-claude","max_tokens":100,"messages":[{"role":"user","content":"Say hello."}]}`
+	refusal := func(key string) (*http.Response, string) {
+		t.Helper()
+		resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", key, body)
+		var e struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		if resp.StatusCode != 429 || json.Unmarshal(got, &e) != nil || e.Type != "error" || e.Error.Type != "rate_limit_error" {
+			t.Fatalf("want Anthropic's 429 rate_limit_error, got %d %s", resp.StatusCode, got)
+		}
+		return resp, e.Error.Message
+	}
+
+	limited := newKey("limited", `{"limits":{"requests_per_minute":1}}`)
+	if resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", limited, body); resp.StatusCode != 200 {
+		t.Fatalf("first request under the limit: %d %s", resp.StatusCode, got)
+	}
+	if resp, _ := refusal(limited); resp.Header.Get("retry-after") == "" {
+		t.Errorf("the rate limit refusal has no retry-after: %v", resp.Header)
+	}
+
+	// A budget smaller than one request's cost: the first is served (the
+	// budget was not yet spent), the next refused.
+	budgeted := newKey("budgeted", `{"budget":{"amount":"0.000001","period":"month"}}`)
+	if resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", budgeted, body); resp.StatusCode != 200 {
+		t.Fatalf("first request within the budget: %d %s", resp.StatusCode, got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, got := anthropicCall(t, "POST", a.Gateway+"/messages", budgeted, body)
+		if resp.StatusCode == 429 {
+			if _, msg := refusal(budgeted); !strings.Contains(strings.ToLower(msg), "budget") && !strings.Contains(strings.ToLower(msg), "quota") {
+				t.Errorf("the budget refusal says %q", msg)
+			}
+			break
+		}
+		if resp.StatusCode != 200 || time.Now().After(deadline) {
+			t.Fatalf("over budget: %d %s", resp.StatusCode, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The served requests are priced in the ledger, as messages.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, got := a.admin(t, "GET", "/admin/v1/requests?limit=100", "")
+		var page struct {
+			Data []struct {
+				Endpoint string
+				Status   int
+				Cost     *string
+			}
+		}
+		json.Unmarshal(got, &page)
+		priced := 0
+		for _, r := range page.Data {
+			if r.Endpoint == "messages" && r.Status == 200 && r.Cost != nil && *r.Cost != "0.00" {
+				priced++
+			}
+		}
+		if priced >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d priced messages requests in the ledger, want at least 2:\n%s", priced, got)
+		}
+	}
+}
