@@ -16,8 +16,9 @@ import (
 // testdata/agents) non-interactively through `modelgate dev`'s Messages
 // API with thinking on: a task that reads a file with its Bash tool, then
 // a second turn of the same session (--continue) that runs a command, on
-// the scripted model as Anthropic (passed through as sent), as OpenAI's
-// chat and as Claude on Bedrock (both bridged). Each provider was asked to
+// the scripted model as Anthropic and as Claude on Bedrock (both passed
+// through as sent, Bedrock's at InvokeModel) and as OpenAI's chat
+// (bridged). Each provider was asked to
 // think; Claude's signed thinking came back to it, or it would have
 // refused the turn.
 func TestClaudeCode(t *testing.T) {
@@ -69,11 +70,14 @@ func TestClaudeCode(t *testing.T) {
 }
 
 // askedToThink checks the provider was asked to think in the conversation
-// marked by marker and, for Claude, got its signed thinking back.
+// marked by marker and, for Claude, got its signed thinking back. Claude
+// on Bedrock gets the Messages API's body (InvokeModel), so it is checked
+// as Anthropic is.
 func askedToThink(t *testing.T, a devAddrs, model, marker string) {
 	t.Helper()
-	if model != "agent-gpt" {
-		thinkingBack(t, a.Mock, model, marker)
+	switch model {
+	case "agent-claude", "agent-bedrock":
+		thinkingBack(t, a.Mock, "agent-claude", marker)
 		return
 	}
 	for _, r := range providerRequests(t, a.Mock, marker) {

@@ -118,6 +118,45 @@ func TestMessagesPassthrough(t *testing.T) {
 		t.Errorf("Claude on Vertex AI got %s %s %v", vertex.Path, vertex.Body, vertex.Header)
 	}
 
+	// Claude on Bedrock gets it at InvokeModel: the body as sent but for
+	// the model (in the path) and stream, with Bedrock's anthropic_version
+	// and the betas in anthropic_beta; its stream's event-stream chunks
+	// come back as the Messages API's events.
+	for _, stream := range []bool{false, true} {
+		b := strings.Replace(body, "agent-claude", "agent-bedrock", 1)
+		if stream {
+			b = strings.Replace(b, `"max_tokens":1024,`, `"max_tokens":1024,"stream":true,`, 1)
+		}
+		resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, b, "anthropic-beta", "context-1m-2025-08-07, interleaved-thinking-2025-05-14")
+		if resp.StatusCode != 200 {
+			t.Fatalf("Claude on Bedrock: %d %s", resp.StatusCode, got)
+		}
+		if stream {
+			if content, stop, usage := messageOfEvents(t, parseEvents(t, got)); len(content) == 0 || stop != "end_turn" || usage["output_tokens"] == nil ||
+				bytes.Contains(got, []byte("amazon-bedrock-invocationMetrics")) {
+				t.Errorf("Claude on Bedrock's stream: %s", got)
+			}
+		} else if err := json.Unmarshal(got, &msg); err != nil || msg.Type != "message" {
+			t.Errorf("Claude on Bedrock: %s", got)
+		}
+		reqs := a.Mock.Requests()
+		invoke := reqs[len(reqs)-1]
+		var sent, relayed map[string]json.RawMessage
+		json.Unmarshal([]byte(b), &sent)
+		json.Unmarshal(invoke.Body, &relayed)
+		delete(sent, "model")
+		delete(sent, "stream")
+		sent["anthropic_version"] = json.RawMessage(`"bedrock-2023-05-31"`)
+		sent["anthropic_beta"] = json.RawMessage(`["context-1m-2025-08-07","interleaved-thinking-2025-05-14"]`)
+		op := "/invoke"
+		if stream {
+			op = "/invoke-with-response-stream"
+		}
+		if !strings.HasSuffix(invoke.Path, op) || !bytes.Equal(mustJSON(t, sent), mustJSON(t, relayed)) {
+			t.Errorf("Claude on Bedrock got %s %s", invoke.Path, invoke.Body)
+		}
+	}
+
 	// A stream comes back event for event.
 	resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey,
 		`{"model":"agent-claude","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":"Say hello."}]}`)
@@ -198,11 +237,11 @@ func TestMessagesPassthrough(t *testing.T) {
 				n++
 			}
 		}
-		if n == 3 { // agent-claude, its stream, Claude on Vertex AI
+		if n == 5 { // agent-claude, its stream, Claude on Vertex AI, Claude on Bedrock and its stream
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the ledger has %d successful messages requests with usage, want 3:\n%s", n, b)
+			t.Fatalf("the ledger has %d successful messages requests with usage, want 5:\n%s", n, b)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -320,9 +359,9 @@ func messageOfEvents(t *testing.T, events []sseEvent) (content []map[string]any,
 	return content, stop, usage
 }
 
-// Claude Code's loop through the bridges: a Messages request with a
-// shell tool and thinking on, to the scripted model on OpenAI's chat,
-// Gemini and Claude on Bedrock, streamed and not: the model calls the
+// Claude Code's loop through the bridges (and Bedrock's InvokeModel): a
+// Messages request with a shell tool and thinking on, to the scripted
+// model on OpenAI's chat, Gemini and Claude on Bedrock, streamed and not: the model calls the
 // tool, the client sends the whole assistant turn back (its signed
 // thinking too) with the tool's result, and the model answers with it.
 // The scripted providers refuse a turn whose thinking or signatures did

@@ -28,8 +28,7 @@ type messages struct {
 	path   string
 	stream bool
 	dec    sse.Decoder
-	usage  translate.Usage
-	ended  bool // message_stop or an error event was relayed
+	usage  MessagesUsage
 	failed bool // the answer is an error
 }
 
@@ -111,27 +110,62 @@ func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		if m.failed {
 			return messagesError(chunk), nil
 		}
-		var msg struct {
-			Usage       *usageIn `json:"usage"`
-			InputTokens *int64   `json:"input_tokens"` // count_tokens
-		}
-		if json.Unmarshal(chunk, &msg) != nil {
+		if !m.usage.Message(chunk) {
 			return nil, api.Unusable("the provider's message is not JSON")
-		}
-		if msg.Usage != nil {
-			m.usage = msg.Usage.normalize()
 		}
 		return chunk, nil
 	}
 	for _, ev := range m.dec.Feed(chunk) {
-		m.event(ev.Data)
+		m.usage.Event(ev.Data)
 	}
 	return chunk, nil
 }
 
-// event reads the usage of message_start and message_delta; message_stop
-// and error end the stream.
-func (m *messages) event(data []byte) {
+// Usage implements translate.Translator.
+func (m *messages) Usage() translate.Usage { return m.usage.Usage() }
+
+// FailStream implements translate.StreamFailer: the Messages API's error
+// event.
+func (m *messages) FailStream(message, _ string) []byte {
+	if !m.stream || m.usage.Ended() {
+		return nil
+	}
+	m.usage.ended = true
+	return MessagesErrorEvent("api_error", message)
+}
+
+// MessagesUsage reads the usage of a Messages API answer relayed as it
+// came: a message, or its stream's events one at a time.
+type MessagesUsage struct {
+	usage translate.Usage
+	ended bool // message_stop or an error event went by
+}
+
+// Usage is the usage read so far.
+func (u *MessagesUsage) Usage() translate.Usage { return u.usage }
+
+// Ended reports that the stream's message_stop or error event went by.
+func (u *MessagesUsage) Ended() bool { return u.ended }
+
+// Message reads the usage of a message (none in count_tokens' answer);
+// false if body is not JSON.
+func (u *MessagesUsage) Message(body []byte) bool {
+	var msg struct {
+		Usage *usageIn `json:"usage"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return false
+	}
+	if msg.Usage != nil {
+		u.usage = msg.Usage.normalize()
+	}
+	return true
+}
+
+// Event reads the usage of message_start and message_delta (whose counts
+// are cumulative; input counts left out keep message_start's);
+// message_stop and error end the stream.
+func (u *MessagesUsage) Event(data []byte) {
 	var ev struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -145,38 +179,25 @@ func (m *messages) event(data []byte) {
 	switch ev.Type {
 	case "message_start":
 		if ev.Message.Usage != nil {
-			m.usage = ev.Message.Usage.normalize()
+			u.usage = ev.Message.Usage.normalize()
 		}
 	case "message_delta":
 		if ev.Usage == nil {
 			return
 		}
-		u := *ev.Usage
-		if u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0 {
-			u.InputTokens = m.usage.PromptTokens - m.usage.CachedTokens - m.usage.CacheWriteTokens
-			u.CacheReadInputTokens, u.CacheCreationInputTokens = m.usage.CachedTokens, m.usage.CacheWriteTokens
+		d := *ev.Usage
+		if d.InputTokens == 0 && d.CacheReadInputTokens == 0 && d.CacheCreationInputTokens == 0 {
+			d.InputTokens = u.usage.PromptTokens - u.usage.CachedTokens - u.usage.CacheWriteTokens
+			d.CacheReadInputTokens, d.CacheCreationInputTokens = u.usage.CachedTokens, u.usage.CacheWriteTokens
 		}
-		hour := m.usage.CacheWrite1hTokens
-		m.usage = u.normalize()
-		if u.CacheCreation == nil {
-			m.usage.CacheWrite1hTokens = min(hour, m.usage.CacheWriteTokens)
+		hour := u.usage.CacheWrite1hTokens
+		u.usage = d.normalize()
+		if d.CacheCreation == nil {
+			u.usage.CacheWrite1hTokens = min(hour, u.usage.CacheWriteTokens)
 		}
 	case "message_stop", "error":
-		m.ended = true
+		u.ended = true
 	}
-}
-
-// Usage implements translate.Translator.
-func (m *messages) Usage() translate.Usage { return m.usage }
-
-// FailStream implements translate.StreamFailer: the Messages API's error
-// event.
-func (m *messages) FailStream(message, _ string) []byte {
-	if !m.stream || m.ended {
-		return nil
-	}
-	m.ended = true
-	return MessagesErrorEvent("api_error", message)
 }
 
 // MessagesErrorEvent is the Messages API's stream error event.

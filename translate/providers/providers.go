@@ -101,7 +101,7 @@ var table = []Provider{
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
 	{Name: "anthropic", Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
 		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
-	{Name: "bedrock", Chat: bedrock.NewChat, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
+	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
 	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
 		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},

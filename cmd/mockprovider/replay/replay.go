@@ -426,6 +426,10 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 		scripted.Converse(w, op == "converse-stream", requestBody(r))
 		return
 	}
+	if op := r.PathValue("op"); scriptedModel(r.PathValue("model")) && (op == "invoke" || op == "invoke-with-response-stream") {
+		scripted.InvokeModel(w, op == "invoke-with-response-stream", r.PathValue("model"), requestBody(r))
+		return
+	}
 	dir := "bedrock/test_bedrock_model.bodies"
 	switch r.PathValue("op") {
 	case "converse-stream":

@@ -1,10 +1,12 @@
 package scripted
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"hash/crc32"
 	"net/http"
+	"strings"
 )
 
 // converseRequest is the part of a Converse request the model reads.
@@ -217,4 +219,77 @@ func eventStreamMessage(eventType string, payload []byte) []byte {
 func bedrockError(w http.ResponseWriter, err error) {
 	w.Header().Set("X-Amzn-Errortype", "ValidationException")
 	writeJSON(w, http.StatusBadRequest, map[string]any{"message": err.Error()})
+}
+
+// InvokeModel answers Bedrock's InvokeModel (invoke-with-response-stream
+// for a stream) for Claude, which takes the Messages API's body with
+// Bedrock's anthropic_version and neither model nor stream, as Bedrock
+// requires: the model answers as on Anthropic (Messages), a stream's
+// events each in an event-stream chunk frame (base64 JSON), message_stop
+// with Bedrock's invocation metrics.
+func InvokeModel(w http.ResponseWriter, stream bool, model string, body []byte) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		bedrockError(w, refuse("Malformed input request, please reformat your input and try again."))
+		return
+	}
+	if string(m["anthropic_version"]) != `"bedrock-2023-05-31"` {
+		bedrockError(w, refuse("Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again."))
+		return
+	}
+	for _, key := range []string{"model", "stream"} {
+		if _, ok := m[key]; ok {
+			bedrockError(w, refuse("Malformed input request: #: extraneous key [%s] is not permitted, please reformat your input and try again.", key))
+			return
+		}
+	}
+	delete(m, "anthropic_version")
+	delete(m, "anthropic_beta")
+	m["model"], _ = json.Marshal(model)
+	if stream {
+		m["stream"] = json.RawMessage("true")
+	}
+	messagesBody, _ := json.Marshal(m)
+	rec := &recorder{header: http.Header{}}
+	Messages(rec, messagesBody)
+	if !stream || rec.status != http.StatusOK {
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body) //nolint:errcheck // the client went away
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	for _, ev := range strings.Split(strings.TrimSpace(string(rec.body)), "\n\n") {
+		_, data, ok := strings.Cut(ev, "data: ")
+		if !ok {
+			continue
+		}
+		if strings.Contains(data, `"type":"message_stop"`) {
+			data = strings.TrimSuffix(data, "}") + `,"amazon-bedrock-invocationMetrics":{"inputTokenCount":1,"outputTokenCount":1,"invocationLatency":1,"firstByteLatency":1}}`
+		}
+		payload, _ := json.Marshal(map[string]string{"bytes": base64.StdEncoding.EncodeToString([]byte(data))})
+		w.Write(eventStreamMessage("chunk", payload)) //nolint:errcheck // the client went away
+	}
+}
+
+// recorder keeps what a handler writes.
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) { r.status = status }
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.body = append(r.body, b...)
+	return len(b), nil
 }

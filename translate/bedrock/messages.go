@@ -1,0 +1,210 @@
+package bedrock
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"modelgate/translate"
+	"modelgate/translate/anthropic"
+	"modelgate/translate/api"
+	"modelgate/translate/messages"
+)
+
+// AnthropicVersion is the anthropic_version Bedrock's InvokeModel takes
+// for Claude.
+const AnthropicVersion = "bedrock-2023-05-31"
+
+// messagesInvoke relays a Messages API request to Claude on Bedrock's
+// InvokeModel (invoke-with-response-stream for a stream), which takes the
+// Messages API's body: the client's members as sent but for model (in
+// the path) and stream (in the operation), with Bedrock's
+// anthropic_version, and anthropic-beta as the body's anthropic_beta. A
+// message comes back as Anthropic's; a stream's events come in
+// event-stream chunk frames (base64 JSON), which become the Messages
+// API's SSE events again.
+type messagesInvoke struct {
+	target translate.Target
+	req    *api.MessagesRequest
+	now    func() time.Time
+	status int
+	stream bool
+	dec    Decoder
+	usage  anthropic.MessagesUsage
+	ended  bool
+}
+
+// NewMessages returns the translator of a Messages request to Claude on
+// Bedrock, or nil for another model, which gets it through Converse.
+func NewMessages(t translate.Target, r *api.MessagesRequest) translate.Translator {
+	if !strings.Contains(t.Model, "anthropic.claude") {
+		return nil
+	}
+	return &messagesInvoke{target: t, req: r, now: time.Now}
+}
+
+// RequestBody implements translate.Translator.
+func (m *messagesInvoke) RequestBody() (translate.Upstream, error) {
+	members := make(map[string]json.RawMessage, len(m.req.Members)+1)
+	for k, v := range m.req.Members {
+		members[k] = v
+	}
+	delete(members, "model")
+	delete(members, "stream")
+	members["anthropic_version"] = json.RawMessage(`"` + AnthropicVersion + `"`)
+	if _, set := members["anthropic_beta"]; !set && m.req.Beta != "" {
+		var betas []string
+		for b := range strings.SplitSeq(m.req.Beta, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				betas = append(betas, b)
+			}
+		}
+		members["anthropic_beta"], _ = json.Marshal(betas)
+	}
+	body, err := json.Marshal(members)
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	op := "invoke"
+	if m.req.Stream {
+		op = "invoke-with-response-stream"
+	}
+	return upstream(m.target, op, body, m.now()), nil
+}
+
+// MaxOutputTokens implements translate.OutputBound.
+func (m *messagesInvoke) MaxOutputTokens() int64 { return m.req.MaxTokens }
+
+// ResponseHeaders implements translate.Translator.
+func (m *messagesInvoke) ResponseHeaders(status int, contentType string) translate.Head {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	m.status = status
+	m.stream = status/100 == 2 && mt == "application/vnd.amazon.eventstream"
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		status = http.StatusBadGateway
+	}
+	if m.stream {
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
+	}
+	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
+}
+
+// ResponseBody implements translate.Translator.
+func (m *messagesInvoke) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	if !m.stream {
+		if m.status/100 != 2 {
+			return m.errorBody(chunk), nil
+		}
+		if !m.usage.Message(chunk) {
+			return nil, api.Unusable("the provider's message is not JSON")
+		}
+		return chunk, nil
+	}
+	var out []byte
+	err := m.dec.each(chunk, func(f rawFrame) {
+		if !m.ended {
+			out = m.frame(out, f)
+		}
+	})
+	if err != nil && !m.ended {
+		m.ended = true
+		return anthropicError(out, "api_error", "The provider's event stream is corrupt."), nil
+	}
+	if endOfStream && !m.ended {
+		m.ended = true
+		out = anthropicError(out, "api_error", "The provider's stream ended before it was complete.")
+	}
+	return out, nil
+}
+
+// frame turns a chunk frame into its Messages API event, and an exception
+// into an error event.
+func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
+	var payload struct {
+		Bytes   string `json:"bytes"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(f.payload, &payload); err != nil {
+		m.ended = true
+		return anthropicError(out, "api_error", "The provider sent an event that is not JSON.")
+	}
+	if string(f.header(":message-type")) == "exception" {
+		m.ended = true
+		typ := "api_error"
+		switch string(f.header(":exception-type")) {
+		case "throttlingException":
+			typ = "rate_limit_error"
+		case "validationException":
+			typ = "invalid_request_error"
+		case "serviceUnavailableException", "modelNotReadyException":
+			typ = "overloaded_error"
+		}
+		return anthropicError(out, typ, payload.Message)
+	}
+	if string(f.header(":event-type")) != "chunk" {
+		return out
+	}
+	data, err := base64.StdEncoding.DecodeString(payload.Bytes)
+	if err != nil {
+		m.ended = true
+		return anthropicError(out, "api_error", "The provider sent a chunk that is not base64.")
+	}
+	var ev map[string]json.RawMessage
+	if json.Unmarshal(data, &ev) != nil {
+		m.ended = true
+		return anthropicError(out, "api_error", "The provider sent an event that is not JSON.")
+	}
+	var typ string
+	json.Unmarshal(ev["type"], &typ) //nolint:errcheck // an event without a type is named ""
+	if _, ok := ev[invocationMetrics]; ok {
+		delete(ev, invocationMetrics) // Bedrock's own, not the Messages API's
+		data, _ = json.Marshal(ev)
+	}
+	m.usage.Event(data)
+	m.ended = m.usage.Ended()
+	out = append(out, "event: "...)
+	out = append(out, typ...)
+	out = append(out, "\ndata: "...)
+	out = append(out, data...)
+	return append(out, "\n\n"...)
+}
+
+// invocationMetrics is the member Bedrock adds to a stream's message_stop.
+const invocationMetrics = "amazon-bedrock-invocationMetrics"
+
+// errorBody is a Bedrock error ({"message"}) as the Messages API's.
+func (m *messagesInvoke) errorBody(body []byte) []byte {
+	var e struct {
+		Message string `json:"message"`
+	}
+	msg := "The provider answered with an error."
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		msg = e.Message
+	}
+	status := clientStatus(m.status)
+	if m.status == http.StatusUnauthorized || m.status == http.StatusForbidden {
+		status, msg = http.StatusBadGateway, "The provider rejected the gateway's credentials for this backend."
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": messages.ErrorType(status), "message": msg}})
+	return b
+}
+
+// anthropicError appends the Messages API's error event.
+func anthropicError(out []byte, typ, message string) []byte {
+	return append(out, anthropic.MessagesErrorEvent(typ, message)...)
+}
+
+// Usage implements translate.Translator.
+func (m *messagesInvoke) Usage() translate.Usage { return m.usage.Usage() }
+
+// FailStream implements translate.StreamFailer.
+func (m *messagesInvoke) FailStream(message, _ string) []byte {
+	if !m.stream || m.ended {
+		return nil
+	}
+	m.ended = true
+	return anthropicError(nil, "api_error", message)
+}
