@@ -11,7 +11,6 @@ import (
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/messages"
 )
 
 // APIError is an error the client sees: an HTTP status and the members of
@@ -206,7 +205,7 @@ func (e *APIError) anthropicBody() []byte {
 	}{Type: "error", Error: struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
-	}{messages.ErrorType(e.Status), e.Message}})
+	}{api.MessagesErrorType(e.Status), e.Message}})
 	if err != nil { // cannot happen: plain strings
 		panic(err)
 	}

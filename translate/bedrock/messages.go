@@ -11,7 +11,6 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/anthropic"
 	"modelgate/translate/api"
-	"modelgate/translate/messages"
 )
 
 // AnthropicVersion is the anthropic_version Bedrock's InvokeModel takes
@@ -188,7 +187,7 @@ func (m *messagesInvoke) errorBody(body []byte) []byte {
 	if m.status == http.StatusUnauthorized || m.status == http.StatusForbidden {
 		status, msg = http.StatusBadGateway, "The provider rejected the gateway's credentials for this backend."
 	}
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": messages.ErrorType(status), "message": msg}})
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": api.MessagesErrorType(status), "message": msg}})
 	return b
 }
 

@@ -214,9 +214,10 @@ func (b *bridge) event(out, data []byte) []byte {
 	return out
 }
 
-// start sends message_start once: the message with no content yet and
-// the input tokens the provider reported so far (most report them at the
-// end, in message_delta).
+// start sends message_start once: the message with no content yet and,
+// as its input tokens, the gateway's estimate of the request's (a token
+// per four bytes): most providers report theirs only at the end, which
+// message_delta carries.
 func (b *bridge) start(out []byte) []byte {
 	if b.st.started {
 		return out
@@ -224,7 +225,7 @@ func (b *bridge) start(out []byte) []byte {
 	b.st.started = true
 	return appendEvent(out, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": b.id, "type": "message", "role": "assistant", "model": b.req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": usageOf(b.chat.Usage())}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": usageJSON{InputTokens: int64(len(b.req.Body)+3) / 4}}})
 }
 
 // openBlock makes the open content block one of kind, closing another.
@@ -332,32 +333,6 @@ func errorBody(status int, out []byte) []byte {
 	if json.Unmarshal(out, &e) != nil || e.Error.Message == "" {
 		e.Error.Message = "The provider answered with an error."
 	}
-	b, _ := json.Marshal(errorJSON(ErrorType(status), e.Error.Message))
+	b, _ := json.Marshal(errorJSON(api.MessagesErrorType(status), e.Error.Message))
 	return b
-}
-
-// ErrorType is the Messages API's error type of an HTTP status.
-func ErrorType(status int) string {
-	switch status {
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusPaymentRequired:
-		return "billing_error"
-	case http.StatusForbidden:
-		return "permission_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case http.StatusGatewayTimeout:
-		return "timeout_error"
-	case http.StatusServiceUnavailable, 529:
-		return "overloaded_error"
-	}
-	if status < 500 {
-		return "invalid_request_error"
-	}
-	return "api_error"
 }
