@@ -120,14 +120,17 @@ func TestMessagesPassthrough(t *testing.T) {
 
 	// Claude on Bedrock gets it at InvokeModel: the body as sent but for
 	// the model (in the path) and stream, with Bedrock's anthropic_version
-	// and the betas in anthropic_beta; its stream's event-stream chunks
-	// come back as the Messages API's events.
+	// and the betas Bedrock takes in anthropic_beta (the others, which
+	// Bedrock refuses, left out with their members: mcp_servers); its
+	// stream's event-stream chunks come back as the Messages API's events.
 	for _, stream := range []bool{false, true} {
 		b := strings.Replace(body, "agent-claude", "agent-bedrock", 1)
+		b = strings.Replace(b, `"max_tokens":1024,`, `"max_tokens":1024,"mcp_servers":[{"type":"url","url":"https://mcp.example.com","name":"x"}],`, 1)
 		if stream {
 			b = strings.Replace(b, `"max_tokens":1024,`, `"max_tokens":1024,"stream":true,`, 1)
 		}
-		resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, b, "anthropic-beta", "context-1m-2025-08-07, interleaved-thinking-2025-05-14")
+		resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, b, "anthropic-beta",
+			"claude-code-20250219,context-1m-2025-08-07, interleaved-thinking-2025-05-14,mcp-servers-2025-12-04")
 		if resp.StatusCode != 200 {
 			t.Fatalf("Claude on Bedrock: %d %s", resp.StatusCode, got)
 		}
@@ -146,6 +149,7 @@ func TestMessagesPassthrough(t *testing.T) {
 		json.Unmarshal(invoke.Body, &relayed)
 		delete(sent, "model")
 		delete(sent, "stream")
+		delete(sent, "mcp_servers")
 		sent["anthropic_version"] = json.RawMessage(`"bedrock-2023-05-31"`)
 		sent["anthropic_beta"] = json.RawMessage(`["context-1m-2025-08-07","interleaved-thinking-2025-05-14"]`)
 		op := "/invoke"

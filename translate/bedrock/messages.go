@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,13 +55,25 @@ func (m *messagesInvoke) RequestBody() (translate.Upstream, error) {
 	delete(members, "model")
 	delete(members, "stream")
 	members["anthropic_version"] = json.RawMessage(`"` + AnthropicVersion + `"`)
-	if _, set := members["anthropic_beta"]; !set && m.req.Beta != "" {
-		var betas []string
-		for b := range strings.SplitSeq(m.req.Beta, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				betas = append(betas, b)
+	var asked []string // the body's betas, else the header's
+	if json.Unmarshal(members["anthropic_beta"], &asked) != nil || len(asked) == 0 {
+		asked = strings.Split(m.req.Beta, ",")
+	}
+	var betas []string
+	for _, b := range asked {
+		switch b = strings.TrimSpace(b); {
+		case slices.Contains(bedrockBetas, b):
+			betas = append(betas, b)
+		case b != "":
+			for prefix, member := range betaMembers {
+				if strings.HasPrefix(b, prefix) {
+					delete(members, member)
+				}
 			}
 		}
+	}
+	delete(members, "anthropic_beta")
+	if len(betas) > 0 {
 		members["anthropic_beta"], _ = json.Marshal(betas)
 	}
 	body, err := json.Marshal(members)
@@ -170,6 +183,19 @@ func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
 	out = append(out, data...)
 	return append(out, "\n\n"...)
 }
+
+// bedrockBetas are the betas Bedrock's InvokeModel takes for Claude, as
+// AWS documents them. Bedrock refuses any other ("invalid beta flag"), and
+// clients send others (Claude Code's claude-code-20250219, MCP servers),
+// so those are left out, with the body members that go with them
+// (betaMembers).
+var bedrockBetas = []string{"computer-use-2024-10-22", "computer-use-2025-01-24", "token-efficient-tools-2025-02-19",
+	"interleaved-thinking-2025-05-14", "output-128k-2025-02-19", "dev-full-thinking-2025-05-14", "context-1m-2025-08-07",
+	"context-management-2025-06-27", "effort-2025-11-24", "tool-search-tool-2025-10-19", "tool-examples-2025-10-29"}
+
+// betaMembers are the body members of the betas Bedrock does not take, by
+// the betas' prefix.
+var betaMembers = map[string]string{"mcp-servers-": "mcp_servers", "structured-outputs-": "output_format"}
 
 // invocationMetrics is the member Bedrock adds to a stream's message_stop.
 const invocationMetrics = "amazon-bedrock-invocationMetrics"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -243,6 +244,14 @@ func InvokeModel(w http.ResponseWriter, stream bool, model string, body []byte) 
 			return
 		}
 	}
+	var betas []string
+	json.Unmarshal(m["anthropic_beta"], &betas) //nolint:errcheck // none
+	for _, b := range betas {
+		if !slices.Contains(bedrockBetas, b) {
+			bedrockError(w, refuse("The model returned the following errors: invalid beta flag"))
+			return
+		}
+	}
 	delete(m, "anthropic_version")
 	delete(m, "anthropic_beta")
 	m["model"], _ = json.Marshal(model)
@@ -274,6 +283,12 @@ func InvokeModel(w http.ResponseWriter, stream bool, model string, body []byte) 
 		w.Write(eventStreamMessage("chunk", payload)) //nolint:errcheck // the client went away
 	}
 }
+
+// bedrockBetas are the betas Bedrock documents for Claude on InvokeModel;
+// it refuses others.
+var bedrockBetas = []string{"computer-use-2024-10-22", "computer-use-2025-01-24", "token-efficient-tools-2025-02-19",
+	"interleaved-thinking-2025-05-14", "output-128k-2025-02-19", "dev-full-thinking-2025-05-14", "context-1m-2025-08-07",
+	"context-management-2025-06-27", "effort-2025-11-24", "tool-search-tool-2025-10-19", "tool-examples-2025-10-29"}
 
 // recorder keeps what a handler writes.
 type recorder struct {
