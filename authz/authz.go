@@ -204,8 +204,12 @@ type UsageRecord struct {
 	ID string
 	// RequestID is the gateway's own id of the request; ClientRequestID
 	// the x-request-id it came with, which the client chooses.
-	RequestID        string
-	ClientRequestID  string
+	RequestID       string
+	ClientRequestID string
+	// SessionID is the agent session the request belongs to, as the
+	// client names it (Claude Code's x-claude-code-session-id, Codex's
+	// session_id): usage per session.
+	SessionID        string
 	KeyID            string
 	AccountID        string
 	Endpoint         string

@@ -56,6 +56,7 @@ type exchange struct {
 type request struct {
 	id          string // the gateway's id of the exchange (newRequestID)
 	clientID    string // the x-request-id the request came with
+	session     string // the agent session the client named (sessionID)
 	endpoint    endpoint
 	path        string // the client's :path
 	contentType string // of the client's request body

@@ -17,6 +17,7 @@ import (
 // the deployment by backend and provider, never by its credentials.
 type outcome struct {
 	requestID, clientRequestID string
+	session                    string
 	endpoint                   endpoint
 	principal                  *authz.Principal // nil before the key was checked
 	model                      string           // the public model id, also of a refusal
@@ -53,7 +54,7 @@ func (o *outcome) ledgered(unanswered bool) bool {
 func (ex *exchange) outcome(end time.Time) outcome {
 	u, estimated := ex.usageToCharge()
 	return outcome{
-		requestID: ex.req.id, clientRequestID: ex.req.clientID, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
+		requestID: ex.req.id, clientRequestID: ex.req.clientID, session: ex.req.session, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
 		status: ex.answer.status, errType: ex.answer.errType, errCode: ex.answer.errCode, routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
 		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.firstByte, end: end, finishReasons: ex.span.finishReasons,
@@ -84,6 +85,7 @@ func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) 
 	rec := authz.UsageRecord{
 		RequestID:          o.requestID,
 		ClientRequestID:    o.clientRequestID,
+		SessionID:          o.session,
 		KeyID:              o.principal.KeyID,
 		AccountID:          o.principal.AccountID,
 		Endpoint:           o.endpoint.String(),

@@ -32,7 +32,7 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	// Envoy is not the edge, and reusing another's would make the admin's
 	// views of that request show the wrong one. The client's is kept
 	// beside it.
-	ex.req.id, ex.req.clientID = newRequestID(), hm.get(requestIDHeader)
+	ex.req.id, ex.req.clientID, ex.req.session = newRequestID(), hm.get(requestIDHeader), sessionID(hm)
 	ex.log.with(zap.String("request_id", ex.req.id), zap.String("client_request_id", ex.req.clientID))
 	ex.startSpan(ctx, hm)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
@@ -388,4 +388,21 @@ func logFailure(log *exchangeLog, apiErr *APIError, err error) {
 	} else {
 		log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
 	}
+}
+
+// maxSessionID bounds the session id kept in the ledger.
+const maxSessionID = 128
+
+// sessionID is the agent session a request belongs to, as its client
+// names it: Claude Code's x-claude-code-session-id, else Codex's
+// session_id; at most maxSessionID bytes.
+func sessionID(hm headerMap) string {
+	s := hm.get("x-claude-code-session-id")
+	if s == "" {
+		s = hm.get("session_id")
+	}
+	if len(s) > maxSessionID {
+		s = strings.ToValidUTF8(s[:maxSessionID], "")
+	}
+	return s
 }

@@ -141,7 +141,9 @@ func (h *Handler) requestPage(w http.ResponseWriter, r *http.Request, v view) er
 type requestJSON struct {
 	RequestID string `json:"request_id"`
 	// ClientRequestID is the x-request-id the request came with.
-	ClientRequestID  string    `json:"client_request_id"`
+	ClientRequestID string `json:"client_request_id"`
+	// SessionID is the agent session the client named; empty for none.
+	SessionID        string    `json:"session_id"`
 	At               time.Time `json:"at"`
 	AccountID        string    `json:"account_id"`
 	KeyID            string    `json:"key_id"`
@@ -167,7 +169,7 @@ type requestJSON struct {
 }
 
 func requestOut(r authz.UsageRecord) requestJSON {
-	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
+	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, SessionID: r.SessionID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
 		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CacheWriteTokens: r.CacheWriteTokens,
 		CacheWrite1hTokens: r.CacheWrite1hTokens,

@@ -366,7 +366,8 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	k, kb := authz.Key{ID: "key_requester"}, authz.Key{ID: "key_other_requester"} // the ledger does not look keys up
 	at := time.UnixMilli(1_800_000_000_000).UTC()
 	recs := []authz.UsageRecord{
-		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at},
+		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at,
+			SessionID: "sess-1"},
 		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
 		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 502, At: at.Add(2 * time.Second)},
 		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 503, Attempt: 1, At: at.Add(2 * time.Second)},
@@ -409,7 +410,7 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	}
 	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
 	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
-		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID {
+		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID || rs[0].SessionID != "sess-1" {
 		t.Errorf("r1 = %+v", rs)
 	}
 }

@@ -223,7 +223,8 @@ func TestMessagesPassthrough(t *testing.T) {
 		}
 	}
 
-	// The ledger has the requests, with their usage.
+	// The ledger has the requests, with their usage, and Claude Code's
+	// session.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, b := a.admin(t, "GET", "/admin/v1/requests?limit=100", "")
@@ -231,15 +232,22 @@ func TestMessagesPassthrough(t *testing.T) {
 			Data []struct {
 				Endpoint     string
 				Status       int
-				PromptTokens int64 `json:"prompt_tokens"`
+				PromptTokens int64  `json:"prompt_tokens"`
+				SessionID    string `json:"session_id"`
 			}
 		}
 		json.Unmarshal(b, &page)
-		n := 0
+		n, sessions := 0, 0
 		for _, r := range page.Data {
 			if r.Endpoint == "messages" && r.Status == 200 && r.PromptTokens > 0 {
 				n++
 			}
+			if r.SessionID == "sess-1" {
+				sessions++
+			}
+		}
+		if n == 5 && sessions != 1 {
+			t.Fatalf("%d requests of session sess-1 in the ledger, want 1:\n%s", sessions, b)
 		}
 		if n == 5 { // agent-claude, its stream, Claude on Vertex AI, Claude on Bedrock and its stream
 			break

@@ -214,14 +214,15 @@ func JSONOf(s *string) json.RawMessage {
 // RequestDest (with the row's time scanned by the dialect's store).
 const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens, completion_tokens,
 	total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, cost_nanos, audio_ms, images, client_request_id,
-	cache_write_tokens, cache_write_1h_tokens, at`
+	cache_write_tokens, cache_write_1h_tokens, session_id, at`
 
 // RequestDest are the Scan destinations of RequestColumns but the last
 // (at), into r; cost and duration need the scanners given.
 func RequestDest(r *authz.UsageRecord, cost *NullCost, duration *int64) []any {
 	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
 		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
-		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens}
+		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens,
+		&r.SessionID}
 }
 
 // NullCost scans a cost_nanos column.
