@@ -190,6 +190,18 @@ func TestMessagesPassthrough(t *testing.T) {
 		t.Errorf("count_tokens upstream: %s", up.Body)
 	}
 
+	// Elsewhere count_tokens is the gateway's estimate.
+	for _, model := range []string{"agent-gpt", "agent-gemini", "agent-bedrock", "vertex-claude", "command-r"} {
+		resp, got := anthropicCall(t, "POST", a.Gateway+"/messages/count_tokens", a.APIKey,
+			`{"model":"`+model+`","messages":[{"role":"user","content":"Say hello, and more than that."}]}`)
+		var count struct {
+			InputTokens int64 `json:"input_tokens"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal(got, &count) != nil || count.InputTokens == 0 {
+			t.Errorf("count_tokens on %s: %d %s", model, resp.StatusCode, got)
+		}
+	}
+
 	// Anthropic's clients list models in Anthropic's shape.
 	resp, got = anthropicCall(t, "GET", a.Gateway+"/models", a.APIKey, "")
 	var models struct {
