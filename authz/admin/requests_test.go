@@ -24,8 +24,14 @@ func TestDashboardRequests(t *testing.T) {
 		if i%10 == 0 {
 			status = 429
 		}
+		// The newest (req-Ch) is a Messages API request of a Claude Code session.
+		endpoint, session := "chat.completions", ""
+		if i == 59 {
+			endpoint, session = "messages", "sess-9"
+		}
 		if err := h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "req-" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
-			KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: status, TotalTokens: int64(i), At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+			KeyID: k.ID, AccountID: a.ID, Endpoint: endpoint, SessionID: session, Model: "gpt-4o", Status: status, TotalTokens: int64(i),
+			At: at.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +52,13 @@ func TestDashboardRequests(t *testing.T) {
 	if len(refused) != 6 {
 		t.Errorf("refused: %d rows, want 6", len(refused))
 	}
+	if list := b.get(t, "/admin/requests"); !strings.Contains(list.Body, "<td>messages</td>") {
+		t.Error("the requests page does not name the Messages API request's endpoint")
+	}
 	one := b.get(t, "/admin/requests/req-Ch")
+	if !strings.Contains(one.Body, "<dt>Endpoint</dt><dd>messages</dd>") || !strings.Contains(one.Body, "<code>sess-9</code>") {
+		t.Errorf("the request's page does not name its endpoint and session: %s", one.Body)
+	}
 	if one.StatusCode != 200 || !strings.Contains(one.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(one.Body, "<script>alert") ||
 		!strings.Contains(one.Body, "Answer (cut)") || !strings.Contains(one.Body, `id="captured-response">data: [DONE]`) {
 		t.Errorf("the request's page: %d %s", one.StatusCode, one.Body)
