@@ -108,13 +108,9 @@ func TestMessagesPassthrough(t *testing.T) {
 	}
 	reqs := a.Mock.Requests()
 	vertex := reqs[len(reqs)-1]
-	var sent, relayed map[string]json.RawMessage
-	json.Unmarshal([]byte(body), &sent)
-	json.Unmarshal(vertex.Body, &relayed)
-	delete(sent, "model")
-	sent["anthropic_version"] = json.RawMessage(`"vertex-2023-10-16"`)
 	if !strings.HasSuffix(vertex.Path, "/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict") ||
-		!bytes.Equal(mustJSON(t, sent), mustJSON(t, relayed)) || vertex.Header.Get("anthropic-beta") != "context-1m-2025-08-07" {
+		!sameMembers(t, vertex.Body, body, map[string]string{"model": "", "anthropic_version": `"vertex-2023-10-16"`}) ||
+		vertex.Header.Get("anthropic-beta") != "context-1m-2025-08-07" {
 		t.Errorf("Claude on Vertex AI got %s %s %v", vertex.Path, vertex.Body, vertex.Header)
 	}
 
@@ -144,19 +140,12 @@ func TestMessagesPassthrough(t *testing.T) {
 		}
 		reqs := a.Mock.Requests()
 		invoke := reqs[len(reqs)-1]
-		var sent, relayed map[string]json.RawMessage
-		json.Unmarshal([]byte(b), &sent)
-		json.Unmarshal(invoke.Body, &relayed)
-		delete(sent, "model")
-		delete(sent, "stream")
-		delete(sent, "mcp_servers")
-		sent["anthropic_version"] = json.RawMessage(`"bedrock-2023-05-31"`)
-		sent["anthropic_beta"] = json.RawMessage(`["context-1m-2025-08-07","interleaved-thinking-2025-05-14"]`)
 		op := "/invoke"
 		if stream {
 			op = "/invoke-with-response-stream"
 		}
-		if !strings.HasSuffix(invoke.Path, op) || !bytes.Equal(mustJSON(t, sent), mustJSON(t, relayed)) {
+		if !strings.HasSuffix(invoke.Path, op) || !sameMembers(t, invoke.Body, b, map[string]string{"model": "", "stream": "", "mcp_servers": "",
+			"anthropic_version": `"bedrock-2023-05-31"`, "anthropic_beta": `["context-1m-2025-08-07","interleaved-thinking-2025-05-14"]`}) {
 			t.Errorf("Claude on Bedrock got %s %s", invoke.Path, invoke.Body)
 		}
 	}
@@ -436,13 +425,13 @@ func TestMessagesBridges(t *testing.T) {
 						call = b
 					}
 				}
-				if call == nil || !strings.Contains(string(mustJSON(t, call["input"])), "echo bridged-"+model) {
+				if call == nil || !strings.Contains(string(mustMarshal(t, call["input"])), "echo bridged-"+model) {
 					t.Fatalf("turn 1: no Bash call with the command: %v", content)
 				}
 				if model != "agent-gpt" && content[0]["type"] != "thinking" {
 					t.Errorf("turn 1: the answer does not start with the model's thinking: %v", content)
 				}
-				assistant := `{"role":"assistant","content":` + string(mustJSON(t, content)) + `}`
+				assistant := `{"role":"assistant","content":` + string(mustMarshal(t, content)) + `}`
 				result := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + call["id"].(string) + `","content":"bridged-` + model + `\n"}]}`
 				content, stop, _ = turn(user + "," + assistant + "," + result)
 				text := ""
@@ -457,15 +446,6 @@ func TestMessagesBridges(t *testing.T) {
 			})
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // A Messages request is charged, limited and budgeted as a chat request:
@@ -560,4 +540,23 @@ func TestMessagesChargedLimitedBudgeted(t *testing.T) {
 			t.Fatalf("%d priced messages requests in the ledger, want at least 2:\n%s", priced, got)
 		}
 	}
+}
+
+// sameMembers reports whether relayed has the members of sent, changed
+// as changes says: a member given "" is left out, another set to its
+// JSON.
+func sameMembers(t *testing.T, relayed []byte, sent string, changes map[string]string) bool {
+	t.Helper()
+	var want, got map[string]json.RawMessage
+	if json.Unmarshal([]byte(sent), &want) != nil || json.Unmarshal(relayed, &got) != nil {
+		return false
+	}
+	for k, v := range changes {
+		if v == "" {
+			delete(want, k)
+		} else {
+			want[k] = json.RawMessage(v)
+		}
+	}
+	return bytes.Equal(mustMarshal(t, want), mustMarshal(t, got))
 }

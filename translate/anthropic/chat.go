@@ -132,6 +132,22 @@ func (u usageIn) normalize() translate.Usage {
 	return out
 }
 
+// after is the usage of a stream once its message_delta reported d:
+// d's counts are cumulative, and input counts it leaves out (older API
+// versions report output tokens only), and the split of cache writes by
+// ttl (which message_delta never has), keep message_start's (start).
+func (d usageIn) after(start translate.Usage) translate.Usage {
+	if d.InputTokens == 0 && d.CacheReadInputTokens == 0 && d.CacheCreationInputTokens == 0 {
+		d.InputTokens = start.PromptTokens - start.CachedTokens - start.CacheWriteTokens
+		d.CacheReadInputTokens, d.CacheCreationInputTokens = start.CachedTokens, start.CacheWriteTokens
+	}
+	u := d.normalize()
+	if d.CacheCreation == nil {
+		u.CacheWrite1hTokens = min(start.CacheWrite1hTokens, u.CacheWriteTokens)
+	}
+	return u
+}
+
 // finishReason maps stop_reason; a call of the JSON answer's tool alone
 // is a normal stop. called says whether the client's tools were called.
 func (c *chat) finishReason(stop string, called bool) string {

@@ -182,18 +182,8 @@ func (u *MessagesUsage) Event(data []byte) {
 			u.usage = ev.Message.Usage.normalize()
 		}
 	case "message_delta":
-		if ev.Usage == nil {
-			return
-		}
-		d := *ev.Usage
-		if d.InputTokens == 0 && d.CacheReadInputTokens == 0 && d.CacheCreationInputTokens == 0 {
-			d.InputTokens = u.usage.PromptTokens - u.usage.CachedTokens - u.usage.CacheWriteTokens
-			d.CacheReadInputTokens, d.CacheCreationInputTokens = u.usage.CachedTokens, u.usage.CacheWriteTokens
-		}
-		hour := u.usage.CacheWrite1hTokens
-		u.usage = d.normalize()
-		if d.CacheCreation == nil {
-			u.usage.CacheWrite1hTokens = min(hour, u.usage.CacheWriteTokens)
+		if ev.Usage != nil {
+			u.usage = ev.Usage.after(u.usage)
 		}
 	case "message_stop", "error":
 		u.ended = true

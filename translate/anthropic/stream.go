@@ -170,16 +170,7 @@ func (c *chat) blockStop(out []byte, ev eventIn) []byte {
 // messageDelta carries the stop reason and the final output tokens.
 func (c *chat) messageDelta(out []byte, ev eventIn) []byte {
 	if ev.Usage != nil {
-		u := *ev.Usage
-		if u.InputTokens == 0 && u.CacheReadInputTokens == 0 && u.CacheCreationInputTokens == 0 {
-			u.InputTokens = c.usage.PromptTokens - c.usage.CachedTokens - c.usage.CacheWriteTokens
-			u.CacheReadInputTokens, u.CacheCreationInputTokens = c.usage.CachedTokens, c.usage.CacheWriteTokens
-		}
-		hour := c.usage.CacheWrite1hTokens
-		c.usage = u.normalize()
-		if u.CacheCreation == nil { // the split message_start gave
-			c.usage.CacheWrite1hTokens = min(hour, c.usage.CacheWriteTokens)
-		}
+		c.usage = ev.Usage.after(c.usage)
 	}
 	if ev.Delta.StopReason == "" {
 		return out
