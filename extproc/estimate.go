@@ -117,8 +117,10 @@ func textMember(key []byte, in textIn) bool {
 		return in != responsesEvents && in != messagesEvents
 	case "text":
 		return in == wholeAnswer || in == messagesEvents
-	case "thinking", "partial_json":
-		return in == messagesEvents || in == wholeAnswer && string(key) == "thinking"
+	case "thinking":
+		return in == messagesEvents || in == wholeAnswer
+	case "partial_json":
+		return in == messagesEvents
 	}
 	return false
 }

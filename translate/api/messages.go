@@ -31,9 +31,9 @@ type MessagesRequest struct {
 	Version, Beta string
 }
 
-// ParseMessagesRequest validates a Messages API request as Anthropic
-// does what the gateway reads: a model, messages of user and assistant
-// turns, and (but for count_tokens) max_tokens.
+// ParseMessagesRequest validates what the gateway reads of a Messages API
+// request as Anthropic does: a model, messages, and (but for
+// count_tokens) max_tokens. The rest is the provider's to check.
 func ParseMessagesRequest(body []byte, countTokens bool) (*MessagesRequest, error) {
 	var scratch [16]jsonscan.Member
 	members, err := objectMembers(body, scratch[:0])
@@ -67,7 +67,7 @@ func ParseMessagesRequest(body []byte, countTokens bool) (*MessagesRequest, erro
 	if err := integerIn(m, "max_tokens", 1, 1<<31); err != nil {
 		return nil, err
 	}
-	r.MaxTokens, _ = strconv.ParseInt(string(m["max_tokens"]), 10, 64)
+	r.MaxTokens = PositiveInteger(m, "max_tokens")
 	return r, nil
 }
 

@@ -8,6 +8,7 @@ package messages
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -120,7 +121,11 @@ type chatMessage map[string]any
 func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 	var in request
 	if err := json.Unmarshal(r.Body, &in); err != nil {
-		return nil, "", api.Invalid("", "The request does not decode as a Messages API request: %v", err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return nil, "", api.Invalid(te.Field, "'%s' is of the wrong type: a %s was given.", te.Field, te.Value)
+		}
+		return nil, "", api.Invalid("", "The request is not a Messages API request.")
 	}
 	out := map[string]any{"model": r.Model}
 	var msgs []chatMessage
