@@ -210,10 +210,10 @@ func (st *attemptStream) responseHeaders(ctx context.Context, h *extprocv3.HttpH
 	}}
 }
 
-// fail ends the attempt with an OpenAI error, marked for the router-level
-// stream (attemptError).
+// fail ends the attempt with an OpenAI error (Anthropic's, for the
+// Messages API), marked for the router-level stream (attemptError).
 func (st *attemptStream) fail(err error) *extprocv3.ProcessingResponse {
-	apiErr := toAPIError(err)
+	apiErr := toAPIError(err).shaped(st.req.endpoint.spec().anthropic)
 	logFailure(&st.log, apiErr, err)
 	st.phase = phaseDone
 	return attemptError(apiErr)

@@ -323,14 +323,15 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 	if err := st.pick(ctx, req.Model); err != nil {
 		return err
 	}
+	if f.countTokens && !st.server().countsTokens(req.Model) {
+		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
+	}
 	r := st.request()
 	r.stream, r.maxOutput = req.Stream, req.MaxTokens
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		switch {
-		case f.countTokens && p.CountTokens != nil:
-			return p.CountTokens(t, req), nil
 		case f.countTokens:
-			return nil, &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
+			return p.CountTokens(t, req), nil
 		case p.Messages != nil:
 			if tr := p.Messages(t, req); tr != nil {
 				return tr, nil
@@ -338,6 +339,23 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		}
 		return messages.NewBridge(p.Chat, t, req)
 	})
+}
+
+// countsTokens reports whether every deployment of the model is on a
+// provider with a count_tokens of its own: the gateway estimates the
+// others' counts itself, before routing (whichever deployment a Fallback
+// model's attempts reach).
+func (s *Server) countsTokens(model string) bool {
+	m, ok := s.router.models[model]
+	if !ok {
+		return false
+	}
+	for _, d := range m.Deployments {
+		if s.providers[s.router.backends[d.Backend].Provider].CountTokens == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // localAnswer is the gateway's own answer to a request it parsed, given

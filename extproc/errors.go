@@ -192,6 +192,17 @@ func errProviderCredentials(cause error) *APIError {
 		Message: "The gateway could not obtain credentials for the provider.", Cause: cause}
 }
 
+// shaped is e in the Messages API's shape when anthropic is set: a copy,
+// since another exchange's error may be the same value.
+func (e *APIError) shaped(anthropic bool) *APIError {
+	if !anthropic || e.anthropic {
+		return e
+	}
+	c := *e
+	c.anthropic = true
+	return &c
+}
+
 // anthropicBody is the error as the Messages API answers errors:
 // {"type":"error","error":{"type","message"}}, its type named by the
 // status as Anthropic names them.

@@ -366,12 +366,7 @@ func (s *Server) deploy(ctx context.Context, m *routing.Model, d routing.Deploym
 
 // fail ends the exchange with an OpenAI error as an immediate response.
 func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
-	apiErr := toAPIError(err)
-	if ex.req.anthropic {
-		shaped := *apiErr // another exchange's error may be the same value
-		shaped.anthropic = true
-		apiErr = &shaped
-	}
+	apiErr := toAPIError(err).shaped(ex.req.anthropic)
 	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code
