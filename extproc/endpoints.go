@@ -331,7 +331,10 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		switch {
 		case f.countTokens:
-			return p.CountTokens(t, req), nil
+			if tr := p.CountTokens(t, req); tr != nil {
+				return tr, nil
+			}
+			return nil, errInternal(fmt.Errorf("provider %s counts no tokens of %s", t.Provider, t.Model))
 		case p.Messages != nil:
 			if tr := p.Messages(t, req); tr != nil {
 				return tr, nil
@@ -342,16 +345,17 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 }
 
 // countsTokens reports whether every deployment of the model is on a
-// provider with a count_tokens of its own: the gateway estimates the
-// others' counts itself, before routing (whichever deployment a Fallback
-// model's attempts reach).
+// provider that counts its tokens itself (Anthropic; Claude on Bedrock):
+// the gateway estimates the others' counts itself, before routing
+// (whichever deployment a Fallback model's attempts reach).
 func (s *Server) countsTokens(model string) bool {
 	m, ok := s.router.models[model]
 	if !ok {
 		return false
 	}
 	for _, d := range m.Deployments {
-		if s.providers[s.router.backends[d.Backend].Provider].CountTokens == nil {
+		p := s.providers[s.router.backends[d.Backend].Provider]
+		if p.CountTokens == nil || p.CountTokens(translate.Target{Provider: p.Name, Model: d.Model}, &api.MessagesRequest{}) == nil {
 			return false
 		}
 	}

@@ -179,8 +179,19 @@ func TestMessagesPassthrough(t *testing.T) {
 		t.Errorf("count_tokens upstream: %s", up.Body)
 	}
 
+	// Claude on Bedrock's count is Bedrock's CountTokens, for the model's
+	// foundation id (CountTokens refuses cross-region profiles).
+	resp, got = anthropicCall(t, "POST", a.Gateway+"/messages/count_tokens", a.APIKey,
+		`{"model":"agent-bedrock","messages":[{"role":"user","content":"Say hello, and more than that."}]}`)
+	if err := json.Unmarshal(got, &count); resp.StatusCode != 200 || err != nil || count.InputTokens == 0 {
+		t.Errorf("count_tokens on Claude on Bedrock: %d %s", resp.StatusCode, got)
+	}
+	if up := lastRequest(t, a.Mock, "/model/anthropic.claude-sonnet-4-5-mock-agent-v1:0/count-tokens"); !bytes.Contains(up.Body, []byte(`"invokeModel"`)) {
+		t.Errorf("Bedrock's CountTokens got %s", up.Body)
+	}
+
 	// Elsewhere count_tokens is the gateway's estimate.
-	for _, model := range []string{"agent-gpt", "agent-gemini", "agent-bedrock", "vertex-claude", "command-r"} {
+	for _, model := range []string{"agent-gpt", "agent-gemini", "vertex-claude", "command-r", "nova-micro"} {
 		resp, got := anthropicCall(t, "POST", a.Gateway+"/messages/count_tokens", a.APIKey,
 			`{"model":"`+model+`","messages":[{"role":"user","content":"Say hello, and more than that."}]}`)
 		var count struct {

@@ -3,6 +3,7 @@ package bedrock
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"slices"
@@ -233,3 +234,63 @@ func (m *messagesInvoke) FailStream(message, _ string) []byte {
 	m.ended = true
 	return anthropicError(nil, "api_error", message)
 }
+
+// countTokens asks Bedrock's CountTokens for the count of a Messages
+// request to Claude: the InvokeModel body it would send, base64 in
+// input.invokeModel.body, for the model's foundation id (CountTokens
+// refuses cross-region inference profiles: us.anthropic.… is counted as
+// anthropic.…). Bedrock's {"inputTokens"} comes back as the Messages
+// API's {"input_tokens"}.
+type countTokens struct {
+	invoke *messagesInvoke
+	status int
+}
+
+// NewCountTokens returns the translator of a count_tokens request to
+// Claude on Bedrock; nil for another model, which the gateway estimates.
+func NewCountTokens(t translate.Target, r *api.MessagesRequest) translate.Translator {
+	if !strings.Contains(t.Model, "anthropic.claude") {
+		return nil
+	}
+	return &countTokens{invoke: &messagesInvoke{target: t, req: r, now: time.Now}}
+}
+
+// RequestBody implements translate.Translator.
+func (c *countTokens) RequestBody() (translate.Upstream, error) {
+	up, err := c.invoke.RequestBody()
+	if err != nil {
+		return up, err
+	}
+	body, err := json.Marshal(map[string]any{"input": map[string]any{"invokeModel": map[string]any{"body": up.Body}}})
+	if err != nil {
+		return translate.Upstream{}, err
+	}
+	t := c.invoke.target
+	if i := strings.Index(t.Model, "anthropic."); i > 0 && !strings.HasPrefix(t.Model, "arn:") {
+		t.Model = t.Model[i:]
+	}
+	return upstream(t, "count-tokens", body, c.invoke.now()), nil
+}
+
+// ResponseHeaders implements translate.Translator.
+func (c *countTokens) ResponseHeaders(status int, contentType string) translate.Head {
+	c.status = status
+	return c.invoke.ResponseHeaders(status, contentType)
+}
+
+// ResponseBody implements translate.Translator.
+func (c *countTokens) ResponseBody(chunk []byte, _ bool) ([]byte, error) {
+	if c.status/100 != 2 {
+		return c.invoke.errorBody(chunk), nil
+	}
+	var n struct {
+		InputTokens *int64 `json:"inputTokens"`
+	}
+	if json.Unmarshal(chunk, &n) != nil || n.InputTokens == nil {
+		return nil, api.Unusable("the provider's token count is not CountTokens' answer")
+	}
+	return fmt.Appendf(nil, `{"input_tokens":%d}`, *n.InputTokens), nil
+}
+
+// Usage implements translate.Translator: a count uses no tokens.
+func (c *countTokens) Usage() translate.Usage { return translate.Usage{} }

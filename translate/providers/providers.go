@@ -38,7 +38,8 @@ type Provider struct {
 	// Messages serves Anthropic's Messages API (POST /v1/messages) as the
 	// client sent it; nil (or a nil translator, for a model it does not
 	// serve so) serves it through Chat. CountTokens is its exact
-	// count_tokens; nil leaves the count to the gateway's estimate.
+	// count_tokens; nil (or a nil translator, for a model it does not
+	// count) leaves the count to the gateway's estimate.
 	Messages    func(translate.Target, *api.MessagesRequest) translate.Translator
 	CountTokens func(translate.Target, *api.MessagesRequest) translate.Translator
 	// Compact serves POST /v1/responses/compact natively; nil compacts
@@ -101,7 +102,7 @@ var table = []Provider{
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
 	{Name: "anthropic", Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
 		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
-	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
+	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, CountTokens: bedrock.NewCountTokens, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
 	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
 		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},

@@ -426,6 +426,10 @@ func (s *Server) bedrock(w http.ResponseWriter, r *http.Request) {
 		scripted.Converse(w, op == "converse-stream", requestBody(r))
 		return
 	}
+	if scriptedModel(r.PathValue("model")) && r.PathValue("op") == "count-tokens" {
+		scripted.CountTokens(w, requestBody(r))
+		return
+	}
 	if op := r.PathValue("op"); scriptedModel(r.PathValue("model")) && (op == "invoke" || op == "invoke-with-response-stream") {
 		scripted.InvokeModel(w, op == "invoke-with-response-stream", r.PathValue("model"), requestBody(r))
 		return

@@ -290,6 +290,29 @@ var bedrockBetas = []string{"computer-use-2024-10-22", "computer-use-2025-01-24"
 	"interleaved-thinking-2025-05-14", "output-128k-2025-02-19", "dev-full-thinking-2025-05-14", "context-1m-2025-08-07",
 	"context-management-2025-06-27", "effort-2025-11-24", "tool-search-tool-2025-10-19", "tool-examples-2025-10-29"}
 
+// CountTokens answers Bedrock's CountTokens for Claude: the InvokeModel
+// body, base64 in input.invokeModel.body, checked as InvokeModel checks
+// it, counted a token per four bytes.
+func CountTokens(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Input struct {
+			InvokeModel *struct {
+				Body []byte `json:"body"` // base64 in JSON
+			} `json:"invokeModel"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Input.InvokeModel == nil {
+		bedrockError(w, refuse("1 validation error detected: Value at 'input' failed to satisfy constraint"))
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(req.Input.InvokeModel.Body, &m) != nil || string(m["anthropic_version"]) != `"bedrock-2023-05-31"` {
+		bedrockError(w, refuse("Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again."))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"inputTokens": max(1, len(req.Input.InvokeModel.Body)/4)})
+}
+
 // recorder keeps what a handler writes.
 type recorder struct {
 	header http.Header
