@@ -239,8 +239,11 @@ func (m *messagesInvoke) FailStream(message, _ string) []byte {
 // request to Claude: the InvokeModel body it would send, base64 in
 // input.invokeModel.body, for the model's foundation id (CountTokens
 // refuses cross-region inference profiles: us.anthropic.… is counted as
-// anthropic.…). Bedrock's {"inputTokens"} comes back as the Messages
-// API's {"input_tokens"}.
+// anthropic.…). InvokeModel's body requires max_tokens, which a
+// count_tokens request has none of: it gets 1, on which the input
+// tokens do not depend.
+// Bedrock's {"inputTokens"} comes back as the Messages API's
+// {"input_tokens"}.
 type countTokens struct {
 	invoke *messagesInvoke
 	status int
@@ -251,6 +254,15 @@ type countTokens struct {
 func NewCountTokens(t translate.Target, r *api.MessagesRequest) translate.Translator {
 	if !strings.Contains(t.Model, "anthropic.claude") {
 		return nil
+	}
+	if _, ok := r.Members["max_tokens"]; !ok {
+		counted := *r
+		counted.Members = make(map[string]json.RawMessage, len(r.Members)+1)
+		for k, v := range r.Members {
+			counted.Members[k] = v
+		}
+		counted.Members["max_tokens"] = json.RawMessage("1")
+		r = &counted
 	}
 	return &countTokens{invoke: &messagesInvoke{target: t, req: r, now: time.Now}}
 }

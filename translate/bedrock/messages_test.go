@@ -35,7 +35,8 @@ func TestCountTokens(t *testing.T) {
 	json.Unmarshal(up.Body, &body)
 	invoke, _ := base64.StdEncoding.DecodeString(body.Input.InvokeModel.Body)
 	if up.Path != "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens" ||
-		!strings.Contains(string(invoke), `"anthropic_version":"bedrock-2023-05-31"`) || strings.Contains(string(invoke), `"model"`) {
+		!strings.Contains(string(invoke), `"anthropic_version":"bedrock-2023-05-31"`) || !strings.Contains(string(invoke), `"max_tokens":1`) ||
+		strings.Contains(string(invoke), `"model"`) {
 		t.Errorf("upstream %s %s (invoke body %s)", up.Path, up.Body, invoke)
 	}
 	c.ResponseHeaders(200, "application/json")

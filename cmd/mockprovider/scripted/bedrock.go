@@ -310,6 +310,10 @@ func CountTokens(w http.ResponseWriter, body []byte) {
 		bedrockError(w, refuse("Malformed input request: #: required key [anthropic_version] not found, please reformat your input and try again."))
 		return
 	}
+	if _, ok := m["max_tokens"]; !ok {
+		bedrockError(w, refuse("Malformed input request: #: required key [max_tokens] not found, please reformat your input and try again."))
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"inputTokens": max(1, len(req.Input.InvokeModel.Body)/4)})
 }
 
