@@ -67,7 +67,7 @@ type errorObject struct {
 // Messages API's error for its clients.
 func (e *APIError) Body() []byte {
 	if e.anthropic {
-		return e.anthropicBody()
+		return api.MessagesError(api.MessagesErrorType(e.Status), e.Message)
 	}
 	b, err := json.Marshal(errorBody{Error: errorObject{
 		Message: e.Message,
@@ -201,24 +201,4 @@ func (e *APIError) shaped(anthropic bool) *APIError {
 	c := *e
 	c.anthropic = true
 	return &c
-}
-
-// anthropicBody is the error as the Messages API answers errors:
-// {"type":"error","error":{"type","message"}}, its type named by the
-// status as Anthropic names them.
-func (e *APIError) anthropicBody() []byte {
-	b, err := json.Marshal(struct {
-		Type  string `json:"type"`
-		Error struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{Type: "error", Error: struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	}{api.MessagesErrorType(e.Status), e.Message}})
-	if err != nil { // cannot happen: plain strings
-		panic(err)
-	}
-	return b
 }

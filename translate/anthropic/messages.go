@@ -116,7 +116,12 @@ func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		return chunk, nil
 	}
 	for _, ev := range m.dec.Feed(chunk) {
-		m.usage.Event(ev.Data)
+		switch ev.Type {
+		case "content_block_start", "content_block_delta", "content_block_stop", "ping":
+			// most of a stream, with no usage: not decoded
+		default:
+			m.usage.Event(ev.Data)
+		}
 	}
 	return chunk, nil
 }
@@ -131,7 +136,7 @@ func (m *messages) FailStream(message, _ string) []byte {
 		return nil
 	}
 	m.usage.ended = true
-	return MessagesErrorEvent("api_error", message)
+	return api.MessagesErrorEvent(nil, "api_error", message)
 }
 
 // MessagesUsage reads the usage of a Messages API answer relayed as it
@@ -190,41 +195,23 @@ func (u *MessagesUsage) Event(data []byte) {
 	}
 }
 
-// MessagesErrorEvent is the Messages API's stream error event.
-func MessagesErrorEvent(typ, message string) []byte {
-	b, _ := json.Marshal(messagesErrorBody(typ, message))
-	return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
-}
-
-type messagesErrorJSON struct {
-	Type  string `json:"type"`
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func messagesErrorBody(typ, message string) messagesErrorJSON {
-	e := messagesErrorJSON{Type: "error"}
-	e.Error.Type, e.Error.Message = typ, message
-	return e
-}
-
 // messagesError is a provider's error as the client gets it: Anthropic's
 // as it came, but a refusal of the gateway's credentials, which is told
 // as the gateway's failure; a body that is no Anthropic error becomes
 // one.
 func messagesError(body []byte) []byte {
-	var e messagesErrorJSON
-	if json.Unmarshal(body, &e) != nil || e.Type != "error" || e.Error.Message == "" {
-		e = messagesErrorBody("api_error", "The provider answered with an error the gateway could not read.")
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	switch e.Error.Type {
-	case "authentication_error", "permission_error":
-		e = messagesErrorBody("api_error", "The provider rejected the gateway's credentials for this backend.")
-	default:
-		return body
+	switch {
+	case json.Unmarshal(body, &e) != nil || e.Type != "error" || e.Error.Message == "":
+		return api.MessagesError("api_error", "The provider answered with an error the gateway could not read.")
+	case e.Error.Type == "authentication_error" || e.Error.Type == "permission_error":
+		return api.MessagesError("api_error", "The provider rejected the gateway's credentials for this backend.")
 	}
-	b, _ := json.Marshal(e)
-	return b
+	return body
 }

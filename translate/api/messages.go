@@ -125,3 +125,26 @@ func MessagesErrorType(status int) string {
 	}
 	return "api_error"
 }
+
+// MessagesError is the Messages API's error body:
+// {"type":"error","error":{"type","message"}}.
+func MessagesError(typ, message string) []byte {
+	var e struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	e.Type, e.Error.Type, e.Error.Message = "error", typ, message
+	b, _ := json.Marshal(e) // plain strings
+	return b
+}
+
+// MessagesErrorEvent is the Messages API's stream error event, appended
+// to out.
+func MessagesErrorEvent(out []byte, typ, message string) []byte {
+	out = append(out, "event: error\ndata: "...)
+	out = append(out, MessagesError(typ, message)...)
+	return append(out, "\n\n"...)
+}

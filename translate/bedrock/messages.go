@@ -124,11 +124,11 @@ func (m *messagesInvoke) ResponseBody(chunk []byte, endOfStream bool) ([]byte, e
 	})
 	if err != nil && !m.ended {
 		m.ended = true
-		return anthropicError(out, "api_error", "The provider's event stream is corrupt."), nil
+		return api.MessagesErrorEvent(out, "api_error", "The provider's event stream is corrupt."), nil
 	}
 	if endOfStream && !m.ended {
 		m.ended = true
-		out = anthropicError(out, "api_error", "The provider's stream ended before it was complete.")
+		out = api.MessagesErrorEvent(out, "api_error", "The provider's stream ended before it was complete.")
 	}
 	return out, nil
 }
@@ -142,7 +142,7 @@ func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
 	}
 	if err := json.Unmarshal(f.payload, &payload); err != nil {
 		m.ended = true
-		return anthropicError(out, "api_error", "The provider sent an event that is not JSON.")
+		return api.MessagesErrorEvent(out, "api_error", "The provider sent an event that is not JSON.")
 	}
 	if string(f.header(":message-type")) == "exception" {
 		m.ended = true
@@ -155,7 +155,7 @@ func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
 		case "serviceUnavailableException", "modelNotReadyException":
 			typ = "overloaded_error"
 		}
-		return anthropicError(out, typ, payload.Message)
+		return api.MessagesErrorEvent(out, typ, payload.Message)
 	}
 	if string(f.header(":event-type")) != "chunk" {
 		return out
@@ -163,12 +163,12 @@ func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
 	data, err := base64.StdEncoding.DecodeString(payload.Bytes)
 	if err != nil {
 		m.ended = true
-		return anthropicError(out, "api_error", "The provider sent a chunk that is not base64.")
+		return api.MessagesErrorEvent(out, "api_error", "The provider sent a chunk that is not base64.")
 	}
 	var ev map[string]json.RawMessage
 	if json.Unmarshal(data, &ev) != nil {
 		m.ended = true
-		return anthropicError(out, "api_error", "The provider sent an event that is not JSON.")
+		return api.MessagesErrorEvent(out, "api_error", "The provider sent an event that is not JSON.")
 	}
 	var typ string
 	json.Unmarshal(ev["type"], &typ) //nolint:errcheck // an event without a type is named ""
@@ -214,13 +214,7 @@ func (m *messagesInvoke) errorBody(body []byte) []byte {
 	if m.status == http.StatusUnauthorized || m.status == http.StatusForbidden {
 		status, msg = http.StatusBadGateway, "The provider rejected the gateway's credentials for this backend."
 	}
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": api.MessagesErrorType(status), "message": msg}})
-	return b
-}
-
-// anthropicError appends the Messages API's error event.
-func anthropicError(out []byte, typ, message string) []byte {
-	return append(out, anthropic.MessagesErrorEvent(typ, message)...)
+	return api.MessagesError(api.MessagesErrorType(status), msg)
 }
 
 // Usage implements translate.Translator.
@@ -232,7 +226,7 @@ func (m *messagesInvoke) FailStream(message, _ string) []byte {
 		return nil
 	}
 	m.ended = true
-	return anthropicError(nil, "api_error", message)
+	return api.MessagesErrorEvent(nil, "api_error", message)
 }
 
 // countTokens asks Bedrock's CountTokens for the count of a Messages

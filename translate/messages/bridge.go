@@ -103,7 +103,7 @@ func (b *bridge) FailStream(message, _ string) []byte {
 		return nil
 	}
 	b.st.ended = true
-	return errorEvent(nil, "api_error", message)
+	return api.MessagesErrorEvent(nil, "api_error", message)
 }
 
 // stopReasons are the Messages API's stop reasons of chat's finish
@@ -188,7 +188,7 @@ func (b *bridge) event(out, data []byte) []byte {
 	}
 	if chunk.Error != nil {
 		b.st.ended = true
-		return errorEvent(out, "api_error", chunk.Error.Message)
+		return api.MessagesErrorEvent(out, "api_error", chunk.Error.Message)
 	}
 	out = b.start(out)
 	for _, c := range chunk.Choices {
@@ -313,15 +313,6 @@ func appendEvent(out []byte, typ string, v any) []byte {
 	return append(out, "\n\n"...)
 }
 
-// errorEvent appends the Messages API's error event.
-func errorEvent(out []byte, typ, message string) []byte {
-	return appendEvent(out, "error", errorJSON(typ, message))
-}
-
-func errorJSON(typ, message string) map[string]any {
-	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}}
-}
-
 // errorBody is an OpenAI error as the Messages API's, its type named by
 // the status as Anthropic names them.
 func errorBody(status int, out []byte) []byte {
@@ -333,6 +324,5 @@ func errorBody(status int, out []byte) []byte {
 	if json.Unmarshal(out, &e) != nil || e.Error.Message == "" {
 		e.Error.Message = "The provider answered with an error."
 	}
-	b, _ := json.Marshal(errorJSON(api.MessagesErrorType(status), e.Error.Message))
-	return b
+	return api.MessagesError(api.MessagesErrorType(status), e.Error.Message)
 }

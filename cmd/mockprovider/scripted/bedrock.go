@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 )
@@ -259,19 +260,19 @@ func InvokeModel(w http.ResponseWriter, stream bool, model string, body []byte) 
 		m["stream"] = json.RawMessage("true")
 	}
 	messagesBody, _ := json.Marshal(m)
-	rec := &recorder{header: http.Header{}}
+	rec := httptest.NewRecorder()
 	Messages(rec, messagesBody)
-	if !stream || rec.status != http.StatusOK {
-		for k, v := range rec.header {
+	if !stream || rec.Code != http.StatusOK {
+		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
-		w.WriteHeader(rec.status)
-		w.Write(rec.body) //nolint:errcheck // the client went away
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes()) //nolint:errcheck // the client went away
 		return
 	}
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
-	for _, ev := range strings.Split(strings.TrimSpace(string(rec.body)), "\n\n") {
+	for _, ev := range strings.Split(strings.TrimSpace(rec.Body.String()), "\n\n") {
 		_, data, ok := strings.Cut(ev, "data: ")
 		if !ok {
 			continue
@@ -315,23 +316,4 @@ func CountTokens(w http.ResponseWriter, body []byte) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"inputTokens": max(1, len(req.Input.InvokeModel.Body)/4)})
-}
-
-// recorder keeps what a handler writes.
-type recorder struct {
-	header http.Header
-	status int
-	body   []byte
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(status int) { r.status = status }
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	r.body = append(r.body, b...)
-	return len(b), nil
 }
