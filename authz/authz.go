@@ -23,6 +23,11 @@ var (
 	// ErrUnavailable means the key store failed or did not answer in time,
 	// so a presented key could be checked neither way.
 	ErrUnavailable = errors.New("the key store is unavailable")
+	// ErrRefused means the store refused a record for what it holds (a
+	// value out of its range, a byte sequence it cannot store), not for
+	// being away: writing it again fails again, so writers set it aside
+	// instead of retrying it.
+	ErrRefused = errors.New("the store refuses the record")
 )
 
 // StoredResponse is a response of the Responses API the gateway keeps, for

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
@@ -32,7 +33,7 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	// Envoy is not the edge, and reusing another's would make the admin's
 	// views of that request show the wrong one. The client's is kept
 	// beside it.
-	ex.req.id, ex.req.clientID, ex.req.session = newRequestID(), hm.get(requestIDHeader), sessionID(hm)
+	ex.req.id, ex.req.clientID, ex.req.session = newRequestID(), clientLabel(hm.get(requestIDHeader)), sessionID(hm)
 	ex.log.with(zap.String("request_id", ex.req.id), zap.String("client_request_id", ex.req.clientID))
 	ex.startSpan(ctx, hm)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
@@ -385,19 +386,37 @@ func logFailure(log *exchangeLog, apiErr *APIError, err error) {
 	}
 }
 
-// maxSessionID bounds the session id kept in the ledger.
-const maxSessionID = 128
+// maxClientLabel bounds what the gateway keeps of a client-chosen label
+// (its x-request-id, an agent session id) in every ledger row, log line
+// and span: a UUID is 36 bytes, and no client needs more than a few times
+// that to find its requests.
+const maxClientLabel = 128
 
 // sessionID is the agent session a request belongs to, as its client
 // names it: Claude Code's x-claude-code-session-id, else Codex's
-// session_id; at most maxSessionID bytes.
+// session_id; kept as clientLabel keeps it.
 func sessionID(hm headerMap) string {
 	s := hm.get("x-claude-code-session-id")
 	if s == "" {
 		s = hm.get("session_id")
 	}
-	if len(s) > maxSessionID {
-		s = strings.ToValidUTF8(s[:maxSessionID], "")
+	return clientLabel(s)
+}
+
+// clientLabel is a label the client chose as the gateway keeps it: valid
+// UTF-8 without NUL (invalid bytes and NUL replaced by U+FFFD), cut at a
+// character's start to at most maxClientLabel bytes. A header may carry
+// any bytes; no store may refuse the record they end up in.
+func clientLabel(s string) string {
+	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	}
+	if len(s) > maxClientLabel {
+		n := maxClientLabel
+		for !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
 	}
 	return s
 }

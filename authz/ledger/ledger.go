@@ -140,10 +140,11 @@ func (l *Ledger) Close(ctx context.Context) error {
 	return nil
 }
 
-// sanitizeUsage makes the free-form strings of a record storable (see
-// storable).
+// sanitizeUsage makes the strings of a record storable (see storable):
+// every one of them, since most come from what a client sent
+// (TestSanitizeUsageCoversEveryString holds new fields to it).
 func sanitizeUsage(r *authz.UsageRecord) {
-	for _, s := range []*string{&r.RequestID, &r.ClientRequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
+	for _, s := range []*string{&r.ID, &r.RequestID, &r.ClientRequestID, &r.SessionID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
 		storable(s)
 	}
 }

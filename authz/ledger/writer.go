@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"modelgate/authz"
 )
 
 // kind is what a writer writes: how to store a batch of its records, and
@@ -277,7 +280,9 @@ func (w *writer[T]) fill(batch []T) []T {
 }
 
 // write writes a batch, retrying what is not yet stored with jittered
-// exponential backoff until all is or ctx ends.
+// exponential backoff until all is or ctx ends. Records the store refuses
+// for their content are set aside on the way (try), so that they never
+// hold back the records behind them.
 func (w *writer[T]) write(ctx context.Context, batch []T) {
 	for i := range batch {
 		w.kind.sanitize(&batch[i])
@@ -285,8 +290,7 @@ func (w *writer[T]) write(ctx context.Context, batch []T) {
 	w.m.batchSize.Observe(float64(len(batch)))
 	size, wait := len(batch), w.cfg.MinBackoff
 	for attempt := 1; ; attempt++ {
-		n, err := w.attempt(ctx, batch)
-		w.m.written.Add(float64(n))
+		n, err := w.try(ctx, batch)
 		if batch = batch[n:]; err == nil {
 			if attempt > 1 {
 				w.log.Info(w.kind.noun+" batch written after retries", zap.Int("records", size), zap.Int("attempts", attempt))
@@ -310,6 +314,42 @@ func (w *writer[T]) write(ctx context.Context, batch []T) {
 		}
 		wait = min(2*wait, w.cfg.MaxBackoff)
 	}
+}
+
+// try writes batch once, setting aside the records the store refuses
+// (authz.ErrRefused), and returns how many of its first records are
+// stored or set aside. Its error is the one that stopped it: the store
+// failing, not refusing.
+func (w *writer[T]) try(ctx context.Context, batch []T) (int, error) {
+	n, err := w.attempt(ctx, batch)
+	w.m.written.Add(float64(n))
+	if err == nil || !errors.Is(err, authz.ErrRefused) {
+		return n, err
+	}
+	m, err := w.setAside(ctx, batch[n:], err)
+	return n + m, err
+}
+
+// setAside writes a batch the store refused, in halves and halves of
+// those, until each refused record is alone; that record is set aside:
+// logged and counted as dropped (refused). A batch of n records with one
+// refused costs about 2·log₂(n) more writes. It returns how many of
+// batch's first records are stored or set aside, and the error of a write
+// that failed otherwise.
+func (w *writer[T]) setAside(ctx context.Context, batch []T, cause error) (int, error) {
+	if len(batch) == 1 {
+		w.m.droppedRefused.Inc()
+		w.log.Error(w.kind.noun+" record refused by the store, set aside", zap.Error(cause))
+		return 1, nil
+	}
+	mid, done := len(batch)/2, 0
+	for _, half := range [][]T{batch[:mid], batch[mid:]} {
+		n, err := w.try(ctx, half)
+		if done += n; err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // attempt writes batch once, within WriteTimeout, and returns how many of
@@ -349,6 +389,7 @@ func storable(s *string) {
 type metrics struct {
 	queued, written, writeErrors               prometheus.Counter
 	droppedFull, droppedClosed, droppedAborted prometheus.Counter
+	droppedRefused                             prometheus.Counter
 	dropped                                    *prometheus.CounterVec
 	queueLen                                   prometheus.GaugeFunc
 	batchDuration, batchSize                   prometheus.Histogram
@@ -365,7 +406,7 @@ func newMetrics(prefix, records, name string, queueLen func() float64) metrics {
 		writeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "_write_errors_total",
 			Help: "Failed batch writes; each is retried."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_records_dropped_total",
-			Help: records + " lost: the queue stayed full (full), a write after close failed (closed), or shutdown gave up on them (aborted). The goal is zero."},
+			Help: records + " lost: the queue stayed full (full), a write after close failed (closed), shutdown gave up on them (aborted), or the store refused what they hold (refused; logged, the records behind them written). The goal is zero."},
 			[]string{"reason"}),
 		queueLen: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: prefix + "_queue_records",
 			Help: records + " waiting to be written."}, queueLen),
@@ -378,6 +419,7 @@ func newMetrics(prefix, records, name string, queueLen func() float64) metrics {
 	m.droppedFull = m.dropped.WithLabelValues("full")
 	m.droppedClosed = m.dropped.WithLabelValues("closed")
 	m.droppedAborted = m.dropped.WithLabelValues("aborted")
+	m.droppedRefused = m.dropped.WithLabelValues("refused")
 	return m
 }
 

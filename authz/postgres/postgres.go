@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -139,6 +140,21 @@ func pgCode(err error) string {
 		return pe.Code
 	}
 	return ""
+}
+
+// refused marks an error of a record's content as authz.ErrRefused:
+// SQLSTATE classes 22 (data exception: a byte sequence PostgreSQL cannot
+// store, a time out of its range), 23 (integrity constraint) and 54
+// (program limit exceeded: a value too large), which fail again however
+// often the record is written.
+func refused(err error) error {
+	switch code := pgCode(err); {
+	case code == "":
+		return err
+	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"), strings.HasPrefix(code, "54"):
+		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+	}
+	return err
 }
 
 func notFound(err error) error {

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -154,5 +156,35 @@ func TestPoolBoundsConnections(t *testing.T) {
 	wg.Wait()
 	if len(pids) > 2 {
 		t.Errorf("%d connections used, want at most pool_max_conns=2", len(pids))
+	}
+}
+
+// A record PostgreSQL refuses for what it holds fails its batch with
+// authz.ErrRefused, so that the ledger sets it aside instead of retrying
+// it forever; an outage is no refusal.
+func TestAppendUsageBatchRefusal(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	defer s.Close()
+	good := authz.UsageRecord{ID: "use_good", RequestID: "r", Endpoint: "chat.completions", Status: 200, At: time.Now()}
+	for name, bad := range map[string]authz.UsageRecord{
+		"invalid UTF-8": {ID: "use_bad", RequestID: "r", SessionID: "sess\xff\xfe", At: time.Now()},
+		"NUL in text":   {ID: "use_bad", RequestID: "r", ClientRequestID: "a\x00b", At: time.Now()},
+		"time too late": {ID: "use_bad", RequestID: "r", At: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		err := s.AppendUsageBatch(ctx, []authz.UsageRecord{good, bad})
+		if !errors.Is(err, authz.ErrRefused) {
+			t.Errorf("%s: AppendUsageBatch = %v, want an error that is authz.ErrRefused", name, err)
+		}
+		if err := s.AppendUsage(ctx, bad); !errors.Is(err, authz.ErrRefused) {
+			t.Errorf("%s: AppendUsage = %v, want an error that is authz.ErrRefused", name, err)
+		}
+	}
+	if n, err := s.ListRequests(ctx, authz.RequestQuery{Limit: 10}); err != nil || len(n) != 0 {
+		t.Errorf("after refused batches: %d records, %v; want none (all or none)", len(n), err)
+	}
+	s.Close()
+	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{good}); err == nil || errors.Is(err, authz.ErrRefused) {
+		t.Errorf("AppendUsageBatch on a closed pool = %v, want an error that is no refusal", err)
 	}
 }

@@ -36,7 +36,7 @@ func usageValues(r authz.UsageRecord) []any {
 // AppendUsage implements authz.Ledger.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	_, err := s.pool.Exec(ctx, insertUsage, usageValues(r)...)
-	return err
+	return refused(err)
 }
 
 var insertUsage = func() string {
@@ -50,12 +50,13 @@ var insertUsage = func() string {
 
 // AppendUsageBatch implements authz.Ledger: one COPY into a temporary
 // table, then one INSERT that skips ids already stored, in a transaction.
-// (COPY itself cannot skip conflicts.)
+// (COPY itself cannot skip conflicts.) A record PostgreSQL refuses for
+// its content fails the batch with authz.ErrRefused.
 func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return refused(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE usage_batch (LIKE usage) ON COMMIT DROP`); err != nil {
 			return err
 		}
@@ -67,7 +68,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 		cols := strings.Join(usageColumns, ", ")
 		_, err := tx.Exec(ctx, `INSERT INTO usage (`+cols+`) SELECT `+cols+` FROM usage_batch ON CONFLICT (record_id) DO NOTHING`)
 		return err
-	})
+	}))
 }
 
 // UsageSince implements authz.Ledger.

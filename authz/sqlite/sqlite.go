@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
@@ -230,6 +230,21 @@ func isForeignKey(err error) bool {
 func exists(err error, what, id string) error {
 	if isUnique(err) {
 		return fmt.Errorf("%s %q: %w", what, id, authz.ErrExists)
+	}
+	return err
+}
+
+// refused marks an error of a record's content as authz.ErrRefused:
+// SQLite's result codes TOOBIG, CONSTRAINT, MISMATCH and RANGE, which fail
+// again however often the record is written.
+func refused(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff { // the primary code; extended codes add bits above
+	case 18, 19, 20, 25: // SQLITE_TOOBIG, SQLITE_CONSTRAINT, SQLITE_MISMATCH, SQLITE_RANGE
+		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
 	}
 	return err
 }

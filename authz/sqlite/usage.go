@@ -74,7 +74,7 @@ func reuse(prev []any, i int, v string) any {
 // AppendUsage implements authz.Ledger.
 func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
 	_, err := s.inserts[len(usageGroups)-1].ExecContext(ctx, appendUsageArgs(make([]any, 0, usageColumns), r)...)
-	return err
+	return refused(err)
 }
 
 // AppendUsageBatch implements authz.Ledger: one transaction, so SQLite
@@ -102,7 +102,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 				args = appendUsageArgs(args, r)
 			}
 			if _, err := st.ExecContext(ctx, args...); err != nil {
-				return err
+				return refused(err)
 			}
 		}
 	}
