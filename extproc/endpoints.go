@@ -215,7 +215,7 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return err
 	}
 	r := st.request()
-	r.stream, r.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
 	})

@@ -46,14 +46,32 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 // reservation is what the request may consume, reserved from its token
 // limits at admission: its estimated prompt and the bound on the answer
 // the provider is sent (maxOutput), else Config.DefaultOutputTokens for
-// endpoints that generate.
+// endpoints that generate, once for every answer it asks for (n: 128
+// answers of 100 tokens may cost 12,800).
 func (ex *exchange) reservation() int64 {
 	out := ex.req.maxOutput
 	if out == 0 && ex.req.endpoint.spec().generates {
 		out = ex.s.cfg.DefaultOutputTokens
 	}
-	return max(ex.req.prompt+out, 1)
+	return max(saturatingAdd(ex.req.prompt, saturatingMul(out, max(ex.req.answers, 1))), 1)
 }
+
+// maxReservation bounds a reservation far above any limit an operator
+// sets, and far below where int64 arithmetic on it overflows: a bound
+// that overflowed to a negative number would reserve nothing.
+const maxReservation = 1 << 52
+
+func saturatingMul(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > maxReservation/b {
+		return maxReservation
+	}
+	return a * b
+}
+
+func saturatingAdd(a, b int64) int64 { return min(max(a, 0)+max(b, 0), maxReservation) }
 
 // admitRate admits the request against its rate limits once it is
 // routed, before anything reaches a provider, reserving tokens. A limiter

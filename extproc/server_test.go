@@ -76,7 +76,9 @@ func newFixture(t *testing.T, cfg extproctest.Config, opts ...func(*extproc.Conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Backends = map[string]http.Handler{"main": mock, "evil": mock}
+	if cfg.Backends == nil { // a test's own upstreams replace the mock
+		cfg.Backends = map[string]http.Handler{"main": mock, "evil": mock}
+	}
 	if cfg.BufferLimitBytes == 0 {
 		cfg.BufferLimitBytes = 1 << 20
 	}
