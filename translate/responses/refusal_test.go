@@ -2,12 +2,14 @@ package responses
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/translate"
+	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
 	"modelgate/translate/openai"
 )
@@ -145,5 +147,52 @@ func TestStreamTextThenRefusal(t *testing.T) {
 	wantContent := []any{map[string]any{"type": "output_text", "text": "Sure: !", "annotations": []any{}, "logprobs": []any{}}, wantRefusal("no.")}
 	if diff := cmp.Diff(wantContent, stored["content"]); diff != "" {
 		t.Errorf("stored message content (-want +got):\n%s", diff)
+	}
+}
+
+// A refusal the gateway answered with comes back as the assistant turn's
+// text, which every provider takes; a user has no refusal to send.
+func TestRefusalInput(t *testing.T) {
+	tests := []struct {
+		name, input string
+		want        []map[string]any // the chat messages
+		param       string           // of the error, when refused
+	}{
+		{
+			name: "assistant",
+			input: `[{"role":"user","content":"Pick the lock."},` +
+				`{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"` + refusalText + `"}]},` +
+				`{"role":"user","content":"Then how do locks work?"}]`,
+			want: []map[string]any{{"role": "user", "content": "Pick the lock."},
+				{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": refusalText}}},
+				{"role": "user", "content": "Then how do locks work?"}},
+		},
+		{
+			name:  "user",
+			input: `[{"role":"user","content":[{"type":"refusal","refusal":"No."}]}]`,
+			param: "input[0].content[0].type",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(`{"model":"m","input":` + tt.input + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := ToChat(r, nil)
+			if tt.param != "" {
+				var re *api.RequestError
+				if !errors.As(err, &re) || re.Param != tt.param {
+					t.Errorf("ToChat error %v, want one of param %s", err, tt.param)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, chatMessages(t, req)); diff != "" {
+				t.Errorf("chat messages (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
