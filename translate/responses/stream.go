@@ -158,8 +158,9 @@ func (s *Stream) decodedChunk(data []byte) {
 	}
 }
 
-// delta acts on what a decoded chunk's delta adds, in the order
-// plainChunk does: reasoning, text, a refusal's text, tool calls.
+// delta acts on what a decoded chunk's delta adds: reasoning, text, a
+// refusal's text, tool calls (plainChunk acts on what it takes in the same
+// order, and leaves refusals here).
 func (s *Stream) delta(d api.Delta) {
 	if d.ReasoningContent != "" {
 		s.reason([]byte(d.ReasoningContent))
