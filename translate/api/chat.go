@@ -138,10 +138,12 @@ type ChunkChoice struct {
 	FinishReason *string `json:"finish_reason"`
 }
 
-// Delta is what a chunk adds to the message.
+// Delta is what a chunk adds to the message. Refusal is a piece of the
+// message's refusal, which OpenAI streams apart from the content.
 type Delta struct {
 	Role             string          `json:"role,omitempty"`
 	Content          *string         `json:"content,omitempty"`
+	Refusal          *string         `json:"refusal,omitempty"`
 	ReasoningContent string          `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCall      `json:"tool_calls,omitempty"`
 	ThinkingBlocks   []ThinkingBlock `json:"thinking_blocks,omitempty"`

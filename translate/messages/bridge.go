@@ -37,6 +37,7 @@ type streamState struct {
 	next    int    // the next block's index
 	tools   map[int]int
 	stop    string
+	refused bool // the chat answer refused: stop_reason refusal
 }
 
 // NewBridge returns the translator of a Messages request to a provider
@@ -111,7 +112,14 @@ func (b *bridge) FailStream(message, _ string) []byte {
 var stopReasons = map[string]string{"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
 	"function_call": "tool_use", "content_filter": "refusal"}
 
-func stopReason(finish string) string {
+// stopReason is the Messages API's stop reason of a chat answer that
+// ended with finish. A refusal is stop_reason refusal, Anthropic's for a
+// declined request, whatever the finish reason (OpenAI ends one with
+// stop): a client must not take its text for an answer.
+func stopReason(finish string, refused bool) string {
+	if refused {
+		return "refusal"
+	}
 	if r, ok := stopReasons[finish]; ok {
 		return r
 	}
@@ -155,6 +163,12 @@ func (b *bridge) message(out []byte) ([]byte, error) {
 	if m.Content != nil && *m.Content != "" {
 		content = append(content, map[string]any{"type": "text", "text": *m.Content})
 	}
+	// The Messages API has no refusal block: Anthropic's refusals are the
+	// text written so far and stop_reason refusal.
+	refused := m.Refusal != nil && *m.Refusal != ""
+	if refused {
+		content = append(content, map[string]any{"type": "text", "text": *m.Refusal})
+	}
 	for _, c := range m.ToolCalls {
 		input := json.RawMessage(c.Function.Arguments)
 		if !json.Valid(input) || len(bytes.TrimSpace(input)) == 0 {
@@ -163,7 +177,7 @@ func (b *bridge) message(out []byte) ([]byte, error) {
 		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Function.Name, "input": input})
 	}
 	return json.Marshal(map[string]any{"id": b.id, "type": "message", "role": "assistant", "model": b.req.Model,
-		"content": content, "stop_reason": stopReason(cc.Choices[0].FinishReason), "stop_sequence": nil, "usage": usageOf(b.chat.Usage())})
+		"content": content, "stop_reason": stopReason(cc.Choices[0].FinishReason, refused), "stop_sequence": nil, "usage": usageOf(b.chat.Usage())})
 }
 
 // event translates one chat stream event into Messages events.
@@ -192,24 +206,36 @@ func (b *bridge) event(out, data []byte) []byte {
 	}
 	out = b.start(out)
 	for _, c := range chunk.Choices {
-		d := c.Delta
-		if d.ReasoningContent != "" {
-			out = b.openBlock(out, "thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
-			out = b.delta(out, map[string]any{"type": "thinking_delta", "thinking": d.ReasoningContent})
-		}
-		for _, t := range d.ThinkingBlocks {
-			out = b.thinkingBlock(out, t)
-		}
-		if d.Content != nil && *d.Content != "" {
-			out = b.openBlock(out, "text", map[string]any{"type": "text", "text": ""})
-			out = b.delta(out, map[string]any{"type": "text_delta", "text": *d.Content})
-		}
-		for _, tc := range d.ToolCalls {
-			out = b.toolCall(out, tc)
-		}
+		out = b.deltaEvents(out, c.Delta)
 		if c.FinishReason != nil && *c.FinishReason != "" {
 			b.st.stop = *c.FinishReason
 		}
+	}
+	return out
+}
+
+// deltaEvents translates what a chunk's delta adds: thinking, text, a
+// refusal's text (a text block of its own, as the message has it) and
+// tool calls.
+func (b *bridge) deltaEvents(out []byte, d api.Delta) []byte {
+	if d.ReasoningContent != "" {
+		out = b.openBlock(out, "thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+		out = b.delta(out, map[string]any{"type": "thinking_delta", "thinking": d.ReasoningContent})
+	}
+	for _, t := range d.ThinkingBlocks {
+		out = b.thinkingBlock(out, t)
+	}
+	if d.Content != nil && *d.Content != "" {
+		out = b.openBlock(out, "text", map[string]any{"type": "text", "text": ""})
+		out = b.delta(out, map[string]any{"type": "text_delta", "text": *d.Content})
+	}
+	if d.Refusal != nil && *d.Refusal != "" {
+		b.st.refused = true
+		out = b.openBlock(out, "refusal", map[string]any{"type": "text", "text": ""})
+		out = b.delta(out, map[string]any{"type": "text_delta", "text": *d.Refusal})
+	}
+	for _, tc := range d.ToolCalls {
+		out = b.toolCall(out, tc)
 	}
 	return out
 }
@@ -229,6 +255,8 @@ func (b *bridge) start(out []byte) []byte {
 }
 
 // openBlock makes the open content block one of kind, closing another.
+// kind is the block's type, but for a refusal's text block ("refusal"),
+// which is not the answer's text.
 func (b *bridge) openBlock(out []byte, kind string, first map[string]any) []byte {
 	if b.st.open >= 0 && b.st.kind == kind && kind != "tool_use" {
 		return out
@@ -299,7 +327,7 @@ func (b *bridge) finish(out []byte) []byte {
 	out = b.closeBlock(out)
 	b.st.ended = true
 	out = appendEvent(out, "message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stopReason(b.st.stop), "stop_sequence": nil}, "usage": usageOf(b.chat.Usage())})
+		"delta": map[string]any{"stop_reason": stopReason(b.st.stop, b.st.refused), "stop_sequence": nil}, "usage": usageOf(b.chat.Usage())})
 	return appendEvent(out, "message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/translate/api"
@@ -116,8 +117,9 @@ type chatMessage map[string]any
 // other content; tool uses as tool calls; thinking as thinking_blocks,
 // signatures kept), tools as functions, cache markers where chat's
 // parts and tools take them, and thinking's budget as a reasoning effort.
-// Tools the provider runs itself (Anthropic's server tools) are left out
-// and named in the returned warning.
+// Tools the provider runs itself (Anthropic's server tools) are left out,
+// and so are the blocks they left in the conversation (serverToolBlocks);
+// both are named in the returned warning.
 func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 	var in request
 	if err := json.Unmarshal(r.Body, &in); err != nil {
@@ -128,43 +130,105 @@ func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 		return nil, "", api.Invalid("", "The request is not a Messages API request.")
 	}
 	out := map[string]any{"model": r.Model}
+	msgs, history, err := chatMessages(in)
+	if err != nil {
+		return nil, "", err
+	}
+	out["messages"] = msgs
+	skipped := setTools(out, in)
+	setParams(out, in)
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, "", err
+	}
+	chat, err := api.ParseChatRequest(body)
+	if err != nil {
+		return nil, "", err
+	}
+	return chat, warning(skipped, history), nil
+}
+
+// serverToolBlocks are the content block types Anthropic's server tools
+// (web search and fetch, code execution, tool search, the advisor, the
+// MCP connector) and container uploads for code execution leave in a
+// conversation, as Anthropic's API reference lists them: records of tools
+// that ran on Anthropic's side, which mean nothing to another provider.
+// They are left out as the tools are, the text around them kept (a web
+// search's findings are in the text that cites them).
+var serverToolBlocks = map[string]bool{
+	"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
+	"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
+	"text_editor_code_execution_tool_result": true, "tool_search_tool_result": true, "advisor_tool_result": true,
+	"mcp_tool_use": true, "mcp_tool_result": true, "container_upload": true,
+}
+
+// warning names what the request lost: the tools left out and the types
+// of the server tool blocks left out of the conversation.
+func warning(tools, history []string) string {
+	var parts []string
+	if len(tools) > 0 {
+		parts = append(parts, "tools the provider cannot run were left out: "+strings.Join(tools, ", "))
+	}
+	if len(history) > 0 {
+		parts = append(parts, "server tool blocks were left out of the conversation: "+strings.Join(history, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// chatMessages maps the system prompt and the turns. It returns the types
+// of the server tool blocks left out, in the order they first came.
+func chatMessages(in request) ([]chatMessage, []string, error) {
 	var msgs []chatMessage
 	if len(in.System) > 0 && string(in.System) != "null" {
 		sys, err := blocks("system", in.System)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
-		parts := make([]chatPart, 0, len(sys))
-		for _, b := range sys {
-			parts = append(parts, textPart(b))
-		}
-		msgs = append(msgs, chatMessage{"role": "system", "content": parts})
+		msgs = append(msgs, systemMessage(sys))
 	}
+	var left []string
 	for i, t := range in.Messages {
 		param := fmt.Sprintf("messages[%d].content", i)
 		bs, err := blocks(param, t.Content)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
-		var converted []chatMessage
-		switch t.Role {
-		case "assistant":
-			converted, err = assistant(param, bs)
-		case "system":
-			parts := make([]chatPart, 0, len(bs))
-			for _, b := range bs {
-				parts = append(parts, textPart(b))
+		for _, b := range bs {
+			if serverToolBlocks[b.Type] && !slices.Contains(left, b.Type) {
+				left = append(left, b.Type)
 			}
-			converted = []chatMessage{{"role": "system", "content": parts}}
-		default:
-			converted, err = user(param, bs)
 		}
+		converted, err := turnMessages(param, t.Role, bs)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
 		msgs = append(msgs, converted...)
 	}
-	out["messages"] = msgs
+	return msgs, left, nil
+}
+
+// turnMessages maps a turn of role.
+func turnMessages(param, role string, bs []block) ([]chatMessage, error) {
+	switch role {
+	case "assistant":
+		return assistant(param, bs)
+	case "system":
+		return []chatMessage{systemMessage(bs)}, nil
+	}
+	return user(param, bs)
+}
+
+func systemMessage(bs []block) chatMessage {
+	parts := make([]chatPart, 0, len(bs))
+	for _, b := range bs {
+		parts = append(parts, textPart(b))
+	}
+	return chatMessage{"role": "system", "content": parts}
+}
+
+// setTools sets the chat tools and tool choice of the request's custom
+// tools, and returns the types of the tools left out.
+func setTools(out map[string]any, in request) []string {
 	var skipped []string
 	var tools []map[string]any
 	for _, t := range in.Tools {
@@ -172,38 +236,52 @@ func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 			skipped = append(skipped, t.Type)
 			continue
 		}
-		schema := t.InputSchema
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		fn := map[string]any{"name": t.Name, "parameters": schema}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		ct := map[string]any{"type": "function", "function": fn}
-		if len(t.CacheControl) > 0 {
-			ct["cache_control"] = t.CacheControl
-		}
-		tools = append(tools, ct)
+		tools = append(tools, chatTool(t))
 	}
 	if len(tools) > 0 {
 		out["tools"] = tools
-		if c := in.ToolChoice; c != nil {
-			switch c.Type {
-			case "auto":
-				out["tool_choice"] = "auto"
-			case "any":
-				out["tool_choice"] = "required"
-			case "none":
-				out["tool_choice"] = "none"
-			case "tool":
-				out["tool_choice"] = map[string]any{"type": "function", "function": map[string]any{"name": c.Name}}
-			}
-			if c.DisableParallelToolUse {
-				out["parallel_tool_calls"] = false
-			}
-		}
+		setToolChoice(out, in.ToolChoice)
 	}
+	return skipped
+}
+
+func chatTool(t tool) map[string]any {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	fn := map[string]any{"name": t.Name, "parameters": schema}
+	if t.Description != "" {
+		fn["description"] = t.Description
+	}
+	ct := map[string]any{"type": "function", "function": fn}
+	if len(t.CacheControl) > 0 {
+		ct["cache_control"] = t.CacheControl
+	}
+	return ct
+}
+
+func setToolChoice(out map[string]any, c *toolChoice) {
+	if c == nil {
+		return
+	}
+	switch c.Type {
+	case "auto":
+		out["tool_choice"] = "auto"
+	case "any":
+		out["tool_choice"] = "required"
+	case "none":
+		out["tool_choice"] = "none"
+	case "tool":
+		out["tool_choice"] = map[string]any{"type": "function", "function": map[string]any{"name": c.Name}}
+	}
+	if c.DisableParallelToolUse {
+		out["parallel_tool_calls"] = false
+	}
+}
+
+// setParams sets the members that shape the answer.
+func setParams(out map[string]any, in request) {
 	if in.MaxTokens != nil {
 		out["max_completion_tokens"] = *in.MaxTokens
 	}
@@ -229,19 +307,6 @@ func ToChat(r *api.MessagesRequest) (*api.ChatRequest, string, error) {
 		out["response_format"] = map[string]any{"type": "json_schema",
 			"json_schema": map[string]any{"name": "output", "schema": oc.Format.Schema, "strict": true}}
 	}
-	body, err := json.Marshal(out)
-	if err != nil {
-		return nil, "", err
-	}
-	chat, err := api.ParseChatRequest(body)
-	if err != nil {
-		return nil, "", err
-	}
-	warning := ""
-	if len(skipped) > 0 {
-		warning = "tools the provider cannot run were left out: " + strings.Join(skipped, ", ")
-	}
-	return chat, warning, nil
 }
 
 // reasoningEffort is the chat reasoning effort of a request's thinking
@@ -292,6 +357,9 @@ func user(param string, bs []block) ([]chatMessage, error) {
 	var out []chatMessage
 	var parts []chatPart
 	for j, b := range bs {
+		if serverToolBlocks[b.Type] {
+			continue
+		}
 		p := fmt.Sprintf("%s[%d]", param, j)
 		switch b.Type {
 		case "text":
@@ -372,15 +440,24 @@ func resultText(param string, raw json.RawMessage) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
-// assistant maps an assistant turn: its text as content, its tool uses as
-// tool calls, its thinking as thinking_blocks (signatures kept, for the
-// provider the gateway's chat translator sends them back to).
+// assistant maps an assistant turn: its text as content (citations
+// dropped: chat has no place for them), its tool uses as tool calls, its
+// thinking as thinking_blocks (signatures kept, for the provider the
+// gateway's chat translator sends them back to). A turn left with neither
+// text nor tool calls once its server tool blocks are left out, or empty,
+// is no message: a chat assistant message needs content or tool calls,
+// and thinking about running tools the provider never sees is not worth
+// sending.
 func assistant(param string, bs []block) ([]chatMessage, error) {
 	var text []string
 	var calls []map[string]any
 	var thinking []api.ThinkingBlock
 	var marker json.RawMessage
+	dropped := false
 	for j, b := range bs {
+		if len(b.CacheControl) > 0 {
+			marker = b.CacheControl
+		}
 		switch b.Type {
 		case "text":
 			text = append(text, b.Text)
@@ -395,11 +472,14 @@ func assistant(param string, bs []block) ([]chatMessage, error) {
 		case "redacted_thinking":
 			thinking = append(thinking, api.ThinkingBlock{Type: "redacted_thinking", Data: b.Data})
 		default:
-			return nil, api.Invalid(fmt.Sprintf("%s[%d].type", param, j), "This provider does not take '%s' blocks in assistant turns.", b.Type)
+			if !serverToolBlocks[b.Type] {
+				return nil, api.Invalid(fmt.Sprintf("%s[%d].type", param, j), "This provider does not take '%s' blocks in assistant turns.", b.Type)
+			}
+			dropped = true
 		}
-		if len(b.CacheControl) > 0 {
-			marker = b.CacheControl
-		}
+	}
+	if len(text) == 0 && len(calls) == 0 && (dropped || len(thinking) == 0) {
+		return nil, nil
 	}
 	m := chatMessage{"role": "assistant"}
 	if len(text) > 0 {

@@ -34,6 +34,8 @@ var plainChunkSeeds = []string{
 	`{"choices":[{"delta":{"tool_calls":[{"index":99999999999999999999}]}}]}`,
 	`{"created":"1","choices":[]}`,
 	`{"choices":[{"delta":{"content":["parts"]}}]}`,
+	`{"choices":[{"delta":{"role":"assistant","content":"","refusal":null}}]}`,
+	`{"choices":[{"delta":{"refusal":"I cannot help with that."}}]}`,
 	`[1]`,
 	`null`,
 	`{"choices":[{"delta":{"content":"unterminated"}}]`,

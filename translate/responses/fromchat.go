@@ -85,7 +85,7 @@ func outputItems(tools toolset, id string, c api.ChatCompletion) []any {
 		parts = append(parts, map[string]any{"type": "output_text", "text": *msg.Content, "annotations": annotations, "logprobs": []any{}})
 	}
 	if msg.Refusal != nil && *msg.Refusal != "" {
-		parts = append(parts, map[string]any{"type": "refusal", "refusal": *msg.Refusal})
+		parts = append(parts, refusalPart(*msg.Refusal))
 	}
 	if len(parts) > 0 {
 		out = append(out, map[string]any{"type": "message", "id": outputID("msg_", id, -1), "status": "completed", "role": "assistant", "content": parts})

@@ -111,6 +111,12 @@ func bridgeGoldens(cut string) []bridgeGroup {
 			{Name: "openai-stream-tool-calls", Recording: recorded + "openai/chat/test_run_stream_sync_streams_real_model.bodies/00.response.sse", ContentType: sseType},
 			{Name: "openai-stream-incomplete", Recording: recorded + "openai/chat/chat-streaming-detailed-usage.bodies/00.response.sse", ContentType: sseType},
 			{Name: "openai-unknown-model", Recording: recorded + "openai/errors/chat-unknown-model.bodies/00.response.json", Status: 404, ContentType: "application/json; charset=utf-8"},
+			// No refusal is recorded: these answers are written by hand
+			// (provider.json, provider.sse in the case folders) in the
+			// shape OpenAI documents for one, message.refusal and
+			// choices[].delta.refusal pieces ending with stop.
+			{Name: "openai-refusal", Recording: "testdata/openai-refusal/provider.json", ContentType: jsonType},
+			{Name: "openai-refusal-stream", Recording: "testdata/openai-refusal-stream/provider.sse", ContentType: sseType},
 		}},
 	}
 }

@@ -17,7 +17,7 @@ import (
 var (
 	chunkNames    = []string{"id", "object", "created", "model", "choices", "usage", "error"}
 	choiceNames   = []string{"index", "delta", "finish_reason"}
-	deltaNames    = []string{"role", "content", "reasoning_content", "tool_calls", "thinking_blocks"}
+	deltaNames    = []string{"role", "content", "reasoning_content", "tool_calls", "thinking_blocks", "refusal"}
 	toolCallNames = []string{"index", "id", "type", "function"}
 	functionNames = []string{"name", "arguments"}
 )
@@ -139,8 +139,9 @@ func (s *Stream) readDelta(obj []byte) bool {
 	if jsonscan.IsNull(obj) {
 		return true
 	}
-	var m [5][]byte
-	if !jsonscan.PlainMembers(obj, deltaNames, m[:]) || !jsonscan.IsNull(m[4]) { // thinking blocks: decodedChunk
+	var m [6][]byte
+	// Thinking blocks and refusals, rare, are decodedChunk's.
+	if !jsonscan.PlainMembers(obj, deltaNames, m[:]) || !jsonscan.IsNull(m[4]) || !jsonscan.IsNull(m[5]) {
 		return false
 	}
 	role, content, reasoning, calls := m[0], m[1], m[2], m[3]

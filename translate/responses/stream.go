@@ -31,7 +31,7 @@ type Stream struct {
 	started   bool
 	model     string
 	items     []*outItem // in output order
-	text      *outItem   // the open message item
+	message   *outItem   // the message item, once text or a refusal came
 	reasoning *outItem
 	calls     map[int]*outItem // by chat tool call index
 	finish    string
@@ -45,14 +45,16 @@ type Stream struct {
 
 // outItem is an output item being streamed.
 type outItem struct {
-	kind   string // message, function_call, reasoning
-	index  int
-	id     string
-	idJSON []byte // id as a JSON string, for the delta events
-	callID string
-	tool   clientTool // of a function_call
-	text   strings.Builder
-	blocks []api.ThinkingBlock // of a reasoning item
+	kind    string // message, function_call, reasoning
+	index   int
+	id      string
+	idJSON  []byte // id as a JSON string, for the delta events
+	callID  string
+	tool    clientTool // of a function_call
+	text    strings.Builder
+	blocks  []api.ThinkingBlock // of a reasoning item
+	refusal strings.Builder     // of a message
+	parts   []string            // a message's content part types, in order (streammessage.go)
 }
 
 // NewStream starts the event stream of response id for r.
@@ -149,32 +151,41 @@ func (s *Stream) decodedChunk(data []byte) {
 		s.usage = c.Usage
 	}
 	for _, ch := range c.Choices {
-		d := ch.Delta
-		if d.ReasoningContent != "" {
-			s.reason([]byte(d.ReasoningContent))
-		}
-		if len(d.ThinkingBlocks) > 0 {
-			s.reason(nil)
-			s.reasoning.blocks = append(s.reasoning.blocks, d.ThinkingBlocks...)
-		}
-		if d.Content != nil && *d.Content != "" {
-			s.textDelta([]byte(*d.Content))
-		}
-		for _, tc := range d.ToolCalls {
-			index := 0 // the chat translators always number the pieces
-			if tc.Index != nil {
-				index = *tc.Index
-			}
-			it := s.calls[index]
-			if it == nil {
-				it = s.openCall(index, tc.ID, tc.Function.Name)
-			}
-			if tc.Function.Arguments != "" {
-				s.argumentsDelta(it, []byte(tc.Function.Arguments))
-			}
-		}
+		s.delta(ch.Delta)
 		if ch.FinishReason != nil {
 			s.finish = *ch.FinishReason
+		}
+	}
+}
+
+// delta acts on what a decoded chunk's delta adds: reasoning, text, a
+// refusal's text, tool calls (plainChunk acts on what it takes in the same
+// order, and leaves refusals here).
+func (s *Stream) delta(d api.Delta) {
+	if d.ReasoningContent != "" {
+		s.reason([]byte(d.ReasoningContent))
+	}
+	if len(d.ThinkingBlocks) > 0 {
+		s.reason(nil)
+		s.reasoning.blocks = append(s.reasoning.blocks, d.ThinkingBlocks...)
+	}
+	if d.Content != nil && *d.Content != "" {
+		s.textDelta([]byte(*d.Content))
+	}
+	if d.Refusal != nil && *d.Refusal != "" {
+		s.refusalDelta(*d.Refusal)
+	}
+	for _, tc := range d.ToolCalls {
+		index := 0 // the chat translators always number the pieces
+		if tc.Index != nil {
+			index = *tc.Index
+		}
+		it := s.calls[index]
+		if it == nil {
+			it = s.openCall(index, tc.ID, tc.Function.Name)
+		}
+		if tc.Function.Arguments != "" {
+			s.argumentsDelta(it, []byte(tc.Function.Arguments))
 		}
 	}
 }
@@ -240,18 +251,6 @@ func (s *Stream) reason(text []byte) {
 
 func summaryPart(text string) map[string]any {
 	return map[string]any{"type": "summary_text", "text": text}
-}
-
-func (s *Stream) textDelta(delta []byte) {
-	if s.text == nil {
-		s.text = s.newItem("message", outputID("msg_", s.id, -1))
-		s.emit("response.output_item.added", map[string]any{"output_index": s.text.index,
-			"item": map[string]any{"type": "message", "id": s.text.id, "status": "in_progress", "role": "assistant", "content": []any{}}})
-		s.emit("response.content_part.added", map[string]any{"output_index": s.text.index, "item_id": s.text.id,
-			"content_index": 0, "part": textPart("")})
-	}
-	s.text.text.Write(delta)
-	s.emitDelta(textDeltaEvent, s.text, delta)
 }
 
 func textPart(text string) map[string]any {
@@ -327,8 +326,7 @@ func (it *outItem) item(status string) map[string]any {
 		}
 		return item
 	}
-	return map[string]any{"type": "message", "id": it.id, "status": status, "role": "assistant",
-		"content": []any{textPart(it.text.String())}}
+	return it.messageItem(status)
 }
 
 // complete closes every item and the response.
@@ -349,10 +347,7 @@ func (s *Stream) complete() {
 func (s *Stream) closeItem(it *outItem) {
 	switch it.kind {
 	case "message":
-		s.emit("response.output_text.done", map[string]any{"output_index": it.index, "item_id": it.id, "content_index": 0,
-			"text": it.text.String(), "logprobs": []any{}})
-		s.emit("response.content_part.done", map[string]any{"output_index": it.index, "item_id": it.id, "content_index": 0,
-			"part": textPart(it.text.String())})
+		s.closeParts(it)
 	case "reasoning":
 		s.emit("response.reasoning_summary_text.done", map[string]any{"output_index": it.index, "item_id": it.id,
 			"summary_index": 0, "text": it.text.String()})

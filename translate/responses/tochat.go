@@ -38,6 +38,7 @@ var unreplayed = map[string]bool{
 type contentPart struct {
 	Type     string `json:"type"`
 	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
 	ImageURL string `json:"image_url"`
 	// FileData, FileID, FileURL and Filename are an input_file's.
 	FileData string `json:"file_data"`
@@ -210,7 +211,7 @@ func message(param string, it item) (json.RawMessage, error) {
 	case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
 		return json.Marshal(map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": toolOutput(it.Output)})
 	case it.Type == "message" || it.Type == "" && it.Role != "":
-		content, err := chatContent(param, it.Content)
+		content, err := chatContent(param, it.Role == "assistant", it.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -275,8 +276,13 @@ func toolOutput(raw json.RawMessage) string {
 	return strings.Join(texts, "\n")
 }
 
-// chatContent maps input_text/output_text/input_image parts to chat parts.
-func chatContent(param string, raw json.RawMessage) (any, error) {
+// chatContent maps input_text/output_text/input_image/input_file parts to
+// chat parts, and an assistant's refusal (which the gateway answers with,
+// and the client sends back) to its text: the providers the bridge serves
+// have no refusal of their own, and their chat translators read an
+// assistant turn's content only (chat's refusal member would be lost), so
+// the refusal's text is the turn the model is told it wrote.
+func chatContent(param string, assistant bool, raw json.RawMessage) (any, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
@@ -290,6 +296,11 @@ func chatContent(param string, raw json.RawMessage) (any, error) {
 		switch p.Type {
 		case "input_text", "output_text":
 			out = append(out, map[string]any{"type": "text", "text": p.Text})
+		case "refusal":
+			if !assistant {
+				return nil, unsupportedPart(param, j, p.Type)
+			}
+			out = append(out, map[string]any{"type": "text", "text": p.Refusal})
 		case "input_image":
 			out = append(out, map[string]any{"type": "image_url", "image_url": map[string]string{"url": p.ImageURL}})
 		case "input_file":
@@ -304,10 +315,14 @@ func chatContent(param string, raw json.RawMessage) (any, error) {
 			}
 			out = append(out, map[string]any{"type": "file", "file": file})
 		default:
-			return nil, api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Unsupported content part '%s'.", p.Type)
+			return nil, unsupportedPart(param, j, p.Type)
 		}
 	}
 	return out, nil
+}
+
+func unsupportedPart(param string, j int, typ string) error {
+	return api.Invalid(fmt.Sprintf("%s.content[%d].type", param, j), "Unsupported content part '%s'.", typ)
 }
 
 // setTools sets the chat tools the request's tools are offered as
