@@ -157,7 +157,7 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 			h.Remove(name)
 		}
 	}
-	for _, k := range a.headers.internal() {
+	for _, k := range a.headers.prefixed(strippedPrefixes[:1]) { // the gateway's: the router-level stream stripped the rest
 		h.Remove(k)
 	}
 	st.log.Debug("attempt translated", zap.String("provider", st.route.target.Provider), zap.String("path", up.Path))

@@ -215,6 +215,11 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return err
 	}
 	r := st.request()
+	req, left, err := req.Permitted(st.server().webSearch(r.model))
+	if err != nil {
+		return err
+	}
+	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
@@ -327,6 +332,11 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
 	}
 	r := st.request()
+	req, left, err := req.Permitted(st.server().webSearch(r.model))
+	if err != nil {
+		return err
+	}
+	r.warning = left.Warning()
 	r.stream, r.maxOutput = req.Stream, req.MaxTokens
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		switch {
@@ -342,6 +352,14 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		}
 		return messages.NewBridge(p.Chat, t, req)
 	})
+}
+
+// webSearch reports whether the model may search the web with its
+// provider's own search: what the model's requests are permitted beyond
+// answering (api.LeftOut).
+func (s *Server) webSearch(model string) bool {
+	m, ok := s.router.models[model]
+	return ok && m.WebSearch
 }
 
 // countsTokens reports whether every deployment of the model is on a

@@ -65,6 +65,10 @@ type request struct {
 	stream      bool   // the client asked for a stream
 	prompt      int64  // estimated prompt tokens
 	maxOutput   int64  // the bound on the answer the provider is sent: the client's or translator's; zero for none
+	// warning names what the gateway left out of the request for the
+	// model's configuration (api.LeftOut), joined with the translator's
+	// warning in the answer's header.
+	warning string
 	// answers is how many answers the request asks for (chat's n, which
 	// Gemini is sent as candidateCount): each is bounded by maxOutput, so
 	// the reservation counts it that many times. Zero means one.

@@ -37,9 +37,9 @@ func TestMessagesAttemptErrorInAnthropicShape(t *testing.T) {
 	s, _, _ := newFallbackServer(t)
 	shared := map[string]string{":method": "POST", ":path": "/v1/messages", ":authority": "gw", "content-type": "application/json",
 		"x-api-key": "sk-client", "x-request-id": "r1"}
-	// OpenAI gets Messages through the chat bridge, which takes no
-	// server-side blocks in a user turn.
-	body := `{"model":"smart","max_tokens":10,"messages":[{"role":"user","content":[{"type":"web_search_tool_result","tool_use_id":"x","content":[]}]}]}`
+	// OpenAI gets Messages through the chat bridge, which has no word for
+	// a block of a type it does not know.
+	body := `{"model":"smart","max_tokens":10,"messages":[{"role":"user","content":[{"type":"hologram","data":"x"}]}]}`
 	out := play(t, s, false, attemptMsg(shared, "openai", 1, nil), reqBody(body))
 	ir := out[1].GetImmediateResponse()
 	var e struct {
@@ -47,7 +47,7 @@ func TestMessagesAttemptErrorInAnthropicShape(t *testing.T) {
 		Error struct{ Type, Message string }
 	}
 	if ir == nil || ir.GetStatus().GetCode() != 400 || json.Unmarshal(ir.GetBody(), &e) != nil || e.Type != "error" ||
-		e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "web_search_tool_result") {
+		e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "hologram") {
 		t.Fatalf("attempt reply: %v", out[1])
 	}
 }

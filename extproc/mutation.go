@@ -129,13 +129,17 @@ func (h headerMap) get(name string) string {
 	return v
 }
 
-// internal returns the names of the x-modelgate-* headers present, in
-// lower case, sorted, each once.
-func (h headerMap) internal() []string {
+// prefixed returns the names of the headers present that start with one
+// of prefixes (lower case), in lower case, sorted, each once.
+func (h headerMap) prefixed(prefixes []string) []string {
 	var names []string
 	for _, hv := range h.hs {
-		if k := hv.GetKey(); len(k) > len(internalPrefix) && strings.EqualFold(k[:len(internalPrefix)], internalPrefix) {
-			names = append(names, strings.ToLower(k))
+		k := hv.GetKey()
+		for _, p := range prefixes {
+			if len(k) > len(p) && strings.EqualFold(k[:len(p)], p) {
+				names = append(names, strings.ToLower(k))
+				break
+			}
 		}
 	}
 	slices.Sort(names)

@@ -119,12 +119,21 @@ func newRequestID() string {
 // internalPrefix starts the headers only the gateway sets.
 const internalPrefix = "x-modelgate-"
 
-// stripInternal removes every x-modelgate-* header the client sent. The
-// route cache is cleared with it, because Envoy chose the first route from
-// the client's headers.
+// strippedPrefixes start the request headers no client may send on: the
+// gateway's own, and those of the providers' APIs, which would choose on
+// the operator's account what the operator never enabled (api.LeftOut): a
+// service tier, a latency or guardrail setting, temporary credentials, a
+// Google project to bill, an Anthropic beta. A translator sets what its
+// provider needs, a Messages client's anthropic-version and the betas it
+// may use among them.
+var strippedPrefixes = []string{internalPrefix, "anthropic-", "openai-", "x-amz-", "x-amzn-", "x-goog-"}
+
+// stripInternal removes every header the client sent under
+// strippedPrefixes. The route cache is cleared with it, because Envoy
+// chose the first route from the client's headers.
 func stripInternal(hm headerMap) *headers {
 	var h headers
-	for _, k := range hm.internal() {
+	for _, k := range hm.prefixed(strippedPrefixes) {
 		h.Remove(k)
 	}
 	return &h

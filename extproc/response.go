@@ -63,7 +63,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if ct := hm.get("content-type"); ct != ex.answer.head.ContentType {
 		mut.Set("content-type", ex.answer.head.ContentType)
 	}
-	if w := ex.answer.head.Warning; w != "" {
+	if w := api.JoinWarnings(ex.req.warning, ex.answer.head.Warning); w != "" {
 		mut.Set(translate.WarningHeader, w)
 	}
 	rateHeaders(ex.meter.limit, &mut)

@@ -64,6 +64,11 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error
 		return err
 	}
 	s, r := st.server(), st.request()
+	req, left, err := req.Permitted(s.webSearch(r.model))
+	if err != nil {
+		return err
+	}
+	r.warning = left.Warning()
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
@@ -102,6 +107,11 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return err
 	}
 	s, r := st.server(), st.request()
+	req, left, err := req.Permitted(s.webSearch(r.model))
+	if err != nil {
+		return err
+	}
+	r.warning = left.Warning()
 	r.maxOutput = maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), s.now().Unix()
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {

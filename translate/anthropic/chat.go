@@ -30,8 +30,6 @@ type chat struct {
 	jsonMode bool
 	// opts are what the target allows the request.
 	opts buildOptions
-	// warning is what the answer's Head says the request went without.
-	warning string
 	// maxTokens is the max_tokens sent.
 	maxTokens int64
 }
@@ -55,7 +53,7 @@ func NewChatToolJSON(t translate.Target, req *api.ChatRequest) translate.Transla
 func newTranslator(t translate.Target, req *api.ChatRequest, native bool) *chat {
 	p := req.AnswerParams()
 	return &chat{target: t, req: req, now: time.Now, jsonMode: p.JSON(), opts: buildOptions{native: native, webSearch: t.WebSearch, autoCache: t.AutoCache},
-		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort), warning: req.WebSearchWarning(t.WebSearch)}
+		maxTokens: sentMaxTokens(p.MaxTokens, p.ReasoningEffort)}
 }
 
 // MaxOutputTokens implements translate.OutputBound: max_tokens is
@@ -86,10 +84,10 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if status/100 == 2 && mt == "text/event-stream" {
 		c.stream = true
-		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true, Warning: c.warning}
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	}
 	if status/100 == 2 {
-		return translate.Head{Status: status, ContentType: "application/json", Warning: c.warning}
+		return translate.Head{Status: status, ContentType: "application/json"}
 	}
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }

@@ -81,9 +81,6 @@ func TestWebSearch(t *testing.T) {
 	if m["tools"] != nil {
 		t.Errorf("tools %v with search off", m["tools"])
 	}
-	if h := c.ResponseHeaders(200, "application/json"); !strings.Contains(h.Warning, "web search is not enabled") {
-		t.Errorf("warning %q with search off", h.Warning)
-	}
 }
 
 // In a stream too the search's blocks and citations are not the client's:

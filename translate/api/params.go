@@ -39,16 +39,6 @@ type WebSearchOptions struct {
 	} `json:"user_location"`
 }
 
-// WebSearchWarning is the warning (translate.Head.Warning) of the answer
-// to r made without the web search it asks for, where the model may not
-// search (allowed false); "" otherwise.
-func (r *ChatRequest) WebSearchWarning(allowed bool) string {
-	if allowed || jsonscan.IsNull(r.Members["web_search_options"]) {
-		return ""
-	}
-	return "web_search_options left out: web search is not enabled for this model"
-}
-
 // Location is an approximate location, as OpenAI's and Anthropic's web
 // searches take it.
 type Location struct {

@@ -27,13 +27,11 @@ type chat struct {
 	usage   translate.Usage
 	dec     sse.Decoder
 	st      streamState
-	// warning is what the answer's Head says the request went without.
-	warning string
 }
 
 // NewChat returns the chat translator for provider gemini.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req, now: time.Now, warning: req.WebSearchWarning(t.WebSearch)}
+	return &chat{target: t, req: req, now: time.Now}
 }
 
 // RequestBody builds the generateContent request.
@@ -71,9 +69,9 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	switch {
 	case status/100 == 2 && mt == "text/event-stream":
 		c.stream = true
-		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true, Warning: c.warning}
+		return translate.Head{Status: status, ContentType: "text/event-stream; charset=utf-8", Stream: true}
 	case status/100 == 2:
-		return translate.Head{Status: status, ContentType: "application/json", Warning: c.warning}
+		return translate.Head{Status: status, ContentType: "application/json"}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return translate.Head{Status: http.StatusBadGateway, ContentType: "application/json"}
 	}

@@ -1,0 +1,107 @@
+package responses
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"modelgate/translate/api"
+)
+
+// clientRunTools are the Responses tools the client runs itself (the
+// function kinds, Codex's shell and patch tools, computer use) and tool
+// search over the request's own tools: what else has a type OpenAI runs
+// itself, and only web search may be enabled (api.LeftOut says why).
+var clientRunTools = []string{"function", "custom", "namespace", "local_shell", "shell", "apply_patch",
+	"computer_use_preview", "computer", "tool_search"}
+
+// Permitted is the request as the model's configuration allows it, and
+// what it lost: of the tools, those OpenAI runs itself but web search
+// when the model may search (webSearch), with a tool_choice that forces
+// one of them; and a service tier that costs more than the default. The
+// request itself when it loses nothing.
+func (r *Request) Permitted(webSearch bool) (*Request, api.LeftOut, error) {
+	tools, left, err := permittedTools(r.Members["tools"], webSearch)
+	if err != nil {
+		return nil, nil, err
+	}
+	tier := r.Members["service_tier"]
+	premium := !isNull(tier) && !slices.Contains([]string{`"auto"`, `"default"`, `"flex"`}, strings.TrimSpace(string(tier)))
+	if premium {
+		left = append(left, "service_tier "+strings.TrimSpace(string(tier)))
+	}
+	if len(left) == 0 {
+		return r, nil, nil
+	}
+	out := *r
+	out.Members = make(map[string]json.RawMessage, len(r.Members))
+	for k, v := range r.Members {
+		out.Members[k] = v
+	}
+	if premium {
+		delete(out.Members, "service_tier")
+	}
+	if tools != nil {
+		out.Members["tools"] = tools
+		if forcesServerTool(r.Members["tool_choice"], webSearch) {
+			delete(out.Members, "tool_choice")
+		}
+		if out.tools, err = parseTools(tools); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &out, left, nil
+}
+
+// permittedTools is the tools array without the tools OpenAI runs itself
+// (but web search when webSearch), nil when it keeps them all, and their
+// types.
+func permittedTools(raw json.RawMessage, webSearch bool) (json.RawMessage, api.LeftOut, error) {
+	if isNull(raw) {
+		return nil, nil, nil
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return nil, nil, &api.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
+	}
+	var left api.LeftOut
+	kept := tools[:0:0]
+	for _, t := range tools {
+		var tool struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(t, &tool) //nolint:errcheck // parseTools refused what is no tool
+		if serverRun(tool.Type, webSearch) {
+			left = append(left, "tool "+tool.Type)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(left) == 0 {
+		return nil, nil, nil
+	}
+	out, err := json.Marshal(kept)
+	return out, left, err
+}
+
+// serverRun reports a tool type OpenAI runs itself that the model's
+// configuration does not enable.
+func serverRun(typ string, webSearch bool) bool {
+	if webSearch && strings.HasPrefix(typ, "web_search") {
+		return false
+	}
+	return !slices.Contains(clientRunTools, typ)
+}
+
+// forcesServerTool reports a tool_choice that forces a tool OpenAI runs
+// itself ({"type": "file_search"}, {"type": "mcp", …}): with the tool
+// left out, OpenAI would refuse it.
+func forcesServerTool(choice json.RawMessage, webSearch bool) bool {
+	var c struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(choice, &c) != nil {
+		return false
+	}
+	return c.Type != "" && c.Type != "allowed_tools" && serverRun(c.Type, webSearch)
+}
