@@ -329,7 +329,8 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return err
 	}
 	if f.countTokens && !st.server().countsTokens(req.Model) {
-		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
+		n := promptEstimate(body)
+		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}
 	}
 	r := st.request()
 	req, left, err := req.Permitted(st.server().webSearch(r.model))
@@ -381,7 +382,44 @@ func (s *Server) countsTokens(model string) bool {
 }
 
 // localAnswer is the gateway's own answer to a request it parsed, given
-// without a provider: a count_tokens estimate.
-type localAnswer struct{ body []byte }
+// without a provider: a count_tokens estimate. It is the exchange's
+// translator (exchange.answerLocally), whose usage, once it answered, is
+// what the answer stands for.
+type localAnswer struct {
+	body     []byte
+	usage    translate.Usage
+	answered bool
+}
 
 func (*localAnswer) Error() string { return "answered by the gateway" }
+
+// RequestBody implements translate.Translator: nothing goes to a
+// provider.
+func (l *localAnswer) RequestBody() (translate.Upstream, error) { return translate.Upstream{}, l }
+
+// ResponseHeaders implements translate.Translator.
+func (*localAnswer) ResponseHeaders(int, string) translate.Head {
+	return translate.Head{Status: http.StatusOK, ContentType: "application/json"}
+}
+
+// ResponseBody implements translate.Translator.
+func (l *localAnswer) ResponseBody([]byte, bool) ([]byte, error) { return l.body, nil }
+
+// Usage implements translate.Translator: nothing for a request refused
+// before it was answered.
+func (l *localAnswer) Usage() translate.Usage {
+	if !l.answered {
+		return translate.Usage{}
+	}
+	return l.usage
+}
+
+// price is what prices count of a Messages request: nothing for a token
+// count, which every provider counts free of charge (its tokens are
+// charged to token limits only).
+func (f messagesFlow) price(u pricing.Usage, _ bool) pricing.Usage {
+	if f.countTokens {
+		return pricing.Usage{}
+	}
+	return u
+}

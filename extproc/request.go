@@ -205,14 +205,27 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 	resp, err := ex.routeBody(ctx, b.GetBody())
 	var local *localAnswer
 	if errors.As(err, &local) {
-		ex.phase, ex.answer.status = phaseDone, http.StatusOK
-		return immediate(http.StatusOK, local.body)
+		return ex.answerLocally(ctx, local)
 	}
 	if err != nil {
 		return ex.fail(err)
 	}
 	ex.phase = phaseResponseHeaders
 	return resp
+}
+
+// answerLocally answers a request the gateway serves itself once it is
+// parsed (a count_tokens estimate) as a provider's answer is answered:
+// admitted against the principal's limits and budgets, and recorded with
+// the usage it stands for, which the rate limits are charged.
+func (ex *exchange) answerLocally(ctx context.Context, local *localAnswer) *extprocv3.ProcessingResponse {
+	ex.req.prompt, ex.tr = local.usage.PromptTokens, local
+	if err := ex.admitRouted(ctx); err != nil {
+		return ex.fail(err)
+	}
+	local.answered = true
+	ex.phase, ex.answer.status, ex.answer.completed = phaseDone, http.StatusOK, true
+	return immediate(http.StatusOK, local.body)
 }
 
 func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {

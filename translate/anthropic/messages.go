@@ -30,6 +30,8 @@ type messages struct {
 	dec    sse.Decoder
 	usage  MessagesUsage
 	failed bool // the answer is an error
+	// count: a count_tokens exchange, whose usage is the tokens counted.
+	count bool
 }
 
 // NewMessages returns the translator of a POST /v1/messages exchange with
@@ -42,7 +44,7 @@ func NewMessages(t translate.Target, r *api.MessagesRequest) translate.Translato
 // /v1/messages/count_tokens exchange with Anthropic, whose own count is
 // exact.
 func NewCountTokens(t translate.Target, r *api.MessagesRequest) translate.Translator {
-	return &messages{target: t, req: r, path: "/v1/messages/count_tokens"}
+	return &messages{target: t, req: r, path: "/v1/messages/count_tokens", count: true}
 }
 
 // RequestBody implements translate.Translator.
@@ -110,6 +112,9 @@ func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		if m.failed {
 			return messagesError(chunk), nil
 		}
+		if m.count {
+			return chunk, m.usage.Count(chunk)
+		}
 		if !m.usage.Message(chunk) {
 			return nil, api.Unusable("the provider's message is not JSON")
 		}
@@ -165,6 +170,20 @@ func (u *MessagesUsage) Message(body []byte) bool {
 		u.usage = msg.Usage.normalize()
 	}
 	return true
+}
+
+// Count reads count_tokens' answer: the tokens counted are its usage,
+// which token limits are charged (a count is free of charge). An error
+// wrapping translate.ErrUpstream if body is no count.
+func (u *MessagesUsage) Count(body []byte) error {
+	var c struct {
+		InputTokens *int64 `json:"input_tokens"`
+	}
+	if json.Unmarshal(body, &c) != nil || c.InputTokens == nil || *c.InputTokens < 0 {
+		return api.Unusable("the provider's answer is no token count")
+	}
+	u.usage = translate.Usage{PromptTokens: *c.InputTokens, TotalTokens: *c.InputTokens}
+	return nil
 }
 
 // Event reads the usage of message_start and message_delta (whose counts

@@ -239,8 +239,9 @@ func (m *messagesInvoke) FailStream(message, _ string) []byte {
 // Bedrock's {"inputTokens"} comes back as the Messages API's
 // {"input_tokens"}.
 type countTokens struct {
-	invoke *messagesInvoke
-	status int
+	invoke  *messagesInvoke
+	status  int
+	counted int64
 }
 
 // NewCountTokens returns the translator of a count_tokens request to
@@ -292,11 +293,15 @@ func (c *countTokens) ResponseBody(chunk []byte, _ bool) ([]byte, error) {
 	var n struct {
 		InputTokens *int64 `json:"inputTokens"`
 	}
-	if json.Unmarshal(chunk, &n) != nil || n.InputTokens == nil {
+	if json.Unmarshal(chunk, &n) != nil || n.InputTokens == nil || *n.InputTokens < 0 {
 		return nil, api.Unusable("the provider's token count is not CountTokens' answer")
 	}
+	c.counted = *n.InputTokens
 	return fmt.Appendf(nil, `{"input_tokens":%d}`, *n.InputTokens), nil
 }
 
-// Usage implements translate.Translator: a count uses no tokens.
-func (c *countTokens) Usage() translate.Usage { return translate.Usage{} }
+// Usage implements translate.Translator: the tokens counted, which token
+// limits are charged (a count is free of charge).
+func (c *countTokens) Usage() translate.Usage {
+	return translate.Usage{PromptTokens: c.counted, TotalTokens: c.counted}
+}

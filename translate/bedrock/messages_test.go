@@ -43,6 +43,9 @@ func TestCountTokens(t *testing.T) {
 	if out, err := c.ResponseBody([]byte(`{"inputTokens":42}`), true); err != nil || string(out) != `{"input_tokens":42}` {
 		t.Errorf("count: %s %v", out, err)
 	}
+	if u := c.Usage(); u.PromptTokens != 42 || u.TotalTokens != 42 { // charged to token limits
+		t.Errorf("usage of a count of 42: %+v", u)
+	}
 	c = NewCountTokens(translate.Target{Model: "anthropic.claude-x"}, r)
 	c.RequestBody() //nolint:errcheck // a valid request
 	c.ResponseHeaders(400, "application/json")
