@@ -187,12 +187,15 @@ func (ex *exchange) promptTokens() int64 {
 // with a complete answer, or a complete success without any usage. A
 // provider's usage before its answer ended is partial (Anthropic's
 // message_start counts one output token, Gemini's chunks what they carried
-// so far), so an answer cut short is always measured against the text the
-// client got, whatever the provider reported.
+// so far), so an answer cut short, by the client, by Envoy or by the
+// provider (translate.Usage.Partial), is always measured against the text
+// the client got, whatever the provider reported.
 func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	switch {
 	case !ex.answer.sent:
 		return false
+	case u.Partial: // the provider ended its stream before its end
+		return true
 	case ex.answer.envoyReply != nil: // a timeout: the provider had the request
 		return u.TotalTokens == 0
 	case ex.answer.completed:

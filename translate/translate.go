@@ -123,6 +123,11 @@ type Usage struct {
 	// Images is the number of images an image generation returned to the
 	// client: the items of the answer's data array.
 	Images int64
+	// Partial reports a stream the provider ended before its end: broken
+	// off, or ended by an error event. The counts are what it reported on
+	// the way (Anthropic's output_tokens 1 at message_start), not the
+	// answer's: the gateway charges its estimate instead.
+	Partial bool `json:",omitempty"`
 }
 
 // StreamFailer is implemented by a translator whose client stream has an

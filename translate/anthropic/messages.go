@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"slices"
 	"mime"
 	"net/http"
 
@@ -128,7 +129,22 @@ func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 			m.usage.Event(ev.Data)
 		}
 	}
-	return chunk, nil
+	if !endOfStream {
+		return chunk, nil
+	}
+	m.usage.EndStream()
+	if m.usage.Ended() {
+		return chunk, nil
+	}
+	// The stream broke off before message_stop: it ends with the error
+	// event the Messages API's clients raise, after what was sent of an
+	// event, ended so that the error event is one.
+	m.usage.ended = true
+	out := slices.Clip(chunk)
+	if m.dec.Pending() {
+		out = append(out, "\n\n"...)
+	}
+	return api.MessagesErrorEvent(out, "api_error", "The provider's stream ended before it was complete."), nil
 }
 
 // Usage implements translate.Translator.
@@ -147,8 +163,9 @@ func (m *messages) FailStream(message, _ string) []byte {
 // MessagesUsage reads the usage of a Messages API answer relayed as it
 // came: a message, or its stream's events one at a time.
 type MessagesUsage struct {
-	usage translate.Usage
-	ended bool // message_stop or an error event went by
+	usage   translate.Usage
+	ended   bool // message_stop or an error event went by
+	stopped bool // message_stop went by: the stream is complete
 }
 
 // Usage is the usage read so far.
@@ -209,8 +226,19 @@ func (u *MessagesUsage) Event(data []byte) {
 		if ev.Usage != nil {
 			u.usage = ev.Usage.after(u.usage)
 		}
-	case "message_stop", "error":
+	case "message_stop":
+		u.ended, u.stopped = true, true
+	case "error":
 		u.ended = true
+	}
+}
+
+// EndStream is the end of the provider's stream: without message_stop
+// (broken off, or ended by an error event) the usage is partial, what the
+// provider reported on the way.
+func (u *MessagesUsage) EndStream() {
+	if !u.stopped {
+		u.usage.Partial = true
 	}
 }
 

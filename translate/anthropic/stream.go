@@ -53,10 +53,12 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.st.done {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if endOfStream && !c.st.done {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -75,6 +77,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not JSON."}))
 	}
@@ -96,6 +99,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 		return c.blockStop(out, ev)
 	case "error":
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, errorBody(500, data))
 	}
 	return out // ping, content_block_stop, unknown events

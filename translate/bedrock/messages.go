@@ -124,7 +124,10 @@ func (m *messagesInvoke) ResponseBody(chunk []byte, endOfStream bool) ([]byte, e
 	})
 	if err != nil && !m.ended {
 		m.ended = true
-		return api.MessagesErrorEvent(out, "api_error", "The provider's event stream is corrupt."), nil
+		out = api.MessagesErrorEvent(out, "api_error", "The provider's event stream is corrupt.")
+	}
+	if endOfStream {
+		m.usage.EndStream()
 	}
 	if endOfStream && !m.ended {
 		m.ended = true

@@ -44,6 +44,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	})
 	if err != nil && !c.done {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider's event stream is corrupt."}))
 	}
 	if !endOfStream || c.done {
@@ -51,6 +52,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	c.done = true
 	if !c.stopped || c.dec.Pending() {
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -74,10 +76,12 @@ func (c *chat) decodedFrame(out []byte, f rawFrame) []byte {
 	var ev streamEvent
 	if err := json.Unmarshal(f.payload, &ev); err != nil {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider sent an event that is not JSON."}))
 	}
 	if string(f.header(":message-type")) == "exception" {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		code := string(f.header(":exception-type"))
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: exceptionType(code), Message: ev.Message, Code: &code}))
 	}

@@ -56,10 +56,12 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.done {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if endOfStream && !c.done {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -156,6 +158,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	var ev eventIn
 	if err := json.Unmarshal(data, &ev); err != nil {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: "The provider sent a stream event that is not JSON."}))
 	}
 	switch ev.Type {
@@ -200,6 +203,7 @@ func (c *chat) decodedToolCall(out, raw []byte, start bool) []byte {
 func (c *chat) end(out []byte, ev eventIn) []byte {
 	c.done = true
 	if ev.Delta.Error != "" {
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: ev.Delta.Error}))
 	}
 	if ev.Delta.Usage != nil {

@@ -38,6 +38,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.st.done {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: openai.StreamEventTooLarge}))
 	}
 	if !endOfStream || c.st.done {
@@ -45,6 +46,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	c.st.done = true
 	if !c.st.finished || c.dec.Pending() {
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -200,6 +202,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	var r responseIn
 	if err := json.Unmarshal(data, &r); err != nil {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not JSON."}))
 	}
@@ -208,6 +211,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	}
 	if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 {
 		c.st.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, errorBody(500, data))
 	}
 	if !c.st.started {

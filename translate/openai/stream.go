@@ -26,6 +26,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if c.dec.Err() != nil && !c.done {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error", Message: StreamEventTooLarge}))
 	}
 	if !endOfStream {
@@ -33,6 +34,7 @@ func (c *chat) streamChunk(chunk []byte, endOfStream bool) []byte {
 	}
 	if !c.done {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		out = sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider's stream ended before it was complete."}))
 	}
@@ -69,11 +71,13 @@ func (c *chat) event(out, data []byte) []byte {
 	}
 	if !ok {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream event that is not a JSON object."}))
 	}
 	if errMember, found := find(members, "error"); found && !jsonscan.IsNull(errMember.Value) {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.NormalizeError(500, []byte(`{"error":`+string(errMember.Value)+`}`)))
 	}
 	return c.chunk(out, data, members)
@@ -115,6 +119,7 @@ func (c *chat) chunk(out, data []byte, members []jsonscan.Member) []byte {
 	}
 	if f.bad != "" {
 		c.done = true
+		c.usage.Partial = true // the provider's stream ended before its end: estimated
 		return sse.AppendData(out, api.MarshalError(api.ErrorObject{Type: "server_error",
 			Message: "The provider sent a stream chunk with an invalid " + f.bad + "."}))
 	}
