@@ -2,9 +2,9 @@ package anthropic
 
 import (
 	"encoding/json"
-	"slices"
 	"mime"
 	"net/http"
+	"slices"
 
 	"modelgate/translate"
 	"modelgate/translate/api"
