@@ -23,6 +23,12 @@ var (
 	// ErrUnavailable means the key store failed or did not answer in time,
 	// so a presented key could be checked neither way.
 	ErrUnavailable = errors.New("the key store is unavailable")
+	// ErrRefused is what a batch write's error is when the store refused
+	// a record for its content (bytes its text cannot hold, a value out of
+	// range, a constraint the record breaks), not for being unavailable:
+	// the same records would fail the same way again, so retrying them
+	// is futile, whereas the rest of their batch may be stored without them.
+	ErrRefused = errors.New("refused by the store")
 )
 
 // StoredResponse is a response of the Responses API the gateway keeps, for

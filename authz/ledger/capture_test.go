@@ -20,9 +20,9 @@ import (
 )
 
 // captureSink is a CaptureWriter stub: fail, when set, runs before a
-// capture is kept and can fail it.
+// batch is kept and can fail it, all of it.
 type captureSink struct {
-	fail func(call int) error
+	fail func(call int, batch []authz.Capture) error
 
 	mu       sync.Mutex
 	calls    int
@@ -30,14 +30,14 @@ type captureSink struct {
 	saved    []authz.Capture
 }
 
-func (s *captureSink) SaveCapture(ctx context.Context, c authz.Capture) error {
+func (s *captureSink) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
 	s.mu.Unlock()
 	err := ctx.Err()
 	if s.fail != nil && err == nil {
-		err = s.fail(call)
+		err = s.fail(call, cs)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,7 +45,7 @@ func (s *captureSink) SaveCapture(ctx context.Context, c authz.Capture) error {
 		s.failures++
 		return err
 	}
-	s.saved = append(s.saved, c)
+	s.saved = append(s.saved, cs...)
 	return nil
 }
 
@@ -101,16 +101,14 @@ func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 	}
 }
 
-// A store that fails for a while loses no capture and stores none twice,
-// also when a write fails halfway through a batch: the retry writes only
-// the captures not yet stored, in order.
-func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
+// A store that fails for a while loses no capture and stores none twice:
+// a batch is written in one call, all or none, and a failed one is
+// retried whole.
+func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 	const outage, n = 6, 300
-	// The first writes fail, then every fifth for a while: most of those
-	// mid-batch, after some of the batch's captures were stored. (Retried
-	// whole, a batch of 16 would fail until the while is over.)
-	sink := &captureSink{fail: func(call int) error {
-		if call <= outage || (call <= 2*n && call%5 == 0) {
+	// The first writes fail, then every fifth for a while.
+	sink := &captureSink{fail: func(call int, _ []authz.Capture) error {
+		if call <= outage || (call <= n && call%5 == 0) {
 			return errors.New("connection refused")
 		}
 		return nil
@@ -138,25 +136,52 @@ func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
 	}
 }
 
+// Captures go to the store a batch a call, as many as are queued up to
+// MaxBatch: not one by one.
+func TestCapturesWriteBatchesInOneCall(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	sink := &captureSink{fail: func(_ int, batch []authz.Capture) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, len(batch))
+		return nil
+	}}
+	c, _ := newCaptures(t, sink, ledger.Config{MaxBatch: 16})
+	saveRange(t, c, 0, 40) // queued before the writer runs
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if diff := cmp.Diff([]int{16, 16, 8}, sizes); diff != "" {
+		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(captureIDs(0, 40), sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+}
+
 // When Close's deadline passes with the store still down, the captures not
 // written are counted and reported; those written before stay written.
 func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
-	down := make(chan struct{})
+	var down atomic.Bool
+	failed := make(chan struct{})
 	var once sync.Once
-	sink := &captureSink{fail: func(call int) error {
-		if call <= 3 {
+	sink := &captureSink{fail: func(int, []authz.Capture) error {
+		if !down.Load() {
 			return nil
 		}
-		once.Do(func() { close(down) })
+		once.Do(func() { close(failed) })
 		return errors.New("connection refused")
 	}}
-	// One batch of all ten, written once they are queued.
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 10, FlushInterval: time.Hour,
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(context.Background()) }()
-	saveRange(t, c, 0, 10)
-	<-down
+	saveRange(t, c, 0, 3)
+	waitUntil(t, "the first captures are stored", func() bool { return len(sink.requestIDs()) == 3 })
+	down.Store(true)
+	saveRange(t, c, 3, 10)
+	<-failed
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the deadline has passed
 	err := c.Close(ctx)
@@ -239,8 +264,8 @@ func TestCapturesSanitizeStrings(t *testing.T) {
 	}
 }
 
-// flakyCaptureStore is the SQLite store with an outage: SaveCapture fails
-// while down. It counts the captures the store took by request id.
+// flakyCaptureStore is the SQLite store with an outage: SaveCaptures
+// fails while down. It counts the captures the store took by request id.
 type flakyCaptureStore struct {
 	*sqlite.Store
 	down   atomic.Bool
@@ -251,17 +276,19 @@ type flakyCaptureStore struct {
 	saved map[string]int
 }
 
-func (s *flakyCaptureStore) SaveCapture(ctx context.Context, c authz.Capture) error {
+func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
 	if s.down.Load() {
 		s.once.Do(func() { close(s.failed) })
 		return errors.New("dial tcp: connection refused")
 	}
-	if err := s.Store.SaveCapture(ctx, c); err != nil {
+	if err := s.Store.SaveCaptures(ctx, cs); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.saved[c.RequestID]++
+	for _, c := range cs {
+		s.saved[c.RequestID]++
+	}
 	return nil
 }
 

@@ -141,6 +141,22 @@ func pgCode(err error) string {
 	return ""
 }
 
+// refused marks the error of a write authz.ErrRefused when PostgreSQL
+// refused the data for its content: a data exception (SQLSTATE class 22:
+// bytes invalid in UTF-8, NUL in text, a value out of range), an
+// integrity constraint violation (23), or a program limit exceeded (54:
+// a value or a statement too large, which a smaller batch may not be).
+// Other errors (connection, timeout, shutdown, lack of resources) are
+// the store's, not the data's, and pass unchanged.
+func refused(err error) error {
+	switch code := pgCode(err); {
+	case len(code) != 5:
+	case code[:2] == "22", code[:2] == "23", code[:2] == "54":
+		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+	}
+	return err
+}
+
 func notFound(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return authz.ErrNotFound

@@ -55,7 +55,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	if len(recs) == 0 {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return refused(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE usage_batch (LIKE usage) ON COMMIT DROP`); err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 		cols := strings.Join(usageColumns, ", ")
 		_, err := tx.Exec(ctx, `INSERT INTO usage (`+cols+`) SELECT `+cols+` FROM usage_batch ON CONFLICT (record_id) DO NOTHING`)
 		return err
-	})
+	}))
 }
 
 // UsageSince implements authz.Ledger.

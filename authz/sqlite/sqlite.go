@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	driver "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
@@ -216,6 +217,23 @@ func (l limits) Limits() authz.Limits {
 		return new(v.Int64)
 	}
 	return authz.Limits{RequestsPerMinute: p(l[0]), TokensPerMinute: p(l[1]), TokensPerDay: p(l[2]), ConcurrentRequests: p(l[3])}
+}
+
+// refused marks the error of a write authz.ErrRefused when SQLite
+// refused the data for its content: a constraint the row breaks
+// (SQLITE_CONSTRAINT, RAISE(ABORT) in a trigger among them), a string or
+// blob over its size limit (SQLITE_TOOBIG), or a value of the wrong type
+// (SQLITE_MISMATCH). Other errors (a busy or read-only database, a full
+// disk, I/O) are the store's, not the data's, and pass unchanged.
+func refused(err error) error {
+	var e *driver.Error
+	if errors.As(err, &e) {
+		switch e.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+		}
+	}
+	return err
 }
 
 func isUnique(err error) bool {

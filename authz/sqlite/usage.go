@@ -102,11 +102,11 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 				args = appendUsageArgs(args, r)
 			}
 			if _, err := st.ExecContext(ctx, args...); err != nil {
-				return err
+				return refused(err)
 			}
 		}
 	}
-	return tx.Commit()
+	return refused(tx.Commit())
 }
 
 // UsageSince implements authz.Ledger.
