@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"modelgate/authz"
 )
@@ -26,8 +27,15 @@ type CaptureWriter interface {
 // store outage delays captures instead of losing them: SaveCapture only
 // enqueues (waiting at most FullWait when the queue is full), and Run
 // writes a batch in one call, retrying it whole with backoff until the
-// store recovers or Close's deadline passes. Captures that cannot be
-// queued or written are counted in
+// store recovers or Close's deadline passes.
+//
+// A capture the store refuses for its content (authz.ErrRefused) would
+// fail its batch on every retry, and hold back every capture behind it:
+// a refused batch is written again in halves, down to the captures the
+// store refuses on their own, which are left out, logged and counted in
+// modelgate_capture_records_dropped_total{reason="refused"} (the writer
+// being done with them, modelgate_capture_records_written_total counts
+// them too). Captures that cannot be queued or written are counted in
 // modelgate_capture_records_dropped_total.
 type Captures struct {
 	w *writer[authz.Capture]
@@ -45,22 +53,25 @@ func NewCaptures(sink CaptureWriter, reg prometheus.Registerer, cfg Config) (*Ca
 	if sink == nil {
 		return nil, errors.New("ledger: a capture writer needs a store")
 	}
-	w, err := newWriter(captureKind(sink), reg, cfg, Config{QueueSize: 1024, MaxBatch: 64})
+	b := &captureBatches{sink: sink}
+	w, err := newWriter(b.kind(), reg, cfg, Config{QueueSize: 1024, MaxBatch: 64})
 	if err != nil {
 		return nil, err
 	}
+	b.log, b.refused = w.log, w.m.dropped.WithLabelValues("refused")
 	return &Captures{w: w}, nil
 }
 
-// captureKind writes captures to sink a batch in one call, all or none.
-func captureKind(sink CaptureWriter) kind[authz.Capture] {
+// captureBatches writes batches of captures to sink.
+type captureBatches struct {
+	sink    CaptureWriter
+	log     *zap.Logger
+	refused prometheus.Counter // captures the store refused, left out
+}
+
+func (b *captureBatches) kind() kind[authz.Capture] {
 	return kind[authz.Capture]{
-		write: func(ctx context.Context, batch []authz.Capture) (int, error) {
-			if err := sink.SaveCaptures(ctx, batch); err != nil {
-				return 0, err // none stored: retried whole
-			}
-			return len(batch), nil
-		},
+		write:     b.write,
 		sanitize:  sanitizeCapture,
 		metric:    "modelgate_capture",
 		records:   "Payload captures",
@@ -69,6 +80,32 @@ func captureKind(sink CaptureWriter) kind[authz.Capture] {
 		errFull:   errCapturesFull,
 		errClosed: errCapturesClosed,
 	}
+}
+
+// write stores batch in one call, all or none. When the store refuses a
+// capture of it for its content, it writes the batch's halves in turn,
+// each the same way, leaving out a capture refused on its own: a poison
+// capture among n costs about 2·log2(n) more calls. It returns how many of
+// the batch's first captures are done with, stored or left out, and the
+// store's error that stopped it, after which the writer retries the rest.
+func (b *captureBatches) write(ctx context.Context, batch []authz.Capture) (int, error) {
+	err := b.sink.SaveCaptures(ctx, batch)
+	switch {
+	case err == nil:
+		return len(batch), nil
+	case !errors.Is(err, authz.ErrRefused):
+		return 0, err // none stored: retried whole
+	case len(batch) == 1:
+		b.refused.Inc()
+		b.log.Error("capture refused by the store, left out", zap.String("request_id", batch[0].RequestID), zap.Error(err))
+		return 1, nil
+	}
+	half := len(batch) / 2
+	if n, err := b.write(ctx, batch[:half]); err != nil {
+		return n, err
+	}
+	n, err := b.write(ctx, batch[half:])
+	return half + n, err
 }
 
 // SaveCapture implements extproc.CaptureSink. It queues the capture and

@@ -2,9 +2,11 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,6 +162,67 @@ func TestCapturesWriteBatchesInOneCall(t *testing.T) {
 	}
 }
 
+// poisoned reports whether a batch holds a capture whose model is
+// "poison", which a store refuses.
+func poisoned(batch []authz.Capture) bool {
+	return slices.ContainsFunc(batch, func(c authz.Capture) bool { return c.Model == "poison" })
+}
+
+// A capture the store refuses for its content holds back no capture
+// behind it, also while the store fails now and then for other reasons:
+// the others are all stored, once each and in order, the refused ones
+// left out and counted, and nothing waits for a retry that cannot succeed.
+func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
+	const n = 300
+	isPoison := func(i int) bool { return i%37 == 5 || i == n-1 || (i >= 100 && i < 103) }
+	sink := &captureSink{fail: func(call int, batch []authz.Capture) error {
+		switch {
+		case call%7 == 0:
+			return errors.New("connection reset by peer")
+		case poisoned(batch):
+			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", authz.ErrRefused)
+		}
+		return nil
+	}}
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+	runWriter(t, c)
+	var want []string
+	refused := 0
+	for i := range n {
+		rec := capture(i)
+		if isPoison(i) {
+			rec.Model = "poison"
+			refused++
+		} else {
+			want = append(want, rec.RequestID)
+		}
+		if err := c.SaveCapture(context.Background(), rec); err != nil {
+			t.Fatalf("SaveCapture(%d): %v", i, err)
+		}
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if diff := cmp.Diff(want, sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+	for labels, want := range map[string]float64{"reason=refused": float64(refused), "reason=full": 0, "reason=aborted": 0} {
+		if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", labels); got != want {
+			t.Errorf("dropped{%s} = %v, want %v", labels, got, want)
+		}
+	}
+	// After Close a capture is written directly; a refused one is left out too.
+	poison := capture(n)
+	poison.Model = "poison"
+	if err := c.SaveCapture(context.Background(), poison); err != nil {
+		t.Errorf("SaveCapture of a refused capture after Close: %v", err)
+	}
+	if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=refused"); got != float64(refused+1) {
+		t.Errorf("dropped{reason=refused} = %v, want %v", got, refused+1)
+	}
+}
+
 // When Close's deadline passes with the store still down, the captures not
 // written are counted and reported; those written before stay written.
 func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
@@ -198,7 +261,7 @@ func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	if err := c.SaveCapture(context.Background(), capture(10)); err == nil {
 		t.Error("SaveCapture to a failing store after Close succeeded")
 	}
-	for labels, want := range map[string]float64{"reason=aborted": 7, "reason=closed": 1, "reason=full": 0} {
+	for labels, want := range map[string]float64{"reason=aborted": 7, "reason=closed": 1, "reason=full": 0, "reason=refused": 0} {
 		if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", labels); got != want {
 			t.Errorf("dropped{%s} = %v, want %v", labels, got, want)
 		}
@@ -328,5 +391,50 @@ func TestCapturesWithSQLiteOutage(t *testing.T) {
 		if k := s.saved[want.RequestID]; k != 1 {
 			t.Errorf("%s stored %d times", want.RequestID, k)
 		}
+	}
+}
+
+// Through the SQLite store, whose trigger refuses some captures as a
+// constraint would: the others are all stored, and the refused counted.
+func TestCapturesRefusedBySQLite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER not_poison BEFORE INSERT ON captures
+		WHEN NEW.model = 'poison' BEGIN SELECT RAISE(ABORT, 'poison'); END`); err != nil {
+		t.Fatal(err)
+	}
+	c, reg := newCaptures(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	runWriter(t, c)
+	const n = 200
+	for i := range n {
+		rec := capture(i)
+		if i%50 == 7 {
+			rec.Model = "poison"
+		}
+		if err := c.SaveCapture(ctx, rec); err != nil {
+			t.Fatalf("SaveCapture(%d): %v", i, err)
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i := range n {
+		_, err := store.CaptureOf(ctx, capture(i).RequestID)
+		if want := i%50 != 7; (err == nil) != want {
+			t.Errorf("CaptureOf(%s) = %v, want stored %v", capture(i).RequestID, err, want)
+		}
+	}
+	if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=refused"); got != n/50 {
+		t.Errorf("dropped{reason=refused} = %v, want %d", got, n/50)
 	}
 }
