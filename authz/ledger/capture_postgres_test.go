@@ -225,9 +225,9 @@ func TestCapturesRefusedByPostgres(t *testing.T) {
 	if _, err := db.Exec(ctx, `ALTER TABLE captures ADD CONSTRAINT not_poison CHECK (model <> 'poison')`); err != nil {
 		t.Fatal(err)
 	}
-	// A batch retried after a backoff of a minute would outlast Close's
-	// deadline.
-	c, reg := newCaptures(t, store, ledger.Config{FlushInterval: time.Millisecond, MinBackoff: time.Minute})
+	// A batch retried after a backoff of ten minutes would outlast
+	// Close's deadline.
+	c, reg := newCaptures(t, store, ledger.Config{FlushInterval: time.Millisecond, MinBackoff: 10 * time.Minute})
 	runWriter(t, c)
 	const n = 300
 	isPoison := func(i int) bool { return i%50 == 7 }
@@ -240,9 +240,7 @@ func TestCapturesRefusedByPostgres(t *testing.T) {
 			t.Fatalf("SaveCapture(%d): %v", i, err)
 		}
 	}
-	closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := c.Close(closeCtx); err != nil {
+	if err := c.Close(closeWithin(t, 2*time.Minute)); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	for i := range n {

@@ -162,6 +162,14 @@ func TestCapturesWriteBatchesInOneCall(t *testing.T) {
 	}
 }
 
+// closeWithin is a context for Close ending after d: a writer that retried
+// a refused batch, which never succeeds, would keep Close waiting.
+func closeWithin(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // poisoned reports whether a batch holds a capture whose model is
 // "poison", which a store refuses.
 func poisoned(batch []authz.Capture) bool {
@@ -201,7 +209,7 @@ func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
 			t.Fatalf("SaveCapture(%d): %v", i, err)
 		}
 	}
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(closeWithin(t, time.Minute)); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	if diff := cmp.Diff(want, sink.requestIDs()); diff != "" {
@@ -425,7 +433,7 @@ func TestCapturesRefusedBySQLite(t *testing.T) {
 			t.Fatalf("SaveCapture(%d): %v", i, err)
 		}
 	}
-	if err := c.Close(ctx); err != nil {
+	if err := c.Close(closeWithin(t, time.Minute)); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	for i := range n {
