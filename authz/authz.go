@@ -23,11 +23,12 @@ var (
 	// ErrUnavailable means the key store failed or did not answer in time,
 	// so a presented key could be checked neither way.
 	ErrUnavailable = errors.New("the key store is unavailable")
-	// ErrRefused means the store refused a record for what it holds (a
-	// value out of its range, a byte sequence it cannot store), not for
-	// being away: writing it again fails again, so writers set it aside
-	// instead of retrying it.
-	ErrRefused = errors.New("the store refuses the record")
+	// ErrRefused is what a batch write's error is when the store refused
+	// a record for its content (bytes its text cannot hold, a value out of
+	// range, a constraint the record breaks), not for being unavailable:
+	// the same records would fail the same way again, so retrying them
+	// is futile, whereas the rest of their batch may be stored without them.
+	ErrRefused = errors.New("refused by the store")
 )
 
 // StoredResponse is a response of the Responses API the gateway keeps, for

@@ -103,6 +103,7 @@ type Ledger interface {
 	AppendUsage(ctx context.Context, rec UsageRecord) error
 	// AppendUsageBatch appends records in one transaction: all or none.
 	// Records whose ID is stored already are skipped, as by AppendUsage.
+	// ErrRefused when the store refused a record for its content.
 	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
 	// UsageSince sums an account's usage records at or after since.
 	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)
@@ -127,8 +128,13 @@ type Ledger interface {
 
 // Captures keeps the bodies payload capture took of exchanges, by request.
 type Captures interface {
-	// SaveCapture keeps an exchange's captured bodies.
-	SaveCapture(ctx context.Context, c Capture) error
+	// SaveCaptures keeps exchanges' captured bodies, all or none: a
+	// batch that fails stores nothing, so that it can be retried whole.
+	// A store keeps one capture a request: a capture whose request has
+	// one stored, or earlier in the batch, is skipped, so that a batch
+	// written again after its reply was lost stores nothing twice.
+	// ErrRefused when the store refused a capture for its content.
+	SaveCaptures(ctx context.Context, cs []Capture) error
 	// CaptureOf returns the capture of a request; ErrNotFound when there
 	// is none.
 	CaptureOf(ctx context.Context, requestID string) (Capture, error)

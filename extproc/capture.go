@@ -57,7 +57,8 @@ const Redacted = "[redacted]"
 // hide ordinary words.
 const minSecretLen = 8
 
-// CaptureSink keeps captures: the store (authz.Store is one), or a file.
+// CaptureSink keeps captures: a queue to the store (ledger.Captures), or
+// a file.
 type CaptureSink interface {
 	SaveCapture(ctx context.Context, c authz.Capture) error
 }

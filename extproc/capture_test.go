@@ -122,7 +122,7 @@ type teeSink struct {
 }
 
 func (s *teeSink) SaveCapture(ctx context.Context, c authz.Capture) error {
-	if err := s.store.SaveCapture(ctx, c); err != nil {
+	if err := s.store.SaveCaptures(ctx, []authz.Capture{c}); err != nil {
 		return err
 	}
 	line, err := json.Marshal(map[string]any{"request_id": c.RequestID, "request": c.Request, "response": c.Response})

@@ -35,8 +35,10 @@ func TestDashboardRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.store.SaveCapture(ctx, authz.Capture{RequestID: "req-Ch", AccountID: a.ID, Status: 200, At: at,
-		Request: `{"messages":[{"content":"<script>alert(1)</script>"}]}`, Response: "data: [DONE]", ResponseTruncated: true})
+	if err := h.store.SaveCaptures(ctx, []authz.Capture{{RequestID: "req-Ch", AccountID: a.ID, Status: 200, At: at,
+		Request: `{"messages":[{"content":"<script>alert(1)</script>"}]}`, Response: "data: [DONE]", ResponseTruncated: true}}); err != nil {
+		t.Fatal(err)
+	}
 	rows := regexp.MustCompile(`<a href="/admin/requests/(req-[A-Za-z]+)">`)
 	p := b.get(t, "/admin/requests")
 	ids := rows.FindAllStringSubmatch(p.Body, -1)

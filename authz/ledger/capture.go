@@ -13,18 +13,28 @@ import (
 // CaptureWriter is where Captures writes: the part of authz.Captures it
 // uses.
 type CaptureWriter interface {
-	SaveCapture(ctx context.Context, c authz.Capture) error
+	// SaveCaptures keeps captures all or none, so that a failed batch can
+	// be retried whole, and skips requests with a capture kept already,
+	// so that one retried after its reply was lost stores nothing twice.
+	// Its error is authz.ErrRefused when the store refused a capture for
+	// its content.
+	SaveCaptures(ctx context.Context, cs []authz.Capture) error
 }
 
 // Captures is an extproc.CaptureSink that queues payload captures and
 // writes them to the store as the Ledger does usage records, so that a
 // store outage delays captures instead of losing them: SaveCapture only
 // enqueues (waiting at most FullWait when the queue is full), and Run
-// writes, retrying with backoff until the store recovers or Close's
-// deadline passes. The store has no batch of captures: a batch is written
-// capture by capture, and a retry writes only those not yet stored. The
-// one way to store a capture twice is an insert whose reply is lost.
-// Captures that cannot be queued or written are counted in
+// writes a batch in one call, retrying it whole with backoff until the
+// store recovers or Close's deadline passes.
+//
+// A capture the store refuses for its content (authz.ErrRefused) would
+// fail its batch on every retry, and hold back every capture behind it:
+// a refused batch is written again in halves, down to the captures the
+// store refuses on their own, which are left out, logged and counted in
+// modelgate_capture_records_dropped_total{reason="refused"} (the writer
+// being done with them, modelgate_capture_records_written_total counts
+// them too). Captures that cannot be queued or written are counted in
 // modelgate_capture_records_dropped_total.
 type Captures struct {
 	w *writer[authz.Capture]
@@ -49,18 +59,18 @@ func NewCaptures(sink CaptureWriter, reg prometheus.Registerer, cfg Config) (*Ca
 	return &Captures{w: w}, nil
 }
 
-// captureKind writes captures to sink one by one.
+// captureKind writes a batch of captures to sink in one call, all or
+// none; the writer sets aside a capture the store refuses.
 func captureKind(sink CaptureWriter) kind[authz.Capture] {
 	return kind[authz.Capture]{
 		write: func(ctx context.Context, batch []authz.Capture) (int, error) {
-			for i, c := range batch {
-				if err := sink.SaveCapture(ctx, c); err != nil {
-					return i, err
-				}
+			if err := sink.SaveCaptures(ctx, batch); err != nil {
+				return 0, err // none stored: retried whole, or halved if refused
 			}
 			return len(batch), nil
 		},
 		sanitize:  sanitizeCapture,
+		requestID: func(c *authz.Capture) string { return c.RequestID },
 		metric:    "modelgate_capture",
 		records:   "Payload captures",
 		noun:      "capture",

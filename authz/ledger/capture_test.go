@@ -2,9 +2,11 @@ package ledger_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +22,9 @@ import (
 )
 
 // captureSink is a CaptureWriter stub: fail, when set, runs before a
-// capture is kept and can fail it.
+// batch is kept and can fail it, all of it.
 type captureSink struct {
-	fail func(call int) error
+	fail func(call int, batch []authz.Capture) error
 
 	mu       sync.Mutex
 	calls    int
@@ -30,14 +32,14 @@ type captureSink struct {
 	saved    []authz.Capture
 }
 
-func (s *captureSink) SaveCapture(ctx context.Context, c authz.Capture) error {
+func (s *captureSink) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
 	s.mu.Unlock()
 	err := ctx.Err()
 	if s.fail != nil && err == nil {
-		err = s.fail(call)
+		err = s.fail(call, cs)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,7 +47,7 @@ func (s *captureSink) SaveCapture(ctx context.Context, c authz.Capture) error {
 		s.failures++
 		return err
 	}
-	s.saved = append(s.saved, c)
+	s.saved = append(s.saved, cs...)
 	return nil
 }
 
@@ -101,16 +103,14 @@ func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 	}
 }
 
-// A store that fails for a while loses no capture and stores none twice,
-// also when a write fails halfway through a batch: the retry writes only
-// the captures not yet stored, in order.
-func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
+// A store that fails for a while loses no capture and stores none twice:
+// a batch is written in one call, all or none, and a failed one is
+// retried whole.
+func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 	const outage, n = 6, 300
-	// The first writes fail, then every fifth for a while: most of those
-	// mid-batch, after some of the batch's captures were stored. (Retried
-	// whole, a batch of 16 would fail until the while is over.)
-	sink := &captureSink{fail: func(call int) error {
-		if call <= outage || (call <= 2*n && call%5 == 0) {
+	// The first writes fail, then every fifth for a while.
+	sink := &captureSink{fail: func(call int, _ []authz.Capture) error {
+		if call <= outage || (call <= n && call%5 == 0) {
 			return errors.New("connection refused")
 		}
 		return nil
@@ -138,25 +138,121 @@ func TestCapturesRetryOnlyWhatIsNotStored(t *testing.T) {
 	}
 }
 
+// Captures go to the store a batch a call, as many as are queued up to
+// MaxBatch: not one by one.
+func TestCapturesWriteBatchesInOneCall(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	sink := &captureSink{fail: func(_ int, batch []authz.Capture) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, len(batch))
+		return nil
+	}}
+	c, _ := newCaptures(t, sink, ledger.Config{MaxBatch: 16})
+	saveRange(t, c, 0, 40) // queued before the writer runs
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if diff := cmp.Diff([]int{16, 16, 8}, sizes); diff != "" {
+		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(captureIDs(0, 40), sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+}
+
+// closeWithin is a context for Close ending after d: a writer that retried
+// a refused batch, which never succeeds, would keep Close waiting.
+func closeWithin(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// poisoned reports whether a batch holds a capture whose model is
+// "poison", which a store refuses.
+func poisoned(batch []authz.Capture) bool {
+	return slices.ContainsFunc(batch, func(c authz.Capture) bool { return c.Model == "poison" })
+}
+
+// A capture the store refuses for its content holds back no capture
+// behind it, also while the store fails now and then for other reasons:
+// the others are all stored, once each and in order, the refused ones
+// left out and counted, and nothing waits for a retry that cannot succeed.
+func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
+	const n = 300
+	isPoison := func(i int) bool { return i%37 == 5 || i == n-1 || (i >= 100 && i < 103) }
+	sink := &captureSink{fail: func(call int, batch []authz.Capture) error {
+		switch {
+		case call%7 == 0:
+			return errors.New("connection reset by peer")
+		case poisoned(batch):
+			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", authz.ErrRefused)
+		}
+		return nil
+	}}
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+	runWriter(t, c)
+	var want []string
+	refused := 0
+	for i := range n {
+		rec := capture(i)
+		if isPoison(i) {
+			rec.Model = "poison"
+			refused++
+		} else {
+			want = append(want, rec.RequestID)
+		}
+		if err := c.SaveCapture(context.Background(), rec); err != nil {
+			t.Fatalf("SaveCapture(%d): %v", i, err)
+		}
+	}
+	if err := c.Close(closeWithin(t, time.Minute)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if diff := cmp.Diff(want, sink.requestIDs()); diff != "" {
+		t.Errorf("captures stored (-want +got):\n%s", diff)
+	}
+	for labels, want := range map[string]float64{"reason=refused": float64(refused), "reason=full": 0, "reason=aborted": 0} {
+		if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", labels); got != want {
+			t.Errorf("dropped{%s} = %v, want %v", labels, got, want)
+		}
+	}
+	// After Close a capture is written directly; a refused one is left out too.
+	poison := capture(n)
+	poison.Model = "poison"
+	if err := c.SaveCapture(context.Background(), poison); err != nil {
+		t.Errorf("SaveCapture of a refused capture after Close: %v", err)
+	}
+	if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=refused"); got != float64(refused+1) {
+		t.Errorf("dropped{reason=refused} = %v, want %v", got, refused+1)
+	}
+}
+
 // When Close's deadline passes with the store still down, the captures not
 // written are counted and reported; those written before stay written.
 func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
-	down := make(chan struct{})
+	var down atomic.Bool
+	failed := make(chan struct{})
 	var once sync.Once
-	sink := &captureSink{fail: func(call int) error {
-		if call <= 3 {
+	sink := &captureSink{fail: func(int, []authz.Capture) error {
+		if !down.Load() {
 			return nil
 		}
-		once.Do(func() { close(down) })
+		once.Do(func() { close(failed) })
 		return errors.New("connection refused")
 	}}
-	// One batch of all ten, written once they are queued.
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 10, FlushInterval: time.Hour,
+	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(context.Background()) }()
-	saveRange(t, c, 0, 10)
-	<-down
+	saveRange(t, c, 0, 3)
+	waitUntil(t, "the first captures are stored", func() bool { return len(sink.requestIDs()) == 3 })
+	down.Store(true)
+	saveRange(t, c, 3, 10)
+	<-failed
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the deadline has passed
 	err := c.Close(ctx)
@@ -173,7 +269,7 @@ func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	if err := c.SaveCapture(context.Background(), capture(10)); err == nil {
 		t.Error("SaveCapture to a failing store after Close succeeded")
 	}
-	for labels, want := range map[string]float64{"reason=aborted": 7, "reason=closed": 1, "reason=full": 0} {
+	for labels, want := range map[string]float64{"reason=aborted": 7, "reason=closed": 1, "reason=full": 0, "reason=refused": 0} {
 		if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", labels); got != want {
 			t.Errorf("dropped{%s} = %v, want %v", labels, got, want)
 		}
@@ -239,8 +335,8 @@ func TestCapturesSanitizeStrings(t *testing.T) {
 	}
 }
 
-// flakyCaptureStore is the SQLite store with an outage: SaveCapture fails
-// while down. It counts the captures the store took by request id.
+// flakyCaptureStore is the SQLite store with an outage: SaveCaptures
+// fails while down. It counts the captures the store took by request id.
 type flakyCaptureStore struct {
 	*sqlite.Store
 	down   atomic.Bool
@@ -251,17 +347,19 @@ type flakyCaptureStore struct {
 	saved map[string]int
 }
 
-func (s *flakyCaptureStore) SaveCapture(ctx context.Context, c authz.Capture) error {
+func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
 	if s.down.Load() {
 		s.once.Do(func() { close(s.failed) })
 		return errors.New("dial tcp: connection refused")
 	}
-	if err := s.Store.SaveCapture(ctx, c); err != nil {
+	if err := s.Store.SaveCaptures(ctx, cs); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.saved[c.RequestID]++
+	for _, c := range cs {
+		s.saved[c.RequestID]++
+	}
 	return nil
 }
 
@@ -301,5 +399,50 @@ func TestCapturesWithSQLiteOutage(t *testing.T) {
 		if k := s.saved[want.RequestID]; k != 1 {
 			t.Errorf("%s stored %d times", want.RequestID, k)
 		}
+	}
+}
+
+// Through the SQLite store, whose trigger refuses some captures as a
+// constraint would: the others are all stored, and the refused counted.
+func TestCapturesRefusedBySQLite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TRIGGER not_poison BEFORE INSERT ON captures
+		WHEN NEW.model = 'poison' BEGIN SELECT RAISE(ABORT, 'poison'); END`); err != nil {
+		t.Fatal(err)
+	}
+	c, reg := newCaptures(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	runWriter(t, c)
+	const n = 200
+	for i := range n {
+		rec := capture(i)
+		if i%50 == 7 {
+			rec.Model = "poison"
+		}
+		if err := c.SaveCapture(ctx, rec); err != nil {
+			t.Fatalf("SaveCapture(%d): %v", i, err)
+		}
+	}
+	if err := c.Close(closeWithin(t, time.Minute)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i := range n {
+		_, err := store.CaptureOf(ctx, capture(i).RequestID)
+		if want := i%50 != 7; (err == nil) != want {
+			t.Errorf("CaptureOf(%s) = %v, want stored %v", capture(i).RequestID, err, want)
+		}
+	}
+	if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=refused"); got != n/50 {
+		t.Errorf("dropped{reason=refused} = %v, want %d", got, n/50)
 	}
 }

@@ -46,8 +46,11 @@ type Config struct {
 	// queue takes up to 128 MiB, where 16384 would take 2 GiB.
 	QueueSize int
 	// MaxBatch is the most records one write carries; zero means 500, for
-	// Captures 64: the store writes captures one by one, so a larger batch
-	// saves nothing and holds more of them outside the queue.
+	// Captures 64: a batch of captures is one statement, which at the
+	// default max_bytes carries up to 8 MiB of bodies. Its round trip is
+	// then a small part of its time, most of which goes to the bodies
+	// (PostgreSQL compressing and logging them): a larger batch would add
+	// to the bodies copied at once more than to the rate.
 	MaxBatch int
 	// FlushInterval is how long the first record of a batch waits for
 	// others before the batch is written; zero means 100ms. Records reach
@@ -56,7 +59,10 @@ type Config struct {
 	// FullWait is how long AppendUsage (SaveCapture) waits for room in a
 	// full queue before it drops the record; zero means 100ms, negative drops at once.
 	FullWait time.Duration
-	// WriteTimeout bounds one batch write; zero means 10s.
+	// WriteTimeout bounds one batch write; zero means 10s, for a batch
+	// of captures (up to 8 MiB) ample time on a database that is up.
+	// A write that times out is retried; for Captures, what it stored
+	// of a refused batch's halves before then stays stored.
 	WriteTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the pause before retrying a failed
 	// write, which doubles from the one to the other; zero means 50ms and
@@ -102,8 +108,8 @@ func usageKind(store BatchWriter) kind[authz.UsageRecord] {
 			}
 			return len(batch), nil
 		},
-		sanitize: sanitizeUsage,
-		metric:   "modelgate_ledger", records: "Usage records", noun: "usage", name: "ledger",
+		sanitize: sanitizeUsage, requestID: func(r *authz.UsageRecord) string { return r.RequestID },
+		metric: "modelgate_ledger", records: "Usage records", noun: "usage", name: "ledger",
 		errFull: ErrFull, errClosed: ErrClosed,
 	}
 }

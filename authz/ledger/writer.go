@@ -28,6 +28,9 @@ type kind[T any] struct {
 	write func(ctx context.Context, batch []T) (int, error)
 	// sanitize makes a record's strings storable (see storable).
 	sanitize func(*T)
+	// requestID names the request a record is of, in the log line of one
+	// the store refused.
+	requestID func(*T) string
 	// metric prefixes the metrics' names: "modelgate_ledger".
 	metric string
 	// records starts the metrics' help texts: "Usage records".
@@ -149,14 +152,13 @@ func (w *writer[T]) put(ctx context.Context, rec T) error {
 }
 
 // writeClosed writes one record straight to the store, once, counting it
-// dropped when that fails.
+// dropped when that fails (set aside when the store refuses it).
 func (w *writer[T]) writeClosed(ctx context.Context, rec T) error {
 	w.kind.sanitize(&rec)
-	if _, err := w.kind.write(ctx, []T{rec}); err != nil {
+	if _, err := w.try(ctx, []T{rec}); err != nil {
 		w.m.droppedClosed.Inc()
 		return fmt.Errorf("writing %s after the %s closed: %w", w.kind.noun, w.kind.name, err)
 	}
-	w.m.written.Inc()
 	return nil
 }
 
@@ -339,7 +341,8 @@ func (w *writer[T]) try(ctx context.Context, batch []T) (int, error) {
 func (w *writer[T]) setAside(ctx context.Context, batch []T, cause error) (int, error) {
 	if len(batch) == 1 {
 		w.m.droppedRefused.Inc()
-		w.log.Error(w.kind.noun+" record refused by the store, set aside", zap.Error(cause))
+		w.log.Error("record refused by the store, set aside", zap.String("writer", w.kind.name),
+			zap.String("request_id", w.kind.requestID(&batch[0])), zap.Error(cause))
 		return 1, nil
 	}
 	mid, done := len(batch)/2, 0

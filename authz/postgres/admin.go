@@ -93,29 +93,3 @@ func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz
 		return r, nil
 	}, query, args...)
 }
-
-// SaveCapture implements authz.Captures.
-func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
-		response, request_truncated, response_truncated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		c.RequestID, ms(c.At), c.AccountID, c.KeyID, c.Endpoint, c.Model, c.Status, c.Request, c.Response,
-		c.RequestTruncated, c.ResponseTruncated)
-	return err
-}
-
-// CaptureOf implements authz.Captures.
-func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
-	var c authz.Capture
-	err := s.row(ctx, func(row pgx.Row) error {
-		return row.Scan(&c.RequestID, &c.At, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Status, &c.Request, &c.Response,
-			&c.RequestTruncated, &c.ResponseTruncated)
-	}, `SELECT request_id, at, account_id, key_id, endpoint, model, status, request, response,
-		request_truncated, response_truncated FROM captures WHERE request_id = $1 ORDER BY at DESC LIMIT 1`, requestID)
-	c.At = c.At.UTC()
-	return c, err
-}
-
-// DeleteCapturesBefore implements authz.Captures.
-func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return s.deleteBefore(ctx, "captures", before, limit)
-}

@@ -7,7 +7,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -142,16 +141,17 @@ func pgCode(err error) string {
 	return ""
 }
 
-// refused marks an error of a record's content as authz.ErrRefused:
-// SQLSTATE classes 22 (data exception: a byte sequence PostgreSQL cannot
-// store, a time out of its range), 23 (integrity constraint) and 54
-// (program limit exceeded: a value too large), which fail again however
-// often the record is written.
+// refused marks the error of a write authz.ErrRefused when PostgreSQL
+// refused the data for its content: a data exception (SQLSTATE class 22:
+// bytes invalid in UTF-8, NUL in text, a value out of range), an
+// integrity constraint violation (23), or a program limit exceeded (54:
+// a value or a statement too large, which a smaller batch may not be).
+// Other errors (connection, timeout, shutdown, lack of resources) are
+// the store's, not the data's, and pass unchanged.
 func refused(err error) error {
 	switch code := pgCode(err); {
-	case code == "":
-		return err
-	case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"), strings.HasPrefix(code, "54"):
+	case len(code) != 5:
+	case code[:2] == "22", code[:2] == "23", code[:2] == "54":
 		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
 	}
 	return err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,49 @@ func TestAppendUsageBatchRefusal(t *testing.T) {
 	s.Close()
 	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{good}); err == nil || errors.Is(err, authz.ErrRefused) {
 		t.Errorf("AppendUsageBatch on a closed pool = %v, want an error that is no refusal", err)
+	}
+}
+
+// A capture or usage record PostgreSQL refuses for its content (NUL in
+// text, a status out of range, a constraint it breaks) fails its whole
+// batch with an error that is authz.ErrRefused; a store that is away
+// fails it with one that is not.
+func TestRefusedWritesAreErrRefused(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	defer s.Close()
+	// A constraint the schema may one day have: the rule a poison record breaks.
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE captures ADD CONSTRAINT not_poison CHECK (model <> 'poison')`); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(spoil func(*authz.Capture)) []authz.Capture {
+		var cs []authz.Capture
+		for i := range 100 {
+			cs = append(cs, authz.Capture{RequestID: fmt.Sprintf("req-%d", i), Endpoint: "chat.completions", Model: "m",
+				Status: 200, At: time.UnixMilli(1_800_000_000_000), Request: "{}", Response: "{}"})
+		}
+		spoil(&cs[60])
+		return cs
+	}
+	for name, spoil := range map[string]func(*authz.Capture){
+		"NUL":                 func(c *authz.Capture) { c.Response = "a\x00b" },
+		"invalid UTF-8":       func(c *authz.Capture) { c.Request = "\xc3" },
+		"status out of range": func(c *authz.Capture) { c.Status = 1 << 40 },
+		"check constraint":    func(c *authz.Capture) { c.Model = "poison" },
+	} {
+		if err := s.SaveCaptures(ctx, batch(spoil)); !errors.Is(err, authz.ErrRefused) {
+			t.Errorf("%s: SaveCaptures = %v, want ErrRefused", name, err)
+		}
+	}
+	if _, err := s.CaptureOf(ctx, "req-0"); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("a capture of a refused batch was kept: %v", err)
+	}
+	usage := []authz.UsageRecord{{ID: "use_1", RequestID: "r", Model: "m\x00", At: time.Now()}}
+	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, authz.ErrRefused) {
+		t.Errorf("AppendUsageBatch with NUL = %v, want ErrRefused", err)
+	}
+	s.Close()
+	if err := s.SaveCaptures(ctx, batch(func(*authz.Capture) {})); err == nil || errors.Is(err, authz.ErrRefused) {
+		t.Errorf("SaveCaptures to a closed store = %v, want an error that is not ErrRefused", err)
 	}
 }

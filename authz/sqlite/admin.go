@@ -92,29 +92,3 @@ func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz
 		return r, nil
 	}, query, args...)
 }
-
-// SaveCapture implements authz.Captures.
-func (s *Store) SaveCapture(ctx context.Context, c authz.Capture) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO captures (request_id, at, account_id, key_id, endpoint, model, status, request,
-		response, request_truncated, response_truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.RequestID, c.At.UnixMilli(), c.AccountID, c.KeyID, c.Endpoint, c.Model, c.Status, c.Request, c.Response,
-		c.RequestTruncated, c.ResponseTruncated)
-	return err
-}
-
-// CaptureOf implements authz.Captures.
-func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
-	var c authz.Capture
-	var at int64
-	err := s.db.QueryRowContext(ctx, `SELECT request_id, at, account_id, key_id, endpoint, model, status, request, response,
-		request_truncated, response_truncated FROM captures WHERE request_id = ? ORDER BY at DESC LIMIT 1`, requestID).Scan(
-		&c.RequestID, &at, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Status, &c.Request, &c.Response,
-		&c.RequestTruncated, &c.ResponseTruncated)
-	c.At = fromMS(at)
-	return c, notFound(err)
-}
-
-// DeleteCapturesBefore implements authz.Captures.
-func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return s.deleteBefore(ctx, "captures", before, limit)
-}

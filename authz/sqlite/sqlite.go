@@ -11,7 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite" // registers the "sqlite" driver
+	driver "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
@@ -218,6 +219,23 @@ func (l limits) Limits() authz.Limits {
 	return authz.Limits{RequestsPerMinute: p(l[0]), TokensPerMinute: p(l[1]), TokensPerDay: p(l[2]), ConcurrentRequests: p(l[3])}
 }
 
+// refused marks the error of a write authz.ErrRefused when SQLite
+// refused the data for its content: a constraint the row breaks
+// (SQLITE_CONSTRAINT, RAISE(ABORT) in a trigger among them), a string or
+// blob over its size limit (SQLITE_TOOBIG), or a value of the wrong type
+// (SQLITE_MISMATCH). Other errors (a busy or read-only database, a full
+// disk, I/O) are the store's, not the data's, and pass unchanged.
+func refused(err error) error {
+	var e *driver.Error
+	if errors.As(err, &e) {
+		switch e.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+			return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+		}
+	}
+	return err
+}
+
 func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
@@ -230,21 +248,6 @@ func isForeignKey(err error) bool {
 func exists(err error, what, id string) error {
 	if isUnique(err) {
 		return fmt.Errorf("%s %q: %w", what, id, authz.ErrExists)
-	}
-	return err
-}
-
-// refused marks an error of a record's content as authz.ErrRefused:
-// SQLite's result codes TOOBIG, CONSTRAINT, MISMATCH and RANGE, which fail
-// again however often the record is written.
-func refused(err error) error {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() & 0xff { // the primary code; extended codes add bits above
-	case 18, 19, 20, 25: // SQLITE_TOOBIG, SQLITE_CONSTRAINT, SQLITE_MISMATCH, SQLITE_RANGE
-		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
 	}
 	return err
 }

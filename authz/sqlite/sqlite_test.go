@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -247,5 +248,43 @@ func TestUpgradeKeepsZeroLimitsUnlimited(t *testing.T) {
 	}
 	if a.Limits != (authz.Limits{}) || a.Budget != nil {
 		t.Errorf("account after the upgrade: %+v", a.Limits)
+	}
+}
+
+// A capture or usage record SQLite refuses for its content (here, a
+// trigger's rule it breaks) fails its whole batch, also one written in
+// several statements, with an error that is authz.ErrRefused; a store
+// that is away fails it with one that is not.
+func TestRefusedWritesAreErrRefused(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	defer s.Close()
+	for _, table := range []string{"captures", "usage"} {
+		if _, err := s.db.ExecContext(ctx, `CREATE TRIGGER `+table+`_not_poison BEFORE INSERT ON `+table+`
+			WHEN NEW.model = 'poison' BEGIN SELECT RAISE(ABORT, 'poison'); END`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batch []authz.Capture
+	for i := range 3*captureRows + 5 {
+		batch = append(batch, authz.Capture{RequestID: "req-" + strconv.Itoa(i), Endpoint: "chat.completions", Model: "m",
+			Status: 200, At: time.UnixMilli(1_800_000_000_000), Request: "{}", Response: "{}"})
+	}
+	batch[2*captureRows+1].Model = "poison" // in the third statement
+	if err := s.SaveCaptures(ctx, batch); !errors.Is(err, authz.ErrRefused) {
+		t.Errorf("SaveCaptures = %v, want ErrRefused", err)
+	}
+	if _, err := s.CaptureOf(ctx, "req-0"); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("a capture of a refused batch was kept: %v", err)
+	}
+	usage := usageBatch(0, 100)
+	usage[70].Model = "poison"
+	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, authz.ErrRefused) {
+		t.Errorf("AppendUsageBatch = %v, want ErrRefused", err)
+	}
+	s.Close()
+	batch[2*captureRows+1].Model = "m"
+	if err := s.SaveCaptures(ctx, batch); err == nil || errors.Is(err, authz.ErrRefused) {
+		t.Errorf("SaveCaptures to a closed store = %v, want an error that is not ErrRefused", err)
 	}
 }

@@ -106,7 +106,7 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 			}
 		}
 	}
-	return tx.Commit()
+	return refused(tx.Commit())
 }
 
 // UsageSince implements authz.Ledger.

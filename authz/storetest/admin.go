@@ -23,11 +23,6 @@ func Audit[S authz.Audit](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore, test[S]{"Audit", testAudit[S]})
 }
 
-// Captures tests authz.Captures.
-func Captures[S authz.Captures](t *testing.T, newStore func(t *testing.T) S) {
-	run(t, newStore, test[S]{"Captures", testCaptures[S]})
-}
-
 // testPrices: prices set at run time are listed by model and From, a
 // price of the same model and From replaces the last, and deleting one
 // leaves the others.
@@ -108,30 +103,5 @@ func testAudit[S authz.Audit](t *testing.T, s S) {
 	byTarget, _ := s.ListAudit(ctx, authz.AuditQuery{Target: "acct_1"})
 	if len(byTarget) != 3 || byTarget[0].ID != got[0].ID || byTarget[2].Before != nil {
 		t.Errorf("acct_1's entries: %+v", byTarget)
-	}
-}
-
-// testCaptures: a capture is kept and found by its request, and goes with
-// retention.
-func testCaptures[S authz.Captures](t *testing.T, s S) {
-	ctx := context.Background()
-	at := time.UnixMilli(1_800_000_000_000).UTC()
-	c := authz.Capture{RequestID: "req-1", AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m", Status: 200,
-		At: at, Request: `{"a":1}`, Response: "data: x", ResponseTruncated: true}
-	if err := s.SaveCapture(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.CaptureOf(ctx, "req-1")
-	if err != nil || cmp.Diff(c, got) != "" {
-		t.Errorf("CaptureOf = %+v, %v (-want +got):\n%s", got, err, cmp.Diff(c, got))
-	}
-	if _, err := s.CaptureOf(ctx, "req-2"); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("no capture: %v", err)
-	}
-	if n, err := s.DeleteCapturesBefore(ctx, at.Add(time.Millisecond), 10); err != nil || n != 1 {
-		t.Errorf("retention: %d, %v", n, err)
-	}
-	if _, err := s.CaptureOf(ctx, "req-1"); !errors.Is(err, authz.ErrNotFound) {
-		t.Errorf("after retention: %v", err)
 	}
 }

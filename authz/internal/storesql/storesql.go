@@ -306,3 +306,27 @@ func (d Dialect) SpentSince(subject string) (query, id string, err error) {
 	}
 	return `SELECT COALESCE(SUM(cost_nanos), 0) FROM usage WHERE ` + where + ` AND at >= ` + d.Param(2) + ` AND attempt = 0`, id, nil
 }
+
+// OneCaptureARequest returns cs without the captures of a request that
+// came earlier in cs, as authz.Captures.SaveCaptures keeps them: cs
+// itself when no request repeats, as in every batch the gateway writes.
+func OneCaptureARequest(cs []authz.Capture) []authz.Capture {
+	seen := make(map[string]struct{}, len(cs))
+	var out []authz.Capture // nil until a request repeats
+	for i, c := range cs {
+		if _, dup := seen[c.RequestID]; !dup {
+			seen[c.RequestID] = struct{}{}
+			if out != nil {
+				out = append(out, c)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]authz.Capture, 0, len(cs)-1), cs[:i]...)
+		}
+	}
+	if out == nil {
+		return cs
+	}
+	return out
+}
