@@ -21,7 +21,9 @@ func FuzzRedaction(f *testing.F) {
 		if out2 := r.final(out); out2 != out {
 			t.Fatalf("%q kept a credential: %q", body, out)
 		}
-		if strings.Contains(strings.ToLower(string(body)), `"content":"secret"`) && strings.Contains(out, "SECRET") {
+		// SECRET only as the member's value: elsewhere it is text to keep
+		n := strings.Count(strings.ToLower(string(body)), `"content":"secret"`)
+		if n > 0 && n == strings.Count(string(body), "SECRET") && strings.Contains(out, "SECRET") {
 			t.Fatalf("%q kept a redacted member's value: %q", body, out)
 		}
 	})
