@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -160,7 +161,7 @@ func (r Redaction) redact(body []byte, truncated bool) string {
 		if doc, ok := decodeJSON(trimmed); ok {
 			var ls []leaf
 			r.walk(doc, "", &ls)
-			r.redactLeaves(ls)
+			r.redactLeaves(ls, nil)
 			if out, err := json.Marshal(doc[0]); err == nil {
 				return string(out)
 			}
@@ -222,40 +223,52 @@ type streamPart struct {
 }
 
 // stream redacts an event stream's lines, the strings of all its events
-// together (see apply).
+// together (see apply). The lines that are not JSON events are searched
+// together too, as the body has them, before any is dropped: a
+// credential written over several lines (a PEM block) is hidden in every
+// line kept even when the line that shows what it is (its header) is
+// dropped as unsafe, or is redacted as another text (a "data:" line's
+// text, and the lines after it).
 func (r Redaction) stream(body []byte, truncated bool) string {
 	lines := bytes.Split(body, []byte("\n"))
 	parts := make([]streamPart, 0, len(lines))
 	var ls []leaf
+	var text textLines
 	for i, line := range lines {
 		data, ok := bytes.CutPrefix(line, []byte("data:"))
 		last := i == len(lines)-1
 		switch {
 		case !ok && r.unsafe(line):
+			text.add(line, -1, 0)
 			parts = append(parts, streamPart{lit: "[not kept: could not be redacted by member]"})
 		case !ok:
+			text.add(line, len(ls), 0)
 			p := streamPart{doc: []any{string(line)}}
 			ls = append(ls, leaf{path: "line", s: string(line), a: p.doc})
 			parts = append(parts, p)
 		case last && truncated: // a cut event: neither parsed nor kept
+			text.add(line, -1, 0)
 			parts = append(parts, streamPart{lit: "data: [cut]"})
 		default:
-			d := bytes.TrimSpace(data)
+			rest := bytes.TrimLeftFunc(data, unicode.IsSpace)
+			d := bytes.TrimRightFunc(rest, unicode.IsSpace)
 			if string(d) == "[DONE]" {
 				parts = append(parts, streamPart{lit: "data: [DONE]"})
 			} else if doc, ok := decodeJSON(d); ok {
 				r.walk(doc, "", &ls)
 				parts = append(parts, streamPart{prefix: "data: ", doc: doc, json: true})
 			} else if r.unsafe(d) {
+				text.add(line, -1, 0)
 				parts = append(parts, streamPart{lit: "data: [not kept: could not be redacted by member]"})
 			} else {
+				text.add(line, len(ls), len(line)-len(rest))
 				p := streamPart{prefix: "data: ", doc: []any{string(d)}}
 				ls = append(ls, leaf{path: "data", s: string(d), a: p.doc})
 				parts = append(parts, p)
 			}
 		}
 	}
-	r.redactLeaves(ls)
+	r.redactLeaves(ls, text.find(r, ls))
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {
@@ -277,6 +290,52 @@ func (r Redaction) stream(body []byte, truncated bool) string {
 		}
 	}
 	return b.String()
+}
+
+// textLines are the lines of a stream that are neither JSON events nor
+// empty, each with the leaf its text became, to be searched together as
+// the body has them (see stream).
+type textLines struct {
+	b      []byte // the lines, each ended by a newline
+	starts []int  // where each line starts in b
+	leaves []int  // the leaf each line's text became, or -1 for a line dropped
+	offs   []int  // where that leaf's text starts in its line
+}
+
+func (t *textLines) add(line []byte, leaf, off int) {
+	if len(line) == 0 { // nothing to find, and nothing a match needs
+		return
+	}
+	t.starts = append(t.starts, len(t.b))
+	t.leaves = append(t.leaves, leaf)
+	t.offs = append(t.offs, off)
+	t.b = append(append(t.b, line...), '\n')
+}
+
+// find returns the spans of the leaves ls that the rules find in the
+// lines, by leaf.
+func (t *textLines) find(r Redaction, ls []leaf) map[int][][2]int {
+	if len(t.starts) < 2 { // one line is its own leaf's text, searched as it
+		return nil
+	}
+	var pre map[int][][2]int
+	r.find(string(t.b), func(a, b int) {
+		j := sort.Search(len(t.starts), func(j int) bool { return t.starts[j] > a }) - 1
+		for ; j < len(t.starts) && t.starts[j] < b; j++ {
+			k := t.leaves[j]
+			if k < 0 {
+				continue
+			}
+			start := t.starts[j] + t.offs[j]
+			if lo, hi := max(a, start), min(b, start+len(ls[k].s)); hi > lo {
+				if pre == nil {
+					pre = map[int][][2]int{}
+				}
+				pre[k] = append(pre[k], [2]int{lo - start, hi - start})
+			}
+		}
+	})
+	return pre
 }
 
 // decodeJSON parses a JSON document into a one-element holder (so that a
@@ -375,11 +434,12 @@ func (r Redaction) eventMember(typ, k string) bool {
 }
 
 // redactLeaves hides what the rules find in each string, and in the
-// strings at each path joined in order.
-func (r Redaction) redactLeaves(ls []leaf) {
+// strings at each path joined in order, and the spans of pre (by leaf).
+func (r Redaction) redactLeaves(ls []leaf, pre map[int][][2]int) {
 	spans := make([][][2]int, len(ls))
 	groups := map[string][]int{}
 	for i := range ls {
+		spans[i] = pre[i]
 		r.find(ls[i].s, func(a, b int) { spans[i] = append(spans[i], [2]int{a, b}) })
 		groups[ls[i].path] = append(groups[ls[i].path], i)
 	}

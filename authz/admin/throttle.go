@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"container/heap"
 	"net"
 	"net/http"
 	"sync"
@@ -24,22 +25,57 @@ import (
 const (
 	failLimit  = 5
 	failWindow = 15 * time.Minute
-	// maxThrottled bounds memory: past it, the oldest windows are dropped.
+	// maxThrottled bounds memory: the most addresses tracked at once.
 	maxThrottled = 10_000
 )
 
+// throttle counts each address's wrong tokens in its window, for at most
+// maxThrottled addresses. When that many are tracked and a new address
+// fails, the least valuable entry makes room (makeRoom): the oldest
+// window if it has ended (it holds nothing back: the address's next
+// failure starts a new window); else the address with the fewest
+// failures, the oldest window among equals. An entry is worth the wrong
+// tokens it holds back: dropping an address with n failures gives it back
+// at most n, and among equal counts the oldest window ends soonest, so
+// dropping it shortens the least. A throttled address is dropped only
+// when every address tracked is throttled, and then the one whose
+// lockout ends soonest. So an attacker rotating through addresses that
+// fail once each evicts only such addresses: an address guessing tokens
+// stays throttled until its window ends. Both orders are kept as the
+// failures come, in two heaps: a failure costs O(log maxThrottled)
+// however full the table is.
 type throttle struct {
 	mu       sync.Mutex
 	failures map[string]*attempts
+	byStart  entryHeap // oldest window first
+	byValue  entryHeap // least valuable first
 }
 
 // attempts are an address's failures since start.
 type attempts struct {
+	addr  string
 	n     int
 	start time.Time
+	// at are its places in the throttle's heaps: byStart, byValue.
+	at [2]int
 }
 
-func newThrottle() *throttle { return &throttle{failures: map[string]*attempts{}} }
+// level is what an entry is worth: its failures, up to the one that
+// throttles it (all throttled addresses are worth the same).
+func (a *attempts) level() int { return min(a.n, failLimit+1) }
+
+func newThrottle() *throttle {
+	return &throttle{
+		failures: map[string]*attempts{},
+		byStart:  entryHeap{slot: 0, less: func(a, b *attempts) bool { return a.start.Before(b.start) }},
+		byValue: entryHeap{slot: 1, less: func(a, b *attempts) bool {
+			if la, lb := a.level(), b.level(); la != lb {
+				return la < lb
+			}
+			return a.start.Before(b.start)
+		}},
+	}
+}
 
 // clientAddr is the request's client address without its port.
 func clientAddr(r *http.Request) string {
@@ -57,30 +93,66 @@ func (t *throttle) failed(addr string, now time.Time) (wait time.Duration, reach
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	a, ok := t.failures[addr]
-	if !ok || !now.Before(a.start.Add(failWindow)) {
+	switch {
+	case !ok:
 		t.makeRoom(now)
-		a = &attempts{start: now}
+		a = &attempts{addr: addr, start: now}
 		t.failures[addr] = a
+		heap.Push(&t.byStart, a)
+		heap.Push(&t.byValue, a)
+	case !now.Before(a.start.Add(failWindow)): // a new window
+		a.n, a.start = 0, now
+		heap.Fix(&t.byStart, a.at[0])
 	}
-	if a.n++; a.n <= failLimit {
+	a.n++
+	if a.n <= failLimit+1 { // its level changed (or its start)
+		heap.Fix(&t.byValue, a.at[1])
+	}
+	if a.n <= failLimit {
 		return 0, false
 	}
 	return a.start.Add(failWindow).Sub(now), a.n == failLimit+1
 }
 
-// makeRoom drops ended windows, and all of them if that is not enough.
+// makeRoom drops the least valuable entry when the table is full: the
+// oldest window if it has ended, else the first by value.
 func (t *throttle) makeRoom(now time.Time) {
 	if len(t.failures) < maxThrottled {
 		return
 	}
-	for k, v := range t.failures {
-		if !now.Before(v.start.Add(failWindow)) {
-			delete(t.failures, k)
-		}
+	a := t.byStart.es[0]
+	if now.Before(a.start.Add(failWindow)) {
+		a = t.byValue.es[0]
 	}
-	if len(t.failures) >= maxThrottled {
-		clear(t.failures)
-	}
+	heap.Remove(&t.byStart, a.at[0])
+	heap.Remove(&t.byValue, a.at[1])
+	delete(t.failures, a.addr)
+}
+
+// entryHeap is a heap (container/heap) of entries in the order of less,
+// each keeping its place in it in at[slot].
+type entryHeap struct {
+	es   []*attempts
+	less func(a, b *attempts) bool
+	slot int
+}
+
+func (h *entryHeap) Len() int           { return len(h.es) }
+func (h *entryHeap) Less(i, j int) bool { return h.less(h.es[i], h.es[j]) }
+func (h *entryHeap) Swap(i, j int) {
+	h.es[i], h.es[j] = h.es[j], h.es[i]
+	h.es[i].at[h.slot], h.es[j].at[h.slot] = i, j
+}
+func (h *entryHeap) Push(x any) {
+	a := x.(*attempts)
+	a.at[h.slot] = len(h.es)
+	h.es = append(h.es, a)
+}
+func (h *entryHeap) Pop() any {
+	a := h.es[len(h.es)-1]
+	h.es[len(h.es)-1] = nil
+	h.es = h.es[:len(h.es)-1]
+	return a
 }
 
 // wrongToken counts a wrong admin token presented by r and returns how

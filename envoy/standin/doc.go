@@ -226,6 +226,21 @@
 //     the response headers (BUFFERED, or STREAMED before the first chunk's
 //     reply) it goes straight to the client; once headers went downstream
 //     the stream is reset instead.
+//   - A request body the HTTP/1 codec cannot parse, a malformed chunked
+//     body (http1/codec_impl.cc dispatchSlice and sendProtocolError;
+//     conn_manager_impl.cc handleCodecError): a 400 "Bad Request" local
+//     reply with details http1.codec_error, then the connection closes;
+//     the request gets the DPE flag after local_reply_config ran. While
+//     ext_proc's response path would hold that reply (1.37 and later) the
+//     processor is sent it and the stream is reset at once: the client
+//     gets no answer (envoyproxy/envoy#29440). Framing is net/http's
+//     chunked reader's, which refuses what Envoy's BalsaParser refuses
+//     (INVALID_CHUNK_LENGTH, CHUNK_LENGTH_OVERFLOW) and, being stricter,
+//     also bytes between a chunk's data and its CRLF, chunk lines over
+//     4 KiB and bodies mostly made of chunk extensions. A body cut by the
+//     client closing its connection is no codec error: the stream is reset
+//     without an answer (downstream_remote_disconnect), as Envoy does on
+//     a remote close.
 //   - stream_idle_timeout (any header or data event restarts it) and
 //     request_timeout (until the request went upstream or the response
 //     started): 504 if the whole request was received, else 408; "stream

@@ -446,6 +446,10 @@ func (x *exchange) startClientBody() {
 			}
 			if errors.Is(err, io.EOF) {
 				x.received.Store(true)
+			} else if err != nil && x.malformed(err) {
+				// before the error is seen, so that waitBody takes this
+				// cause rather than a client gone
+				x.intr.fire(codecErrorReply())
 			}
 			cb.mu.Lock()
 			cb.data = append(cb.data, buf[:n]...)
@@ -473,6 +477,18 @@ func (x *exchange) startClientBody() {
 			<-cb.exited
 		}
 	})
+}
+
+// malformed reports a read error of the client's body that is its
+// framing, not its connection: a chunked body net/http cannot parse (a
+// chunk size that is not hexadecimal, or too large, or a line in place of
+// one), which Envoy's HTTP/1 codec would not parse either. A body cut by
+// the client closing its connection (io.ErrUnexpectedEOF), a network
+// error or the stand-in's own read deadline is not.
+func (x *exchange) malformed(err error) bool {
+	var ne net.Error
+	return len(x.r.TransferEncoding) > 0 && !x.deadlineSet.Load() &&
+		!errors.Is(err, io.ErrUnexpectedEOF) && !errors.As(err, &ne)
 }
 
 // bodyComplete reports that the client's whole body arrived: its reader
@@ -694,7 +710,9 @@ func (x *exchange) failed(err error) (*extprocv3.ProcessingResponse, error) {
 	switch {
 	case errors.Is(err, errClosed):
 		return nil, nil
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), x.ctx.Err() != nil:
+		// the client went away, which cancelled the stream (a gRPC
+		// Canceled): Envoy resets the request and answers nothing
 		return nil, errAbort
 	case x.p.plan.extproc.failureModeAllow:
 		return nil, nil

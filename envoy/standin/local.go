@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
@@ -20,9 +21,15 @@ type localReply struct {
 	body    string
 	details string
 	flags   []string // response flags, short names
+	// lateFlags are response flags set after local_reply_config ran, so
+	// that its filters do not see them.
+	lateFlags []string
 	// skipFilters sends it without ext_proc: ext_proc's own errors and
 	// immediate responses do not go through ext_proc again.
 	skipFilters bool
+	// codecError marks the HTTP/1 codec's reply to a request it cannot
+	// parse, after which the connection closes (codecErrorReply).
+	codecError bool
 }
 
 func (l *localReply) Error() string { return "local reply " + strconv.Itoa(l.status) + " " + l.details }
@@ -39,6 +46,17 @@ func immediate(ir *extprocv3.ImmediateResponse) *localReply {
 		h = nil // errors in immediate-response headers are only logged by Envoy
 	}
 	return &localReply{status: status, headers: h, body: string(ir.GetBody()), details: detailsOf(ir.GetDetails()), skipFilters: true}
+}
+
+// codecErrorReply is the HTTP/1 codec's reply to a request whose framing
+// it cannot parse, such as a malformed chunked body (codec_impl.cc,
+// dispatchSlice and sendProtocolError: 400, the code's name as body,
+// details http1.codec_error). The connection manager then closes the
+// connection at once (conn_manager_impl.cc, handleCodecError), resetting
+// the stream if a filter still holds the reply; either way the request
+// gets the DPE flag (ActiveStream::onResetStream, resetAllStreams).
+func codecErrorReply() *localReply {
+	return &localReply{status: http.StatusBadRequest, body: "Bad Request", details: "http1.codec_error", lateFlags: []string{"DPE"}, codecError: true}
 }
 
 // extProcError is ext_proc failing the request (handleErrorResponse and
@@ -89,6 +107,7 @@ func (x *exchange) sendLocalReply(lr *localReply) {
 	x.addFlags(lr.flags)
 	x.entry.Details = lr.details
 	if x.headersSent {
+		x.addFlags(lr.lateFlags)
 		x.reset()
 		return
 	}
@@ -96,12 +115,48 @@ func (x *exchange) sendLocalReply(lr *localReply) {
 	md := x.entry.Metadata // mergeMetadataFrom replaces values, never edits them
 	status, h, body := x.p.plan.localReply.prepare(lr, x.flags, md)
 	x.mdMu.Unlock()
+	x.addFlags(lr.lateFlags)
 	if x.respStarted || lr.skipFilters || !x.active.Load() || x.p.localRepliesSkipExtProc() {
 		x.respStarted = true
 		x.writeResponse(status, h, []byte(body))
 		return
 	}
+	if lr.codecError {
+		x.codecErrorReset(status, h, body)
+		return
+	}
 	x.stop(x.respond(status, h, newBytesBody([]byte(body)), body == ""))
+}
+
+// codecErrorReset sends the codec's reply into ext_proc's response path,
+// which holds it for the processor while the connection manager resets
+// the stream: the processor gets the message, the client no answer
+// (envoyproxy/envoy#29440). Only without a message to send does the reply
+// reach the client whole.
+func (x *exchange) codecErrorReset(status int, h headerMap, body string) {
+	x.respStarted = true
+	eos := body == ""
+	bodyMode := x.mode.GetResponseBodyMode()
+	var msg *extprocv3.ProcessingRequest
+	switch {
+	case x.sending(x.mode.GetResponseHeaderMode()):
+		h = append(headerMap{{":status", strconv.Itoa(status)}}, h...)
+		msg = &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{
+			ResponseHeaders: &extprocv3.HttpHeaders{Headers: h.proto(), EndOfStream: eos}}}
+	case eos || bodyMode == filterv3.ProcessingMode_NONE:
+		x.writeResponse(status, h, []byte(body))
+		return
+	default: // the headers go on; ext_proc holds the body
+		if stripsContentLength(bodyMode, x.mode.GetResponseHeaderMode()) {
+			h = h.del("content-length")
+		}
+		x.writeHeaders(status, h)
+		msg = &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+			ResponseBody: &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true}}}
+	}
+	x.ps.send(x.ctx, msg) //nolint:errcheck // the stream is reset next, whatever the processor does
+	x.closeProc()
+	x.reset()
 }
 
 // flagOrder is the order of Envoy's CoreResponseFlag enum, which
