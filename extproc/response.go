@@ -168,6 +168,9 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	if err != nil {
 		return nil, err
 	}
+	if ex.answer.head.Status >= 400 || ex.answer.head.Stream && bytes.Contains(out, []byte(`"error"`)) {
+		out = ex.s.scrubCredentials(out, ex.route.target.APIKey)
+	}
 	return ex.flow.answer(ctx, ex, out, eos)
 }
 

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"modelgate/authz"
@@ -191,4 +192,20 @@ func findSecrets(s string, add func(a, b int)) {
 		// would be quadratic in "api_key=api_key=…").
 		at = max(a, b-maxLabelLen, at+m[0]+1)
 	}
+}
+
+// scrubCredentials hides, in a provider's error as the client gets it (an
+// error answer, or a stream's error event), the credentials a provider
+// may quote back ("Incorrect API key provided: sk-…"): the backends',
+// the request's own (a minted access token), and every credential format
+// capture redaction knows. A client never reads the operator's key.
+func (s *Server) scrubCredentials(out []byte, requestKey string) []byte {
+	r := Redaction{Secrets: s.secrets}
+	if len(requestKey) >= minSecretLen {
+		r.Secrets = append(slices.Clip(r.Secrets), requestKey)
+	}
+	if scrubbed := r.final(string(out)); scrubbed != string(out) {
+		return []byte(scrubbed)
+	}
+	return out
 }

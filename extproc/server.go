@@ -141,8 +141,11 @@ type Server struct {
 	router *router
 	// providers are the configured backends' providers, by name.
 	providers map[string]providers.Provider
-	log       *zap.Logger
-	now       func() time.Time
+	// secrets are the backends' credentials, which no provider error a
+	// client gets may quote (scrubCredentials).
+	secrets []string
+	log     *zap.Logger
+	now     func() time.Time
 }
 
 // New validates the config and returns a server.
@@ -156,7 +159,7 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		return nil, fmt.Errorf("building routes: %w", err)
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
-		providers: map[string]providers.Provider{}}
+		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials)}
 	for _, b := range cfg.Routing.Backends {
 		p, ok := providers.Lookup(b.Provider)
 		if !ok {
