@@ -50,6 +50,7 @@ func (st *attemptStream) logger() *exchangeLog    { return &st.log }
 func (*attemptStream) requestID() string          { return "" } // the router-level stream's answers carry it
 func (*attemptStream) beforeSend(context.Context) {}
 func (*attemptStream) afterSend(context.Context)  {}
+func (*attemptStream) lost()                      {}
 
 // safeHandle is handle with a recover boundary: a panic fails the
 // attempt with the gateway's error, which Envoy does not retry.

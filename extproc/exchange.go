@@ -117,6 +117,10 @@ type answer struct {
 	// with; empty when the answer was the provider's.
 	errType, errCode string
 	sent             bool      // the request went to the provider
+	// late: the reply to the request body came after Envoy's
+	// message_timeout, which Envoy answered with a 504 of its own; the
+	// request never went.
+	late bool
 	sentAt           time.Time // when the request went
 	firstByte        time.Time // first streamed bytes to the client
 	lastChunk        time.Time // when the last streamed chunk came
@@ -244,6 +248,16 @@ func (ex *exchange) afterSend(ctx context.Context) {
 	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.recorded {
 		ex.record(ctx)
+	}
+}
+
+// lost is told that the reply to the last message never reached Envoy
+// (the stream ended while it was made, or could not take it): after a
+// request body's, the request never went to the provider, which then
+// charges it nothing.
+func (ex *exchange) lost() {
+	if ex.phase == phaseResponseHeaders { // the one phase a reply that sends the request leads to
+		ex.answer.sent = false
 	}
 }
 

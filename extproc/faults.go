@@ -151,6 +151,8 @@ func (ex *exchange) brokenStatus(now time.Time) int {
 	switch {
 	case ex.answer.broken:
 		return http.StatusInternalServerError
+	case ex.answer.late: // Envoy's own 504 (its message_timeout)
+		return http.StatusGatewayTimeout
 	case ex.phase == phaseResponseHeaders && ex.answer.sent:
 		limit := ex.route.timeouts.ResponseHeaders
 		if ex.req.stream && ex.route.timeouts.StreamIdle > 0 && (limit == 0 || ex.route.timeouts.StreamIdle < limit) {

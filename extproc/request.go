@@ -202,6 +202,7 @@ func (s *Server) bodyLimit(ep endpoint) int64 {
 // requestBody validates and routes the request, translates it for the
 // chosen provider and points Envoy's router at that backend.
 func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	received := ex.s.now()
 	resp, err := ex.routeBody(ctx, b.GetBody())
 	var local *localAnswer
 	if errors.As(err, &local) {
@@ -211,6 +212,10 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 		return ex.fail(err)
 	}
 	ex.phase = phaseResponseHeaders
+	if limit := ex.s.cfg.MessageTimeout; limit > 0 && ex.s.now().Sub(received) >= limit {
+		// Envoy stopped waiting for this reply and answered 504 itself.
+		ex.answer.sent, ex.answer.late = false, true
+	}
 	return resp
 }
 

@@ -74,6 +74,11 @@ type Config struct {
 	// price in effect) records it as unknown. A *pricing.Live table may
 	// change while the server runs.
 	Prices pricing.Source
+	// MessageTimeout is Envoy's ext_proc message_timeout
+	// (envoy.message_timeout): a request body whose reply takes longer
+	// was answered by Envoy itself (504) and never reached a provider.
+	// Zero means unknown.
+	MessageTimeout time.Duration
 	// UsageTimeout bounds the bookkeeping after a reply, on contexts
 	// that outlive the client: an exchange's usage records and rate-limit
 	// charges together, and storing a response or each image on its own;
@@ -266,7 +271,12 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 			s.markGatewayReply(resp)
 		}
 		p.beforeSend(ctx)
+		if ctx.Err() != nil { // Envoy ended the stream while the reply was made
+			p.lost()
+			return nil
+		}
 		if err := stream.Send(resp); err != nil {
+			p.lost()
 			return quietClose(err)
 		}
 		p.afterSend(ctx)
@@ -288,6 +298,8 @@ type processor interface {
 	// stream ends.
 	beforeSend(ctx context.Context)
 	afterSend(ctx context.Context)
+	// lost tells that the reply never reached Envoy.
+	lost()
 	finish(ctx context.Context)
 	logger() *exchangeLog
 }

@@ -44,7 +44,8 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		KeyLimits: limitsOf(cfg.RateLimits.Key), AccountLimits: limitsOf(cfg.RateLimits.Account),
 		RateLimitFailClosed: cfg.RateLimits.FailClosed, RequestLogSample: cfg.RequestLogSample(),
 		// Half the buffer: headers and the translation's growth fit beside.
-		MaxBufferedResponseBytes: cfg.EnvoyBufferLimit() / 2, MaxResponseBytes: maxResponseBytes}
+		MaxBufferedResponseBytes: cfg.EnvoyBufferLimit() / 2, MaxResponseBytes: maxResponseBytes,
+		MessageTimeout: cfg.Envoy.MessageTimeout.Duration}
 	prices, err := cfg.PriceTable()
 	if err != nil {
 		return extproc.Config{}, fmt.Errorf("prices: %w", err)
