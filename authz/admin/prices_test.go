@@ -2,6 +2,8 @@ package admin
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,3 +168,30 @@ func TestAPIBudgetsAndAudit(t *testing.T) {
 
 // absent reports a before or after the API gives as null.
 func absent(raw json.RawMessage) bool { return raw == nil || string(raw) == "null" }
+
+// A price per web search is set through the API and the dashboard's price
+// form, listed by both, and a bad one is refused in the form's words.
+func TestPricesWebSearch(t *testing.T) {
+	h, b, token := dashboardWith(t)
+	var got map[string]any
+	if st := h.call(t, "PUT", "/admin/v1/prices", `{"model":"gpt-4o","input":"3","output":"12","web_search":"0.01"}`, &got); st != 200 || got["web_search"] != "0.01" {
+		t.Fatalf("PUT: %d %v", st, got)
+	}
+	form := url.Values{"csrf": {token}, "model": {"gpt-4o"}, "from": {"2026-06-01"}, "input": {"3"}, "output": {"12"}, "web_search": {"0.035"}}
+	if p := b.post(t, "/admin/prices", form); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the price form: %d %s", p.StatusCode, p.Body)
+	}
+	var l struct{ Data []map[string]any }
+	h.call(t, "GET", "/admin/v1/prices", nil, &l)
+	if len(l.Data) != 2 || l.Data[0]["web_search"] != "0.01" || l.Data[1]["web_search"] != "0.035" {
+		t.Errorf("prices = %+v", l.Data)
+	}
+	if p := b.get(t, "/admin/prices"); !strings.Contains(p.Body, `<td class="num">0.035</td>`) {
+		t.Errorf("the prices page lacks the web search price:\n%s", p.Body)
+	}
+	form.Set("web_search", "1¢")
+	if p := b.post(t, "/admin/prices", form); p.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(p.Body, "Web search: &#34;1¢&#34; is not an amount") || !strings.Contains(p.Body, `name="web_search" inputmode="decimal" value="1¢"`) {
+		t.Errorf("a bad web search price: %d %s", p.StatusCode, p.Body)
+	}
+}

@@ -222,9 +222,10 @@ func TestDevAnnouncesDashboard(t *testing.T) {
 func checkSpendInBrowser(t *testing.T, r browserResult) {
 	t.Helper()
 	// The price: model, always, input 1000, cached as input, output 1000.
-	// Model, from, input, cached input, cache writes, for an hour, output, reasoning, audio, images, set in.
-	if len(r.PriceRow) < 11 || r.PriceRow[0] != "gpt-4o-mini" || r.PriceRow[1] != "always" || r.PriceRow[2] != "1000.00" ||
-		r.PriceRow[4] != "as input" || r.PriceRow[5] != "2000.00" || r.PriceRow[6] != "1000.00" || r.PriceRow[10] != "dashboard or API" {
+	// Model, from, input, cached input, cache writes, for an hour, output, reasoning, audio, web search, images, set in.
+	if len(r.PriceRow) < 12 || r.PriceRow[0] != "gpt-4o-mini" || r.PriceRow[1] != "always" || r.PriceRow[2] != "1000.00" ||
+		r.PriceRow[4] != "as input" || r.PriceRow[5] != "2000.00" || r.PriceRow[6] != "1000.00" || r.PriceRow[9] != "0.01" ||
+		r.PriceRow[11] != "dashboard or API" {
 		t.Errorf("price row = %q", r.PriceRow)
 	}
 	if r.SecretAfterReload || r.SpenderKeys != 1 {
