@@ -112,10 +112,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// One row per day, key and model: the day, "prefix… name", the model,
 	// then 1 request, succeeded, none refused or failed, the recording's
-	// 385 tokens among the sums, and its cost: the dev config has no
-	// prices.
-	if len(r.UsageRow) != 13 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
-		r.UsageRow[3] != "1" || r.UsageRow[4] != "1" || r.UsageRow[5] != "0" || r.UsageRow[9] != "385" || r.UsageRow[12] != "no price" {
+	// 385 tokens among the sums, no web searches, and its cost: the dev
+	// config has no prices.
+	if len(r.UsageRow) != 14 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
+		r.UsageRow[3] != "1" || r.UsageRow[4] != "1" || r.UsageRow[5] != "0" || r.UsageRow[9] != "385" || r.UsageRow[12] != "0" ||
+		r.UsageRow[13] != "no price" {
 		t.Errorf("usage row = %q", r.UsageRow)
 	}
 	if r.ChartBars != 30 {
@@ -244,9 +245,9 @@ func checkSpendInBrowser(t *testing.T, r browserResult) {
 		t.Errorf("spending: %v, refusal %q %q", r.SpendStatuses, r.RefusalCode, r.RefusalMessage)
 	}
 	// By model: 3 requests, 2 succeeded, 1 refused, 0 failed; 770 tokens
-	// costing 0.77.
-	if len(r.SpendRow) != 11 || r.SpendRow[1] != "3" || r.SpendRow[2] != "2" || r.SpendRow[3] != "1" || r.SpendRow[4] != "0" ||
-		r.SpendRow[7] != "770" || r.SpendRow[10] != "USD 0.77" {
+	// and no web searches costing 0.77.
+	if len(r.SpendRow) != 12 || r.SpendRow[1] != "3" || r.SpendRow[2] != "2" || r.SpendRow[3] != "1" || r.SpendRow[4] != "0" ||
+		r.SpendRow[7] != "770" || r.SpendRow[10] != "0" || r.SpendRow[11] != "USD 0.77" {
 		t.Errorf("usage of the spender = %q", r.SpendRow)
 	}
 	if len(r.BudgetRow) != 6 || r.BudgetRow[0] != "account spender" || r.BudgetRow[1] != "per month" ||
