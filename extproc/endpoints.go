@@ -327,7 +327,7 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, promptEstimate(body))}
 	}
 	r := st.request()
-	r.stream, r.maxOutput = req.Stream, req.MaxTokens
+	r.stream, r.maxOutput, r.searches = req.Stream, req.MaxTokens, req.WebSearchMaxUses()
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		switch {
 		case f.countTokens:
