@@ -2,8 +2,10 @@ package admin
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -193,5 +195,35 @@ func TestPricesWebSearch(t *testing.T) {
 	if p := b.post(t, "/admin/prices", form); p.StatusCode != http.StatusBadRequest ||
 		!strings.Contains(p.Body, "Web search: &#34;1¢&#34; is not an amount") || !strings.Contains(p.Body, `name="web_search" inputmode="decimal" value="1¢"`) {
 		t.Errorf("a bad web search price: %d %s", p.StatusCode, p.Body)
+	}
+}
+
+// The dashboard's price form takes every member of a price: a form with
+// every field filled gives a pricing.Price with no field left zero, so a
+// field pricing.Price gains and the form lacks fails here.
+func TestPriceFormCarriesEveryField(t *testing.T) {
+	var f priceForm
+	v := reflect.ValueOf(&f).Elem()
+	for i := range v.NumField() {
+		switch name := v.Type().Field(i).Name; name {
+		case "Model":
+			f.Model = "gpt-4o"
+		case "From":
+			f.From = "2026-06-01"
+		case "Images":
+			f.Images = "1024x1024 hd 0.04"
+		default:
+			v.Field(i).SetString(fmt.Sprintf("0.%02d", i+1))
+		}
+	}
+	p, err := f.price()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := reflect.ValueOf(p)
+	for i := range pv.NumField() {
+		if pv.Field(i).IsZero() {
+			t.Errorf("pricing.Price.%s is not set by the price form %+v", pv.Type().Field(i).Name, f)
+		}
 	}
 }
