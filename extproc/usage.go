@@ -45,9 +45,9 @@ type metadataSlab struct {
 }
 
 // pricingUsage is u as prices count it: tokens, audio seconds, images
-// and web searches, the images of the size and quality the client asked for (empty
-// when it asked for none, which only prices for any size or quality
-// match).
+// and web searches, the images of the size and quality the client asked
+// for (empty when it asked for none, which only prices for any size or
+// quality match).
 func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens, CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
