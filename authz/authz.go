@@ -246,10 +246,13 @@ type UsageRecord struct {
 	CostKnown bool
 	// Audio is how much audio the request transcribed; Images how many
 	// images it generated.
-	Audio    time.Duration
-	Images   int64
-	Duration time.Duration
-	At       time.Time
+	Audio  time.Duration
+	Images int64
+	// WebSearchRequests is how many web searches the provider ran for the
+	// answer and bills apart from tokens.
+	WebSearchRequests int64
+	Duration          time.Duration
+	At                time.Time
 }
 
 // UsageTotals sums usage records.
@@ -264,10 +267,11 @@ type UsageTotals struct {
 	ReasoningTokens    int64
 	// Cost sums the known costs; UnknownCost counts the records whose
 	// cost is unknown (no price was in effect).
-	Cost        pricing.Nanos
-	UnknownCost int64
-	Audio       time.Duration
-	Images      int64
+	Cost              pricing.Nanos
+	UnknownCost       int64
+	Audio             time.Duration
+	Images            int64
+	WebSearchRequests int64
 	// Refused counts the requests the gateway refused: a model the key
 	// may not use (403) or a rate limit or budget (429). Failed counts
 	// the other errors (4xx, 5xx, no answer). The rest succeeded.

@@ -147,14 +147,15 @@ func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(
 
 // costEstimate is what the request may cost at the price in effect at
 // at: its estimated prompt and its bound on the answer, as the token
-// reservation counts them, and the images it asks for. Zero without a
-// price.
+// reservation counts them, the images it asks for, and the web searches
+// it allows (a web search tool's max_uses; none without a bound). Zero
+// without a price.
 func (ex *exchange) costEstimate(at time.Time) int64 {
 	p, ok := ex.s.cfg.Prices.At(ex.req.model, at)
 	if !ok {
 		return 0
 	}
-	u := pricing.Usage{PromptTokens: ex.req.prompt}
+	u := pricing.Usage{PromptTokens: ex.req.prompt, WebSearchRequests: ex.req.searches}
 	if ex.req.endpoint.spec().generates {
 		u.CompletionTokens = ex.reservation() - ex.req.prompt
 	}

@@ -338,7 +338,7 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 		return err
 	}
 	r.warning = left.Warning()
-	r.stream, r.maxOutput = req.Stream, req.MaxTokens
+	r.stream, r.maxOutput, r.searches = req.Stream, req.MaxTokens, req.WebSearchMaxUses()
 	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		switch {
 		case f.countTokens:

@@ -161,10 +161,11 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 		CacheWriteTokens:   u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens,
 		ReasoningTokens:    u.ReasoningTokens,
-		// Audio and images are not estimated: the provider's count, if
-		// any, stands.
-		AudioSeconds: u.AudioSeconds,
-		Images:       u.Images,
+		// Audio, images and web searches are not estimated: the
+		// provider's count, if any, stands.
+		AudioSeconds:      u.AudioSeconds,
+		Images:            u.Images,
+		WebSearchRequests: u.WebSearchRequests,
 	}
 	est.TotalTokens = est.PromptTokens + est.CompletionTokens
 	return est, true

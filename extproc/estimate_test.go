@@ -36,7 +36,8 @@ type usageTranslator struct {
 func (t usageTranslator) Usage() translate.Usage { return t.u }
 
 // An exchange that broke off is charged an estimate of its tokens, and
-// the audio seconds and images the provider reported stand in it.
+// the audio seconds, images and web searches the provider reported stand
+// in it.
 func TestEstimateKeepsAudioAndImages(t *testing.T) {
 	for _, tt := range []struct {
 		endpoint endpoint
@@ -44,11 +45,13 @@ func TestEstimateKeepsAudioAndImages(t *testing.T) {
 	}{
 		{endpointTranscriptions, translate.Usage{AudioSeconds: 7.5}},
 		{endpointImages, translate.Usage{Images: 2}},
+		{endpointMessages, translate.Usage{WebSearchRequests: 3}},
 	} {
 		ex := &exchange{req: request{endpoint: tt.endpoint, prompt: 10}, tr: usageTranslator{u: tt.u}, answer: answer{sent: true}}
 		u, estimated := ex.usageToCharge()
-		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images {
-			t.Errorf("%s: charged %+v (estimated %v), want the provider's audio seconds and images", tt.endpoint, u, estimated)
+		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images ||
+			u.WebSearchRequests != tt.u.WebSearchRequests {
+			t.Errorf("%s: charged %+v (estimated %v), want the provider's audio seconds, images and web searches", tt.endpoint, u, estimated)
 		}
 	}
 }

@@ -73,6 +73,10 @@ type request struct {
 	// Gemini is sent as candidateCount): each is bounded by maxOutput, so
 	// the reservation counts it that many times. Zero means one.
 	answers int64
+	// searches is the most web searches the request allows (a Messages
+	// web search tool's max_uses), which budgets reserve; zero when it
+	// sets no bound.
+	searches int64
 	// refusedModel: a model the principal may not use was refused,
 	// recorded with its 403.
 	refusedModel bool

@@ -101,6 +101,7 @@ func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) 
 		ReasoningTokens:    o.usage.ReasoningTokens,
 		Audio:              audioDuration(o.usage.AudioSeconds),
 		Images:             o.usage.Images,
+		WebSearchRequests:  o.usage.WebSearchRequests,
 		Estimated:          o.estimated,
 		Duration:           o.end.Sub(o.start),
 		At:                 o.end,

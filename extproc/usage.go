@@ -44,14 +44,14 @@ type metadataSlab struct {
 	numbers [3]structpb.Value_NumberValue
 }
 
-// pricingUsage is u as prices count it: tokens, audio seconds and
-// images, the images of the size and quality the client asked for (empty
-// when it asked for none, which only prices for any size or quality
-// match).
+// pricingUsage is u as prices count it: tokens, audio seconds, images
+// and web searches, the images of the size and quality the client asked
+// for (empty when it asked for none, which only prices for any size or
+// quality match).
 func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens, CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
-		AudioSeconds: u.AudioSeconds, Images: u.Images}
+		AudioSeconds: u.AudioSeconds, Images: u.Images, WebSearchRequests: u.WebSearchRequests}
 	if ex.flow != nil {
 		p = ex.flow.price(p, false)
 	}

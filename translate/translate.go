@@ -123,6 +123,11 @@ type Usage struct {
 	// Images is the number of images an image generation returned to the
 	// client: the items of the answer's data array.
 	Images int64
+	// WebSearchRequests is the number of web searches the provider ran
+	// for the answer and bills apart from tokens: Anthropic's
+	// server_tool_use.web_search_requests, OpenAI's web_search_call items
+	// that searched, Gemini's grounded queries (see its translator).
+	WebSearchRequests int64
 	// Partial reports a stream the provider ended before its end: broken
 	// off, or ended by an error event. The counts are what it reported on
 	// the way (Anthropic's output_tokens 1 at message_start), not the

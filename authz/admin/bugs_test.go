@@ -365,7 +365,8 @@ func TestDashboardUsageCSV(t *testing.T) {
 	_, ko, _ := authz.CreateKey(ctx, h.store, other.ID, "", nil)
 	now := time.Now()
 	for i, r := range []authz.UsageRecord{
-		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Cost: 1_500_000, CostKnown: true},
+		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Cost: 1_500_000, CostKnown: true,
+			WebSearchRequests: 2},
 		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 429},
 		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 502},
 		{KeyID: ko.ID, AccountID: other.ID, Model: "gpt-4o", Status: 200, TotalTokens: 99},
@@ -385,10 +386,18 @@ func TestDashboardUsageCSV(t *testing.T) {
 		!strings.HasPrefix(p.Header.Get("Content-Disposition"), `attachment; filename="usage-`) {
 		t.Fatalf("CSV: %d %v", p.StatusCode, p.Header)
 	}
-	want := "day,account_id,account,key_id,key,model,requests,succeeded,refused,failed,prompt_tokens,completion_tokens,total_tokens,cached_tokens,reasoning_tokens,cost,currency,unpriced_requests,audio_seconds,images,cache_write_tokens,cache_write_1h_tokens\n" +
-		`,` + a.ID + `,"'=HYPERLINK(""x"")",,,gpt-4o,3,1,1,1,10,5,15,0,0,0.0015,EUR,2,0,0,0,0` + "\n"
+	want := "day,account_id,account,key_id,key,model,requests,succeeded,refused,failed,prompt_tokens,completion_tokens,total_tokens,cached_tokens,reasoning_tokens,cost,currency,unpriced_requests,audio_seconds,images,cache_write_tokens,cache_write_1h_tokens,web_search_requests\n" +
+		`,` + a.ID + `,"'=HYPERLINK(""x"")",,,gpt-4o,3,1,1,1,10,5,15,0,0,0.0015,EUR,2,0,0,0,0,2` + "\n"
 	if p.Body != want {
 		t.Errorf("CSV =\n%s\nwant\n%s", p.Body, want)
+	}
+	// The page and the admin API show the web searches too.
+	if !strings.Contains(page.Body, `<td class="num">0</td><td class="num">2</td>`) {
+		t.Errorf("the usage page lacks the web searches:\n%s", page.Body)
+	}
+	var usage struct{ Data []map[string]any }
+	if h.call(t, "GET", "/admin/v1/usage?by=account&account_id="+a.ID, nil, &usage); len(usage.Data) != 1 || usage.Data[0]["web_search_requests"] != 2.0 {
+		t.Errorf("usage API = %+v", usage.Data)
 	}
 }
 

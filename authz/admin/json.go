@@ -115,6 +115,9 @@ type usageJSON struct {
 	UnpricedRequests int64   `json:"unpriced_requests"`
 	AudioSeconds     float64 `json:"audio_seconds"`
 	Images           int64   `json:"images"`
+	// WebSearchRequests are the web searches the providers ran (and
+	// bill apart from tokens).
+	WebSearchRequests int64 `json:"web_search_requests"`
 	// RefusedRequests were refused by the gateway (403 for a model the
 	// key may not use, 429 for a rate limit or budget); FailedRequests
 	// got another error.
@@ -127,7 +130,7 @@ func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
-		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images,
+		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images, WebSearchRequests: u.WebSearchRequests,
 		RefusedRequests: u.Refused, FailedRequests: u.Failed}
 	if by&authz.ByDay != 0 {
 		out.Day = u.Day.UTC().Format(time.DateOnly)

@@ -2,6 +2,10 @@ package admin
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,3 +170,60 @@ func TestAPIBudgetsAndAudit(t *testing.T) {
 
 // absent reports a before or after the API gives as null.
 func absent(raw json.RawMessage) bool { return raw == nil || string(raw) == "null" }
+
+// A price per web search is set through the API and the dashboard's price
+// form, listed by both, and a bad one is refused in the form's words.
+func TestPricesWebSearch(t *testing.T) {
+	h, b, token := dashboardWith(t)
+	var got map[string]any
+	if st := h.call(t, "PUT", "/admin/v1/prices", `{"model":"gpt-4o","input":"3","output":"12","web_search":"0.01"}`, &got); st != 200 || got["web_search"] != "0.01" {
+		t.Fatalf("PUT: %d %v", st, got)
+	}
+	form := url.Values{"csrf": {token}, "model": {"gpt-4o"}, "from": {"2026-06-01"}, "input": {"3"}, "output": {"12"}, "web_search": {"0.035"}}
+	if p := b.post(t, "/admin/prices", form); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the price form: %d %s", p.StatusCode, p.Body)
+	}
+	var l struct{ Data []map[string]any }
+	h.call(t, "GET", "/admin/v1/prices", nil, &l)
+	if len(l.Data) != 2 || l.Data[0]["web_search"] != "0.01" || l.Data[1]["web_search"] != "0.035" {
+		t.Errorf("prices = %+v", l.Data)
+	}
+	if p := b.get(t, "/admin/prices"); !strings.Contains(p.Body, `<td class="num">0.035</td>`) {
+		t.Errorf("the prices page lacks the web search price:\n%s", p.Body)
+	}
+	form.Set("web_search", "1¢")
+	if p := b.post(t, "/admin/prices", form); p.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(p.Body, "Web search: &#34;1¢&#34; is not an amount") || !strings.Contains(p.Body, `name="web_search" inputmode="decimal" value="1¢"`) {
+		t.Errorf("a bad web search price: %d %s", p.StatusCode, p.Body)
+	}
+}
+
+// The dashboard's price form takes every member of a price: a form with
+// every field filled gives a pricing.Price with no field left zero, so a
+// field pricing.Price gains and the form lacks fails here.
+func TestPriceFormCarriesEveryField(t *testing.T) {
+	var f priceForm
+	v := reflect.ValueOf(&f).Elem()
+	for i := range v.NumField() {
+		switch name := v.Type().Field(i).Name; name {
+		case "Model":
+			f.Model = "gpt-4o"
+		case "From":
+			f.From = "2026-06-01"
+		case "Images":
+			f.Images = "1024x1024 hd 0.04"
+		default:
+			v.Field(i).SetString(fmt.Sprintf("0.%02d", i+1))
+		}
+	}
+	p, err := f.price()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := reflect.ValueOf(p)
+	for i := range pv.NumField() {
+		if pv.Field(i).IsZero() {
+			t.Errorf("pricing.Price.%s is not set by the price form %+v", pv.Type().Field(i).Name, f)
+		}
+	}
+}

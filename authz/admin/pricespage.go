@@ -21,7 +21,7 @@ type pricesData struct {
 
 // priceForm is the price form as typed.
 type priceForm struct {
-	Model, From, Input, CachedInput, CacheWriteInput, CacheWrite1hInput, Output, Reasoning, AudioSecond, Images string
+	Model, From, Input, CachedInput, CacheWriteInput, CacheWrite1hInput, Output, Reasoning, AudioSecond, WebSearch, Images string
 }
 
 func (h *Handler) pricesPage(w http.ResponseWriter, r *http.Request, v view) error {
@@ -41,7 +41,8 @@ func (h *Handler) pricesSet(w http.ResponseWriter, r *http.Request, v view) erro
 	f := priceForm{Model: r.PostFormValue("model"), From: strings.TrimSpace(r.PostFormValue("from")),
 		Input: r.PostFormValue("input"), CachedInput: r.PostFormValue("cached_input"),
 		CacheWriteInput: r.PostFormValue("cache_write_input"), CacheWrite1hInput: r.PostFormValue("cache_write_1h_input"), Output: r.PostFormValue("output"),
-		Reasoning: r.PostFormValue("reasoning"), AudioSecond: r.PostFormValue("audio_second"), Images: r.PostFormValue("images")}
+		Reasoning: r.PostFormValue("reasoning"), AudioSecond: r.PostFormValue("audio_second"), WebSearch: r.PostFormValue("web_search"),
+		Images: r.PostFormValue("images")}
 	p, err := f.price()
 	if err == nil {
 		err = h.setPrice(r.Context(), p)
@@ -55,8 +56,8 @@ func (h *Handler) pricesSet(w http.ResponseWriter, r *http.Request, v view) erro
 	return seeOther(w, r, "/admin/prices", "saved")
 }
 
-// price reads the form: amounts per million tokens, per audio second and
-// per image; empty cached input, cache writes and reasoning take input's
+// price reads the form: amounts per million tokens, per audio second, per
+// web search and per image; empty cached input, cache writes and reasoning take input's
 // (the hour's writes the five minutes') and output's.
 func (f priceForm) price() (pricing.Price, error) {
 	p := pricing.Price{Model: f.Model}
@@ -85,6 +86,7 @@ func (f priceForm) price() (pricing.Price, error) {
 	amount("Input", f.Input, &p.Input)
 	amount("Output", f.Output, &p.Output)
 	amount("Audio second", f.AudioSecond, &p.AudioSecond)
+	amount("Web search", f.WebSearch, &p.WebSearch)
 	p.CachedInput = optional("Cached input", f.CachedInput)
 	p.CacheWriteInput = optional("Cache writes", f.CacheWriteInput)
 	p.CacheWrite1hInput = optional("Cache writes for an hour", f.CacheWrite1hInput)

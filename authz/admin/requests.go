@@ -162,7 +162,10 @@ type requestJSON struct {
 	// prompt cache; CacheWrite1hTokens of them for an hour.
 	CacheWriteTokens   int64 `json:"cache_write_tokens"`
 	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens"`
-	Estimated          bool  `json:"estimated"`
+	// WebSearchRequests are the web searches the provider ran for the
+	// answer.
+	WebSearchRequests int64 `json:"web_search_requests"`
+	Estimated         bool  `json:"estimated"`
 	// Cost is a decimal string; null when the model had no price.
 	Cost       *string `json:"cost"`
 	DurationMS int64   `json:"duration_ms"`
@@ -172,9 +175,9 @@ func requestOut(r authz.UsageRecord) requestJSON {
 	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, SessionID: r.SessionID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
 		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CacheWriteTokens: r.CacheWriteTokens,
-		CacheWrite1hTokens: r.CacheWrite1hTokens,
-		Estimated:          r.Estimated,
-		DurationMS:         r.Duration.Milliseconds()}
+		CacheWrite1hTokens: r.CacheWrite1hTokens, WebSearchRequests: r.WebSearchRequests,
+		Estimated:  r.Estimated,
+		DurationMS: r.Duration.Milliseconds()}
 	if r.CostKnown {
 		c := r.Cost.String()
 		out.Cost = &c

@@ -24,14 +24,15 @@ func TestDashboardRequests(t *testing.T) {
 		if i%10 == 0 {
 			status = 429
 		}
-		// The newest (req-Ch) is a Messages API request of a Claude Code session.
-		endpoint, session := "chat.completions", ""
+		// The newest (req-Ch) is a Messages API request of a Claude Code
+		// session, which searched the web twice.
+		endpoint, session, searches := "chat.completions", "", int64(0)
 		if i == 59 {
-			endpoint, session = "messages", "sess-9"
+			endpoint, session, searches = "messages", "sess-9", 2
 		}
 		if err := h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "req-" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
 			KeyID: k.ID, AccountID: a.ID, Endpoint: endpoint, SessionID: session, Model: "gpt-4o", Status: status, TotalTokens: int64(i),
-			At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+			WebSearchRequests: searches, At: at.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,8 +59,12 @@ func TestDashboardRequests(t *testing.T) {
 		t.Error("the requests page does not name the Messages API request's endpoint")
 	}
 	one := b.get(t, "/admin/requests/req-Ch")
-	if !strings.Contains(one.Body, "<dt>Endpoint</dt><dd>messages</dd>") || !strings.Contains(one.Body, "<code>sess-9</code>") {
-		t.Errorf("the request's page does not name its endpoint and session: %s", one.Body)
+	if !strings.Contains(one.Body, "<dt>Endpoint</dt><dd>messages</dd>") || !strings.Contains(one.Body, "<code>sess-9</code>") ||
+		!strings.Contains(one.Body, "<dt>Web searches</dt><dd>2</dd>") {
+		t.Errorf("the request's page does not name its endpoint, session and web searches: %s", one.Body)
+	}
+	if p := b.get(t, "/admin/requests/req-Cg"); strings.Contains(p.Body, "Web searches") {
+		t.Error("a request without web searches lists them")
 	}
 	if one.StatusCode != 200 || !strings.Contains(one.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(one.Body, "<script>alert") ||
 		!strings.Contains(one.Body, "Answer (cut)") || !strings.Contains(one.Body, `id="captured-response">data: [DONE]`) {
@@ -87,6 +92,10 @@ func TestDashboardRequests(t *testing.T) {
 	if st := h.call(t, "GET", "/admin/v1/requests/req-Ch", nil, &detail); st != 200 || detail.Capture == nil ||
 		!strings.Contains(detail.Capture.Request, "<script>") || !detail.Capture.ResponseTruncated || detail.TotalTokens != 59 {
 		t.Errorf("API request: %d %+v", st, detail)
+	}
+	var raw map[string]any
+	if h.call(t, "GET", "/admin/v1/requests/req-Ch", nil, &raw); raw["web_search_requests"] != 2.0 {
+		t.Errorf("API request's web searches: %v", raw["web_search_requests"])
 	}
 	var e errorBody
 	if st := h.call(t, "GET", "/admin/v1/requests?outcome=maybe", nil, &e); st != 400 {

@@ -221,7 +221,7 @@ func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
 		CachedTokens: a.CachedTokens + b.CachedTokens, CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens,
 		CacheWrite1hTokens: a.CacheWrite1hTokens + b.CacheWrite1hTokens,
 		ReasoningTokens:    a.ReasoningTokens + b.ReasoningTokens, Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images,
-		Refused: a.Refused + b.Refused, Failed: a.Failed + b.Failed}
+		WebSearchRequests: a.WebSearchRequests + b.WebSearchRequests, Refused: a.Refused + b.Refused, Failed: a.Failed + b.Failed}
 }
 
 // values is the form as a query string.
@@ -300,7 +300,7 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error
 	cw.Write([]string{"day", "account_id", "account", "key_id", "key", "model", "requests", "succeeded", "refused", "failed", //nolint:errcheck // a bytes.Buffer
 		"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens",
 		"cost", "currency", "unpriced_requests", "audio_seconds", "images", "cache_write_tokens",
-		"cache_write_1h_tokens"})
+		"cache_write_1h_tokens", "web_search_requests"})
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, l := range lines {
 		day := ""
@@ -311,7 +311,7 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error
 			n(l.Succeeded()), n(l.Refused), n(l.Failed), n(l.PromptTokens), n(l.CompletionTokens), n(l.TotalTokens),
 			n(l.CachedTokens), n(l.ReasoningTokens), l.Cost.String(), h.cfg.Currency, n(l.UnknownCost),
 			strconv.FormatFloat(l.Audio.Seconds(), 'f', -1, 64), n(l.Images), n(l.CacheWriteTokens),
-			n(l.CacheWrite1hTokens)})
+			n(l.CacheWrite1hTokens), n(l.WebSearchRequests)})
 	}
 	cw.Flush()
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

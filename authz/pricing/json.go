@@ -53,6 +53,9 @@ type priceJSON struct {
 	Reasoning         *Nanos      `json:"reasoning"`
 	AudioSecond       Nanos       `json:"audio_second"`
 	Images            []imageJSON `json:"images"`
+	// WebSearch is left out when zero, as stores written before it
+	// existed have it.
+	WebSearch Nanos `json:"web_search,omitempty"`
 }
 
 type imageJSON struct {
@@ -65,7 +68,7 @@ type imageJSON struct {
 func (p Price) MarshalJSON() ([]byte, error) {
 	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, CacheWriteInput: p.CacheWriteInput,
 		CacheWrite1hInput: p.CacheWrite1hInput, Output: p.Output,
-		Reasoning: p.Reasoning, AudioSecond: p.AudioSecond, Images: []imageJSON{}}
+		Reasoning: p.Reasoning, AudioSecond: p.AudioSecond, Images: []imageJSON{}, WebSearch: p.WebSearch}
 	if !p.From.IsZero() {
 		from := p.From.UTC()
 		j.From = &from
@@ -91,7 +94,7 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 	}
 	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, CacheWriteInput: j.CacheWriteInput,
 		CacheWrite1hInput: j.CacheWrite1hInput, Output: j.Output,
-		Reasoning: j.Reasoning, AudioSecond: j.AudioSecond}
+		Reasoning: j.Reasoning, AudioSecond: j.AudioSecond, WebSearch: j.WebSearch}
 	if j.From != nil {
 		from, err := ParseInstant(*j.From)
 		if err != nil {

@@ -105,6 +105,11 @@ type Price struct {
 	AudioSecond Nanos
 	// Images are the prices of one generated image by size and quality.
 	Images []ImagePrice
+	// WebSearch is the price of one web search the provider ran for the
+	// answer, which it bills apart from tokens (Anthropic's $10 per 1,000
+	// searches is 0.01; for Gemini 2.5 and older, which bill per grounded
+	// prompt, the price of one).
+	WebSearch Nanos
 }
 
 // ImagePrice is the price of one image of a size and quality; an empty
@@ -126,6 +131,7 @@ type Usage struct {
 	Images             int64
 	ImageSize          string
 	ImageQuality       string
+	WebSearchRequests  int64
 }
 
 // Table is the prices in effect over time, by model.
@@ -163,7 +169,7 @@ func (p Price) check() error {
 	if p.Model == "" {
 		return errors.New("no model")
 	}
-	amounts := []Nanos{p.Input, p.Output, p.AudioSecond}
+	amounts := []Nanos{p.Input, p.Output, p.AudioSecond, p.WebSearch}
 	for _, o := range []*Nanos{p.CachedInput, p.CacheWriteInput, p.CacheWrite1hInput, p.Reasoning} {
 		if o != nil {
 			amounts = append(amounts, *o)
@@ -200,8 +206,8 @@ func (t *Table) At(model string, at time.Time) (Price, bool) {
 // Cost is what u costs at price p: prompt tokens at the input price
 // (cached ones at the cached price, those written to the cache at the
 // cache write price, or its hour's for an hour), completion tokens at the output price
-// (reasoning ones at the reasoning price), audio by the second and images
-// each. known is false for an image whose size and quality p has no
+// (reasoning ones at the reasoning price), audio by the second, images
+// and web searches each. known is false for an image whose size and quality p has no
 // price for: the cost is then unknown, not the rest alone.
 func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 	cached := min(max(u.CachedTokens, 0), max(u.PromptTokens, 0))
@@ -230,12 +236,9 @@ func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 		if !ok {
 			return 0, false
 		}
-		if hi, lo := bits.Mul64(uint64(u.Images), uint64(each)); hi == 0 {
-			sum.add(lo)
-		} else {
-			sum.add(math.MaxUint64)
-		}
+		sum.each(u.Images, each)
 	}
+	sum.each(u.WebSearchRequests, p.WebSearch)
 	return sum.n, true
 }
 
@@ -286,6 +289,18 @@ func (a *acc) tokens(n int64, perMillion Nanos) {
 	}
 	q, _ := bits.Div64(hi, lo, 1_000_000)
 	a.add(q)
+}
+
+// each adds n things at price each; n < 1 adds nothing.
+func (a *acc) each(n int64, price Nanos) {
+	if n <= 0 || price <= 0 {
+		return
+	}
+	if hi, lo := bits.Mul64(uint64(n), uint64(price)); hi == 0 {
+		a.add(lo)
+	} else {
+		a.add(math.MaxUint64)
+	}
 }
 
 func (a *acc) add(v uint64) {

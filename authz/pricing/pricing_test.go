@@ -132,6 +132,7 @@ func TestNewTableRefuses(t *testing.T) {
 		"a negative cached price":       {{Model: "m", CachedInput: &neg}},
 		"a negative write price":        {{Model: "m", CacheWriteInput: &neg}},
 		"a negative hour's write price": {{Model: "m", CacheWrite1hInput: &neg}},
+		"a negative web search price":   {{Model: "m", WebSearch: -1}},
 		"a negative image price":        {{Model: "m", Images: []ImagePrice{{Each: -5}}}},
 		"no model":                      {{Input: 1}},
 	} {
@@ -186,6 +187,11 @@ func TestCost(t *testing.T) {
 		{"size and quality's price", gpt, Usage{Images: 1, ImageSize: "1024x1792", ImageQuality: "hd"}, "0.12"},
 		{"an image without a price", Price{Model: "m", Images: []ImagePrice{{Size: "256x256", Each: 1}}},
 			Usage{PromptTokens: 10, Images: 1, ImageSize: "1024x1024"}, ""},
+		// 1,000 prompt tokens at 2.50 a million and 3 searches at 0.01 each.
+		{"web searches", Price{Model: "claude", Input: amount(t, "2.50"), WebSearch: amount(t, "0.01")},
+			Usage{PromptTokens: 1000, WebSearchRequests: 3}, "0.0325"},
+		{"web searches without a price are free", gpt, Usage{PromptTokens: 1000, WebSearchRequests: 3}, "0.0025"},
+		{"web searches saturate", Price{Model: "m", WebSearch: math.MaxInt64}, Usage{WebSearchRequests: 2}, "9223372036.854775807"},
 		{"free", Price{Model: "local"}, Usage{PromptTokens: 1000, CompletionTokens: 1000}, "0.00"},
 		{"saturates", Price{Model: "m", Input: math.MaxInt64}, Usage{PromptTokens: math.MaxInt64}, "9223372036.854775807"},
 	} {

@@ -50,7 +50,8 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
 			CachedTokens: 4, CacheWriteTokens: 3, CacheWrite1hTokens: 1, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at,
 			// the last one's cost is unknown (its model had no price)
-			Cost: pricing.Nanos(1000 * (i + 1)), CostKnown: i != 2, Audio: time.Duration(i) * 500 * time.Millisecond, Images: int64(i)}
+			Cost: pricing.Nanos(1000 * (i + 1)), CostKnown: i != 2, Audio: time.Duration(i) * 500 * time.Millisecond, Images: int64(i),
+			WebSearchRequests: int64(2 * i)}
 		if err := s.AppendUsage(ctx, rec); err != nil {
 			t.Fatalf("AppendUsage: %v", err)
 		}
@@ -66,7 +67,8 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 		t.Fatalf("UsageSince: %v", err)
 	}
 	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, CacheWriteTokens: 6,
-		CacheWrite1hTokens: 2, ReasoningTokens: 4, Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3}
+		CacheWrite1hTokens: 2, ReasoningTokens: 4, Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3,
+		WebSearchRequests: 6}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("UsageSince (-want +got):\n%s", diff)
 	}
@@ -96,7 +98,8 @@ func reportRecords() []authz.UsageRecord {
 					AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "b", Status: 200,
 					PromptTokens: v, CompletionTokens: 2 * v, TotalTokens: 3 * v, CachedTokens: v / 2, ReasoningTokens: v % 7,
 					Duration: time.Duration(v) * time.Millisecond, At: at,
-					Cost: pricing.Nanos(v * 1_000_003), CostKnown: n != 3, Audio: time.Duration(v%5) * time.Second, Images: v % 3})
+					Cost: pricing.Nanos(v * 1_000_003), CostKnown: n != 3, Audio: time.Duration(v%5) * time.Second, Images: v % 3,
+					WebSearchRequests: v % 4})
 				if n%2 == 0 { // a failed attempt before it, which reports leave out
 					recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
 						AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "down", Status: 503, Attempt: 1, At: at})
@@ -143,6 +146,7 @@ func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
 		}
 		t.Audio += r.Audio
 		t.Images += r.Images
+		t.WebSearchRequests += r.WebSearchRequests
 		sums[k] = t
 	}
 	var rows []authz.UsageRow
@@ -367,7 +371,7 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	at := time.UnixMilli(1_800_000_000_000).UTC()
 	recs := []authz.UsageRecord{
 		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at,
-			SessionID: "sess-1"},
+			SessionID: "sess-1", WebSearchRequests: 3},
 		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
 		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 502, At: at.Add(2 * time.Second)},
 		{RequestID: "r3", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 503, Attempt: 1, At: at.Add(2 * time.Second)},
@@ -410,7 +414,7 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	}
 	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
 	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
-		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID || rs[0].SessionID != "sess-1" {
+		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID || rs[0].SessionID != "sess-1" || rs[0].WebSearchRequests != 3 {
 		t.Errorf("r1 = %+v", rs)
 	}
 }

@@ -112,10 +112,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	// One row per day, key and model: the day, "prefix… name", the model,
 	// then 1 request, succeeded, none refused or failed, the recording's
-	// 385 tokens among the sums, and its cost: the dev config has no
-	// prices.
-	if len(r.UsageRow) != 13 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
-		r.UsageRow[3] != "1" || r.UsageRow[4] != "1" || r.UsageRow[5] != "0" || r.UsageRow[9] != "385" || r.UsageRow[12] != "no price" {
+	// 385 tokens among the sums, no web searches, and its cost: the dev
+	// config has no prices.
+	if len(r.UsageRow) != 14 || r.UsageRow[1] != r.Secret[:12]+"… browser key" || r.UsageRow[2] != "gpt-4o-mini" ||
+		r.UsageRow[3] != "1" || r.UsageRow[4] != "1" || r.UsageRow[5] != "0" || r.UsageRow[9] != "385" || r.UsageRow[12] != "0" ||
+		r.UsageRow[13] != "no price" {
 		t.Errorf("usage row = %q", r.UsageRow)
 	}
 	if r.ChartBars != 30 {
@@ -222,9 +223,10 @@ func TestDevAnnouncesDashboard(t *testing.T) {
 func checkSpendInBrowser(t *testing.T, r browserResult) {
 	t.Helper()
 	// The price: model, always, input 1000, cached as input, output 1000.
-	// Model, from, input, cached input, cache writes, for an hour, output, reasoning, audio, images, set in.
-	if len(r.PriceRow) < 11 || r.PriceRow[0] != "gpt-4o-mini" || r.PriceRow[1] != "always" || r.PriceRow[2] != "1000.00" ||
-		r.PriceRow[4] != "as input" || r.PriceRow[5] != "2000.00" || r.PriceRow[6] != "1000.00" || r.PriceRow[10] != "dashboard or API" {
+	// Model, from, input, cached input, cache writes, for an hour, output, reasoning, audio, web search, images, set in.
+	if len(r.PriceRow) < 12 || r.PriceRow[0] != "gpt-4o-mini" || r.PriceRow[1] != "always" || r.PriceRow[2] != "1000.00" ||
+		r.PriceRow[4] != "as input" || r.PriceRow[5] != "2000.00" || r.PriceRow[6] != "1000.00" || r.PriceRow[9] != "0.01" ||
+		r.PriceRow[11] != "dashboard or API" {
 		t.Errorf("price row = %q", r.PriceRow)
 	}
 	if r.SecretAfterReload || r.SpenderKeys != 1 {
@@ -243,9 +245,9 @@ func checkSpendInBrowser(t *testing.T, r browserResult) {
 		t.Errorf("spending: %v, refusal %q %q", r.SpendStatuses, r.RefusalCode, r.RefusalMessage)
 	}
 	// By model: 3 requests, 2 succeeded, 1 refused, 0 failed; 770 tokens
-	// costing 0.77.
-	if len(r.SpendRow) != 11 || r.SpendRow[1] != "3" || r.SpendRow[2] != "2" || r.SpendRow[3] != "1" || r.SpendRow[4] != "0" ||
-		r.SpendRow[7] != "770" || r.SpendRow[10] != "USD 0.77" {
+	// and no web searches costing 0.77.
+	if len(r.SpendRow) != 12 || r.SpendRow[1] != "3" || r.SpendRow[2] != "2" || r.SpendRow[3] != "1" || r.SpendRow[4] != "0" ||
+		r.SpendRow[7] != "770" || r.SpendRow[10] != "0" || r.SpendRow[11] != "USD 0.77" {
 		t.Errorf("usage of the spender = %q", r.SpendRow)
 	}
 	if len(r.BudgetRow) != 6 || r.BudgetRow[0] != "account spender" || r.BudgetRow[1] != "per month" ||

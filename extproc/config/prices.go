@@ -44,6 +44,10 @@ type ModelPrice struct {
 	// AudioSecond is the price of a second of transcribed audio.
 	AudioSecond Amount       `json:"audio_second"`
 	Images      []ImagePrice `json:"images"`
+	// WebSearch is the price of one web search the provider ran for an
+	// answer, which it bills apart from tokens (Anthropic's $10 per 1,000
+	// searches is "0.01"); unset means free.
+	WebSearch Amount `json:"web_search"`
 }
 
 // ImagePrice is the price of one generated image of a size and quality;
@@ -118,7 +122,8 @@ func (c *Config) PriceTable() (*pricing.Table, error) {
 			return nil, err
 		}
 		p := pricing.Price{Model: m.Model, From: from, Input: m.Input.nanos(), CachedInput: m.CachedInput.nanosOrNil(),
-			CacheWriteInput: m.CacheWriteInput.nanosOrNil(), CacheWrite1hInput: m.CacheWrite1hInput.nanosOrNil(), Output: m.Output.nanos(), Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos()}
+			CacheWriteInput: m.CacheWriteInput.nanosOrNil(), CacheWrite1hInput: m.CacheWrite1hInput.nanosOrNil(), Output: m.Output.nanos(),
+			Reasoning: m.Reasoning.nanosOrNil(), AudioSecond: m.AudioSecond.nanos(), WebSearch: m.WebSearch.nanos()}
 		for _, img := range m.Images {
 			p.Images = append(p.Images, pricing.ImagePrice{Size: img.Size, Quality: img.Quality, Each: img.Each.nanos()})
 		}

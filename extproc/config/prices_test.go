@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ prices:
       cached_input: "1.25"
       cache_write_input: "3.125"
       cache_write_1h_input: "5"
+      web_search: "0.01"
       output: "10"
       audio_second: 1.25e-07  # an exponent, written out
       images:
@@ -37,12 +40,52 @@ prices:
 	if !ok || before.Input != 2_500_000_000 || before.CachedInput == nil || *before.CachedInput != 1_250_000_000 ||
 		before.CacheWriteInput == nil || *before.CacheWriteInput != 3_125_000_000 ||
 		before.CacheWrite1hInput == nil || *before.CacheWrite1hInput != 5*pricing.NanosPerUnit ||
-		before.Output != 10*pricing.NanosPerUnit || before.AudioSecond != 125 || len(before.Images) != 1 || before.Images[0].Each != 40_000_000 {
+		before.Output != 10*pricing.NanosPerUnit || before.AudioSecond != 125 || len(before.Images) != 1 || before.Images[0].Each != 40_000_000 ||
+		before.WebSearch != 10_000_000 {
 		t.Errorf("the price before June: %+v (found %v)", before, ok)
 	}
 	after, ok := table.At("gpt-4o", time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
-	if !ok || after.Input != 2*pricing.NanosPerUnit || after.CachedInput != nil || after.CacheWriteInput != nil || after.CacheWrite1hInput != nil {
+	if !ok || after.Input != 2*pricing.NanosPerUnit || after.CachedInput != nil || after.CacheWriteInput != nil || after.CacheWrite1hInput != nil ||
+		after.WebSearch != 0 {
 		t.Errorf("the price from June: %+v (found %v)", after, ok)
+	}
+}
+
+// Every member of a price in the config file reaches the gateway's
+// price: a config price with every key set gives a pricing.Price with no
+// field left zero, so a field pricing.Price gains and the config lacks
+// (or PriceTable drops) fails here.
+func TestPricesCarryEveryField(t *testing.T) {
+	var keys []string
+	mt := reflect.TypeFor[ModelPrice]()
+	for i := range mt.NumField() {
+		f := mt.Field(i)
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch f.Type {
+		case reflect.TypeFor[Amount](), reflect.TypeFor[*Amount]():
+			keys = append(keys, fmt.Sprintf("%s: \"0.%02d\"", key, i+1))
+		case reflect.TypeFor[[]ImagePrice]():
+			keys = append(keys, key+": [{size: 1024x1024, quality: hd, each: \"0.04\"}]")
+		case reflect.TypeFor[string]():
+			keys = append(keys, map[string]string{"model": "model: gpt-4o", "from": "from: 2026-06-01"}[key])
+		default:
+			t.Fatalf("ModelPrice.%s: a field of a type this test does not know", f.Name)
+		}
+	}
+	cfg, err := Parse([]byte(valid + "prices:\n  models:\n    - {" + strings.Join(keys, ", ") + "}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := cfg.PriceTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := table.At("gpt-4o", time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	v := reflect.ValueOf(p)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Errorf("pricing.Price.%s is not set by the config's price {%s} (found %v)", v.Type().Field(i).Name, strings.Join(keys, ", "), ok)
+		}
 	}
 }
 

@@ -116,6 +116,11 @@ type usageIn struct {
 	CacheCreation *struct {
 		Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
 	} `json:"cache_creation"`
+	// ServerToolUse counts the server tools' uses Anthropic bills apart:
+	// web searches ($10 per 1,000).
+	ServerToolUse *struct {
+		WebSearchRequests int64 `json:"web_search_requests"`
+	} `json:"server_tool_use"`
 }
 
 // normalize counts cached and cache-writing input as prompt tokens, as
@@ -127,13 +132,17 @@ func (u usageIn) normalize() translate.Usage {
 	if u.CacheCreation != nil {
 		out.CacheWrite1hTokens = min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)
 	}
+	if u.ServerToolUse != nil {
+		out.WebSearchRequests = max(u.ServerToolUse.WebSearchRequests, 0)
+	}
 	return out
 }
 
 // after is the usage of a stream once its message_delta reported d:
 // d's counts are cumulative, and input counts it leaves out (older API
-// versions report output tokens only), and the split of cache writes by
-// ttl (which message_delta never has), keep message_start's (start).
+// versions report output tokens only), the split of cache writes by ttl
+// (which message_delta never has) and the web searches (when it has no
+// server_tool_use) keep message_start's (start).
 func (d usageIn) after(start translate.Usage) translate.Usage {
 	if d.InputTokens == 0 && d.CacheReadInputTokens == 0 && d.CacheCreationInputTokens == 0 {
 		d.InputTokens = start.PromptTokens - start.CachedTokens - start.CacheWriteTokens
@@ -142,6 +151,9 @@ func (d usageIn) after(start translate.Usage) translate.Usage {
 	u := d.normalize()
 	if d.CacheCreation == nil {
 		u.CacheWrite1hTokens = min(start.CacheWrite1hTokens, u.CacheWriteTokens)
+	}
+	if d.ServerToolUse == nil {
+		u.WebSearchRequests = start.WebSearchRequests
 	}
 	return u
 }

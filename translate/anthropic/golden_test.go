@@ -32,6 +32,9 @@ var goldenCases = []translatetest.Case{
 	// Not recorded: built from Anthropic's documented usage (testdata/chat/README.md).
 	{Name: "cache-usage", Recording: "testdata/chat/cache-usage/provider.json", ContentType: "application/json"},
 	{Name: "stream-cache-usage", Recording: "testdata/chat/stream-cache-usage/provider.sse", ContentType: "text/event-stream; charset=utf-8"},
+	// Not recorded: built from Anthropic's documented web search answers (testdata/chat/README.md).
+	{Name: "web-search", Recording: "testdata/chat/web-search/provider.json", ContentType: "application/json"},
+	{Name: "stream-web-search", Recording: "testdata/chat/stream-web-search/provider.sse", ContentType: "text/event-stream; charset=utf-8"},
 }
 
 func TestGolden(t *testing.T) {
@@ -40,8 +43,9 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The recordings were made with the client's model as the upstream one.
-		c := NewChat(translate.Target{Backend: "b", Provider: "anthropic", Model: req.Model, APIKey: "sk-ant"}, req).(*chat)
+		// The recordings were made with the client's model as the upstream
+		// one. The model may search (only the web search cases ask to).
+		c := NewChat(translate.Target{Backend: "b", Provider: "anthropic", Model: req.Model, APIKey: "sk-ant", WebSearch: true}, req).(*chat)
 		c.now = func() time.Time { return time.Unix(1700000000, 0) }
 		return c
 	})

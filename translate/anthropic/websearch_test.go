@@ -124,3 +124,42 @@ func TestWebSearchStream(t *testing.T) {
 		}
 	}
 }
+
+// The Messages relay reads the web searches of a message, and of a
+// stream's message_delta, whose counts are cumulative; a message_delta
+// without server_tool_use keeps message_start's.
+func TestMessagesRelayWebSearches(t *testing.T) {
+	req, err := api.ParseMessagesRequest([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"Shannon?"}],`+
+		`"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":3}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMessages(translate.Target{Provider: "anthropic", Model: "claude-sonnet-4-5"}, req)
+	m.ResponseHeaders(200, "application/json")
+	if _, err := m.ResponseBody([]byte(searchAnswer), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Usage(); got.WebSearchRequests != 1 || got.PromptTokens != 6039 {
+		t.Errorf("message usage %+v, want 1 web search", got)
+	}
+	start := `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],` +
+		`"usage":{"input_tokens":10,"output_tokens":1,"server_tool_use":{"web_search_requests":1}}}}`
+	for _, c := range []struct {
+		name  string
+		delta string
+		want  int64
+	}{
+		{"cumulative", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20,"server_tool_use":{"web_search_requests":2}}}`, 2},
+		{"left out", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20}}`, 1},
+	} {
+		m := NewMessages(translate.Target{Provider: "anthropic", Model: "claude-sonnet-4-5"}, req)
+		m.ResponseHeaders(200, "text/event-stream")
+		stream := "event: message_start\ndata: " + start + "\n\nevent: message_delta\ndata: " + c.delta + "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+		if _, err := m.ResponseBody([]byte(stream), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Usage(); got.WebSearchRequests != c.want || got.CompletionTokens != 20 {
+			t.Errorf("%s: stream usage %+v, want %d web searches", c.name, got, c.want)
+		}
+	}
+}

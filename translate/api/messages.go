@@ -2,8 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"modelgate/translate/jsonscan"
 )
@@ -69,6 +71,30 @@ func ParseMessagesRequest(body []byte, countTokens bool) (*MessagesRequest, erro
 	}
 	r.MaxTokens = PositiveInteger(m, "max_tokens")
 	return r, nil
+}
+
+// WebSearchMaxUses is the most web searches the request's web search
+// tools (Anthropic's web_search_20250305 and its later versions) allow:
+// the sum of their max_uses, at most math.MaxInt64. A web search tool
+// without max_uses allows any number, which adds nothing: its bound is
+// unknown.
+func (r *MessagesRequest) WebSearchMaxUses() int64 {
+	var tools []json.RawMessage
+	if json.Unmarshal(r.Members["tools"], &tools) != nil {
+		return 0
+	}
+	var n int64
+	for _, raw := range tools {
+		var t struct {
+			Type    string `json:"type"`
+			MaxUses int64  `json:"max_uses"`
+		}
+		if json.Unmarshal(raw, &t) != nil || !strings.HasPrefix(t.Type, "web_search_") || t.MaxUses <= 0 {
+			continue
+		}
+		n = min(n, math.MaxInt64-t.MaxUses) + t.MaxUses
+	}
+	return n
 }
 
 // checkTurns requires a Messages API conversation: a non-empty array of

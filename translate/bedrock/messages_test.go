@@ -59,3 +59,33 @@ func TestCountTokens(t *testing.T) {
 		t.Errorf("error: %s", out)
 	}
 }
+
+// Claude on Bedrock reports web searches in the Anthropic body as
+// Anthropic does: InvokeModel's message and its stream's message_delta
+// (in a chunk frame) give the usage's web searches.
+func TestMessagesWebSearches(t *testing.T) {
+	r, err := api.ParseMessagesRequest([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"Hi"}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := translate.Target{Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", APIKey: "k"}
+	m := NewMessages(target, r)
+	m.ResponseHeaders(200, "application/json")
+	msg := `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn",` +
+		`"usage":{"input_tokens":10,"output_tokens":5,"server_tool_use":{"web_search_requests":2}}}`
+	if _, err := m.ResponseBody([]byte(msg), true); err != nil || m.Usage().WebSearchRequests != 2 {
+		t.Errorf("message: usage %+v (%v), want 2 web searches", m.Usage(), err)
+	}
+	chunk := func(event string) []byte {
+		return eventFrame("chunk", `{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(event))+`"}`)
+	}
+	m = NewMessages(target, r)
+	m.ResponseHeaders(200, "application/vnd.amazon.eventstream")
+	var stream []byte
+	stream = append(stream, chunk(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`)...)
+	stream = append(stream, chunk(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5,"server_tool_use":{"web_search_requests":3}}}`)...)
+	stream = append(stream, chunk(`{"type":"message_stop"}`)...)
+	if _, err := m.ResponseBody(stream, true); err != nil || m.Usage().WebSearchRequests != 3 || m.Usage().PromptTokens != 10 {
+		t.Errorf("stream: usage %+v (%v), want 3 web searches", m.Usage(), err)
+	}
+}

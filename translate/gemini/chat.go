@@ -27,6 +27,11 @@ type chat struct {
 	usage   translate.Usage
 	dec     sse.Decoder
 	st      streamState
+	// searches are the answer's Google Search queries, which usage
+	// counts as its web searches (Usage).
+	searches searchQueries
+	// version is a JSON answer's modelVersion (a stream's is st.model).
+	version string
 }
 
 // NewChat returns the chat translator for provider gemini.
@@ -89,8 +94,17 @@ func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	return c.completion(chunk)
 }
 
-// Usage implements translate.Translator.
-func (c *chat) Usage() translate.Usage { return c.usage }
+// Usage implements translate.Translator: the usage the answer reported,
+// with its web searches as Google bills them for the model that answered.
+func (c *chat) Usage() translate.Usage {
+	u := c.usage
+	version := c.version
+	if c.stream {
+		version = c.st.model
+	}
+	u.WebSearchRequests = c.searches.billed(version, c.target.Model)
+	return u
+}
 
 // responseIn is a GenerateContentResponse.
 type responseIn struct {
@@ -121,7 +135,9 @@ type responseIn struct {
 // groundingMetadata is what Google Search grounding found: the web pages
 // (chunks) and which bytes of the answer's text each supports.
 type groundingMetadata struct {
-	GroundingChunks []struct {
+	// WebSearchQueries are the queries the model searched Google for.
+	WebSearchQueries []string `json:"webSearchQueries"`
+	GroundingChunks  []struct {
 		Web *struct {
 			URI   string `json:"uri"`
 			Title string `json:"title"`
@@ -230,6 +246,10 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		return nil, api.Unusable("the provider's candidates are not all objects")
 	}
 	c.usage, _ = r.usage()
+	c.version = r.ModelVersion
+	for _, cand := range r.Candidates {
+		c.searches.add(cand.GroundingMetadata)
+	}
 	choices := []api.Choice{}
 	calls := 0
 	for _, cand := range r.Candidates {

@@ -220,6 +220,9 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	if u, ok := r.usage(); ok {
 		c.usage = u
 	}
+	for _, cand := range r.Candidates {
+		c.searches.add(cand.GroundingMetadata)
+	}
 	choices := c.deltas(r)
 	if len(choices) == 0 {
 		return out
@@ -308,8 +311,10 @@ type fastPart struct {
 // Member names of GenerateContentResponse and its parts, the ones
 // responseIn decodes: any other spelling of them goes to encoding/json.
 var (
-	responseKeys  = []string{"candidates", "usageMetadata", "modelVersion", "responseId", "error"}
-	candidateKeys = []string{"content", "finishReason", "index"}
+	responseKeys = []string{"candidates", "usageMetadata", "modelVersion", "responseId", "error"}
+	// groundingMetadata is not read here: an event with it, rare, is
+	// decoded, which counts its searches.
+	candidateKeys = []string{"content", "finishReason", "index", "groundingMetadata"}
 	contentKeys   = []string{"parts"}
 	partKeys      = []string{"text", "thought", "functionCall", "thoughtSignature"}
 	callKeys      = []string{"id", "name", "args"}

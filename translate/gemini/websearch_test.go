@@ -64,3 +64,74 @@ func TestWebSearch(t *testing.T) {
 		t.Errorf("search off: request %s", up.Body)
 	}
 }
+
+// The searches of a grounded answer are its usage's web searches as
+// Google bills them: Gemini 3 per unique, non-empty query of any
+// candidate or event, Gemini 2.5 and older one per grounded prompt; the
+// model that answered (modelVersion) decides, else the one asked for.
+func TestWebSearchesBilled(t *testing.T) {
+	grounded := func(version string, queries ...string) string {
+		q, _ := json.Marshal(queries)
+		return `{"candidates":[{"content":{"role":"model","parts":[{"text":"Spain."}]},"finishReason":"STOP",` +
+			`"groundingMetadata":{"webSearchQueries":` + string(q) + `}}],` +
+			`"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":2,"totalTokenCount":14},"modelVersion":"` + version + `"}`
+	}
+	plain := `{"candidates":[{"content":{"role":"model","parts":[{"text":"Spain."}]},"finishReason":"STOP"}],` +
+		`"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":2,"totalTokenCount":14},"modelVersion":"gemini-3-pro-preview"}`
+	for _, c := range []struct {
+		name, model, body string
+		want              int64
+	}{
+		{"gemini 3, per query", "gemini-3-pro-preview", grounded("gemini-3-pro-preview", "euro 2024 winner", "", "euro 2024 final score", "euro 2024 winner"), 2},
+		{"gemini 3.1", "gemini-3.1-flash-lite", grounded("gemini-3.1-flash-lite", "a", "b", "c"), 3},
+		{"gemini 2.5, per prompt", "gemini-2.5-flash", grounded("gemini-2.5-flash", "a", "b", "c"), 1},
+		{"an alias, told by the version", "gemini-flash-latest", grounded("gemini-2.5-flash", "a", "b"), 1},
+		{"no version, told by the model", "gemini-2.0-flash", grounded("", "a", "b"), 1},
+		{"unknown generation, per query", "gemini-flash-latest", grounded("", "a", "b"), 2},
+		{"only empty queries", "gemini-3-pro-preview", grounded("gemini-3-pro-preview", ""), 0},
+		{"no grounding", "gemini-3-pro-preview", plain, 0},
+	} {
+		req, err := api.ParseChatRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Euro 2024?"}],"web_search_options":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := NewChat(translate.Target{Provider: "gemini", Model: c.model, WebSearch: true}, req)
+		tr.ResponseHeaders(200, "application/json")
+		if _, err := tr.ResponseBody([]byte(c.body), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.Usage(); got.WebSearchRequests != c.want || got.PromptTokens != 12 {
+			t.Errorf("%s: usage %+v, want %d web searches", c.name, got, c.want)
+		}
+	}
+}
+
+// In a stream the queries of every event count once each; the event with
+// grounding (read by encoding/json, not the fast path) keeps its text.
+func TestWebSearchesBilledStream(t *testing.T) {
+	req, err := api.ParseChatRequest([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"Euro 2024?"}],"web_search_options":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewChat(translate.Target{Provider: "gemini", Model: "gemini-3-flash-preview", WebSearch: true}, req)
+	tr.ResponseHeaders(200, "text/event-stream")
+	events := []string{
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Spain "}]},"groundingMetadata":{"webSearchQueries":["euro 2024 winner"]}}],"modelVersion":"gemini-3-flash-preview","responseId":"r"}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"won."}]},"finishReason":"STOP","groundingMetadata":{"webSearchQueries":["euro 2024 winner","","euro 2024 final"]}}],` +
+			`"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":2,"totalTokenCount":14},"modelVersion":"gemini-3-flash-preview","responseId":"r"}`,
+	}
+	var sse strings.Builder
+	for _, e := range events {
+		sse.WriteString("data: " + e + "\r\n\r\n")
+	}
+	out, err := tr.ResponseBody([]byte(sse.String()), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"content":"Spain "`) || !strings.Contains(string(out), `"content":"won."`) {
+		t.Errorf("stream:\n%s", out)
+	}
+	if got := tr.Usage(); got.WebSearchRequests != 2 || got.PromptTokens != 12 {
+		t.Errorf("usage %+v, want 2 web searches", got)
+	}
+}

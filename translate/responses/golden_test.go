@@ -66,6 +66,11 @@ func passthroughCases(cut string) []translatetest.Case {
 		// The stream of passthrough-stream-tool-result, cut off before
 		// response.output_text.done: the client gets an error event.
 		{Name: "passthrough-stream-cut", Recording: cut, ContentType: sseType},
+		// No web search is recorded: written by hand (provider.json) in
+		// the shape OpenAI's web search guide documents, web_search_call
+		// items of each action before the cited message; the searches
+		// (not the page opened or searched within) are the usage's.
+		{Name: "passthrough-web-search", Recording: "testdata/passthrough-web-search/provider.json", ContentType: jsonType},
 	}
 }
 
@@ -270,6 +275,15 @@ func (o *observed) check(t testing.TB) {
 	u := resp.Usage
 	want := translate.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
 		CachedTokens: u.InputTokensDetails.CachedTokens, ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
+	for _, it := range resp.Output { // the searches OpenAI bills
+		var call struct {
+			Type   string
+			Action struct{ Type string }
+		}
+		if json.Unmarshal(it, &call) == nil && call.Type == "web_search_call" && call.Action.Type == "search" {
+			want.WebSearchRequests++
+		}
+	}
 	if got := o.Usage(); got != want {
 		t.Errorf("Usage() = %+v, the client's Response says %+v", got, want)
 	}

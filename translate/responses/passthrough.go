@@ -371,6 +371,7 @@ func (p *Passthrough) response(raw json.RawMessage, final bool) (json.RawMessage
 			output = []json.RawMessage{}
 		}
 		p.output = output
+		p.usage.WebSearchRequests = webSearches(output)
 	}
 	b, err := api.Marshal(m)
 	if err != nil {
@@ -410,6 +411,30 @@ func (p *Passthrough) readUsage(raw json.RawMessage) json.RawMessage {
 	setAbsent(out, "reasoning_tokens", "0")
 	m["input_tokens_details"], m["output_tokens_details"] = mustJSON(in), mustJSON(out)
 	return mustJSON(m)
+}
+
+// webSearches counts the web searches of a Response's output, which
+// OpenAI bills per call apart from tokens: its web_search_call items but
+// those whose action opened a page or searched within one, which, as
+// OpenAI's web search guide documents, incur no tool call cost (an item
+// without an action, as older answers have, searched).
+func webSearches(output []json.RawMessage) int64 {
+	var n int64
+	for _, raw := range output {
+		var it struct {
+			Type   string `json:"type"`
+			Action *struct {
+				Type string `json:"type"`
+			} `json:"action"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.Type != "web_search_call" {
+			continue
+		}
+		if it.Action == nil || (it.Action.Type != "open_page" && it.Action.Type != "find_in_page") {
+			n++
+		}
+	}
+	return n
 }
 
 // item fills what an output item's schema requires and remembers function

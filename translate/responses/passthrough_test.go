@@ -167,3 +167,29 @@ func TestPassthroughOpaqueItemsByteForByte(t *testing.T) {
 		t.Errorf("include or store changed: %s", up.Body)
 	}
 }
+
+// A stream's searches are those of its completed Response: the
+// web_search_call items whose action searched, not the items of the
+// events before it.
+func TestPassthroughStreamWebSearches(t *testing.T) {
+	r, _ := ParseRequest([]byte(`{"model":"gpt","input":"News?","stream":true,"tools":[{"type":"web_search"}]}`))
+	p := NewPassthrough(translate.Target{Model: "gpt-5"}, r, nil, "resp_ws")
+	p.ResponseHeaders(200, "text/event-stream")
+	search := func(id, action string) string {
+		return `{"type":"web_search_call","id":"` + id + `","status":"completed","action":` + action + `}`
+	}
+	response := func(status, output string) string {
+		return `{"id":"resp_up","object":"response","created_at":1,"status":"` + status + `","model":"gpt-5","output":[` + output + `],` +
+			`"usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}`
+	}
+	stream := "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":" + response("in_progress", "") + "}\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":1,\"output_index\":0,\"item\":" +
+		search("ws_1", `{"type":"search","query":"news"}`) + "}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":" +
+		response("completed", search("ws_1", `{"type":"search","query":"news"}`)+","+search("ws_2", `{"type":"open_page","url":"https://example.com/"}`)+","+
+			search("ws_3", `{"type":"search","queries":["more news"]}`)) + "}\n\n"
+	translatetest.Stream(t, p, [][]byte{[]byte(stream)})
+	if got := p.Usage(); got.WebSearchRequests != 2 || got.PromptTokens != 10 {
+		t.Errorf("usage %+v, want 2 web searches", got)
+	}
+}

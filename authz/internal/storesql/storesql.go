@@ -30,13 +30,13 @@ const UsageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(compl
 	COALESCE(SUM(cost_nanos), 0), COUNT(*) - COUNT(cost_nanos), COALESCE(SUM(audio_ms), 0), COALESCE(SUM(images), 0),
 	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) THEN 1 ELSE 0 END), 0),
 	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) OR status BETWEEN 200 AND 399 THEN 0 ELSE 1 END), 0),
-	COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0)`
+	COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0), COALESCE(SUM(web_search_requests), 0)`
 
 // TotalsDest are the Scan destinations of UsageSums in t.
 func TotalsDest(t *authz.UsageTotals) []any {
 	return []any{&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens,
 		(*int64)(&t.Cost), &t.UnknownCost, millis{&t.Audio}, &t.Images, &t.Refused, &t.Failed, &t.CacheWriteTokens,
-		&t.CacheWrite1hTokens}
+		&t.CacheWrite1hTokens, &t.WebSearchRequests}
 }
 
 // millis scans a number of milliseconds into a Duration: an integer, or
@@ -214,7 +214,7 @@ func JSONOf(s *string) json.RawMessage {
 // RequestDest (with the row's time scanned by the dialect's store).
 const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens, completion_tokens,
 	total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, cost_nanos, audio_ms, images, client_request_id,
-	cache_write_tokens, cache_write_1h_tokens, session_id, at`
+	cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, at`
 
 // RequestDest are the Scan destinations of RequestColumns but the last
 // (at), into r; cost and duration need the scanners given.
@@ -222,7 +222,7 @@ func RequestDest(r *authz.UsageRecord, cost *NullCost, duration *int64) []any {
 	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
 		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
 		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens,
-		&r.SessionID}
+		&r.SessionID, &r.WebSearchRequests}
 }
 
 // NullCost scans a cost_nanos column.

@@ -1,8 +1,11 @@
 package scripted
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // anthropicRequest is the part of a Messages request the model reads.
@@ -15,6 +18,9 @@ type anthropicRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
+		// Type names a server tool (web_search_20250305); empty, or
+		// custom, for the client's own.
+		Type        string          `json:"type"`
 		Name        string          `json:"name"`
 		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
@@ -77,9 +83,12 @@ func Messages(w http.ResponseWriter, body []byte) {
 	}
 	id := newID("msg_scripted")
 	if !req.Stream {
+		usage := t.anthropicUsage(t.OutputTokens)
+		if t.Search != "" {
+			usage["server_tool_use"] = serverToolUse
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "type": "message", "role": "assistant", "model": req.Model,
-			"content": content, "stop_reason": stop, "stop_sequence": nil,
-			"usage": t.anthropicUsage(t.OutputTokens)})
+			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
 	s := startSSE(w)
@@ -96,11 +105,13 @@ func Messages(w http.ResponseWriter, body []byte) {
 				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": p}})
 			}
 			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b.Signature}})
-		case "tool_use":
-			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
+		case "tool_use", "server_tool_use":
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": b.Type, "id": b.ID, "name": b.Name, "input": map[string]any{}}})
 			for _, p := range pieces(string(b.Input)) {
 				s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": p}})
 			}
+		case "web_search_tool_result": // whole in its start, as Anthropic streams it
+			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": b})
 		default:
 			s.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			for _, p := range pieces(b.Text) {
@@ -109,8 +120,12 @@ func Messages(w http.ResponseWriter, body []byte) {
 		}
 		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
+	delta := map[string]any{"output_tokens": t.OutputTokens}
+	if t.Search != "" { // message_delta's counts are cumulative; message_start has none
+		delta["server_tool_use"] = serverToolUse
+	}
 	s.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": t.OutputTokens}})
+		"usage": delta})
 	s.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -119,6 +134,9 @@ func anthropicContent(t Turn) []anthropicBlock {
 	var out []anthropicBlock
 	if t.Thinking != "" {
 		out = append(out, anthropicBlock{Type: "thinking", Thinking: t.Thinking, Signature: t.Signature})
+	}
+	if t.Search != "" {
+		out = append(out, webSearchBlocks(t.Search)...)
 	}
 	if t.Call != nil {
 		return append(out, anthropicBlock{Type: "tool_use", ID: newID("toolu_scripted"), Name: t.Call.Name, Input: json.RawMessage(t.Call.Arguments)})
@@ -134,6 +152,10 @@ func (req anthropicRequest) conversation(size int) (Conversation, error) {
 		c.Schema = req.OutputConfig.Format.Schema
 	}
 	for _, t := range req.Tools {
+		if strings.HasPrefix(t.Type, "web_search_") {
+			c.WebSearch = true // Anthropic runs it: no tool of the client's
+			continue
+		}
 		c.Tools = append(c.Tools, Tool{Name: t.Name, Parameters: t.InputSchema})
 	}
 	c.MustCall = req.ToolChoice != nil && (req.ToolChoice.Type == "any" || req.ToolChoice.Type == "tool")
@@ -218,4 +240,20 @@ func (t *Turn) anthropicUsage(output int) map[string]any {
 	return map[string]any{"input_tokens": t.InputTokens, "output_tokens": output,
 		"cache_read_input_tokens": t.CacheRead, "cache_creation_input_tokens": t.CacheWrite,
 		"cache_creation": map[string]any{"ephemeral_5m_input_tokens": t.CacheWrite - t.CacheWrite1h, "ephemeral_1h_input_tokens": t.CacheWrite1h}}
+}
+
+// serverToolUse is the usage's count of a turn's one web search, as
+// Anthropic reports it.
+var serverToolUse = map[string]any{"web_search_requests": 1}
+
+// webSearchBlocks are a web search for query as a Message shows it, in
+// the shape of Anthropic's web search tool: the server tool's use and its
+// result, one page found.
+func webSearchBlocks(query string) []anthropicBlock {
+	id := newID("srvtoolu_scripted")
+	input, _ := json.Marshal(map[string]string{"query": query})
+	result, _ := json.Marshal([]map[string]any{{"type": "web_search_result", "url": "https://example.com/search?q=" + url.QueryEscape(query),
+		"title": "Results for " + query, "encrypted_content": base64.StdEncoding.EncodeToString([]byte(query)), "page_age": nil}})
+	return []anthropicBlock{{Type: "server_tool_use", ID: id, Name: "web_search", Input: input},
+		{Type: "web_search_tool_result", ToolUseID: id, Content: result}}
 }

@@ -28,7 +28,10 @@
 // calls) a tool call turn sent back without its signed thinking is
 // refused with the provider's error. Claude (on Anthropic and Bedrock)
 // caches prompts at the client's cache markers as Anthropic documents it,
-// and reports cache reads and writes (cache.go).
+// and reports cache reads and writes (cache.go). Offered Anthropic's web
+// search server tool, Claude searches the web once for the prompt before
+// it answers, until tool results come back, and reports the search in its
+// usage (server_tool_use.web_search_requests) as Anthropic does.
 package scripted
 
 import (
@@ -55,6 +58,9 @@ type Conversation struct {
 	Schema json.RawMessage
 	// Reasoning reports that thinking is on.
 	Reasoning bool
+	// WebSearch reports that the provider's own web search is offered (a
+	// server tool, not one of Tools).
+	WebSearch bool
 	// InputChars counts the request's characters, for usage.
 	InputChars int
 }
@@ -81,6 +87,9 @@ type Turn struct {
 	InputTokens, OutputTokens, CacheRead, CacheWrite int
 	// CacheWrite1h of the writes are for an hour.
 	CacheWrite1h int
+	// Search is the query of the web search the model ran before its
+	// answer; empty for none.
+	Search string
 }
 
 // cached sets the turn's cache reads and writes, which its input tokens
@@ -144,6 +153,9 @@ func Answer(c Conversation) Turn {
 			t.Thinking += "I have what I need to answer."
 		}
 		t.Signature = Sign(t.Thinking)
+	}
+	if c.WebSearch && len(c.Results) == 0 {
+		t.Search = firstLine(c.Prompt)
 	}
 	out := len(t.Thinking) + len(t.Text)
 	if t.Call != nil {

@@ -79,6 +79,49 @@ func TestMessagesChecksThinking(t *testing.T) {
 	}
 }
 
+// Offered Anthropic's web search tool, Claude searches once before it
+// answers, never calls the tool as the client's, and counts the search in
+// its usage: the message's, and the stream's message_delta (not its
+// message_start). Without the tool it does not search.
+func TestMessagesWebSearch(t *testing.T) {
+	const search = `{"model":"m","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2}],"messages":[{"role":"user","content":"Who won Euro 2024?"}]`
+	w := httptest.NewRecorder()
+	Messages(w, []byte(search+`}`))
+	var msg struct {
+		Content []struct{ Type, Name, Text string }
+		Usage   struct {
+			ServerToolUse *struct {
+				WebSearchRequests int `json:"web_search_requests"`
+			} `json:"server_tool_use"`
+		}
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &msg); err != nil || len(msg.Content) != 3 || msg.Content[0].Type != "server_tool_use" ||
+		msg.Content[0].Name != "web_search" || msg.Content[1].Type != "web_search_tool_result" || msg.Content[2].Type != "text" ||
+		msg.Usage.ServerToolUse == nil || msg.Usage.ServerToolUse.WebSearchRequests != 1 {
+		t.Errorf("message %s: want a search, its result and text, and 1 web search in the usage", w.Body)
+	}
+	w = httptest.NewRecorder()
+	Messages(w, []byte(search+`,"stream":true}`))
+	var start, delta string
+	for _, line := range strings.Split(w.Body.String(), "\n") {
+		switch {
+		case strings.Contains(line, `"type":"message_start"`):
+			start = line
+		case strings.Contains(line, `"type":"message_delta"`):
+			delta = line
+		}
+	}
+	if strings.Contains(start, "server_tool_use") || !strings.Contains(delta, `"server_tool_use":{"web_search_requests":1}`) ||
+		!strings.Contains(w.Body.String(), `"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_scripted`) {
+		t.Errorf("stream:\n%s", w.Body)
+	}
+	w = httptest.NewRecorder()
+	Messages(w, []byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"Who won Euro 2024?"}]}`))
+	if strings.Contains(w.Body.String(), "server_tool_use") {
+		t.Errorf("searched without the tool: %s", w.Body)
+	}
+}
+
 // The Converse stream is AWS's event-stream, as the gateway's decoder
 // reads it.
 func TestConverseStreamFrames(t *testing.T) {

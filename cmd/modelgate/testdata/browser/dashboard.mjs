@@ -127,6 +127,7 @@ try {
   await setPrice.getByLabel("Input, per million tokens").fill("1000");
   await setPrice.getByLabel("Output, per million tokens").fill("1000");
   await setPrice.getByLabel("Cache writes, 1h").fill("2000");
+  await setPrice.getByLabel("Web search, each").fill("0.01");
   await setPrice.getByRole("button", { name: "Set price" }).click();
   await page.waitForURL(/\/admin\/prices\?done=saved$/);
   result.priceRow = (await page.locator("#prices tbody tr", { hasText: "gpt-4o-mini" }).first().innerText())
