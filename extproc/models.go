@@ -172,13 +172,18 @@ type modelList struct {
 }
 
 // get renders the Model object of a model the principal may use, the
-// entry GET /v1/models lists for it; false if there is none.
-func (r *router) get(p *authz.Principal, id string) ([]byte, bool) {
+// entry GET /v1/models lists for it, in the OpenAI API's shape or
+// (anthropic) the Messages API's; false if there is none.
+func (r *router) get(p *authz.Principal, id string, anthropic bool) ([]byte, bool) {
 	m, ok := r.models[id]
 	if !ok || !p.Allows(id) {
 		return nil, false
 	}
-	b, err := json.Marshal(modelOf(m))
+	var v any = modelOf(m)
+	if anthropic {
+		v = anthropicModelOf(m)
+	}
+	b, err := json.Marshal(v)
 	if err != nil { // cannot happen: plain strings and numbers
 		panic(err)
 	}
@@ -213,6 +218,10 @@ type anthropicModel struct {
 	CreatedAt   string `json:"created_at"`
 }
 
+func anthropicModelOf(m *routing.Model) anthropicModel {
+	return anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)}
+}
+
 // anthropicList renders the models the principal may use as the Messages
 // API lists them, for its clients (Claude Code): one page, ids as
 // configured.
@@ -225,8 +234,7 @@ func (r *router) anthropicList(p *authz.Principal) []byte {
 	}{Data: []anthropicModel{}}
 	for _, m := range r.order {
 		if p.Allows(m.ID) {
-			out.Data = append(out.Data, anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID,
-				CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)})
+			out.Data = append(out.Data, anthropicModelOf(m))
 		}
 	}
 	if n := len(out.Data); n > 0 {

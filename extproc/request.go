@@ -44,18 +44,21 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 }
 
 func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
+	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
+	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
+	// The Messages API's endpoints answer in its shape, and so does the
+	// model list (and a model of it) to a client of that API.
+	ex.req.anthropic = ep.spec().anthropic ||
+		(ep == endpointModels || ep == endpointModel) && (hm.get("anthropic-version") != "" || hm.get("x-api-key") != "")
 	// Envoy passes an upgrade (a WebSocket handshake) to the filters with
 	// its upgrade header when the connection manager allows the upgrade
 	// type (envoy.Bootstrap allows websocket for this answer).
 	if protocol, ok := hm.lookup("upgrade"); ok {
 		return nil, errUpgrade(protocol)
 	}
-	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
 	if err != nil {
 		return nil, err
 	}
-	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
-	ex.req.anthropic = ep.spec().anthropic || ep == endpointModels && (hm.get("anthropic-version") != "" || hm.get("x-api-key") != "")
 	if ep.spec().signed {
 		return ex.serveImage(ctx, hm)
 	}

@@ -26,7 +26,7 @@ func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	switch ex.req.endpoint {
 	case endpointModel:
 		id := unescape(path[len(modelPrefix):])
-		if b, ok := ex.s.router.get(ex.req.principal, id); ok {
+		if b, ok := ex.s.router.get(ex.req.principal, id, ex.req.anthropic); ok {
 			return b, nil
 		}
 		return nil, errModelUnavailable(id)
