@@ -13,27 +13,31 @@ import (
 )
 
 // localReply is one mapper: which local replies it matches and the
-// OpenAI error they become.
+// error they become, in the OpenAI API's shape and, for a client of the
+// Messages API, in that API's (its error type).
 type localReply struct {
-	flags  []string // response flags; nil matches on status instead
-	status uint32
-	body   string
+	flags        []string // response flags; nil matches on status instead
+	status       uint32
+	message      string
+	typ, code    string // the OpenAI error's
+	messagesType string // the Messages API error's
 }
 
-// localReplies turn Envoy's own replies into OpenAI errors, after the
-// mapper that leaves the ext_proc server's replies alone (GatewayReplyKey).
-// Flags name the cause where Envoy sets one (HTTP connection manager docs,
-// local_reply); the rest are mapped by status.
+// localReplies turn Envoy's own replies into errors, after the mapper that
+// leaves the ext_proc server's replies alone (GatewayReplyKey). Flags name
+// the cause where Envoy sets one (HTTP connection manager docs,
+// local_reply); the rest are mapped by status. The Messages API's types
+// are those the server gives the same statuses (api.MessagesErrorType).
 var localReplies = []localReply{
-	{flags: []string{"UT"}, body: errorJSON("The model's provider did not answer in time.", "server_error", "timeout")},
-	{flags: []string{"UPE"}, body: errorJSON("The model's provider broke off its answer or sent a broken one.", "server_error", "")},
+	{flags: []string{"UT"}, message: "The model's provider did not answer in time.", typ: "server_error", code: "timeout", messagesType: "timeout_error"},
+	{flags: []string{"UPE"}, message: "The model's provider broke off its answer or sent a broken one.", typ: "server_error", messagesType: "api_error"},
 	{flags: []string{"UF", "URX", "UH", "NC", "UO", "UR", "LR", "UC"},
-		body: errorJSON("The model's provider could not be reached.", "server_error", "")},
-	{flags: []string{"SI"}, body: errorJSON("The request timed out.", "server_error", "timeout")},
-	{status: 413, body: errorJSON(TooLargeMessage, "invalid_request_error", "request_too_large")},
-	{status: 408, body: errorJSON("The request was not received in time.", "invalid_request_error", "request_timeout")},
-	{status: 500, body: errorJSON(InternalMessage, "server_error", "")},
-	{status: 504, body: errorJSON("The gateway timed out while processing the request.", "server_error", "timeout")},
+		message: "The model's provider could not be reached.", typ: "server_error", messagesType: "overloaded_error"},
+	{flags: []string{"SI"}, message: "The request timed out.", typ: "server_error", code: "timeout", messagesType: "timeout_error"},
+	{status: 413, message: TooLargeMessage, typ: "invalid_request_error", code: "request_too_large", messagesType: "request_too_large"},
+	{status: 408, message: "The request was not received in time.", typ: "invalid_request_error", code: "request_timeout", messagesType: "invalid_request_error"},
+	{status: 500, message: InternalMessage, typ: "server_error", messagesType: "api_error"},
+	{status: 504, message: "The gateway timed out while processing the request.", typ: "server_error", code: "timeout", messagesType: "timeout_error"},
 }
 
 // Messages of Envoy's own 413 and 500, the texts of the server's replies
@@ -54,6 +58,11 @@ func errorJSON(message, typ, code string) string {
 	return `{"error":{"message":` + strconv.Quote(message) + `,"type":` + strconv.Quote(typ) + `,"param":null,"code":` + c + `}}`
 }
 
+// messagesErrorJSON renders the Messages API's error body, as fixed text.
+func messagesErrorJSON(message, typ string) string {
+	return `{"type":"error","error":{"type":` + strconv.Quote(typ) + `,"message":` + strconv.Quote(message) + `}}`
+}
+
 // GatewayReplyKey is the dynamic metadata key, in the server's metadata
 // namespace, that the ext_proc server sets to true with each of its
 // immediate responses. Envoy makes those local replies too, and
@@ -67,29 +76,66 @@ func errorJSON(message, typ, code string) string {
 // made (local_reply.cc, rewrite), so the marker is there in time.
 const GatewayReplyKey = "gateway_reply"
 
-// localReplyConfig maps Envoy's local replies to OpenAI errors, each marked
-// with routing.LocalReplyHeader. Its first mapper matches the ext_proc server's
-// own replies and changes nothing: the first matching mapper wins, and
-// without a format of its own or a top-level one the body stays as the
-// server wrote it.
+// localReplyConfig maps Envoy's local replies to errors in the shape of
+// the client's API, each marked with routing.LocalReplyHeader and carrying
+// the request's x-request-id (the gateway's id once the ext_proc server
+// saw the request), as the server's own answers do. Its first mapper
+// matches the ext_proc server's own replies and changes nothing: the
+// first matching mapper wins, and without a format of its own or a
+// top-level one the body stays as the server wrote it. Then each reply of
+// a Messages API client (routing.DialectKey) becomes that API's error,
+// and every other reply the OpenAI API's. Where Envoy sends its replies
+// to the ext_proc server (1.37), the server rewrites them again with the
+// model's name.
 func localReplyConfig(namespace string) *hcmv3.LocalReplyConfig {
 	ms := []*hcmv3.ResponseMapper{{Filter: gatewayReplyFilter(namespace)}}
 	for _, lr := range localReplies {
-		ms = append(ms, &hcmv3.ResponseMapper{
-			Filter: lr.filter(),
-			HeadersToAdd: []*corev3.HeaderValueOption{{
-				Header:       &corev3.HeaderValue{Key: routing.LocalReplyHeader, Value: "%RESPONSE_CODE_DETAILS%"},
-				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
-			}},
-			BodyFormatOverride: &corev3.SubstitutionFormatString{
-				Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
-					Specifier: &corev3.DataSource_InlineString{InlineString: lr.body},
-				}},
-				ContentType: "application/json",
-			},
-		})
+		filter := &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_AndFilter{
+			AndFilter: &accesslogv3.AndFilter{Filters: []*accesslogv3.AccessLogFilter{messagesClientFilter(namespace), lr.filter()}}}}
+		ms = append(ms, replyMapper(filter, messagesErrorJSON(lr.message, lr.messagesType)))
+	}
+	for _, lr := range localReplies {
+		ms = append(ms, replyMapper(lr.filter(), errorJSON(lr.message, lr.typ, lr.code)))
 	}
 	return &hcmv3.LocalReplyConfig{Mappers: ms}
+}
+
+// replyMapper is the mapper of the replies filter matches: body, the
+// LocalReplyHeader and the request's x-request-id.
+func replyMapper(filter *accesslogv3.AccessLogFilter, body string) *hcmv3.ResponseMapper {
+	return &hcmv3.ResponseMapper{
+		Filter: filter,
+		HeadersToAdd: []*corev3.HeaderValueOption{{
+			Header:       &corev3.HeaderValue{Key: routing.LocalReplyHeader, Value: "%RESPONSE_CODE_DETAILS%"},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		}, {
+			Header:       &corev3.HeaderValue{Key: "x-request-id", Value: "%REQ(x-request-id)%"},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		}},
+		BodyFormatOverride: &corev3.SubstitutionFormatString{
+			Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: &corev3.DataSource{
+				Specifier: &corev3.DataSource_InlineString{InlineString: body},
+			}},
+			ContentType: "application/json",
+		},
+	}
+}
+
+// messagesClientFilter matches the replies to a client of the Messages
+// API: the ext_proc server set routing.DialectKey at the request's
+// headers.
+func messagesClientFilter(namespace string) *accesslogv3.AccessLogFilter {
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_MetadataFilter{
+		MetadataFilter: &accesslogv3.MetadataFilter{
+			Matcher: &matcherv3.MetadataMatcher{
+				Filter: namespace,
+				Path:   []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: routing.DialectKey}}},
+				Value: &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+					MatchPattern: &matcherv3.StringMatcher_Exact{Exact: routing.AnthropicDialect}}}},
+			},
+			MatchIfKeyNotFound: wrapperspb.Bool(false),
+		},
+	}}
 }
 
 func (lr localReply) filter() *accesslogv3.AccessLogFilter {

@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,12 +107,14 @@ func TestBackendTimeoutsRejected(t *testing.T) {
 }
 
 // The first mapper leaves the ext_proc server's own replies as they are;
-// every other mapper marks the reply and answers an OpenAI error.
+// then each entry has a mapper for the Messages API's clients, which
+// answers that API's error, and one for the rest, which answers an OpenAI
+// error; every one marks the reply and carries the request's id.
 func TestLocalReplyConfig(t *testing.T) {
 	t.Parallel()
 	lrc := hcmOf(t, generate(t, testConfig)).GetLocalReplyConfig()
-	if len(lrc.GetMappers()) != len(localReplies)+1 || lrc.GetBodyFormat() != nil {
-		t.Fatalf("local_reply_config = %v, want the server's mapper, one mapper per entry and no top-level body_format (it would rewrite /v1/models)", lrc)
+	if len(lrc.GetMappers()) != 2*len(localReplies)+1 || lrc.GetBodyFormat() != nil {
+		t.Fatalf("local_reply_config = %v, want the server's mapper, two mappers per entry and no top-level body_format (it would rewrite /v1/models)", lrc)
 	}
 	first := lrc.GetMappers()[0]
 	mf := first.GetFilter().GetMetadataFilter()
@@ -121,18 +124,39 @@ func TestLocalReplyConfig(t *testing.T) {
 		t.Errorf("first mapper %v: want the server's marker and no rewrite", first)
 	}
 	for i, m := range lrc.GetMappers()[1:] {
-		if m.GetFilter().GetResponseFlagFilter() == nil && m.GetFilter().GetStatusCodeFilter() == nil {
-			t.Errorf("mapper %d filter %v: want response flags or a status", i, m.GetFilter())
+		filter, messages := m.GetFilter(), i < len(localReplies)
+		if messages {
+			and := filter.GetAndFilter().GetFilters()
+			dm := and[0].GetMetadataFilter().GetMatcher()
+			if len(and) != 2 || dm.GetFilter() != routing.MetadataNamespace || dm.GetPath()[0].GetKey() != routing.DialectKey ||
+				dm.GetValue().GetStringMatch().GetExact() != routing.AnthropicDialect || and[0].GetMetadataFilter().GetMatchIfKeyNotFound().GetValue() {
+				t.Errorf("mapper %d filter %v: want the Messages API's clients and the entry's filter", i, filter)
+				continue
+			}
+			filter = and[1]
 		}
-		if h := m.GetHeadersToAdd(); len(h) != 1 || h[0].GetHeader().GetKey() != routing.LocalReplyHeader ||
-			h[0].GetHeader().GetValue() != "%RESPONSE_CODE_DETAILS%" {
+		if filter.GetResponseFlagFilter() == nil && filter.GetStatusCodeFilter() == nil {
+			t.Errorf("mapper %d filter %v: want response flags or a status", i, filter)
+		}
+		if h := m.GetHeadersToAdd(); len(h) != 2 || h[0].GetHeader().GetKey() != routing.LocalReplyHeader ||
+			h[0].GetHeader().GetValue() != "%RESPONSE_CODE_DETAILS%" || h[1].GetHeader().GetKey() != "x-request-id" ||
+			h[1].GetHeader().GetValue() != "%REQ(x-request-id)%" {
 			t.Errorf("mapper %d headers_to_add = %v", i, h)
 		}
 		f := m.GetBodyFormatOverride()
 		if f.GetContentType() != "application/json" {
 			t.Errorf("mapper %d content type %q", i, f.GetContentType())
 		}
-		if err := spec.Validate("ErrorResponse", []byte(f.GetTextFormatSource().GetInlineString())); err != nil {
+		body := []byte(f.GetTextFormatSource().GetInlineString())
+		if messages {
+			var e struct {
+				Type  string
+				Error struct{ Type, Message string }
+			}
+			if json.Unmarshal(body, &e) != nil || e.Type != "error" || e.Error.Type == "" || e.Error.Message == "" {
+				t.Errorf("mapper %d body %s: want the Messages API's error", i, body)
+			}
+		} else if err := spec.Validate("ErrorResponse", body); err != nil {
 			t.Errorf("mapper %d body: %v", i, err)
 		}
 	}

@@ -177,6 +177,12 @@ const gatewayReplyKey = "gateway_reply"
 // markGatewayReply sets gatewayReplyKey in r's dynamic metadata, beside
 // whatever else r writes there.
 func (s *Server) markGatewayReply(r *extprocv3.ProcessingResponse) {
+	s.setMetadata(r, gatewayReplyKey, structpb.NewBoolValue(true))
+}
+
+// setMetadata sets key to v in r's dynamic metadata, in the server's
+// namespace, beside what r holds there already.
+func (s *Server) setMetadata(r *extprocv3.ProcessingResponse, key string, v *structpb.Value) {
 	if r.DynamicMetadata == nil {
 		r.DynamicMetadata = &structpb.Struct{}
 	}
@@ -191,7 +197,7 @@ func (s *Server) markGatewayReply(r *extprocv3.ProcessingResponse) {
 	if ns.Fields == nil {
 		ns.Fields = map[string]*structpb.Value{}
 	}
-	ns.Fields[gatewayReplyKey] = structpb.NewBoolValue(true)
+	ns.Fields[key] = v
 }
 
 // localReply builds an immediate response: Envoy answers the client with

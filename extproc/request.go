@@ -12,6 +12,7 @@ import (
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/extproc/routing"
 	"modelgate/translate"
@@ -89,12 +90,16 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	// log, and the attempts of a fallback, which share the request's
 	// headers. The answers get it from withRequestID.
 	mut.Set(requestIDHeader, ex.req.id)
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+	resp := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation:  mut.mutation(),
 			ClearRouteCache: true,
 		}},
-	}}, nil
+	}}
+	if ex.req.anthropic { // Envoy's own replies to it, in its API's shape (envoy.localReplyConfig)
+		ex.s.setMetadata(resp, routing.DialectKey, structpb.NewStringValue(routing.AnthropicDialect))
+	}
+	return resp, nil
 }
 
 // newRequestID is a random UUID (version 4), the form of Envoy's own

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"modelgate/envoy/standin"
 	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
 )
@@ -71,6 +72,60 @@ models:
 			}
 			if got := calls.Load() - before; got != tt.calls {
 				t.Errorf("%d calls of the provider, want %d", got, tt.calls)
+			}
+		})
+	}
+}
+
+// Envoy's own replies reach a client of the Messages API in that API's
+// shape, and every client with the request's id: with Envoy 1.36, whose
+// local replies skip ext_proc, local_reply_config writes them (the server
+// marks a Messages request in the dynamic metadata); with 1.37 the server
+// rewrites them itself and records the status the client saw (1.36 shows
+// it nothing of them: its record says 499, docs/errors.md). A backend that
+// refuses connections makes Envoy answer 503 itself.
+func TestEnvoyRepliesInTheClientsShape(t *testing.T) {
+	cfg := `backends:
+  - {name: down, provider: anthropic, base_url: "http://127.0.0.1:1", api_key_env: FAULT_PROVIDER_KEY}
+  - {name: down-openai, provider: openai, base_url: "http://127.0.0.1:1", api_key_env: FAULT_PROVIDER_KEY}
+models:
+  - {id: claude-down, deployments: [{backend: down, model: claude-up}]}
+  - {id: gpt-down, deployments: [{backend: down-openai, model: up}]}
+`
+	for _, version := range []string{"1.36", "1.37"} {
+		t.Run("Envoy "+version, func(t *testing.T) {
+			g := serveConfigGateway(t, cfg, standin.WithEnvoyVersion(version))
+			for _, tt := range []struct {
+				name, path, body string
+				check            func(body []byte) bool
+			}{
+				{"messages", "/messages", `{"model":"claude-down","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, func(b []byte) bool {
+					var e struct {
+						Type  string
+						Error struct{ Type, Message string }
+					}
+					return json.Unmarshal(b, &e) == nil && e.Type == "error" && e.Error.Type == "overloaded_error" && e.Error.Message != ""
+				}},
+				{"chat", "/chat/completions", `{"model":"gpt-down","messages":[{"role":"user","content":"hi"}]}`, func(b []byte) bool {
+					return spec.Validate("ErrorResponse", b) == nil
+				}},
+			} {
+				id := "envoy-reply-" + version + "-" + tt.name
+				r := g.do(t, id, tt.path, tt.body, false)
+				if r.status != http.StatusServiceUnavailable || !tt.check(r.body) {
+					t.Errorf("%s: %d %s, want 503 in the client's API's shape", tt.name, r.status, r.body)
+				}
+				got := r.header.Get("X-Request-Id")
+				if got == "" || got == id {
+					t.Errorf("%s: x-request-id %q, want the gateway's id of the request", tt.name, got)
+				}
+				row, ok := g.row(t, got, faultSlack)
+				if !ok {
+					t.Fatalf("%s: no ledger record under the id %q the client got", tt.name, got)
+				}
+				if version == "1.37" && row.Status != http.StatusServiceUnavailable {
+					t.Errorf("%s: ledger status %d, want the 503 the client saw", tt.name, row.Status)
+				}
 			}
 		})
 	}

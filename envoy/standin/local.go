@@ -113,7 +113,7 @@ func (x *exchange) sendLocalReply(lr *localReply) {
 	}
 	x.mdMu.Lock()
 	md := x.entry.Metadata // mergeMetadataFrom replaces values, never edits them
-	status, h, body := x.p.plan.localReply.prepare(lr, x.flags, md)
+	status, h, body := x.p.plan.localReply.prepare(lr, x.flags, md, x.headers)
 	x.mdMu.Unlock()
 	x.addFlags(lr.lateFlags)
 	if x.respStarted || lr.skipFilters || !x.active.Load() || x.p.localRepliesSkipExtProc() {

@@ -57,7 +57,8 @@ type format []formatPart
 
 type formatPart struct {
 	literal  string
-	operator string // RESPONSE_CODE, RESPONSE_CODE_DETAILS, RESPONSE_FLAGS or LOCAL_REPLY_BODY
+	operator string // RESPONSE_CODE, RESPONSE_CODE_DETAILS, RESPONSE_FLAGS, LOCAL_REPLY_BODY or REQ
+	header   string // REQ's request header, lower case
 }
 
 // replyState is what the operators read.
@@ -65,6 +66,7 @@ type replyState struct {
 	code           int
 	details, flags string
 	body           string
+	request        headerMap // the request's headers as they are now
 }
 
 func (f format) render(s replyState) string {
@@ -81,6 +83,9 @@ func (f format) render(s replyState) string {
 			b.WriteString(s.flags)
 		case "LOCAL_REPLY_BODY":
 			b.WriteString(s.body)
+		case "REQ": // a header the request lacks renders empty, and an empty header is not added
+			v, _ := s.request.get(p.header)
+			b.WriteString(v)
 		}
 	}
 	return b.String()
@@ -91,10 +96,10 @@ func (f format) render(s replyState) string {
 // local_reply_config rewrite, then content-length and content-type (a
 // body changed by the rewrite gets the format's content type unless the
 // rewrite set one; an empty body has neither header).
-func (c *localReplyConfig) prepare(lr *localReply, flags []string, metadata map[string]map[string]any) (int, headerMap, string) {
+func (c *localReplyConfig) prepare(lr *localReply, flags []string, metadata map[string]map[string]any, request headerMap) (int, headerMap, string) {
 	h := lr.headers.clone()
 	ctBefore, _ := h.get("content-type")
-	s := replyState{code: lr.status, details: lr.details, flags: flagString(flags), body: lr.body}
+	s := replyState{code: lr.status, details: lr.details, flags: flagString(flags), body: lr.body, request: request}
 	final := c.format
 	for _, m := range c.mappers {
 		if !m.filter(replyInput{code: s.code, flags: flags, metadata: metadata}) {
@@ -336,6 +341,11 @@ func parseFormat(s string, body bool) (format, error) {
 			return nil, fmt.Errorf("format %q: a %% without its closing %%", s)
 		}
 		op := rest[:j]
+		if name, ok := strings.CutPrefix(op, "REQ("); ok && strings.HasSuffix(name, ")") && !strings.ContainsAny(name, "?:") {
+			out = append(out, formatPart{operator: "REQ", header: strings.ToLower(strings.TrimSuffix(name, ")"))})
+			s = rest[j+1:]
+			continue
+		}
 		switch op {
 		case "RESPONSE_CODE", "RESPONSE_CODE_DETAILS", "RESPONSE_FLAGS":
 		case "LOCAL_REPLY_BODY":
@@ -343,7 +353,7 @@ func parseFormat(s string, body bool) (format, error) {
 				return nil, unsupported("format operator %%%s%% outside a body format", op)
 			}
 		default:
-			return nil, unsupported("format operator %%%s%% (RESPONSE_CODE, RESPONSE_CODE_DETAILS, RESPONSE_FLAGS and LOCAL_REPLY_BODY are implemented)", op)
+			return nil, unsupported("format operator %%%s%% (RESPONSE_CODE, RESPONSE_CODE_DETAILS, RESPONSE_FLAGS, LOCAL_REPLY_BODY and REQ(header) are implemented)", op)
 		}
 		out = append(out, formatPart{operator: op})
 		s = rest[j+1:]

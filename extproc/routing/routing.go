@@ -37,6 +37,17 @@ const (
 // it.
 const LocalReplyHeader = "x-modelgate-envoy-reply"
 
+// DialectKey is the dynamic metadata key, in the server's metadata
+// namespace, naming the API a request's client speaks when it is not the
+// OpenAI API's: AnthropicDialect for the Messages API's clients. Envoy's
+// own replies (local_reply_config) are written in that API's shape by
+// it, where Envoy's version does not let the server rewrite them.
+const DialectKey = "dialect"
+
+// AnthropicDialect is DialectKey's value for a client of Anthropic's
+// Messages API.
+const AnthropicDialect = "anthropic"
+
 // MetadataNamespace is the default namespace of the dynamic metadata the
 // ext_proc server sets and Envoy logs (the MetadataNamespace of
 // extproc.Config and of envoy.Config).
