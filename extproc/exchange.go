@@ -120,21 +120,21 @@ type answer struct {
 	// errType and errCode are those of the error the gateway answered
 	// with; empty when the answer was the provider's.
 	errType, errCode string
-	sent             bool      // the request went to the provider
+	sent             bool // the request went to the provider
 	// late: the reply to the request body came after Envoy's
 	// message_timeout, which Envoy answered with a 504 of its own; the
 	// request never went.
-	late bool
-	sentAt           time.Time // when the request went
-	firstByte        time.Time // first streamed bytes to the client
-	lastChunk        time.Time // when the last streamed chunk came
-	generated        int       // bytes of generated text the client got (generatedText)
-	completed        bool      // the answer ended as it should
-	broken           bool      // a panic ended the stream; later chunks are dropped
-	chunk            *chunkReply
-	envoyReply       *APIError // one of Envoy's own replies, as the client sees it
-	gather           bool      // a large buffered answer arrives as a stream
-	gathered         []byte    // what arrived of it
+	late       bool
+	sentAt     time.Time // when the request went
+	firstByte  time.Time // first streamed bytes to the client
+	lastChunk  time.Time // when the last streamed chunk came
+	generated  int       // bytes of generated text the client got (generatedText)
+	completed  bool      // the answer ended as it should
+	broken     bool      // a panic ended the stream; later chunks are dropped
+	chunk      *chunkReply
+	envoyReply *APIError // one of Envoy's own replies, as the client sees it
+	gather     bool      // a large buffered answer arrives as a stream
+	gathered   []byte    // what arrived of it
 }
 
 // bookkeeping is the context of the exchange's usage records and
