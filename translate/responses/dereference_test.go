@@ -3,7 +3,11 @@ package responses
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"modelgate/translate/api"
 )
 
 func TestResponseOfItem(t *testing.T) {
@@ -63,5 +67,40 @@ func TestDereferenceStoreError(t *testing.T) {
 	failed := errors.New("store down")
 	if err := r.Dereference(nil, func(string) (json.RawMessage, bool, error) { return nil, false, failed }); !errors.Is(err, failed) {
 		t.Errorf("Dereference = %v, want the store's error", err)
+	}
+}
+
+// A request may reference at most 10000 distinct items; the same id
+// twice counts once, and items of other types do not count.
+func TestParseRequestLimitsItemReferences(t *testing.T) {
+	input := func(distinct, times int) string {
+		var items []string
+		for range times {
+			for i := range distinct {
+				items = append(items, fmt.Sprintf(`{"type":"item_reference","id":"rs_%x"}`, i))
+			}
+		}
+		items = append(items, `{"type":"message","id":"msg_1","role":"user","content":"item_reference"}`)
+		return `{"model":"m","input":[` + strings.Join(items, ",") + `]}`
+	}
+	for _, tt := range []struct {
+		name            string
+		distinct, times int
+		refused         bool
+	}{
+		{"at the limit", 10000, 1, false},
+		{"at the limit, each twice", 10000, 2, false},
+		{"over the limit", 10001, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRequest([]byte(input(tt.distinct, tt.times)))
+			var re *api.RequestError
+			switch {
+			case !tt.refused && err != nil:
+				t.Errorf("%d distinct references: error %v, want none", tt.distinct, err)
+			case tt.refused && (!errors.As(err, &re) || re.Param != "input" || re.Code != "invalid_value" || !strings.Contains(re.Message, "10000")):
+				t.Errorf("%d distinct references: error %v, want invalid_value on input naming the limit", tt.distinct, err)
+			}
+		})
 	}
 }
