@@ -180,6 +180,14 @@ type Responses interface {
 	// DeleteResponse deletes a stored response of the account; unknown,
 	// expired and other accounts' ids are ErrNotFound.
 	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
+	// ResponseOutputs returns the output items (the items of its
+	// conversation after its input; all of them for a response kept
+	// without its Response object) of each stored response of the account
+	// among ids, by response id. Unknown, expired and other accounts' ids
+	// are left out: none found is an empty map, not ErrNotFound. However
+	// many the ids, it makes one query: the item_references of a request
+	// are looked up all at once.
+	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
 }
 
 // Images keeps generated images until they expire, for the signed URLs

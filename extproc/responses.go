@@ -38,6 +38,10 @@ type ResponseStore interface {
 	Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error)
 	// DeleteResponse deletes a stored response, found as by Conversation.
 	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
+	// ResponseOutputs returns the output items of the stored responses
+	// among ids, by id, found as by Conversation (the others left out), in
+	// one query however many the ids.
+	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
 }
 
 // responsesFlow is a Responses exchange's: it continues a stored
@@ -120,7 +124,9 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) error {
 }
 
 // continued routes the model a Responses request names and reads the
-// stored conversation it continues.
+// stored conversation it continues, and the stored items its
+// item_references name: two store queries at most, however many the
+// references (ParseRequest bounded them).
 func continued(ctx context.Context, st parser, req *responses.Request) ([]json.RawMessage, error) {
 	if err := st.pick(ctx, req.Model); err != nil {
 		return nil, err
@@ -133,47 +139,51 @@ func continued(ctx context.Context, st parser, req *responses.Request) ([]json.R
 	if s.cfg.Responses == nil || p == nil {
 		return history, nil
 	}
-	stored := map[string][]json.RawMessage{} // output items by response id, as looked up
-	err = req.Dereference(history, func(id string) (json.RawMessage, bool, error) {
-		resp := responses.ResponseOfItem(id)
-		if resp == "" {
-			return nil, false, nil
-		}
-		output, ok := stored[resp]
-		if !ok {
-			if output, err = s.storedOutput(ctx, p, resp); err != nil {
-				return nil, false, err
-			}
-			stored[resp] = output
-		}
-		it, found := itemByID(output, id)
-		return it, found, nil
+	err = req.Dereference(history, func(ids []string) (map[string]json.RawMessage, error) {
+		return s.storedItems(ctx, p, ids)
 	})
 	return history, err
 }
 
-// storedOutput is the output of a response the principal's account
-// stored; none for an unknown, expired or other account's response.
-func (s *Server) storedOutput(ctx context.Context, p *authz.Principal, id string) ([]json.RawMessage, error) {
-	r, err := s.cfg.Responses.Response(ctx, p.AccountID, id, s.now())
-	if errors.Is(err, authz.ErrNotFound) {
+// storedItems finds the items ids name among the outputs of the
+// principal's account's stored responses, in one query: an item the
+// bridge made is named after its response (responses.ResponseOfItem), and
+// is found in that response's output only. The items of unknown, expired
+// and other accounts' responses are not found.
+func (s *Server) storedItems(ctx context.Context, p *authz.Principal, ids []string) (map[string]json.RawMessage, error) {
+	wanted := make(map[string]bool, len(ids))
+	var resps []string // the responses to look up, each once
+	asked := map[string]bool{}
+	for _, id := range ids {
+		r := responses.ResponseOfItem(id)
+		if r == "" {
+			continue
+		}
+		wanted[id] = true
+		if !asked[r] {
+			asked[r], resps = true, append(resps, r)
+		}
+	}
+	if len(resps) == 0 {
 		return nil, nil
 	}
+	outputs, err := s.cfg.Responses.ResponseOutputs(ctx, p.AccountID, resps, s.now())
 	if err != nil {
 		return nil, err
 	}
-	return r.Items[min(r.Inputs, len(r.Items)):], nil
-}
-
-// itemByID finds the item with id among items.
-func itemByID(items []json.RawMessage, id string) (json.RawMessage, bool) {
-	for _, it := range items {
-		var has struct{ ID string }
-		if json.Unmarshal(it, &has) == nil && has.ID == id {
-			return it, true
+	found := map[string]json.RawMessage{}
+	for resp, items := range outputs {
+		for _, it := range items {
+			var has struct{ ID string }
+			if json.Unmarshal(it, &has) != nil || !wanted[has.ID] || responses.ResponseOfItem(has.ID) != resp {
+				continue
+			}
+			if _, dup := found[has.ID]; !dup {
+				found[has.ID] = it
+			}
 		}
 	}
-	return nil, false
+	return found, nil
 }
 
 // conversationKeeper is a Responses translator: it knows the response's id

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 // SaveResponse implements authz.Responses.
@@ -78,6 +79,37 @@ func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now ti
 		return authz.ErrNotFound
 	}
 	return nil
+}
+
+// ResponseOutputs implements authz.Responses: one query, the ids passed
+// as one text[], each a lookup by the primary key.
+func (s *Store) ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error) {
+	out := map[string][]json.RawMessage{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, items, inputs FROM responses WHERE id = ANY($1) AND account_id = $2 AND expires_at > $3`,
+		ids, accountID, ms(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var items []byte
+		var inputs *int32
+		if err := rows.Scan(&id, &items, &inputs); err != nil {
+			return nil, err
+		}
+		n := 0
+		if inputs != nil {
+			n = int(*inputs)
+		}
+		if out[id], err = storesql.Output(items, n); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
 }
 
 // SaveImage implements authz.Images.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/internal/storesql"
 )
 
 // SaveResponse implements authz.Responses.
@@ -78,3 +79,39 @@ func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now ti
 	}
 	return nil
 }
+
+// ResponseOutputs implements authz.Responses: one query, the ids passed
+// as one JSON array that json_each reads, so that no number of ids
+// exceeds SQLite's limit on parameters. Each id is a lookup by the
+// primary key.
+func (s *Store) ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error) {
+	out := map[string][]json.RawMessage{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, responseOutputs, string(list), accountID, now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var items []byte
+		var inputs sql.NullInt64
+		if err := rows.Scan(&id, &items, &inputs); err != nil {
+			return nil, err
+		}
+		if out[id], err = storesql.Output(items, int(inputs.Int64)); err != nil {
+			return nil, err
+		}
+	}
+	return out, rows.Err()
+}
+
+// responseOutputs selects the rows of ResponseOutputs.
+const responseOutputs = `SELECT id, items, inputs FROM responses
+	WHERE id IN (SELECT value FROM json_each(?)) AND account_id = ? AND expires_at > ?`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ func Responses[S authz.Responses](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore,
 		test[S]{"Responses", testResponses[S]},
 		test[S]{"ResponseObjects", testResponseObjects[S]},
+		test[S]{"ResponseOutputs", testResponseOutputs[S]},
 	)
 }
 
@@ -129,6 +131,71 @@ func testResponseObjects[S authz.Responses](t *testing.T, s S) {
 	// Deleting one response leaves the others.
 	if _, err := s.Conversation(ctx, "acct_a", "resp_legacy", now); err != nil {
 		t.Errorf("Conversation of another response after delete: %v", err)
+	}
+}
+
+// testResponseOutputs covers the lookup of item_references: the outputs
+// of many stored responses at once, of the account's alone.
+func testResponseOutputs[S authz.Responses](t *testing.T, s S) {
+	ctx := context.Background()
+	now := time.Now()
+	item := func(id string) json.RawMessage { return json.RawMessage(`{"type":"message","id":"` + id + `"}`) }
+	object := json.RawMessage(`{"object":"response"}`)
+	for _, r := range []struct {
+		account, id string
+		r           authz.StoredResponse
+		expires     time.Duration
+	}{
+		{"acct_a", "resp_1", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_1"), item("out_1a"), item("out_1b")}, Inputs: 1}, time.Hour},
+		{"acct_a", "resp_2", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_2a"), item("in_2b"), item("out_2")}, Inputs: 2}, time.Hour},
+		{"acct_a", "resp_legacy", authz.StoredResponse{Items: []json.RawMessage{item("old_a"), item("old_b")}, Inputs: 1}, time.Hour},
+		{"acct_a", "resp_soon", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_s"), item("out_s")}, Inputs: 1}, time.Minute},
+		{"acct_b", "resp_b", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_b"), item("out_b")}, Inputs: 1}, time.Hour},
+	} {
+		if err := s.SaveResponse(ctx, r.account, r.id, r.r, now.Add(r.expires)); err != nil {
+			t.Fatalf("SaveResponse(%s): %v", r.id, err)
+		}
+	}
+	outputs := func(account string, at time.Time, ids ...string) map[string][]string {
+		t.Helper()
+		got, err := s.ResponseOutputs(ctx, account, ids, at)
+		if err != nil {
+			t.Fatalf("ResponseOutputs(%s, %v): %v", account, ids, err)
+		}
+		out := map[string][]string{}
+		for id, items := range got {
+			out[id] = rawStrings(items)
+		}
+		return out
+	}
+	strs := func(ids ...string) []string {
+		out := make([]string, len(ids))
+		for i, id := range ids {
+			out[i] = string(item(id))
+		}
+		return out
+	}
+	later := now.Add(30 * time.Minute) // resp_soon has expired
+	want := map[string][]string{"resp_1": strs("out_1a", "out_1b"), "resp_2": strs("out_2"), "resp_legacy": strs("old_a", "old_b")}
+	got := outputs("acct_a", later, "resp_1", "resp_2", "resp_legacy", "resp_soon", "resp_b", "resp_none", "resp_1")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ResponseOutputs of acct_a (-want +got):\n%s", diff)
+	}
+	if got := outputs("acct_b", now, "resp_1", "resp_2", "resp_legacy", "resp_soon"); len(got) != 0 {
+		t.Errorf("ResponseOutputs of another account's responses = %v, want none", got)
+	}
+	if got := outputs("acct_a", now); len(got) != 0 {
+		t.Errorf("ResponseOutputs of no ids = %v, want none", got)
+	}
+	// More ids than SQLite takes parameters (32766), the two known among
+	// them.
+	many := []string{"resp_b"}
+	for i := range 40000 {
+		many = append(many, fmt.Sprintf("resp_x%d", i))
+	}
+	many = append(many, "resp_2")
+	if diff := cmp.Diff(map[string][]string{"resp_2": strs("out_2")}, outputs("acct_a", now, many...)); diff != "" {
+		t.Errorf("ResponseOutputs of %d ids (-want +got):\n%s", len(many), diff)
 	}
 }
 

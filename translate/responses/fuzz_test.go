@@ -34,8 +34,14 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		// References resolve to stored items (here, each to a reasoning
 		// item of its id) before the request is bridged.
-		if err := r.Dereference(nil, func(id string) (json.RawMessage, bool, error) {
-			return mustJSON(map[string]any{"type": "reasoning", "id": id, "summary": []any{}}), ResponseOfItem(id) != "", nil
+		if err := r.Dereference(nil, func(ids []string) (map[string]json.RawMessage, error) {
+			found := map[string]json.RawMessage{}
+			for _, id := range ids {
+				if ResponseOfItem(id) != "" {
+					found[id] = mustJSON(map[string]any{"type": "reasoning", "id": id, "summary": []any{}})
+				}
+			}
+			return found, nil
 		}); err != nil {
 			t.Fatalf("Dereference: %v", err)
 		}

@@ -152,12 +152,14 @@ func ResponseOfItem(itemID string) string {
 
 // Dereference replaces the input's item_references to items neither it
 // nor history (the conversation previous_response_id continues) holds
-// with the items find returns (found false leaves a reference as it is,
-// for the translator to resolve or refuse; an error of find's is
-// returned). A client that stores responses sends what it got back as
-// references to their items (the AI SDK does), with or without
-// previous_response_id.
-func (r *Request) Dereference(history []json.RawMessage, find func(id string) (json.RawMessage, bool, error)) error {
+// with the items find returns. find is called once, with the distinct ids
+// of those references (at most MaxItemReferences, as ParseRequest
+// checked), and not at all when there are none; it returns the items it
+// found by id. A reference it did not find stays as it is, for the
+// translator to resolve or refuse; an error of find's is returned. A
+// client that stores responses sends what it got back as references to
+// their items (the AI SDK does), with or without previous_response_id.
+func (r *Request) Dereference(history []json.RawMessage, find func(ids []string) (map[string]json.RawMessage, error)) error {
 	raw := r.Members["input"]
 	var items []json.RawMessage
 	if !bytes.Contains(raw, []byte("item_reference")) || json.Unmarshal(raw, &items) != nil {
@@ -170,18 +172,30 @@ func (r *Request) Dereference(history []json.RawMessage, find func(id string) (j
 			held[has.ID] = true
 		}
 	}
-	changed := false
+	refs := map[int]string{} // the id each reference to look up names, by its index
+	var ids []string         // those ids, each once
+	asked := map[string]bool{}
 	for i, it := range items {
 		var ref struct{ Type, ID string }
 		if json.Unmarshal(it, &ref) != nil || ref.Type != "item_reference" || held[ref.ID] {
 			continue
 		}
-		found, ok, err := find(ref.ID)
-		if err != nil {
-			return err
+		if !asked[ref.ID] {
+			asked[ref.ID], ids = true, append(ids, ref.ID)
 		}
-		if ok {
-			items[i], changed = found, true
+		refs[i] = ref.ID
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := find(ids)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for i, id := range refs {
+		if it, ok := found[id]; ok {
+			items[i], changed = it, true
 		}
 	}
 	if changed {

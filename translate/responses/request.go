@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -83,7 +84,33 @@ func checkInput(m map[string]json.RawMessage, continuing bool) error {
 	if json.Unmarshal(raw, &s) != nil && json.Unmarshal(raw, &items) != nil {
 		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid type for 'input': expected a string or an array of input items."}
 	}
+	if n := len(referenced(items)); n > MaxItemReferences {
+		return api.Invalid("input", "Invalid 'input': a request may name at most %d distinct items by item_reference, but this one names %d.", MaxItemReferences, n)
+	}
 	return nil
+}
+
+// MaxItemReferences is how many distinct items one request may name by
+// item_reference. The gateway looks those it does not hold in the request
+// up in the store, before the request is admitted (its estimate counts
+// them): the limit bounds that work. It is far above what clients send:
+// Codex and the OpenAI SDKs send whole items or continue with
+// previous_response_id, naming few or none; the AI SDK names every output
+// item of the conversation so far, and 10,000 of them (a function call or
+// a reasoning item is seldom under a hundred tokens with what goes with
+// it) fill a million-token context window.
+const MaxItemReferences = 10000
+
+// referenced is the set of ids items name by item_reference.
+func referenced(items []json.RawMessage) map[string]bool {
+	ids := map[string]bool{}
+	for _, it := range items {
+		var ref struct{ Type, ID string }
+		if bytes.Contains(it, []byte("item_reference")) && json.Unmarshal(it, &ref) == nil && ref.Type == "item_reference" {
+			ids[ref.ID] = true
+		}
+	}
+	return ids
 }
 
 func numberIn(m map[string]json.RawMessage, name string, lo, hi float64) error {

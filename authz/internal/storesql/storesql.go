@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -329,4 +330,16 @@ func OneCaptureARequest(cs []authz.Capture) []authz.Capture {
 		return cs
 	}
 	return out
+}
+
+// Output decodes the items of a stored conversation and returns its
+// output: the items after the first inputs. The slice is a copy, so that
+// the input items, which may be the bulk of a long conversation, are not
+// kept alive by it.
+func Output(items []byte, inputs int) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	if err := json.Unmarshal(items, &all); err != nil {
+		return nil, err
+	}
+	return slices.Clone(all[min(max(inputs, 0), len(all)):]), nil
 }
