@@ -126,3 +126,37 @@ func TestParseRequestLimitsItemReferences(t *testing.T) {
 		})
 	}
 }
+
+// A reference is a copy of the item it names: naming a large item again
+// and again, from the store or from the request itself, is refused with a
+// 400 once the copies pass MaxResolvedInput, before they are made, rather
+// than growing a request of kilobytes into gigabytes of the gateway's
+// memory.
+func TestReferencesBoundedInBytes(t *testing.T) {
+	big := `{"type":"message","id":"msg_big","role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("x", 100<<10) + `"}]}`
+	refs := strings.Repeat(`,{"type":"item_reference","id":"msg_big"}`, MaxResolvedInput/(100<<10)+10)
+	t.Run("stored", func(t *testing.T) {
+		r, err := ParseRequest([]byte(`{"model":"m","input":[` + refs[1:] + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Dereference(nil, func([]string) (map[string]json.RawMessage, error) {
+			return map[string]json.RawMessage{"msg_big": json.RawMessage(big)}, nil
+		})
+		var re *api.RequestError
+		if !errors.As(err, &re) || re.Param != "input" || len(r.Members["input"]) > 1<<20 {
+			t.Errorf("Dereference = %v (input now %d bytes), want a 400 on input", err, len(r.Members["input"]))
+		}
+	})
+	t.Run("in the request", func(t *testing.T) {
+		r, err := ParseRequest([]byte(`{"model":"m","input":[` + big + refs + `]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ToChat(r, nil)
+		var re *api.RequestError
+		if !errors.As(err, &re) || re.Param != "input" {
+			t.Errorf("ToChat = %v, want a 400 on input", err)
+		}
+	})
+}

@@ -192,10 +192,13 @@ func (r *Request) Dereference(history []json.RawMessage, find func(ids []string)
 	if err != nil {
 		return err
 	}
-	changed := false
+	changed, size := false, len(raw)
 	for i, id := range refs {
 		if it, ok := found[id]; ok {
-			items[i], changed = it, true
+			items[i], changed, size = it, true, size+len(it)
+		}
+		if size > MaxResolvedInput {
+			return errResolvedTooLarge()
 		}
 	}
 	if changed {

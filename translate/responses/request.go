@@ -90,6 +90,19 @@ func checkInput(m map[string]json.RawMessage, continuing bool) error {
 	return nil
 }
 
+// MaxResolvedInput bounds the input of a request with its item_references
+// resolved, in bytes: a reference is a copy of the item it names, and
+// 40 bytes naming a 100 KB item again and again would otherwise make one
+// request of a few megabytes gigabytes in the gateway's memory. 64 MiB is
+// far above a million-token context window's text.
+const MaxResolvedInput = 64 << 20
+
+// errResolvedTooLarge is the answer to a request whose references resolve
+// to more than MaxResolvedInput.
+func errResolvedTooLarge() error {
+	return api.Invalid("input", "Invalid 'input': the items it names by item_reference add up to more than %d MiB.", MaxResolvedInput>>20)
+}
+
 // MaxItemReferences is how many distinct items one request may name by
 // item_reference. The gateway looks those it does not hold in the request
 // up in the store, before the request is admitted (its estimate counts

@@ -228,8 +228,11 @@ func message(param string, it item) (json.RawMessage, error) {
 // belong to, so a reference to any other item is the client's error.
 func resolveReferences(items []json.RawMessage, stored int) ([]json.RawMessage, error) {
 	var at map[string]int // item index by id
-	out := items[:0:0]
+	out, size := items[:0:0], 0
 	for i, raw := range items {
+		if size += len(raw); size > MaxResolvedInput {
+			return nil, errResolvedTooLarge()
+		}
 		var ref struct{ Type, ID string }
 		if !bytes.Contains(raw, []byte("item_reference")) || json.Unmarshal(raw, &ref) != nil || ref.Type != "item_reference" {
 			out = append(out, raw)
@@ -249,6 +252,9 @@ func resolveReferences(items []json.RawMessage, stored int) ([]json.RawMessage, 
 		case !ok || ref.ID == "":
 			return nil, api.Invalid(fmt.Sprintf("input[%d].id", i-stored), "Item with id '%s' not found in the conversation.", ref.ID)
 		case j >= stored:
+			if size += len(items[j]); size > MaxResolvedInput {
+				return nil, errResolvedTooLarge()
+			}
 			out = append(out, items[j])
 		}
 	}
