@@ -135,9 +135,9 @@ type Usage struct {
 // images; TotalTokens, their sum, is at most twice it). At 2^32, about
 // 4.3 billion, it is hundreds of times any real request (the largest
 // context windows hold ten million tokens), so it cuts no real count;
-// and it keeps the ledger's sums of any real number of records below
-// 2^63, where an int64 and SQLite's SUM overflow: a billion records
-// (2^30) of the largest counts, totals included, still fit.
+// and it keeps the ledger's sums of any real number of records exact,
+// below 2^63: a billion records of the largest counts, totals included,
+// still fit an int64 (past it, the stores' sums saturate).
 const MaxUsageCount = 1 << 32
 
 // MaxAudioSeconds bounds AudioSeconds of a sane Usage: 2^24 seconds,
