@@ -141,12 +141,12 @@ func stringEnd(b []byte) int {
 
 // usageToCharge is the provider's usage when it reported its completion,
 // else an estimate from what is known, reported as such; zero for an
-// exchange never routed.
+// exchange never routed. Either is sane (translate.Usage.Sane).
 func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	if ex.tr == nil {
 		return translate.Usage{}, false
 	}
-	u = ex.tr.Usage()
+	u = ex.providerUsage()
 	if !ex.needsEstimate(u) {
 		return u, false
 	}
@@ -167,8 +167,7 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 		Images:            u.Images,
 		WebSearchRequests: u.WebSearchRequests,
 	}
-	est.TotalTokens = est.PromptTokens + est.CompletionTokens
-	return est, true
+	return est.Sane(), true
 }
 
 // promptTokens is the estimated prompt of the request the provider got:

@@ -66,6 +66,7 @@ func (ex *exchange) outcome(end time.Time) outcome {
 // away, so no record is lost.
 func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
+	ex.warnUnbelievable()
 	o := ex.outcome(ex.s.now())
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)

@@ -147,7 +147,7 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 			ex.answer.firstByte = ex.s.now()
 		}
 		ex.answer.generated += generatedText(out, ex.req.endpoint.spec().text)
-	} else if eos && ex.tr.Usage().CompletionTokens == 0 {
+	} else if eos && ex.providerUsage().CompletionTokens == 0 {
 		ex.answer.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
 	}
 	var mut *headers
@@ -254,7 +254,7 @@ func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extp
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
 	}
-	if ex.tr.Usage().CompletionTokens == 0 {
+	if ex.providerUsage().CompletionTokens == 0 {
 		ex.answer.generated += generatedText(out, wholeAnswer)
 	}
 	return ex.bodyDone(out, true, nil)

@@ -4,16 +4,42 @@ import (
 	"math"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz/pricing"
 	"modelgate/translate"
 )
 
+// providerUsage is the translator's usage as the gateway believes it
+// (translate.Usage.Sane): counts in [0, translate.MaxUsageCount],
+// consistent with each other. Whatever reads a provider's usage reads it
+// here, never from the translator.
+func (ex *exchange) providerUsage() translate.Usage { return ex.tr.Usage().Sane() }
+
+// warnUnbelievable logs the usage the provider stated when the gateway
+// could not believe it as it was (translate.Usage.Sane changed it): an
+// operator's cue that a provider, or a server posing as one, sends
+// counts out of range.
+func (ex *exchange) warnUnbelievable() {
+	if ex.tr == nil {
+		return
+	}
+	u := ex.tr.Usage()
+	if u.Sane() == u {
+		return
+	}
+	ex.log.Warn("provider usage out of range", zap.Int64("prompt_tokens", u.PromptTokens),
+		zap.Int64("completion_tokens", u.CompletionTokens), zap.Int64("total_tokens", u.TotalTokens),
+		zap.Int64("cached_tokens", u.CachedTokens), zap.Int64("cache_write_tokens", u.CacheWriteTokens),
+		zap.Int64("cache_write_1h_tokens", u.CacheWrite1hTokens), zap.Int64("reasoning_tokens", u.ReasoningTokens),
+		zap.Float64("audio_seconds", u.AudioSeconds), zap.Int64("images", u.Images))
+}
+
 // metadata is the usage exposed to Envoy as dynamic metadata, for access
 // logs and stream-done rate limiting.
 func (ex *exchange) metadata() *structpb.Struct {
-	u := ex.tr.Usage()
+	u := ex.providerUsage()
 	m := new(metadataSlab)
 	for i, v := range [...]string{ex.req.model, ex.route.target.Backend, ex.route.target.Provider, ex.req.principal.AccountID} {
 		m.strings[i].StringValue = v

@@ -102,7 +102,8 @@ type Head struct {
 const WarningHeader = "x-modelgate-warning"
 
 // Usage is the normalized usage of one exchange. Zero means the provider
-// did not report that count.
+// did not report that count. A translator's Usage is the provider's word,
+// which the gateway takes only through Sane.
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
@@ -134,6 +135,62 @@ type Usage struct {
 	// answer's: the gateway charges its estimate instead.
 	Partial bool `json:",omitempty"`
 }
+
+// MaxUsageCount bounds every count of a sane Usage (its tokens and
+// images; TotalTokens, their sum, is at most twice it). At 2^32, about
+// 4.3 billion, it is hundreds of times any real request (the largest
+// context windows hold ten million tokens), so it cuts no real count;
+// and it keeps the ledger's sums of any real number of records exact,
+// below 2^63: a billion records of the largest counts, totals included,
+// still fit an int64 (past it, the stores' sums saturate).
+const MaxUsageCount = 1 << 32
+
+// MaxAudioSeconds bounds AudioSeconds of a sane Usage: 2^24 seconds,
+// about 194 days of audio, far above any transcription a provider takes
+// (OpenAI's take files of 25 MB), and a number of milliseconds, as the
+// ledger counts audio, that no sum of it overflows.
+const MaxAudioSeconds = 1 << 24
+
+// Sane is u as the gateway believes it, whatever the provider sent: the
+// counts a provider (or a hostile server an operator configured) may
+// state negative, near 2^63, or out of step with each other. Every
+// consumer of usage (ledger, metrics, rate limits, prices, budgets,
+// Envoy's metadata, traces and logs) takes this, never a translator's
+// Usage as it is:
+//
+//   - a negative count is zero, as one not reported; a count above
+//     MaxUsageCount is MaxUsageCount;
+//   - the whole is believed over its parts, as prices count them:
+//     CachedTokens are at most PromptTokens, CacheWriteTokens at most the
+//     prompt tokens not read from the cache, CacheWrite1hTokens at most
+//     CacheWriteTokens, ReasoningTokens at most CompletionTokens;
+//   - TotalTokens is PromptTokens + CompletionTokens, whatever the
+//     provider's total said: the parts are what is priced, so the rate
+//     limits and the ledger count the same tokens (and a sum a translator
+//     took past 2^63, wrapped below zero, is counted right);
+//   - AudioSeconds that are NaN or not above zero are zero, and more
+//     than MaxAudioSeconds (+Inf too) are MaxAudioSeconds.
+//
+// Sane of a sane Usage is that Usage: it may be applied again.
+func (u Usage) Sane() Usage {
+	u.PromptTokens = saneCount(u.PromptTokens)
+	u.CompletionTokens = saneCount(u.CompletionTokens)
+	u.CachedTokens = min(saneCount(u.CachedTokens), u.PromptTokens)
+	u.CacheWriteTokens = min(saneCount(u.CacheWriteTokens), u.PromptTokens-u.CachedTokens)
+	u.CacheWrite1hTokens = min(saneCount(u.CacheWrite1hTokens), u.CacheWriteTokens)
+	u.ReasoningTokens = min(saneCount(u.ReasoningTokens), u.CompletionTokens)
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	u.Images, u.WebSearchRequests = saneCount(u.Images), saneCount(u.WebSearchRequests)
+	switch s := u.AudioSeconds; {
+	case !(s > 0): // NaN too
+		u.AudioSeconds = 0
+	case s > MaxAudioSeconds:
+		u.AudioSeconds = MaxAudioSeconds
+	}
+	return u
+}
+
+func saneCount(n int64) int64 { return min(max(n, 0), MaxUsageCount) }
 
 // StreamFailer is implemented by a translator whose client stream has an
 // end of its own for a failure the gateway finds mid-stream: the

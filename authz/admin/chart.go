@@ -50,7 +50,7 @@ func dailyChart(rows []authz.UsageRow, from, to time.Time) chart {
 	var peak, total int64
 	for _, r := range rows {
 		byDay[r.Day.UTC()] = r.UsageTotals
-		peak, total = max(peak, r.TotalTokens), total+r.TotalTokens
+		peak, total = max(peak, r.TotalTokens), add(total, r.TotalTokens)
 	}
 	var days []time.Time
 	for d := from.UTC().Truncate(24 * time.Hour); d.Before(to); d = d.AddDate(0, 0, 1) {

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -215,13 +216,28 @@ func (h *Handler) usageLines(ctx context.Context, rows []authz.UsageRow, account
 	return lines, nil
 }
 
+// addTotals is a + b, each sum saturating at the int64 bounds as the
+// stores' sums do (storesql.Sum): a line the store saturated stays so in
+// the total instead of wrapping below zero.
 func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
-	return authz.UsageTotals{Requests: a.Requests + b.Requests, PromptTokens: a.PromptTokens + b.PromptTokens,
-		CompletionTokens: a.CompletionTokens + b.CompletionTokens, TotalTokens: a.TotalTokens + b.TotalTokens,
-		CachedTokens: a.CachedTokens + b.CachedTokens, CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens,
-		CacheWrite1hTokens: a.CacheWrite1hTokens + b.CacheWrite1hTokens,
-		ReasoningTokens:    a.ReasoningTokens + b.ReasoningTokens, Cost: a.Cost + b.Cost, UnknownCost: a.UnknownCost + b.UnknownCost, Audio: a.Audio + b.Audio, Images: a.Images + b.Images,
-		WebSearchRequests: a.WebSearchRequests + b.WebSearchRequests, Refused: a.Refused + b.Refused, Failed: a.Failed + b.Failed}
+	return authz.UsageTotals{Requests: add(a.Requests, b.Requests), PromptTokens: add(a.PromptTokens, b.PromptTokens),
+		CompletionTokens: add(a.CompletionTokens, b.CompletionTokens), TotalTokens: add(a.TotalTokens, b.TotalTokens),
+		CachedTokens: add(a.CachedTokens, b.CachedTokens), CacheWriteTokens: add(a.CacheWriteTokens, b.CacheWriteTokens),
+		CacheWrite1hTokens: add(a.CacheWrite1hTokens, b.CacheWrite1hTokens), ReasoningTokens: add(a.ReasoningTokens, b.ReasoningTokens),
+		Cost: add(a.Cost, b.Cost), UnknownCost: add(a.UnknownCost, b.UnknownCost), Audio: add(a.Audio, b.Audio),
+		Images: add(a.Images, b.Images), WebSearchRequests: add(a.WebSearchRequests, b.WebSearchRequests), Refused: add(a.Refused, b.Refused), Failed: add(a.Failed, b.Failed)}
+}
+
+// add is a + b, saturated to the int64 bounds.
+func add[N ~int64](a, b N) N {
+	switch s := a + b; {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	default:
+		return s
+	}
 }
 
 // values is the form as a query string.

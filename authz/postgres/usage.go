@@ -87,7 +87,7 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 		return 0, err
 	}
 	var n int64
-	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&n) }, query, id, dialect.Time(since))
+	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(storesql.SumDest(&n, 1)...) }, query, id, dialect.Time(since))
 	return pricing.Nanos(n), err
 }
 

@@ -222,23 +222,15 @@ func (p Price) Cost(u Usage) (cost Nanos, known bool) {
 	sum.tokens(hour, or(p.CacheWrite1hInput, write))
 	sum.tokens(u.CompletionTokens-reasoning, p.Output)
 	sum.tokens(reasoning, or(p.Reasoning, p.Output))
-	if u.AudioSeconds > 0 {
-		// Providers bill audio by the second or finer; the price of a
-		// fraction is rounded to the nano.
-		if f := math.Round(u.AudioSeconds * float64(p.AudioSecond)); f < math.MaxInt64 {
-			sum.add(uint64(f))
-		} else {
-			sum.add(math.MaxUint64)
-		}
-	}
+	sum.seconds(u.AudioSeconds, p.AudioSecond)
 	if u.Images > 0 {
 		each, ok := p.image(u.ImageSize, u.ImageQuality)
 		if !ok {
 			return 0, false
 		}
-		sum.each(u.Images, each)
+		sum.times(u.Images, each)
 	}
-	sum.each(u.WebSearchRequests, p.WebSearch)
+	sum.times(u.WebSearchRequests, p.WebSearch)
 	return sum.n, true
 }
 
@@ -291,12 +283,27 @@ func (a *acc) tokens(n int64, perMillion Nanos) {
 	a.add(q)
 }
 
-// each adds n things at price each; n < 1 adds nothing.
-func (a *acc) each(n int64, price Nanos) {
-	if n <= 0 || price <= 0 {
+// seconds adds s seconds at perSecond. Providers bill audio by the
+// second or finer; the price of a fraction is rounded to the nano. Seconds
+// that are NaN or not above zero add nothing, and infinite ones at a
+// price the most there is (free stays free).
+func (a *acc) seconds(s float64, perSecond Nanos) {
+	if !(s > 0) || perSecond <= 0 {
 		return
 	}
-	if hi, lo := bits.Mul64(uint64(n), uint64(price)); hi == 0 {
+	if f := math.Round(s * float64(perSecond)); f < math.MaxInt64 {
+		a.add(uint64(f))
+	} else {
+		a.add(math.MaxUint64)
+	}
+}
+
+// times adds n items at each; n < 1 or a negative price adds nothing.
+func (a *acc) times(n int64, each Nanos) {
+	if n <= 0 || each <= 0 {
+		return
+	}
+	if hi, lo := bits.Mul64(uint64(n), uint64(each)); hi == 0 {
 		a.add(lo)
 	} else {
 		a.add(math.MaxUint64)

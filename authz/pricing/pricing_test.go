@@ -194,6 +194,16 @@ func TestCost(t *testing.T) {
 		{"web searches saturate", Price{Model: "m", WebSearch: math.MaxInt64}, Usage{WebSearchRequests: 2}, "9223372036.854775807"},
 		{"free", Price{Model: "local"}, Usage{PromptTokens: 1000, CompletionTokens: 1000}, "0.00"},
 		{"saturates", Price{Model: "m", Input: math.MaxInt64}, Usage{PromptTokens: math.MaxInt64}, "9223372036.854775807"},
+		// Counts no provider could mean, as they reach Cost unchecked.
+		{"negative counts", gpt, Usage{PromptTokens: -1000, CachedTokens: -5, CacheWriteTokens: -5, CompletionTokens: math.MinInt64,
+			ReasoningTokens: -1, AudioSeconds: -3, Images: -2, ImageSize: "1024x1792"}, "0.00"},
+		{"infinite audio", gpt, Usage{AudioSeconds: math.Inf(1)}, "9223372036.854775807"},
+		{"infinite audio for free", Price{Model: "local"}, Usage{AudioSeconds: math.Inf(1)}, "0.00"},
+		{"NaN audio", gpt, Usage{AudioSeconds: math.NaN()}, "0.00"},
+		{"images beyond counting", gpt, Usage{Images: math.MaxInt64}, "9223372036.854775807"},
+		// Amounts NewTable refuses, in a Price made without it.
+		{"negative amounts", Price{Model: "m", Input: -1, Output: -1, AudioSecond: -1, Images: []ImagePrice{{Each: -1}}},
+			Usage{PromptTokens: 1000, CompletionTokens: 1000, AudioSeconds: 10, Images: 2}, "0.00"},
 	} {
 		cost, known := c.price.Cost(c.usage)
 		got := ""
@@ -204,6 +214,36 @@ func TestCost(t *testing.T) {
 			t.Errorf("%s: cost %q (known %v), want %q", c.name, got, known, c.want)
 		}
 	}
+}
+
+// Cost never panics, is never negative, charges nothing at a price of
+// nothing, and costs a request more for more tokens, whatever the counts
+// and amounts (negative ones included, as a Price made without NewTable
+// may have).
+func FuzzCost(f *testing.F) {
+	f.Add(int64(1000), int64(200), int64(400), int64(300), int64(500), int64(100), 61.5, int64(2), int64(2_500_000_000), int64(10_000_000_000), int64(100_000))
+	f.Add(int64(-1000), int64(-5), int64(-5), int64(-1), int64(math.MinInt64), int64(-1), math.Inf(1), int64(-2), int64(0), int64(0), int64(0))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(0), int64(0), int64(math.MaxInt64), int64(0), math.NaN(), int64(math.MaxInt64),
+		int64(math.MaxInt64), int64(-1), int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, prompt, cached, write, hour, completion, reasoning int64, seconds float64, images, in, out, each int64) {
+		u := Usage{PromptTokens: prompt, CachedTokens: cached, CacheWriteTokens: write, CacheWrite1hTokens: hour,
+			CompletionTokens: completion, ReasoningTokens: reasoning, AudioSeconds: seconds, Images: images}
+		p := Price{Model: "m", Input: Nanos(in), Output: Nanos(out), AudioSecond: Nanos(each), Images: []ImagePrice{{Each: Nanos(each)}}}
+		cost, known := p.Cost(u)
+		if !known || cost < 0 {
+			t.Fatalf("%+v at %+v: cost %d (known %v)", u, p, cost, known)
+		}
+		if free, _ := (Price{Model: "m", Images: []ImagePrice{{}}}).Cost(u); free != 0 {
+			t.Fatalf("%+v for free: cost %d", u, free)
+		}
+		more := u
+		more.PromptTokens, more.CompletionTokens = max(u.PromptTokens, 0)+1, max(u.CompletionTokens, 0)+1
+		if more.PromptTokens > 0 && more.CompletionTokens > 0 {
+			if c, _ := p.Cost(more); c < cost {
+				t.Fatalf("%+v at %+v: cost %d, less than %d for fewer tokens", more, p, c, cost)
+			}
+		}
+	})
 }
 
 // The cost is computed once a request, when its record is written.

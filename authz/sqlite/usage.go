@@ -124,7 +124,7 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 		return 0, err
 	}
 	var n int64
-	err = s.db.QueryRowContext(ctx, query, id, dialect.Time(since)).Scan(&n)
+	err = s.db.QueryRowContext(ctx, query, id, dialect.Time(since)).Scan(storesql.SumDest(&n, 1)...)
 	return pricing.Nanos(n), err
 }
 

@@ -34,6 +34,7 @@ func Ledger[S interface {
 		test[S]{"Usage", testUsage[S]},
 		test[S]{"UsageReport", testUsageReport[S]},
 		test[S]{"SpentSince", testSpentSince[S]},
+		test[S]{"UsageSums", testUsageSums[S]},
 		test[S]{"UsageConcurrent", testUsageConcurrent[S]},
 		test[S]{"UsageIdempotent", testUsageIdempotent[S]},
 		test[S]{"UsageRetention", testUsageRetention[S]},

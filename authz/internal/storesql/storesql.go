@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,45 +26,134 @@ func NewID(kind string) string {
 }
 
 // UsageSums are the authz.UsageTotals columns of an aggregate over usage,
-// in the order of TotalsDest.
-const UsageSums = `COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-	COALESCE(SUM(total_tokens), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(reasoning_tokens), 0),
-	COALESCE(SUM(cost_nanos), 0), COUNT(*) - COUNT(cost_nanos), COALESCE(SUM(audio_ms), 0), COALESCE(SUM(images), 0),
-	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN status IN (401, 403, 429) OR status BETWEEN 200 AND 399 THEN 0 ELSE 1 END), 0),
-	COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0), COALESCE(SUM(web_search_requests), 0)`
+// in the order of TotalsDest: a count of rows, or a Sum of a column, as
+// two.
+var UsageSums = strings.Join([]string{`COUNT(*)`, Sum(`prompt_tokens`), Sum(`completion_tokens`), Sum(`total_tokens`),
+	Sum(`cached_tokens`), Sum(`reasoning_tokens`), Sum(`cost_nanos`), `COUNT(*) - COUNT(cost_nanos)`, Sum(`audio_ms`),
+	Sum(`images`), `COALESCE(SUM(CASE WHEN status IN (401, 403, 429) THEN 1 ELSE 0 END), 0)`,
+	`COALESCE(SUM(CASE WHEN status IN (401, 403, 429) OR status BETWEEN 200 AND 399 THEN 0 ELSE 1 END), 0)`,
+	Sum(`cache_write_tokens`), Sum(`cache_write_1h_tokens`), Sum(`web_search_requests`)}, ", ")
 
 // TotalsDest are the Scan destinations of UsageSums in t.
 func TotalsDest(t *authz.UsageTotals) []any {
-	return []any{&t.Requests, &t.PromptTokens, &t.CompletionTokens, &t.TotalTokens, &t.CachedTokens, &t.ReasoningTokens,
-		(*int64)(&t.Cost), &t.UnknownCost, millis{&t.Audio}, &t.Images, &t.Refused, &t.Failed, &t.CacheWriteTokens,
-		&t.CacheWrite1hTokens, &t.WebSearchRequests}
+	dest := []any{&t.Requests}
+	dest = append(dest, SumDest(&t.PromptTokens, 1)...)
+	dest = append(dest, SumDest(&t.CompletionTokens, 1)...)
+	dest = append(dest, SumDest(&t.TotalTokens, 1)...)
+	dest = append(dest, SumDest(&t.CachedTokens, 1)...)
+	dest = append(dest, SumDest(&t.ReasoningTokens, 1)...)
+	dest = append(dest, SumDest((*int64)(&t.Cost), 1)...)
+	dest = append(dest, &t.UnknownCost)
+	dest = append(dest, SumDest((*int64)(&t.Audio), int64(time.Millisecond))...)
+	dest = append(dest, SumDest(&t.Images, 1)...)
+	dest = append(dest, &t.Refused, &t.Failed)
+	dest = append(dest, SumDest(&t.CacheWriteTokens, 1)...)
+	dest = append(dest, SumDest(&t.CacheWrite1hTokens, 1)...)
+	return append(dest, SumDest(&t.WebSearchRequests, 1)...)
 }
 
-// millis scans a number of milliseconds into a Duration: an integer, or
-// the text PostgreSQL's SUM of bigints (numeric) arrives as.
-type millis struct{ d *time.Duration }
+// Sum is the sum of an integer column over the selected rows (0 for
+// none) as two columns, for SumDest: the sums of its high 32 bits, signed,
+// and of its low 32 bits. SQL's SUM of the column itself fails past 2^63
+// (SQLite's with "integer overflow", PostgreSQL's numeric does not scan
+// into an int64), which a ledger reaches with records of counts no
+// provider could mean; the sums of the halves cannot overflow below 2^31
+// rows, and SumDest adds them back exactly, saturating at the int64
+// bounds. >> is an arithmetic shift in both SQLite and PostgreSQL.
+func Sum(col string) string {
+	return `COALESCE(SUM(` + col + ` >> 32), 0), COALESCE(SUM(` + col + ` & 4294967295), 0)`
+}
 
-func (m millis) Scan(v any) error {
-	var n int64
+// SumDest are the two Scan destinations of a Sum into *n, times unit
+// (time.Millisecond for milliseconds into a Duration), saturating.
+func SumDest(n *int64, unit int64) []any {
+	s := &split{n: n, unit: unit}
+	return []any{half{s, true}, half{s, false}}
+}
+
+// split receives the halves of a Sum and sets *n as each arrives, so
+// that it needs no step after Scan, in whichever order Scan takes them.
+type split struct {
+	n        *int64
+	unit     int64
+	high, lo int64
+}
+
+type half struct {
+	s    *split
+	high bool
+}
+
+func (h half) Scan(v any) error {
+	n, err := scanInt(v)
+	if err != nil {
+		return fmt.Errorf("a sum: %w", err)
+	}
+	if h.high {
+		h.s.high = n
+	} else {
+		h.s.lo = n
+	}
+	*h.s.n = times(join(h.s.high, h.s.lo), h.s.unit)
+	return nil
+}
+
+// join is high·2^32 + lo, saturated to the int64 bounds.
+func join(high, lo int64) int64 {
+	q, r := lo>>32, lo&0xffffffff // lo = q·2^32 + r, 0 ≤ r < 2^32
+	switch {
+	case q > 0 && high > math.MaxInt64-q:
+		return math.MaxInt64
+	case q < 0 && high < math.MinInt64-q:
+		return math.MinInt64
+	}
+	switch h := high + q; {
+	case h > math.MaxInt64>>32:
+		return math.MaxInt64
+	case h < math.MinInt64>>32:
+		return math.MinInt64
+	default:
+		return h<<32 | r // h·2^32 + r: fits
+	}
+}
+
+// times is n·unit (unit > 0), saturated to the int64 bounds.
+func times(n, unit int64) int64 {
+	switch {
+	case n > math.MaxInt64/unit:
+		return math.MaxInt64
+	case n < math.MinInt64/unit:
+		return math.MinInt64
+	}
+	return n * unit
+}
+
+// scanInt reads an integer column: an int64, or the text PostgreSQL's
+// SUM of bigints (numeric) arrives as.
+func scanInt(v any) (int64, error) {
 	var text string
 	switch v := v.(type) {
 	case int64:
-		n = v
+		return v, nil
 	case string:
 		text = v
 	case []byte:
 		text = string(v)
 	default:
-		return fmt.Errorf("milliseconds: unexpected %T", v)
+		return 0, fmt.Errorf("unexpected %T", v)
 	}
-	if text != "" {
-		var err error
-		if n, err = strconv.ParseInt(text, 10, 64); err != nil {
-			return fmt.Errorf("milliseconds: %w", err)
-		}
+	return strconv.ParseInt(text, 10, 64)
+}
+
+// millis scans a number of milliseconds into a Duration, saturating.
+type millis struct{ d *time.Duration }
+
+func (m millis) Scan(v any) error {
+	n, err := scanInt(v)
+	if err != nil {
+		return fmt.Errorf("milliseconds: %w", err)
 	}
-	*m.d = time.Duration(n) * time.Millisecond
+	*m.d = time.Duration(times(n, int64(time.Millisecond)))
 	return nil
 }
 
@@ -289,8 +379,9 @@ func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
 
 // SpentSince returns the query of authz.Ledger.SpentSince for subject, its
 // arguments being the returned id and then the time since: the sum of the
-// known costs of the subject's requests, by the usage_key_at and
-// usage_account_at indexes (and accounts_group for a group's).
+// known costs of the subject's requests (a Sum, for SumDest), by the
+// usage_key_at and usage_account_at indexes (and accounts_group for a
+// group's).
 func (d Dialect) SpentSince(subject string) (query, id string, err error) {
 	kind, id, _ := strings.Cut(subject, ":")
 	var where string
@@ -305,7 +396,7 @@ func (d Dialect) SpentSince(subject string) (query, id string, err error) {
 	if where == "" || id == "" {
 		return "", "", fmt.Errorf("spending of %q: want key:<id>, account:<id> or group:<id>", subject)
 	}
-	return `SELECT COALESCE(SUM(cost_nanos), 0) FROM usage WHERE ` + where + ` AND at >= ` + d.Param(2) + ` AND attempt = 0`, id, nil
+	return `SELECT ` + Sum(`cost_nanos`) + ` FROM usage WHERE ` + where + ` AND at >= ` + d.Param(2) + ` AND attempt = 0`, id, nil
 }
 
 // OneCaptureARequest returns cs without the captures of a request that
