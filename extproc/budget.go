@@ -189,7 +189,10 @@ func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(
 			return errLimiterUnavailable(err)
 		}
 		m.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
-		m.budgets = bs // charged in full when the exchange ends
+		// Nothing reserved: the settlement charges the whole cost, kept
+		// and made later if Redis still fails. (A reservation Redis made
+		// but whose reply was lost is never settled: counted on top.)
+		m.budgets = bs
 		return nil
 	}
 	if st, refused := d.Refused(); refused {

@@ -34,7 +34,7 @@ const (
 type ReconcilerConfig struct {
 	// MaxPending bounds the counters whose charges wait to be made again;
 	// a failed charge to another counter is lost (ErrChargeLost). Zero
-	// means DefaultMaxPending, a few tens of MB at most.
+	// means DefaultMaxPending, about 20 MB at most.
 	MaxPending int
 	// Timeout bounds each charge made again, on a context that no
 	// caller's cancellation ends (several callers may wait for it); zero
@@ -53,10 +53,10 @@ type ReconcilerConfig struct {
 // failed to make (its store, say Redis, failed or timed out) and makes
 // them once it answers again: before the next Reserve or Spent that
 // touches their counters, and in Run as soon as a call succeeds, or on a
-// backoff of up to 5 s. Charges only add to counters, so making a lost
+// backoff of up to 5 s. Charges only add to counters, so making a failed
 // one later counts exactly what it would have counted, whatever ran in
-// between, on this replica or on others sharing the store; what they
-// missed meanwhile is that charge, for as long as it waits.
+// between, on this replica or on others sharing the store: the counter
+// misses it only while it waits.
 //
 // What it cannot do:
 //   - A charge whose reply was lost (a timeout after the store made it)
