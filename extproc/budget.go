@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,6 +83,60 @@ func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
 	return sp
 }
 
+// keepFailedCharges puts the Spender behind a ratelimit.Reconciler, unless
+// it is one: a charge it fails to make (Redis down, or too slow) is kept
+// and made once it answers again, before the next admission of its
+// budgets and in Run. Without it, a charge lost to a counter that exists
+// (a missing one is rebuilt from the ledger) stays lost for the period:
+// a lost cost lets the subject spend it again, a lost refund refuses it
+// early.
+//
+// Why not rebuild such a counter from the ledger instead: the counter
+// also holds the reservations of requests in flight, on every replica,
+// and the costs of requests the ledger has not written yet (within about
+// 100 ms, or as long as the database fails), none of which the ledger
+// knows. Setting the counter to the ledger's sum would drop them, and
+// taking the greater of the two corrects nothing until the lost charges
+// outweigh them. Charges only add to counters, so making the failed ones
+// later is exact whatever ran meanwhile, on any replica.
+func (s *Server) keepFailedCharges() error {
+	if s.cfg.Spender == nil {
+		return nil
+	}
+	if _, ok := s.cfg.Spender.(*ratelimit.Reconciler); ok {
+		return nil
+	}
+	r, err := ratelimit.NewReconciler(s.cfg.Spender, ratelimit.ReconcilerConfig{
+		Timeout: s.cfg.UsageTimeout,
+		Alerted: func(alerts []ratelimit.Alert) { s.budgetAlerts(s.log, alerts) },
+	})
+	if err != nil {
+		return fmt.Errorf("budgets: %w", err)
+	}
+	s.cfg.Spender = r
+	return nil
+}
+
+// Run makes, until ctx ends, the budget charges the Spender failed to
+// make, as soon as it answers again: other replicas sharing its counters
+// then see them too. Without Run they are made only before the next
+// admission of their budgets on this server. When ctx ends, Run tries
+// once more, for up to UsageTimeout, and logs the charges it loses. It
+// returns nil at once when no budgets are enforced.
+func (s *Server) Run(ctx context.Context) error {
+	r, ok := s.cfg.Spender.(*ratelimit.Reconciler)
+	if !ok {
+		return nil
+	}
+	err := r.Run(ctx)
+	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UsageTimeout)
+	defer cancel()
+	if rerr := r.Retry(last); rerr != nil {
+		s.log.Error("budget charges lost: the budgets' store still fails", zap.Int("counters", r.Pending()), zap.Error(rerr))
+	}
+	return err
+}
+
 // admitRouted admits a routed request against its budgets and its rate limits,
 // before anything reaches a provider. A request the rate limits refuse
 // gets its budget reservation back.
@@ -134,7 +189,10 @@ func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(
 			return errLimiterUnavailable(err)
 		}
 		m.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
-		m.budgets = bs // charged in full when the exchange ends
+		// Nothing reserved: the settlement charges the whole cost, kept
+		// and made later if Redis still fails. (A reservation Redis made
+		// but whose reply was lost is never settled: counted on top.)
+		m.budgets = bs
 		return nil
 	}
 	if st, refused := d.Refused(); refused {
@@ -178,16 +236,29 @@ func (m *meter) settleSpend(ctx context.Context, cost func() int64) {
 		return
 	}
 	alerts, err := m.s.cfg.Spender.Charge(m.book.context(ctx, m.s.cfg.UsageTimeout), m.budgets, m.spendAt, delta)
-	if err != nil {
+	switch {
+	case errors.Is(err, ratelimit.ErrChargeKept):
+		m.s.cfg.Metrics.limiterError()
+		m.log.Warn("charging budgets failed; kept to charge again", zap.Int64("nanos", delta), zap.Error(err))
+	case err != nil:
 		m.s.cfg.Metrics.limiterError()
 		m.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))
-		return
 	}
+	m.s.budgetAlerts(m.log, alerts)
+}
+
+// warner is a logger of warnings: an exchange's, or the server's.
+type warner interface {
+	Warn(msg string, fs ...zap.Field)
+}
+
+// budgetAlerts logs and counts the alerts a charge reached.
+func (s *Server) budgetAlerts(log warner, alerts []ratelimit.Alert) {
 	for _, a := range alerts {
-		m.s.cfg.Metrics.budgetAlert(subjectType(a.Budget.Key), a.Percent)
-		m.log.Warn("budget alert", zap.String("subject", a.Budget.Key), zap.Int("percent", a.Percent),
+		s.cfg.Metrics.budgetAlert(subjectType(a.Budget.Key), a.Percent)
+		log.Warn("budget alert", zap.String("subject", a.Budget.Key), zap.Int("percent", a.Percent),
 			zap.String("spent", pricing.Nanos(a.Spent).String()), zap.String("budget", pricing.Nanos(a.Budget.Max).String()),
-			zap.String("currency", m.s.cfg.Currency), zap.Stringer("period", a.Budget.Renewal), zap.Time("renews", a.Renews))
+			zap.String("currency", s.cfg.Currency), zap.Stringer("period", a.Budget.Renewal), zap.Time("renews", a.Renews))
 	}
 }
 

@@ -43,6 +43,14 @@ func spendAccountBudget(t *testing.T, f *fixture) {
 // another replica) with sp counting budgets.
 func restartGateway(t *testing.T, f *fixture, sp ratelimit.Spender) *extproctest.Gateway {
 	t.Helper()
+	_, gw := replica(t, f, sp)
+	return gw
+}
+
+// replica is restartGateway's server and gateway, sp (rebuilt from the
+// ledger) counting budgets.
+func replica(t *testing.T, f *fixture, sp ratelimit.Spender, opts ...func(*extproc.Config)) (*extproc.Server, *extproctest.Gateway) {
+	t.Helper()
 	prices, err := pricing.NewTable([]pricing.Price{
 		{Model: "gpt-4o", Input: 2_500_000_000, Output: 10 * pricing.NanosPerUnit},
 	})
@@ -57,6 +65,9 @@ func restartGateway(t *testing.T, f *fixture, sp ratelimit.Spender) *extproctest
 		Credentials: map[string]extproc.Credentials{"main": {APIKey: providerKey}},
 		Prices:      prices, Spender: extproc.LedgerSpender(sp, f.store), Currency: "EUR",
 	}
+	for _, o := range opts {
+		o(&ecfg)
+	}
 	srv, err := extproc.New(ecfg, authz.NewAuthenticator(f.store, authz.AuthenticatorConfig{}), f.store)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +76,7 @@ func restartGateway(t *testing.T, f *fixture, sp ratelimit.Spender) *extproctest
 	if err != nil {
 		t.Fatal(err)
 	}
-	return extproctest.Start(t, srv, extproctest.Config{Backends: map[string]http.Handler{"main": mock}, BufferLimitBytes: 1 << 20})
+	return srv, extproctest.Start(t, srv, extproctest.Config{Backends: map[string]http.Handler{"main": mock}, BufferLimitBytes: 1 << 20})
 }
 
 // wantSpentAgain checks that a budget spent before its counters were lost

@@ -110,7 +110,9 @@ type Config struct {
 	KeyLimits, AccountLimits authz.Limits
 	// Spender enforces the budgets of keys, accounts and groups, in the
 	// currency of Prices; nil enforces none. LedgerSpender makes one that
-	// rebuilds its counters from the ledger when they are lost.
+	// rebuilds its counters from the ledger when they are lost. The
+	// charges it fails to make are kept and made once it answers again
+	// (ratelimit.Reconciler; see Server.Run).
 	Spender ratelimit.Spender
 	// Currency names the unit of Prices and budgets in messages; zero
 	// means "USD".
@@ -165,6 +167,9 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
 		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials)}
+	if err := s.keepFailedCharges(); err != nil {
+		return nil, err
+	}
 	for _, b := range cfg.Routing.Backends {
 		p, ok := providers.Lookup(b.Provider)
 		if !ok {

@@ -15,6 +15,11 @@ const MaxSpend = 1 << 53
 // MinWindow is the shortest fixed window a Budget may renew on.
 const MinWindow = time.Minute
 
+// SpendGrace is how long a period's counter outlives the period's end in
+// the Spenders of ratelimit/memory and ratelimit/redis: an exchange that
+// began in a period settles there.
+const SpendGrace = time.Hour
+
 // Renewal is how a Budget's period renews.
 type Renewal uint8
 

@@ -164,6 +164,9 @@ type gateway struct {
 	// file, or nothing; zero before attach.
 	capture     captureSink
 	pingLimiter func(context.Context) error // nil for the in-memory limiter
+	// stopBudgets ends the ext_proc server's Run, which makes the budget
+	// charges Redis failed to make, after its last try. Nil until attach.
+	stopBudgets func()
 
 	errc       chan error
 	grpcClosed chan struct{} // closed once the gRPC listener is
@@ -278,6 +281,15 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	go g.ledger.Run(context.Background()) //nolint:errcheck // fails only if stop closed it first
 	g.capture = sink
 	g.capture.run()
+	// Budget charges Redis failed to make are made as soon as it answers
+	// again; stop ends this once every request has settled.
+	budgets, stopBudgets := context.WithCancel(context.Background())
+	budgetsDone := make(chan struct{})
+	go func() {
+		defer close(budgetsDone)
+		srv.Run(budgets) //nolint:errcheck // ends with budgets, logging what it loses
+	}()
+	g.stopBudgets = func() { stopBudgets(); <-budgetsDone }
 	g.proc.srv.Store(srv)
 	probes := []probe{{reasonStore, pingStore(store)}}
 	// Failing open, requests go on while Redis is down: that is no reason
@@ -355,7 +367,8 @@ const handlerExitTimeout = 10 * time.Second
 // stop drains the gateway: it turns not ready at once (/readyz 503, gRPC
 // health NOT_SERVING), refuses new connections, lets the open ext_proc
 // streams run on for up to the grace period and cuts those left; then it
-// flushes the ledger and closes the admin listener. Later calls wait for
+// makes the budget charges Redis failed to make (one last try), flushes
+// the ledger and closes the admin listener. Later calls wait for
 // the first.
 func (g *gateway) stop() { g.stopOnce.Do(g.drain) }
 
@@ -389,6 +402,9 @@ func (g *gateway) drain() {
 		g.log.Warn("drained", zap.Int("drained", drained), zap.Int("cut", cut), zap.Duration("grace", g.grace))
 	} else {
 		g.log.Info("drained", zap.Int("drained", drained), zap.Int("cut", 0))
+	}
+	if g.stopBudgets != nil {
+		g.stopBudgets()
 	}
 	if g.ledger != nil {
 		g.flushLedger()

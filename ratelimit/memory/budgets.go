@@ -9,10 +9,6 @@ import (
 	"modelgate/ratelimit"
 )
 
-// spendGrace is how long a period's counter outlives its end: an exchange
-// that began in it settles there.
-const spendGrace = time.Hour
-
 // Spender is an in-process ratelimit.Spender. One mutex guards the
 // counters, so that a reservation over several budgets is atomic.
 type Spender struct {
@@ -180,14 +176,14 @@ func (s *Spender) counter(b ratelimit.Budget, at time.Time) *spent {
 }
 
 // sweep drops, every sweepMin operations, the counters of periods that
-// ended more than spendGrace before at.
+// ended more than ratelimit.SpendGrace before at.
 func (s *Spender) sweep(at time.Time) {
 	if s.ops++; s.ops < sweepMin {
 		return
 	}
 	s.ops = 0
 	for k, c := range s.counters {
-		if at.Sub(c.end) > spendGrace {
+		if at.Sub(c.end) > ratelimit.SpendGrace {
 			delete(s.counters, k)
 		}
 	}

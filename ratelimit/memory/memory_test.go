@@ -25,3 +25,21 @@ func TestSeedingConformance(t *testing.T) {
 		return memory.NewSpender(), func() ratelimit.Seedable { return memory.NewSpender() }
 	})
 }
+
+// TestReconcilerConformance: a Reconciler is a Spender like any other.
+func TestReconcilerConformance(t *testing.T) {
+	limitertest.RunSpender(t, func(t *testing.T) ratelimit.Spender {
+		r, err := ratelimit.NewReconciler(memory.NewSpender(), ratelimit.ReconcilerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	})
+}
+
+func TestReconcilingConformance(t *testing.T) {
+	limitertest.RunReconciling(t, func(t *testing.T) (ratelimit.Spender, func(bool)) {
+		f := &limitertest.Failing{Spender: memory.NewSpender()}
+		return f, f.Fail.Store
+	})
+}

@@ -25,10 +25,6 @@ var (
 	seedLua string
 )
 
-// spendGrace is how long a period's counter outlives its end: an exchange
-// that began in it settles there.
-const spendGrace = time.Hour
-
 // Spender is a ratelimit.Spender whose counters live in Redis, shared by
 // every replica. It does not own the client. Its keys are the Config's
 // Prefix followed by Budget.Counter; Config.Now is not used (callers pass
@@ -228,7 +224,9 @@ func (s *Spender) keys(budgets []ratelimit.Budget, at time.Time) ([]string, []ti
 	return keys, ends
 }
 
-func expiry(end time.Time) string { return strconv.FormatInt(end.Add(spendGrace).UnixMilli(), 10) }
+func expiry(end time.Time) string {
+	return strconv.FormatInt(end.Add(ratelimit.SpendGrace).UnixMilli(), 10)
+}
 
 // run runs a script under the timeout and checks it returned n integers.
 func (s *Spender) run(ctx context.Context, script *goredis.Script, keys []string, args []any, n int) ([]int64, error) {
