@@ -77,7 +77,7 @@ func TestWebSearch(t *testing.T) {
 		t.Errorf("annotation %+v cites %q", a, cited)
 	}
 
-	c, m = build(false)
+	_, m = build(false)
 	if m["tools"] != nil {
 		t.Errorf("tools %v with search off", m["tools"])
 	}
