@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"net"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	"modelgate/ratelimit"
+	"modelgate/ratelimit/limitertest"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/testdata"
 )
@@ -130,43 +129,10 @@ func TestBudgetChargesMadeOnceSpenderAnswers(t *testing.T) {
 	}
 }
 
-// redisLink is the way to a real Redis, which a test cuts as an outage
-// does: while cut, every connection is closed and none is made.
-type redisLink struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-func (l *redisLink) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cut {
-		return nil, errRedisDown
-	}
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err == nil {
-		l.conns = append(l.conns, c)
-	}
-	return c, err
-}
-
-func (l *redisLink) set(cut bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.cut = cut
-	if cut {
-		for _, c := range l.conns {
-			c.Close()
-		}
-		l.conns = nil
-	}
-}
-
 // linkedRedis returns a client of MODELGATE_TEST_REDIS_URL through link
 // (skipping without it), configured as serve configures its own: no
 // retries, each call bounded by its context.
-func linkedRedis(t *testing.T, link *redisLink) *goredis.Client {
+func linkedRedis(t *testing.T, link *limitertest.Link) *goredis.Client {
 	t.Helper()
 	url := os.Getenv("MODELGATE_TEST_REDIS_URL")
 	if url == "" {
@@ -176,7 +142,7 @@ func linkedRedis(t *testing.T, link *redisLink) *goredis.Client {
 	if err != nil {
 		t.Fatalf("parsing MODELGATE_TEST_REDIS_URL: %v", err)
 	}
-	opt.ContextTimeoutEnabled, opt.MaxRetries, opt.Dialer = true, -1, link.dial
+	opt.ContextTimeoutEnabled, opt.MaxRetries, opt.Dialer = true, -1, link.Dial
 	// One dial a call, and room for more failed dials than the tests
 	// make: past PoolSize of them, go-redis fails every call for up to a
 	// second after Redis answers again.
@@ -207,7 +173,7 @@ func redisSpender(t *testing.T, c *goredis.Client, prefix string) *redislimit.Sp
 // cuttingBackend is the mock provider, which cuts link when cut is set as
 // a request reaches it: Redis goes down between a request's admission and
 // its settlement.
-func cuttingBackend(t *testing.T, link *redisLink, cut *atomic.Bool) map[string]http.Handler {
+func cuttingBackend(t *testing.T, link *limitertest.Link, cut *atomic.Bool) map[string]http.Handler {
 	t.Helper()
 	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
 	if err != nil {
@@ -215,7 +181,7 @@ func cuttingBackend(t *testing.T, link *redisLink, cut *atomic.Bool) map[string]
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cut.Load() {
-			link.set(true)
+			link.Cut(true)
 		}
 		mock.ServeHTTP(w, r)
 	})
@@ -243,7 +209,7 @@ func TestBudgetChargesMadeOnceRedisAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			link := &redisLink{}
+			link := &limitertest.Link{}
 			c := linkedRedis(t, link)
 			sp := redisSpender(t, c, "modelgate-test:extproc:"+rand.Text()+":")
 			var cut atomic.Bool
@@ -261,7 +227,7 @@ func TestBudgetChargesMadeOnceRedisAnswers(t *testing.T) {
 				cut.Store(true)
 				body = chatShortBody
 			} else {
-				link.set(true)
+				link.Cut(true)
 			}
 			if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body); res.Status != 200 {
 				t.Fatalf("second request: %d %s", res.Status, res.Body)
@@ -273,7 +239,7 @@ func TestBudgetChargesMadeOnceRedisAnswers(t *testing.T) {
 			}
 			waitRequests(t, f.store, f.account.ID, n)
 			cut.Store(false)
-			link.set(false)
+			link.Cut(false)
 			wantRefused(t, f.gw, f.keys["limited"])
 			wantCounterAtLedger(t, f, sp)
 		})
@@ -284,10 +250,10 @@ func TestBudgetChargesMadeOnceRedisAnswers(t *testing.T) {
 // them in Run once it answers, without any request of its own: another
 // replica, which knew nothing of them, then refuses the spent budget.
 func TestBudgetChargesReachOtherReplicas(t *testing.T) {
-	link := &redisLink{}
+	link := &limitertest.Link{}
 	prefix := "modelgate-test:extproc:" + rand.Text() + ":"
 	spA := redisSpender(t, linkedRedis(t, link), prefix)
-	spB := redisSpender(t, linkedRedis(t, &redisLink{}), prefix)
+	spB := redisSpender(t, linkedRedis(t, &limitertest.Link{}), prefix)
 	f, _ := budgetFixture(t, func(c *extproc.Config) {
 		c.Spender = extproc.LedgerSpender(spB, c.Responses.(extproc.BudgetLedger)) // the fixture's store
 	})
@@ -305,12 +271,12 @@ func TestBudgetChargesReachOtherReplicas(t *testing.T) {
 	if res := gwA.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
 		t.Fatalf("first request: %d %s", res.Status, res.Body)
 	}
-	link.set(true)
+	link.Cut(true)
 	if res := gwA.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
 		t.Fatalf("second request, Redis unreachable (failing open): %d %s", res.Status, res.Body)
 	}
 	waitRequests(t, f.store, f.account.ID, 2)
-	link.set(false)
+	link.Cut(false)
 	charged, err := f.store.SpentSince(context.Background(), "account:"+f.account.ID, time.Time{})
 	if err != nil {
 		t.Fatal(err)
