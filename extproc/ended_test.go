@@ -2,9 +2,7 @@ package extproc
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"strings"
 	"testing"
@@ -202,23 +200,6 @@ func TestProviderErrorEventEstimated(t *testing.T) {
 			checkEndedStream(t, doors[tc.door], tc.c, text)
 		})
 	}
-}
-
-// bedrockException is an AWS event-stream exception frame.
-func bedrockException(typ, payload string) []byte {
-	var h []byte
-	for _, kv := range [][2]string{{":message-type", "exception"}, {":exception-type", typ}, {":content-type", "application/json"}} {
-		h = append(h, byte(len(kv[0])))
-		h = append(h, kv[0]...)
-		h = append(h, 7)
-		h = binary.BigEndian.AppendUint16(h, uint16(len(kv[1])))
-		h = append(h, kv[1]...)
-	}
-	b := binary.BigEndian.AppendUint32(nil, uint32(12+len(h)+len(payload)+4))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	b = append(append(b, h...), payload...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
 // checkEndedStream plays a stream c to door, ended by the provider after

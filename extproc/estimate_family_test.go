@@ -52,8 +52,19 @@ func sseEvent(event, data string) []byte {
 
 // bedrockFrame is one AWS event-stream frame of an event.
 func bedrockFrame(typ, payload string) []byte {
+	return eventStreamFrame([][2]string{{":message-type", "event"}, {":event-type", typ}, {":content-type", "application/json"}}, payload)
+}
+
+// bedrockException is an AWS event-stream exception frame.
+func bedrockException(typ, payload string) []byte {
+	return eventStreamFrame([][2]string{{":message-type", "exception"}, {":exception-type", typ}, {":content-type", "application/json"}}, payload)
+}
+
+// eventStreamFrame is one AWS event-stream frame: its headers (string
+// values), payload and CRCs.
+func eventStreamFrame(headers [][2]string, payload string) []byte {
 	var h []byte
-	for _, kv := range [][2]string{{":message-type", "event"}, {":event-type", typ}, {":content-type", "application/json"}} {
+	for _, kv := range headers {
 		h = append(h, byte(len(kv[0])))
 		h = append(h, kv[0]...)
 		h = append(h, 7)

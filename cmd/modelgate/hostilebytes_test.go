@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,20 +18,7 @@ import (
 // failed the ledger's batch on PostgreSQL forever and every later record
 // of every account queued behind it.
 func TestHostileHeaderBytesAreRecordedOnPostgreSQL(t *testing.T) {
-	db := postgresSchema(t)
-	getenv := func(name string) string {
-		if name == "MODELGATE_REPLICA_DB" {
-			return db
-		}
-		if name == "MODELGATE_REPLICA_IMAGE_KEY" {
-			return "an image URL key the replicas share, 32+ characters"
-		}
-		return ""
-	}
-	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte(replicaConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	db, cfgPath, getenv := replicaSetup(t, "")
 	r := startReplica(t, cfgPath, getenv)
 	keys := map[string]string{}
 	for _, account := range []string{"hostile", "bystander"} {

@@ -91,6 +91,29 @@ models:
   - {id: imagen, deployments: [{backend: mock-gemini, model: imagen-4.0-generate-001}]}
 `
 
+// replicaSetup makes a PostgreSQL schema of the test's own (skipping
+// without MODELGATE_TEST_POSTGRES_URL) and a config file of replicaConfig
+// and extra on it: the schema's URL, the file's path and the environment
+// replicas read.
+func replicaSetup(t *testing.T, extra string) (db, cfgPath string, getenv func(string) string) {
+	t.Helper()
+	db = postgresSchema(t)
+	getenv = func(name string) string {
+		switch name {
+		case "MODELGATE_REPLICA_DB":
+			return db
+		case "MODELGATE_REPLICA_IMAGE_KEY":
+			return "an image URL key the replicas share, 32+ characters"
+		}
+		return ""
+	}
+	cfgPath = filepath.Join(t.TempDir(), "modelgate.yaml")
+	if err := os.WriteFile(cfgPath, []byte(replicaConfig+extra), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return db, cfgPath, getenv
+}
+
 // replica is one in-process gateway, as `modelgate dev` runs it: the
 // ext_proc server behind the Envoy stand-in, with its own mock provider.
 type replica struct {
@@ -132,20 +155,7 @@ const replicaChat = `{"model":"gpt-4o-mini","messages":[{"role":"user","content"
 // docs/behaviour.md states; the usage both recorded adds up in one ledger; and a
 // response made on one is continued on the other.
 func TestReplicasOnOnePostgreSQL(t *testing.T) {
-	db := postgresSchema(t)
-	getenv := func(name string) string {
-		switch name {
-		case "MODELGATE_REPLICA_DB":
-			return db
-		case "MODELGATE_REPLICA_IMAGE_KEY":
-			return "an image URL key the replicas share, 32+ characters"
-		}
-		return ""
-	}
-	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte(replicaConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	db, cfgPath, getenv := replicaSetup(t, "")
 	a := startReplica(t, cfgPath, getenv)
 	b := startReplica(t, cfgPath, getenv)
 

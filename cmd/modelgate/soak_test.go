@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,20 +33,7 @@ func TestCaptureSoak(t *testing.T) {
 	if *soakRate <= 0 {
 		t.Skip("a soak: set -capture.soak.rate (and -capture.soak.duration) to run it")
 	}
-	db := postgresSchema(t)
-	getenv := func(name string) string {
-		switch name {
-		case "MODELGATE_REPLICA_DB":
-			return db
-		case "MODELGATE_REPLICA_IMAGE_KEY":
-			return "an image URL key the replicas share, 32+ characters"
-		}
-		return ""
-	}
-	cfgPath := filepath.Join(t.TempDir(), "modelgate.yaml")
-	if err := os.WriteFile(cfgPath, []byte(replicaConfig+"observability: {capture: {to: store}}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	db, cfgPath, getenv := replicaSetup(t, "observability: {capture: {to: store}}\n")
 	r := startReplica(t, cfgPath, getenv)
 	var out strings.Builder
 	if err := run(context.Background(), []string{"keys", "create", "--config", cfgPath, "--account", "soak"},

@@ -219,6 +219,14 @@ func (r *MessagesRequest) Permitted(webSearch bool) (*MessagesRequest, LeftOut, 
 // itself (but web search when webSearch), nil when it keeps them all, and
 // their types.
 func messagesTools(raw json.RawMessage, webSearch bool) (json.RawMessage, LeftOut, error) {
+	return WithoutTools(raw, func(typ string) bool { return serverRun(typ, webSearch) })
+}
+
+// WithoutTools is a request's tools array without the tools whose type
+// drop reports, nil when it keeps them all, and what it left out ("tool"
+// and the type), for the dialects' Permitted. A tools member that is no
+// array is a 400 on tools; an entry that is no object has no type.
+func WithoutTools(raw json.RawMessage, drop func(typ string) bool) (json.RawMessage, LeftOut, error) {
 	if jsonscan.IsNull(raw) {
 		return nil, nil, nil
 	}
@@ -233,7 +241,7 @@ func messagesTools(raw json.RawMessage, webSearch bool) (json.RawMessage, LeftOu
 			Type string `json:"type"`
 		}
 		json.Unmarshal(t, &tool) //nolint:errcheck // a tool that is no object has no type: the provider's to refuse
-		if serverRun(tool.Type, webSearch) {
+		if drop(tool.Type) {
 			left = append(left, "tool "+tool.Type)
 			continue
 		}

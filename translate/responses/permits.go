@@ -57,31 +57,7 @@ func (r *Request) Permitted(webSearch bool) (*Request, api.LeftOut, error) {
 // (but web search when webSearch), nil when it keeps them all, and their
 // types.
 func permittedTools(raw json.RawMessage, webSearch bool) (json.RawMessage, api.LeftOut, error) {
-	if isNull(raw) {
-		return nil, nil, nil
-	}
-	var tools []json.RawMessage
-	if json.Unmarshal(raw, &tools) != nil {
-		return nil, nil, &api.RequestError{Param: "tools", Code: "invalid_type", Message: "Invalid type for 'tools': expected an array."}
-	}
-	var left api.LeftOut
-	kept := tools[:0:0]
-	for _, t := range tools {
-		var tool struct {
-			Type string `json:"type"`
-		}
-		json.Unmarshal(t, &tool) //nolint:errcheck // parseTools refused what is no tool
-		if serverRun(tool.Type, webSearch) {
-			left = append(left, "tool "+tool.Type)
-			continue
-		}
-		kept = append(kept, t)
-	}
-	if len(left) == 0 {
-		return nil, nil, nil
-	}
-	out, err := json.Marshal(kept)
-	return out, left, err
+	return api.WithoutTools(raw, func(typ string) bool { return serverRun(typ, webSearch) })
 }
 
 // serverRun reports a tool type OpenAI runs itself that the model's
