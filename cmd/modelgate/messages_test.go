@@ -100,9 +100,11 @@ func TestMessagesPassthrough(t *testing.T) {
 	}
 
 	// Claude on Vertex AI gets it at rawPredict: the body as sent but for
-	// the model, which is in the path, and Vertex's anthropic_version.
+	// the model, which is in the path, and Vertex's anthropic_version; the
+	// betas as sent, but for those of what the model does not enable (the
+	// 1M-token context's premium price), named in the warning.
 	resp, got = anthropicCall(t, "POST", a.Gateway+"/messages", a.APIKey, strings.Replace(body, "agent-claude", "vertex-claude", 1),
-		"anthropic-beta", "context-1m-2025-08-07")
+		"anthropic-beta", "context-1m-2025-08-07,interleaved-thinking-2025-05-14")
 	if err := json.Unmarshal(got, &msg); resp.StatusCode != 200 || err != nil || msg.Type != "message" {
 		t.Fatalf("Claude on Vertex AI: %d %s", resp.StatusCode, got)
 	}
@@ -110,14 +112,18 @@ func TestMessagesPassthrough(t *testing.T) {
 	vertex := reqs[len(reqs)-1]
 	if !strings.HasSuffix(vertex.Path, "/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict") ||
 		!sameMembers(t, vertex.Body, body, map[string]string{"model": "", "anthropic_version": `"vertex-2023-10-16"`}) ||
-		vertex.Header.Get("anthropic-beta") != "context-1m-2025-08-07" {
+		vertex.Header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" {
 		t.Errorf("Claude on Vertex AI got %s %s %v", vertex.Path, vertex.Body, vertex.Header)
+	}
+	if w := resp.Header.Get("x-modelgate-warning"); !strings.Contains(w, "beta context-1m-2025-08-07") {
+		t.Errorf("Claude on Vertex AI: warning %q, want the beta left out named", w)
 	}
 
 	// Claude on Bedrock gets it at InvokeModel: the body as sent but for
 	// the model (in the path) and stream, with Bedrock's anthropic_version
 	// and the betas Bedrock takes in anthropic_beta (the others, which
-	// Bedrock refuses, left out with their members: mcp_servers); its
+	// Bedrock refuses, left out with their members: mcp_servers; and the
+	// 1M-token context's, which the model does not enable); its
 	// stream's event-stream chunks come back as the Messages API's events.
 	for _, stream := range []bool{false, true} {
 		b := strings.Replace(body, "agent-claude", "agent-bedrock", 1)
@@ -145,7 +151,7 @@ func TestMessagesPassthrough(t *testing.T) {
 			op = "/invoke-with-response-stream"
 		}
 		if !strings.HasSuffix(invoke.Path, op) || !sameMembers(t, invoke.Body, b, map[string]string{"model": "", "stream": "", "mcp_servers": "",
-			"anthropic_version": `"bedrock-2023-05-31"`, "anthropic_beta": `["context-1m-2025-08-07","interleaved-thinking-2025-05-14"]`}) {
+			"anthropic_version": `"bedrock-2023-05-31"`, "anthropic_beta": `["interleaved-thinking-2025-05-14"]`}) {
 			t.Errorf("Claude on Bedrock got %s %s", invoke.Path, invoke.Body)
 		}
 	}
