@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -85,7 +86,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	}
 	ex.flow = ep.spec().flow(ex.s, hm)
 	ex.phase = phaseRequestBody
-	mut := stripInternal(hm)
+	mut := stripInternal(hm, ep.spec().anthropic)
 	// The request's id becomes the gateway's, for Envoy too: its access
 	// log, and the attempts of a fallback, which share the request's
 	// headers. The answers get it from withRequestID.
@@ -132,20 +133,67 @@ const internalPrefix = "x-modelgate-"
 // the operator's account what the operator never enabled (api.LeftOut): a
 // service tier, a latency or guardrail setting, temporary credentials, a
 // Google project to bill, an Anthropic beta. A translator sets what its
-// provider needs, a Messages client's anthropic-version and the betas it
-// may use among them.
+// provider needs.
 var strippedPrefixes = []string{internalPrefix, "anthropic-", "openai-", "x-amz-", "x-amzn-", "x-goog-"}
 
+// messagesClientHeaders are the headers of the Messages API's clients its
+// translators read (the flow at the request's headers, and each attempt
+// of a Fallback model, which has only the shared header map to read
+// them from): kept on a Messages request, and removed at its body unless
+// its translator sets them (permittedHeaders), as an attempt removes
+// every provider header it does not set.
+var messagesClientHeaders = []string{"anthropic-beta", "anthropic-version"}
+
 // stripInternal removes every header the client sent under
-// strippedPrefixes. The route cache is cleared with it, because Envoy
-// chose the first route from the client's headers.
-func stripInternal(hm headerMap) *headers {
+// strippedPrefixes, but a Messages request's messagesClientHeaders (messages).
+// The route cache is cleared with it, because Envoy chose the first route
+// from the client's headers.
+func stripInternal(hm headerMap, messages bool) *headers {
 	var h headers
 	for _, k := range hm.prefixed(strippedPrefixes) {
-		h.Remove(k)
+		if !messages || !slices.Contains(messagesClientHeaders, k) {
+			h.Remove(k)
+		}
 	}
 	return &h
 }
+
+// sentHeaders are the headers a request body's reply removes: the
+// client's credentials and, for a Messages request, the messagesClientHeaders
+// its translator does not set, which would otherwise reach the provider as
+// the client sent them (a beta the model does not enable). The lists are
+// made once: the reply of every request uses one.
+func sentHeaders(messages bool, up translate.Upstream) []string {
+	if !messages {
+		return clientHeaders[:len(clientHeaders):len(clientHeaders)] // a later Remove copies
+	}
+	sets := func(name string) bool {
+		return slices.ContainsFunc(up.Headers, func(h translate.Header) bool { return h.Name == name })
+	}
+	i := 0
+	if sets("anthropic-beta") {
+		i |= 1
+	}
+	if sets("anthropic-version") {
+		i |= 2
+	}
+	return withMessagesHeaders[i]
+}
+
+// withMessagesHeaders are clientHeaders and the messagesClientHeaders not set,
+// by which are set: 1 anthropic-beta, 2 anthropic-version.
+var withMessagesHeaders = func() (out [4][]string) {
+	for i := range out {
+		l := slices.Clone(clientHeaders)
+		for j, name := range messagesClientHeaders {
+			if i&(1<<j) == 0 {
+				l = append(l, name)
+			}
+		}
+		out[i] = slices.Clip(l)
+	}
+	return out
+}()
 
 // authenticate reads the key from Authorization: Bearer, as OpenAI's
 // clients send it, else from x-api-key, as Anthropic's do.
@@ -286,7 +334,7 @@ func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.Proc
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
-	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
+	h := headers{remove: sentHeaders(ex.req.endpoint.spec().anthropic, up)}
 	h.reserve(6 + len(up.Headers))
 	// Envoy's routes match these and remove them before the upstream.
 	h.Set(ex.s.cfg.RoutingHeader, ex.route.target.Backend)

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -576,4 +579,50 @@ func sameMembers(t *testing.T, relayed []byte, sent string, changes map[string]s
 		}
 	}
 	return bytes.Equal(mustMarshal(t, want), mustMarshal(t, got))
+}
+
+// The betas of what a model does not enable never reach Anthropic, and
+// the others do, on a model with one deployment and on a Fallback model,
+// whose attempts read the client's anthropic-version and anthropic-beta
+// from the request headers Envoy keeps for all of them: those two stay on
+// a Messages request until its translator sets (or removes) them, while
+// every other provider header of the client's is removed at once.
+func TestMessagesBetasOnEveryRoute(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-up","content":[{"type":"text","text":"Hi."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	g := serveConfigGateway(t, fmt.Sprintf(`backends:
+  - {name: a, provider: anthropic, base_url: %[1]q, api_key_env: FAULT_PROVIDER_KEY}
+  - {name: b, provider: anthropic, base_url: %[1]q, api_key_env: FAULT_PROVIDER_KEY}
+models:
+  - {id: claude, deployments: [{backend: a, model: claude-up}]}
+  - {id: claude-fb, deployments: [{backend: a, model: claude-up}, {backend: b, model: claude-up, priority: 1}], fallback: {}}
+`, up.URL))
+	for _, tt := range []struct{ model, beta, want string }{
+		{"claude", "interleaved-thinking-2025-05-14,context-1m-2025-08-07", "interleaved-thinking-2025-05-14"},
+		{"claude", "context-1m-2025-08-07", ""},
+		{"claude-fb", "interleaved-thinking-2025-05-14,context-1m-2025-08-07", "interleaved-thinking-2025-05-14"},
+		{"claude-fb", "context-1m-2025-08-07", ""},
+	} {
+		resp, body := anthropicCall(t, "POST", g.url+"/messages", g.key,
+			`{"model":"`+tt.model+`","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+			"anthropic-version", "2023-06-01", "anthropic-beta", tt.beta, "x-amzn-bedrock-service-tier", "priority")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tt.model, resp.StatusCode, body)
+		}
+		mu.Lock()
+		h := got[len(got)-1]
+		mu.Unlock()
+		if h.Get("anthropic-beta") != tt.want || h.Get("anthropic-version") != "2023-06-01" || h.Get("x-amzn-bedrock-service-tier") != "" {
+			t.Errorf("%s with %q: Anthropic got anthropic-beta %q, anthropic-version %q, x-amzn-bedrock-service-tier %q; want %q, 2023-06-01, none",
+				tt.model, tt.beta, h.Get("anthropic-beta"), h.Get("anthropic-version"), h.Get("x-amzn-bedrock-service-tier"), tt.want)
+		}
+	}
 }
