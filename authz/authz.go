@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"modelgate/authz/pricing"
 )
@@ -30,6 +32,17 @@ var (
 	// is futile, whereas the rest of their batch may be stored without them.
 	ErrRefused = errors.New("refused by the store")
 )
+
+// Storable is s as every store can keep it as text: valid UTF-8 without
+// NUL, invalid bytes and NUL replaced by U+FFFD. PostgreSQL refuses both,
+// and a string a client chose (a request id, a session id, a body) may
+// carry any bytes.
+func Storable(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
 
 // StoredResponse is a response of the Responses API the gateway keeps, for
 // previous_response_id and for retrieving it.

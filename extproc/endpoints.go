@@ -383,12 +383,11 @@ func (s *Server) countsTokens(model string) bool {
 
 // localAnswer is the gateway's own answer to a request it parsed, given
 // without a provider: a count_tokens estimate. It is the exchange's
-// translator (exchange.answerLocally), whose usage, once it answered, is
-// what the answer stands for.
+// translator (exchange.answerLocally), whose usage is what the answer
+// stands for once it is given.
 type localAnswer struct {
-	body     []byte
-	usage    translate.Usage
-	answered bool
+	body  []byte
+	usage translate.Usage
 }
 
 func (*localAnswer) Error() string { return "answered by the gateway" }
@@ -405,14 +404,8 @@ func (*localAnswer) ResponseHeaders(int, string) translate.Head {
 // ResponseBody implements translate.Translator.
 func (l *localAnswer) ResponseBody([]byte, bool) ([]byte, error) { return l.body, nil }
 
-// Usage implements translate.Translator: nothing for a request refused
-// before it was answered.
-func (l *localAnswer) Usage() translate.Usage {
-	if !l.answered {
-		return translate.Usage{}
-	}
-	return l.usage
-}
+// Usage implements translate.Translator.
+func (l *localAnswer) Usage() translate.Usage { return l.usage }
 
 // price is what prices count of a Messages request: nothing for a token
 // count, which every provider counts free of charge (its tokens are

@@ -102,10 +102,18 @@ func TestNothingUnpermittedReachesAProvider(t *testing.T) {
 					t.Errorf("the provider got %q: %s", f, up)
 				}
 			}
+			setsBeta := false
 			for _, set := range body.GetHeaderMutation().GetSetHeaders() {
 				if v := string(set.GetHeader().GetRawValue()); strings.Contains(v, "context-1m") {
 					t.Errorf("the provider got %s: %s", set.GetHeader().GetKey(), v)
 				}
+				setsBeta = setsBeta || set.GetHeader().GetKey() == "anthropic-beta"
+			}
+			// The client's own anthropic-beta (with the 1M-context beta)
+			// must not reach the provider: removed, or replaced.
+			if slices.Contains(tt.headers, "anthropic-beta") && !setsBeta && !slices.Contains(removed, "anthropic-beta") &&
+				!slices.Contains(body.GetHeaderMutation().GetRemoveHeaders(), "anthropic-beta") {
+				t.Errorf("the client's anthropic-beta is neither replaced nor removed")
 			}
 			var warning string
 			for _, set := range out[2].GetResponseHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"modelgate/authz"
 	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/providers"
@@ -140,7 +141,7 @@ var strippedPrefixes = []string{internalPrefix, "anthropic-", "openai-", "x-amz-
 // translators read (the flow at the request's headers, and each attempt
 // of a Fallback model, which has only the shared header map to read
 // them from): kept on a Messages request, and removed at its body unless
-// its translator sets them (permittedHeaders), as an attempt removes
+// its translator sets them (sentHeaders), as an attempt removes
 // every provider header it does not set.
 var messagesClientHeaders = []string{"anthropic-beta", "anthropic-version"}
 
@@ -159,41 +160,22 @@ func stripInternal(hm headerMap, messages bool) *headers {
 }
 
 // sentHeaders are the headers a request body's reply removes: the
-// client's credentials and, for a Messages request, the messagesClientHeaders
-// its translator does not set, which would otherwise reach the provider as
-// the client sent them (a beta the model does not enable). The lists are
-// made once: the reply of every request uses one.
+// client's credentials and, for a Messages request, the
+// messagesClientHeaders its translator does not set, which would
+// otherwise reach the provider as the client sent them (a beta the model
+// does not enable).
 func sentHeaders(messages bool, up translate.Upstream) []string {
+	out := clientHeaders[:len(clientHeaders):len(clientHeaders)] // a later Remove copies
 	if !messages {
-		return clientHeaders[:len(clientHeaders):len(clientHeaders)] // a later Remove copies
+		return out
 	}
-	sets := func(name string) bool {
-		return slices.ContainsFunc(up.Headers, func(h translate.Header) bool { return h.Name == name })
-	}
-	i := 0
-	if sets("anthropic-beta") {
-		i |= 1
-	}
-	if sets("anthropic-version") {
-		i |= 2
-	}
-	return withMessagesHeaders[i]
-}
-
-// withMessagesHeaders are clientHeaders and the messagesClientHeaders not set,
-// by which are set: 1 anthropic-beta, 2 anthropic-version.
-var withMessagesHeaders = func() (out [4][]string) {
-	for i := range out {
-		l := slices.Clone(clientHeaders)
-		for j, name := range messagesClientHeaders {
-			if i&(1<<j) == 0 {
-				l = append(l, name)
-			}
+	for _, name := range messagesClientHeaders {
+		if !slices.ContainsFunc(up.Headers, func(h translate.Header) bool { return h.Name == name }) {
+			out = append(out, name)
 		}
-		out[i] = slices.Clip(l)
 	}
 	return out
-}()
+}
 
 // authenticate reads the key from Authorization: Bearer, as OpenAI's
 // clients send it, else from x-api-key, as Anthropic's do.
@@ -280,11 +262,14 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 // admitted against the principal's limits and budgets, and recorded with
 // the usage it stands for, which the rate limits are charged.
 func (ex *exchange) answerLocally(ctx context.Context, local *localAnswer) *extprocv3.ProcessingResponse {
-	ex.req.prompt, ex.tr = local.usage.PromptTokens, local
+	// Until it is admitted the answer stands for nothing: a refusal is
+	// recorded without its usage.
+	used := local.usage
+	ex.req.prompt, ex.tr, local.usage = used.PromptTokens, local, translate.Usage{}
 	if err := ex.admitRouted(ctx); err != nil {
 		return ex.fail(err)
 	}
-	local.answered = true
+	local.usage = used
 	ex.phase, ex.answer.status, ex.answer.completed = phaseDone, http.StatusOK, true
 	return immediate(http.StatusOK, local.body)
 }
@@ -486,15 +471,12 @@ func sessionID(hm headerMap) string {
 	return clientLabel(s)
 }
 
-// clientLabel is a label the client chose as the gateway keeps it: valid
-// UTF-8 without NUL (invalid bytes and NUL replaced by U+FFFD), cut at a
-// character's start to at most maxClientLabel bytes. A header may carry
+// clientLabel is a label the client chose as the gateway keeps it:
+// storable (authz.Storable), cut at a character's start to at most
+// maxClientLabel bytes. A header may carry
 // any bytes; no store may refuse the record they end up in.
 func clientLabel(s string) string {
-	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	}
-	if len(s) > maxClientLabel {
+	if s = authz.Storable(s); len(s) > maxClientLabel {
 		n := maxClientLabel
 		for !utf8.RuneStart(s[n]) {
 			n--

@@ -33,7 +33,7 @@ func (ex *exchange) warnUnbelievable() {
 		zap.Int64("completion_tokens", u.CompletionTokens), zap.Int64("total_tokens", u.TotalTokens),
 		zap.Int64("cached_tokens", u.CachedTokens), zap.Int64("cache_write_tokens", u.CacheWriteTokens),
 		zap.Int64("cache_write_1h_tokens", u.CacheWrite1hTokens), zap.Int64("reasoning_tokens", u.ReasoningTokens),
-		zap.Float64("audio_seconds", u.AudioSeconds), zap.Int64("images", u.Images))
+		zap.Float64("audio_seconds", u.AudioSeconds), zap.Int64("images", u.Images), zap.Int64("web_search_requests", u.WebSearchRequests))
 }
 
 // metadata is the usage exposed to Envoy as dynamic metadata, for access

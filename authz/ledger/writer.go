@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -378,14 +376,10 @@ func (w *writer[T]) giveUp(n int, cause error) {
 	w.log.Error(w.kind.noun+" records not written", zap.Int("records", n), zap.Error(cause))
 }
 
-// storable makes a free-form string storable: PostgreSQL refuses invalid
-// UTF-8 and NUL in text, and one such string (a client-sent request id, a
-// binary body) would otherwise fail its write forever.
-func storable(s *string) {
-	if !utf8.ValidString(*s) || strings.IndexByte(*s, 0) >= 0 {
-		*s = strings.ReplaceAll(strings.ToValidUTF8(*s, "\uFFFD"), "\x00", "\uFFFD")
-	}
-}
+// storable makes a free-form string storable (authz.Storable): one such
+// string (a client-sent request id, a binary body) would otherwise fail
+// its write forever.
+func storable(s *string) { *s = authz.Storable(*s) }
 
 // metrics are a writer's Prometheus metrics; labels are bounded (the drop
 // reason).

@@ -57,10 +57,10 @@ func JoinWarnings(a, b string) string {
 // (Anthropic's default, auto, may use the operator's Priority Tier).
 var cheaperTiers = []string{`"auto"`, `"default"`, `"flex"`, `"standard_only"`}
 
-// premiumMember reports a member that asks for what costs more than the
-// standard price: a service tier but a cheaper one, fast mode, inference
-// pinned to one geography.
-func premiumMember(name string, v json.RawMessage) bool {
+// PremiumMember reports a request member that asks for what costs more
+// than the standard price, in any dialect: a service tier but a cheaper
+// one, fast mode, inference pinned to one geography.
+func PremiumMember(name string, v json.RawMessage) bool {
 	if jsonscan.IsNull(v) {
 		return false
 	}
@@ -86,12 +86,18 @@ func leaveOut(m map[string]json.RawMessage, names []string, left LeftOut) (map[s
 			continue
 		}
 		drop[name] = true
-		if s := jsonscan.TrimSpace(v); len(s) < 40 && jsonscan.Kind(s) == '"' {
-			name += " " + string(s)
-		}
-		left = append(left, name)
+		left = append(left, LeftMember(name, v))
 	}
 	return drop, left
+}
+
+// LeftMember names a member left out for the warning: its name, followed
+// by its value when that is a short string (a service tier).
+func LeftMember(name string, v json.RawMessage) string {
+	if s := jsonscan.TrimSpace(v); len(s) < 40 && jsonscan.Kind(s) == '"' {
+		return name + " " + string(s)
+	}
+	return name
 }
 
 // editMembers is obj, a JSON object, with the members replace names
@@ -134,7 +140,7 @@ func (r *ChatRequest) Permitted(webSearch bool) (*ChatRequest, LeftOut, error) {
 	if !webSearch && !jsonscan.IsNull(r.Members["web_search_options"]) {
 		names = append(names, "web_search_options")
 	}
-	if premiumMember("service_tier", r.Members["service_tier"]) {
+	if PremiumMember("service_tier", r.Members["service_tier"]) {
 		names = append(names, "service_tier")
 	}
 	if len(names) == 0 {
@@ -186,7 +192,7 @@ func (r *MessagesRequest) Permitted(webSearch bool) (*MessagesRequest, LeftOut, 
 	}
 	var names []string
 	for _, name := range []string{"mcp_servers", "container", "service_tier", "speed", "inference_geo"} {
-		if v, ok := r.Members[name]; ok && (name == "mcp_servers" || name == "container" || premiumMember(name, v)) {
+		if v, ok := r.Members[name]; ok && (name == "mcp_servers" || name == "container" || PremiumMember(name, v)) {
 			names = append(names, name)
 		}
 	}

@@ -25,10 +25,9 @@ func (r *Request) Permitted(webSearch bool) (*Request, api.LeftOut, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	tier := r.Members["service_tier"]
-	premium := !isNull(tier) && !slices.Contains([]string{`"auto"`, `"default"`, `"flex"`}, strings.TrimSpace(string(tier)))
+	premium := api.PremiumMember("service_tier", r.Members["service_tier"])
 	if premium {
-		left = append(left, "service_tier "+strings.TrimSpace(string(tier)))
+		left = append(left, api.LeftMember("service_tier", r.Members["service_tier"]))
 	}
 	if len(left) == 0 {
 		return r, nil, nil
