@@ -1,0 +1,91 @@
+package translate
+
+// What a translator produced, as it tells the gateway: the generated text
+// in each piece of output it returns and the reasons the answer ended. The
+// gateway reads nothing of the client's bytes itself: the estimate of an
+// answer cut short counts the text reported, the trace span names the
+// finish reasons reported, payload capture hides the text reported, and a
+// guard can read each piece of text as it passes, hold the output that
+// carries it and release it with a later reply (output comes in whole
+// client events, so held output can be sent later as it is).
+
+// TextKind says what a piece of generated text is.
+type TextKind uint8
+
+const (
+	// TextAnswer is the answer's own text: chat's content, the Responses
+	// API's output_text, a Messages text block.
+	TextAnswer TextKind = iota
+	// TextReasoning is reasoning the client is shown: reasoning_content,
+	// reasoning summaries, thinking blocks.
+	TextReasoning
+	// TextRefusal is a refusal's text.
+	TextRefusal
+	// TextArguments are the arguments of a tool call the model made (a
+	// function's, a custom tool's input, a Messages tool_use input).
+	TextArguments
+)
+
+var textKindNames = [...]string{"answer", "reasoning", "refusal", "arguments"}
+
+func (k TextKind) String() string {
+	if int(k) < len(textKindNames) {
+		return textKindNames[k]
+	}
+	return "unknown"
+}
+
+// Text is one piece of generated text in a translator's output: the
+// contents of one JSON string, out[Start:End], as written (JSON escapes
+// included), where out is what the ResponseBody call returned.
+type Text struct {
+	Start, End int
+	Kind       TextKind
+}
+
+// Output is what a translator tells of the bytes one ResponseBody call
+// returned.
+type Output struct {
+	// Texts are the pieces of generated text in them, in order. A
+	// stream's text is reported once, as it is streamed: the repeats of
+	// done events and final objects (a Responses stream's
+	// response.output_text.done and response.completed) are not.
+	Texts []Text
+	// FinishReasons are the reasons the answer ended that they state, in
+	// the client API's words (chat's finish_reason, the Messages API's
+	// stop_reason, a Responses answer's status or incomplete reason), in
+	// order, each once.
+	FinishReasons []string
+}
+
+// TextBytes is how many bytes of generated text o reports.
+func (o *Output) TextBytes() int {
+	n := 0
+	for _, t := range o.Texts {
+		n += t.End - t.Start
+	}
+	return n
+}
+
+// Reset empties o for the next piece of output, keeping its storage.
+func (o *Output) Reset() {
+	o.Texts, o.FinishReasons = o.Texts[:0], o.FinishReasons[:0]
+}
+
+// Reporter is implemented by every translator: it tells what the bytes
+// its last ResponseBody call returned carry. The Output is the
+// translator's and valid until its next ResponseBody call; a translator of
+// an endpoint that generates no text (embeddings, images, transcriptions)
+// reports an empty one.
+type Reporter interface {
+	Output() *Output
+}
+
+// Report is what tr reports of its last output; an empty Output for a
+// translator that reports nothing.
+func Report(tr Translator) *Output {
+	if r, ok := tr.(Reporter); ok {
+		return r.Output()
+	}
+	return &Output{}
+}
