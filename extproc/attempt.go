@@ -211,13 +211,12 @@ func (st *attemptStream) responseHeaders(ctx context.Context, h *extprocv3.HttpH
 	}}
 }
 
-// fail ends the attempt with an OpenAI error (Anthropic's, for the
-// Messages API), marked for the router-level stream (attemptError).
+// fail ends the attempt with an error in its client's dialect, marked for the router-level stream (attemptError).
 func (st *attemptStream) fail(err error) *extprocv3.ProcessingResponse {
-	apiErr := toAPIError(err).shaped(st.req.endpoint.spec().anthropic)
+	apiErr := toAPIError(err)
 	logFailure(&st.log, apiErr, err)
 	st.phase = phaseDone
-	return attemptError(apiErr)
+	return attemptError(apiErr, dialectOf(st.req.endpoint, st.a.headers))
 }
 
 // finish records an attempt that was translated and sent and got no
@@ -308,8 +307,8 @@ func (a *attempt) readContext(md *corev3.Metadata, ns string) {
 
 // attemptError is an upstream stream's error reply: the OpenAI error,
 // marked so that the router-level stream passes it on as it is.
-func attemptError(e *APIError) *extprocv3.ProcessingResponse {
-	resp := errorResponse(e)
+func attemptError(e *APIError, d *dialect) *extprocv3.ProcessingResponse {
+	resp := errorResponse(e, d)
 	ir := resp.GetImmediateResponse()
 	ir.Headers.SetHeaders = append(ir.Headers.SetHeaders, &corev3.HeaderValueOption{
 		Header: &corev3.HeaderValue{Key: attemptReplyHeader, RawValue: []byte(ir.GetDetails())},

@@ -121,9 +121,8 @@ type endpointSpec struct {
 	// serves reports whether a provider serves it, natively or (the
 	// Responses API) through its chat translator.
 	serves func(providers.Provider) bool
-	// anthropic: a Messages API endpoint, whose errors have Anthropic's
-	// shape.
-	anthropic bool
+	// dialect is the API its clients speak (dialectOf); nil for OpenAI's.
+	dialect *dialect
 }
 
 var endpoints = [...]endpointSpec{
@@ -147,14 +146,14 @@ var endpoints = [...]endpointSpec{
 	endpointResponseGet:    {name: "responses.retrieve", served: true},
 	endpointResponseDelete: {name: "responses.delete", served: true},
 	endpointInputItems:     {name: "responses.input_items", served: true},
-	endpointMessages: {name: "messages", generates: true, text: messagesEvents, operation: "chat", anthropic: true,
+	endpointMessages: {name: "messages", generates: true, text: messagesEvents, operation: "chat", dialect: anthropicDialect,
 		flow: func(_ *Server, hm headerMap) flow {
-			return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta")}
+			return messagesFlow{version: hm.get(anthropicVersionHeader), beta: hm.get(anthropicBetaHeader)}
 		},
 		serves: func(p providers.Provider) bool { return p.Chat != nil }},
-	endpointCountTokens: {name: "messages.count_tokens", anthropic: true,
+	endpointCountTokens: {name: "messages.count_tokens", dialect: anthropicDialect,
 		flow: func(_ *Server, hm headerMap) flow {
-			return messagesFlow{version: hm.get("anthropic-version"), beta: hm.get("anthropic-beta"), countTokens: true}
+			return messagesFlow{version: hm.get(anthropicVersionHeader), beta: hm.get(anthropicBetaHeader), countTokens: true}
 		},
 		serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointRoot: {name: "root"},
@@ -315,7 +314,7 @@ func errEndpointNotSupported(model string, ep endpoint) *APIError {
 // else the gateway's estimate.
 type messagesFlow struct {
 	passAnswer
-	version, beta string // the client's anthropic-version and anthropic-beta
+	version, beta string // the client's version and betas (anthropicVersionHeader, anthropicBetaHeader)
 	countTokens   bool
 }
 

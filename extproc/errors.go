@@ -27,9 +27,6 @@ type APIError struct {
 	retryAfter time.Duration       // a Retry-After header, when set
 	decision   *ratelimit.Decision // x-ratelimit-* headers of a refused admission
 	noRetry    bool                // x-should-retry: false, for OpenAI's SDKs
-	// anthropic renders the error in the Messages API's shape (Body), for
-	// a client of POST /v1/messages.
-	anthropic bool
 }
 
 // Error implements error.
@@ -63,12 +60,9 @@ type errorObject struct {
 	Code    *string `json:"code"`
 }
 
-// Body renders the error as the OpenAI ErrorResponse JSON, or as the
-// Messages API's error for its clients.
-func (e *APIError) Body() []byte {
-	if e.anthropic {
-		return api.MessagesError(api.MessagesErrorType(e.Status), e.Message)
-	}
+// openAIBody renders the error as the OpenAI ErrorResponse JSON (the
+// OpenAI dialect's errorBody).
+func (e *APIError) openAIBody() []byte {
 	b, err := json.Marshal(errorBody{Error: errorObject{
 		Message: e.Message,
 		Type:    e.Type,
@@ -190,15 +184,4 @@ func errMissingBody() *APIError {
 func errProviderCredentials(cause error) *APIError {
 	return &APIError{Status: http.StatusBadGateway, Type: typeServer,
 		Message: "The gateway could not obtain credentials for the provider.", Cause: cause}
-}
-
-// shaped is e in the Messages API's shape when anthropic is set: a copy,
-// since another exchange's error may be the same value.
-func (e *APIError) shaped(anthropic bool) *APIError {
-	if !anthropic || e.anthropic {
-		return e
-	}
-	c := *e
-	c.anthropic = true
-	return &c
 }

@@ -80,9 +80,9 @@ type request struct {
 	// refusedModel: a model the principal may not use was refused,
 	// recorded with its 403.
 	refusedModel bool
-	// anthropic: the client speaks the Messages API, whose errors (and
-	// model list) have their own shape.
-	anthropic bool
+	// dialect is the API the client speaks: its errors and model list
+	// have that API's shape.
+	dialect *dialect
 }
 
 // route is where the request goes.

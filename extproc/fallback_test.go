@@ -340,7 +340,7 @@ func TestFallbackAnswerWithoutDeployment(t *testing.T) {
 	}
 	t.Run("an attempt's own error", func(t *testing.T) {
 		s, usage, _ := newFallbackServer(t)
-		errBody := string(errEndpointNotSupported("smart", endpointChat).Body())
+		errBody := string(openAIDialect.errorBody(errEndpointNotSupported("smart", endpointChat)))
 		out := play(t, s, false, reqHeaders(), reqBody(smartChat),
 			respHeaders(false, ":status", "400", "content-type", "application/json", attemptReplyHeader, "modelgate_400"), respBody(errBody, true))
 		if rm := out[2].GetResponseHeaders().GetResponse().GetHeaderMutation().GetRemoveHeaders(); !slices.Contains(rm, attemptReplyHeader) {

@@ -111,7 +111,6 @@ func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // replies: the status stays, the body becomes the gateway's OpenAI error.
 func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
 	apiErr, sent := ex.envoyError(status, details)
-	apiErr.anthropic = ex.req.anthropic
 	ex.answer.envoyReply, ex.answer.status, ex.answer.completed = apiErr, apiErr.Status, true
 	ex.answer.sent = ex.answer.sent && sent
 	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
@@ -133,7 +132,7 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 // envoyReplyBody replaces the body of one of Envoy's own replies, which
 // Envoy sends whole (local replies are not streamed and have no trailers).
 func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
-	body := ex.answer.envoyReply.Body()
+	body := ex.req.dialect.errorBody(ex.answer.envoyReply)
 	var mut headers
 	mut.SetInt("content-length", int64(len(body)))
 	ex.phase = phaseDone

@@ -2,11 +2,9 @@ package extproc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"time"
 
 	"modelgate/authz"
 	"modelgate/extproc/routing"
@@ -172,22 +170,14 @@ type modelList struct {
 }
 
 // get renders the Model object of a model the principal may use, the
-// entry GET /v1/models lists for it, in the OpenAI API's shape or
-// (anthropic) the Messages API's; false if there is none.
-func (r *router) get(p *authz.Principal, id string, anthropic bool) ([]byte, bool) {
+// entry GET /v1/models lists for it, in the dialect's shape; false if
+// there is none.
+func (r *router) get(p *authz.Principal, id string, d *dialect) ([]byte, bool) {
 	m, ok := r.models[id]
 	if !ok || !p.Allows(id) {
 		return nil, false
 	}
-	var v any = modelOf(m)
-	if anthropic {
-		v = anthropicModelOf(m)
-	}
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen: plain strings and numbers
-		panic(err)
-	}
-	return b, true
+	return render(d.model(m)), true
 }
 
 func modelOf(m *routing.Model) modelObject {
@@ -195,54 +185,13 @@ func modelOf(m *routing.Model) modelObject {
 		ContextWindow: m.ContextWindow, ReasoningEfforts: m.ReasoningEfforts}
 }
 
-// list renders ListModelsResponse with the models the principal may use.
-func (r *router) list(p *authz.Principal) []byte {
-	out := modelList{Object: "list", Data: []modelObject{}}
+// list renders the models the principal may use in the dialect's shape.
+func (r *router) list(p *authz.Principal, d *dialect) []byte {
+	var allowed []*routing.Model
 	for _, m := range r.order {
 		if p.Allows(m.ID) {
-			out.Data = append(out.Data, modelOf(m))
+			allowed = append(allowed, m)
 		}
 	}
-	b, err := json.Marshal(out)
-	if err != nil { // cannot happen: plain strings and numbers
-		panic(err)
-	}
-	return b
-}
-
-// anthropicModel is a model as the Messages API's GET /v1/models lists it.
-type anthropicModel struct {
-	Type        string `json:"type"`
-	ID          string `json:"id"`
-	DisplayName string `json:"display_name"`
-	CreatedAt   string `json:"created_at"`
-}
-
-func anthropicModelOf(m *routing.Model) anthropicModel {
-	return anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)}
-}
-
-// anthropicList renders the models the principal may use as the Messages
-// API lists them, for its clients (Claude Code): one page, ids as
-// configured.
-func (r *router) anthropicList(p *authz.Principal) []byte {
-	out := struct {
-		Data    []anthropicModel `json:"data"`
-		HasMore bool             `json:"has_more"`
-		FirstID *string          `json:"first_id"`
-		LastID  *string          `json:"last_id"`
-	}{Data: []anthropicModel{}}
-	for _, m := range r.order {
-		if p.Allows(m.ID) {
-			out.Data = append(out.Data, anthropicModelOf(m))
-		}
-	}
-	if n := len(out.Data); n > 0 {
-		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
-	}
-	b, err := json.Marshal(out)
-	if err != nil { // cannot happen: plain strings
-		panic(err)
-	}
-	return b
+	return render(d.list(allowed))
 }

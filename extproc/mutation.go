@@ -213,9 +213,10 @@ func localReply(status int, h *headers, body []byte, details string) *extprocv3.
 	}}
 }
 
-// errorResponse renders an APIError as an immediate response, with
-// Retry-After and x-ratelimit-* headers when it has them.
-func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
+// errorResponse renders an APIError in the client's dialect as an
+// immediate response, with Retry-After and x-ratelimit-* headers when it
+// has them.
+func errorResponse(e *APIError, d *dialect) *extprocv3.ProcessingResponse {
 	var h headers
 	h.Set("content-type", "application/json")
 	if e.retryAfter > 0 {
@@ -225,7 +226,7 @@ func errorResponse(e *APIError) *extprocv3.ProcessingResponse {
 		h.Set("x-should-retry", "false")
 	}
 	rateHeaders(e.decision, &h)
-	return localReply(e.Status, &h, e.Body(), "modelgate_"+strconv.Itoa(e.Status))
+	return localReply(e.Status, &h, d.errorBody(e), "modelgate_"+strconv.Itoa(e.Status))
 }
 
 // streamedOverride switches the response body to STREAMED. Envoy takes body

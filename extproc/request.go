@@ -49,10 +49,7 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
 	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
 	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
-	// The Messages API's endpoints answer in its shape, and so does the
-	// model list (and a model of it) to a client of that API.
-	ex.req.anthropic = ep.spec().anthropic ||
-		(ep == endpointModels || ep == endpointModel) && (hm.get("anthropic-version") != "" || hm.get("x-api-key") != "")
+	ex.req.dialect = dialectOf(ep, hm)
 	// Envoy passes an upgrade (a WebSocket handshake) to the filters with
 	// its upgrade header when the connection manager allows the upgrade
 	// type (envoy.Bootstrap allows websocket for this answer).
@@ -87,7 +84,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	}
 	ex.flow = ep.spec().flow(ex.s, hm)
 	ex.phase = phaseRequestBody
-	mut := stripInternal(hm, ep.spec().anthropic)
+	mut := stripInternal(hm, ex.req.dialect)
 	// The request's id becomes the gateway's, for Envoy too: its access
 	// log, and the attempts of a fallback, which share the request's
 	// headers. The answers get it from withRequestID.
@@ -98,8 +95,8 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 			ClearRouteCache: true,
 		}},
 	}}
-	if ex.req.anthropic { // Envoy's own replies to it, in its API's shape (envoy.localReplyConfig)
-		ex.s.setMetadata(resp, routing.DialectKey, structpb.NewStringValue(routing.AnthropicDialect))
+	if d := ex.req.dialect.envoyReplies; d != "" { // Envoy's own replies to it, in its API's shape (envoy.localReplyConfig)
+		ex.s.setMetadata(resp, routing.DialectKey, structpb.NewStringValue(d))
 	}
 	return resp, nil
 }
@@ -133,26 +130,26 @@ const internalPrefix = "x-modelgate-"
 // gateway's own, and those of the providers' APIs, which would choose on
 // the operator's account what the operator never enabled (api.LeftOut): a
 // service tier, a latency or guardrail setting, temporary credentials, a
-// Google project to bill, an Anthropic beta. A translator sets what its
-// provider needs.
-var strippedPrefixes = []string{internalPrefix, "anthropic-", "openai-", "x-amz-", "x-amzn-", "x-goog-"}
+// Google project to bill, a beta. A translator sets what its provider
+// needs. The dialects add their APIs' own (dialect.headerPrefix).
+var strippedPrefixes = append([]string{internalPrefix, "x-amz-", "x-amzn-", "x-goog-"}, dialectPrefixes()...)
 
-// messagesClientHeaders are the headers of the Messages API's clients its
-// translators read (the flow at the request's headers, and each attempt
-// of a Fallback model, which has only the shared header map to read
-// them from): kept on a Messages request, and removed at its body unless
-// its translator sets them (sentHeaders), as an attempt removes
-// every provider header it does not set.
-var messagesClientHeaders = []string{"anthropic-beta", "anthropic-version"}
+func dialectPrefixes() []string {
+	var out []string
+	for _, d := range dialects {
+		out = append(out, d.headerPrefix)
+	}
+	return out
+}
 
 // stripInternal removes every header the client sent under
-// strippedPrefixes, but a Messages request's messagesClientHeaders (messages).
-// The route cache is cleared with it, because Envoy chose the first route
-// from the client's headers.
-func stripInternal(hm headerMap, messages bool) *headers {
+// strippedPrefixes, but the headers of its dialect's API the translators
+// read (dialect.clientHeaders). The route cache is cleared with it,
+// because Envoy chose the first route from the client's headers.
+func stripInternal(hm headerMap, d *dialect) *headers {
 	var h headers
 	for _, k := range hm.prefixed(strippedPrefixes) {
-		if !messages || !slices.Contains(messagesClientHeaders, k) {
+		if !slices.Contains(d.clientHeaders, k) {
 			h.Remove(k)
 		}
 	}
@@ -160,16 +157,12 @@ func stripInternal(hm headerMap, messages bool) *headers {
 }
 
 // sentHeaders are the headers a request body's reply removes: the
-// client's credentials and, for a Messages request, the
-// messagesClientHeaders its translator does not set, which would
-// otherwise reach the provider as the client sent them (a beta the model
-// does not enable).
-func sentHeaders(messages bool, up translate.Upstream) []string {
+// client's credentials and the dialect's clientHeaders its translator does
+// not set, which would otherwise reach the provider as the client sent
+// them (a beta the model does not enable).
+func sentHeaders(d *dialect, up translate.Upstream) []string {
 	out := clientHeaders[:len(clientHeaders):len(clientHeaders)] // a later Remove copies
-	if !messages {
-		return out
-	}
-	for _, name := range messagesClientHeaders {
+	for _, name := range d.clientHeaders {
 		if !slices.ContainsFunc(up.Headers, func(h translate.Header) bool { return h.Name == name }) {
 			out = append(out, name)
 		}
@@ -177,14 +170,9 @@ func sentHeaders(messages bool, up translate.Upstream) []string {
 	return out
 }
 
-// authenticate reads the key from Authorization: Bearer, as OpenAI's
-// clients send it, else from x-api-key, as Anthropic's do.
+// authenticate reads the key where the client's dialect has it.
 func (ex *exchange) authenticate(ctx context.Context, hm headerMap) error {
-	key, ok := bearer(hm.get("authorization"))
-	if !ok {
-		key = strings.TrimSpace(hm.get("x-api-key"))
-		ok = key != ""
-	}
+	key, ok := ex.req.dialect.key(hm)
 	if !ok {
 		return errMissingAPIKey()
 	}
@@ -195,15 +183,6 @@ func (ex *exchange) authenticate(ctx context.Context, hm headerMap) error {
 	ex.req.principal = p
 	ex.log.with(zap.String("account_id", p.AccountID))
 	return nil
-}
-
-func bearer(authorization string) (string, bool) {
-	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
-	}
-	key = strings.TrimSpace(key)
-	return key, key != ""
 }
 
 // checkBodyHeaders refuses what the headers already show to be wrong: no
@@ -319,7 +298,7 @@ func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.Proc
 	if err := ex.admitRouted(ctx); err != nil {
 		return nil, err
 	}
-	h := headers{remove: sentHeaders(ex.req.endpoint.spec().anthropic, up)}
+	h := headers{remove: sentHeaders(ex.req.dialect, up)}
 	h.reserve(6 + len(up.Headers))
 	// Envoy's routes match these and remove them before the upstream.
 	h.Set(ex.s.cfg.RoutingHeader, ex.route.target.Backend)
@@ -433,16 +412,18 @@ func (s *Server) deploy(ctx context.Context, m *routing.Model, d routing.Deploym
 	return route{target: target, provider: s.providers[target.Provider], timeouts: timeouts, via: direct{}}, nil
 }
 
-// fail ends the exchange with an OpenAI error as an immediate response.
+// fail ends the exchange with an error in the client's dialect as an
+// immediate response.
 func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
-	apiErr := toAPIError(err).shaped(ex.req.anthropic)
+	apiErr := toAPIError(err)
 	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code
+	resp := errorResponse(apiErr, ex.req.dialect)
 	if ex.capture != nil {
-		ex.captureResponse(apiErr.Body())
+		ex.captureResponse(resp.GetImmediateResponse().GetBody())
 	}
-	return errorResponse(apiErr)
+	return resp
 }
 
 // logFailure logs a request the gateway failed or refused.

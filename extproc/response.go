@@ -16,7 +16,6 @@ import (
 	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/sse"
 )
 
 // responseHeaders lets the translator decide the client-facing head and
@@ -215,23 +214,23 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 
 // streamError is the end of a client stream the gateway fails: the
 // translator's own (a Responses stream's error event and response.failed),
-// else a chat error event. A translator that panics making it (it may be
-// what panicked) gives the chat error event.
+// else the dialect's error event. A translator that panics making it (it
+// may be what panicked) gives the dialect's.
 func (ex *exchange) streamError(apiErr *APIError) (out []byte) {
-	chat := sse.AppendData(nil, apiErr.Body())
+	plain := ex.req.dialect.streamError(apiErr)
 	f, ok := ex.tr.(translate.StreamFailer)
 	if !ok {
-		return chat
+		return plain
 	}
 	defer func() {
 		if recover() != nil {
-			out = chat
+			out = plain
 		}
 	}()
 	if b := f.FailStream(apiErr.Message, cmp.Or(apiErr.Code, apiErr.Type)); b != nil {
 		return b
 	}
-	return chat
+	return plain
 }
 
 // gatherBody collects a large buffered answer from its chunks, replying

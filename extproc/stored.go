@@ -26,7 +26,7 @@ func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	switch ex.req.endpoint {
 	case endpointModel:
 		id := unescape(path[len(modelPrefix):])
-		if b, ok := ex.s.router.get(ex.req.principal, id, ex.req.anthropic); ok {
+		if b, ok := ex.s.router.get(ex.req.principal, id, ex.req.dialect); ok {
 			return b, nil
 		}
 		return nil, errModelUnavailable(id)
@@ -37,10 +37,7 @@ func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
 	case endpointInputItems:
 		return ex.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
 	}
-	if ex.req.anthropic {
-		return ex.s.router.anthropicList(ex.req.principal), nil
-	}
-	return ex.s.router.list(ex.req.principal), nil
+	return ex.s.router.list(ex.req.principal, ex.req.dialect), nil
 }
 
 // unescape decodes a path segment; one that is not validly escaped is

@@ -158,7 +158,9 @@ func protobufWrites(got []byte, r *extprocv3.ProcessingResponse) error {
 // protobuf's.
 func TestReplyWireDeclines(t *testing.T) {
 	declined := []func(r *extprocv3.ProcessingResponse){
-		func(r *extprocv3.ProcessingResponse) { r.Response = errorResponse(errMissingAPIKey()).Response },
+		func(r *extprocv3.ProcessingResponse) {
+			r.Response = errorResponse(errMissingAPIKey(), openAIDialect).Response
+		},
 		func(r *extprocv3.ProcessingResponse) {
 			r.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}
 		},

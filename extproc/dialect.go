@@ -1,0 +1,180 @@
+package extproc
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"modelgate/extproc/routing"
+	"modelgate/translate/api"
+	"modelgate/translate/sse"
+)
+
+// dialect is the API a front door speaks: OpenAI's, which every endpoint
+// but the Messages API's serves, or Anthropic's. It owns what a client of
+// that API expects of the gateway itself: where its key is, how an error
+// and the error that ends a stream look, how the model list and a model
+// look, and which of the API's own headers the translators read. What a
+// translated answer carries is the translators' (translate.Reporter).
+type dialect struct {
+	name string
+	// headerPrefix starts the API's own request headers, which a client
+	// never sends on to a provider (strippedPrefixes) but for
+	// clientHeaders.
+	headerPrefix string
+	// clientHeaders are the API's headers its translators read (the
+	// version and betas of a Messages request): kept at the request's
+	// headers and removed at its body unless the translator sets them
+	// (sentHeaders), so that an attempt of a Fallback model, which reads
+	// the header map Envoy keeps for all attempts, still finds them.
+	clientHeaders []string
+	// envoyReplies is the value of routing.DialectKey that has Envoy's
+	// own replies (envoy.localReplyConfig) answer in the API's shape; ""
+	// for OpenAI's, their default.
+	envoyReplies string
+	// key reads the client's key from the request's headers.
+	key func(hm headerMap) (string, bool)
+	// errorBody renders an error the gateway answers with.
+	errorBody func(e *APIError) []byte
+	// streamError is the event that ends a stream the gateway fails,
+	// when the translator has no end of its own (translate.StreamFailer).
+	streamError func(e *APIError) []byte
+	// model and list render GET /v1/models/{model} and GET /v1/models.
+	model func(m *routing.Model) any
+	list  func(ms []*routing.Model) any
+}
+
+// Headers of Anthropic's API that its clients send and the Messages
+// translators read.
+const (
+	anthropicVersionHeader = "anthropic-version"
+	anthropicBetaHeader    = "anthropic-beta"
+)
+
+var (
+	// openAIDialect is OpenAI's API: its keys come as Authorization:
+	// Bearer, else as x-api-key (which some OpenAI-compatible clients
+	// send).
+	openAIDialect = &dialect{
+		name:         "openai",
+		headerPrefix: "openai-",
+		key: func(hm headerMap) (string, bool) {
+			if key, ok := bearer(hm.get("authorization")); ok {
+				return key, true
+			}
+			return apiKeyHeader(hm)
+		},
+		errorBody: (*APIError).openAIBody,
+		streamError: func(e *APIError) []byte {
+			return sse.AppendData(nil, e.openAIBody())
+		},
+		model: func(m *routing.Model) any { return modelOf(m) },
+		list: func(ms []*routing.Model) any {
+			out := modelList{Object: "list", Data: make([]modelObject, 0, len(ms))}
+			for _, m := range ms {
+				out.Data = append(out.Data, modelOf(m))
+			}
+			return out
+		},
+	}
+	// anthropicDialect is Anthropic's Messages API: its SDKs send the key
+	// as x-api-key, and Claude Code (with an auth token) as Authorization:
+	// Bearer.
+	anthropicDialect = &dialect{
+		name:          "anthropic",
+		headerPrefix:  "anthropic-",
+		clientHeaders: []string{anthropicBetaHeader, anthropicVersionHeader},
+		envoyReplies:  routing.AnthropicDialect,
+		key: func(hm headerMap) (string, bool) {
+			if key, ok := apiKeyHeader(hm); ok {
+				return key, true
+			}
+			return bearer(hm.get("authorization"))
+		},
+		errorBody: func(e *APIError) []byte {
+			return api.MessagesError(api.MessagesErrorType(e.Status), e.Message)
+		},
+		streamError: func(e *APIError) []byte {
+			body := api.MessagesError(api.MessagesErrorType(e.Status), e.Message)
+			return sse.AppendData([]byte("event: error\n"), body)
+		},
+		model: func(m *routing.Model) any { return anthropicModelOf(m) },
+		list: func(ms []*routing.Model) any {
+			out := anthropicModelList{Data: make([]anthropicModel, 0, len(ms))}
+			for _, m := range ms {
+				out.Data = append(out.Data, anthropicModelOf(m))
+			}
+			if n := len(out.Data); n > 0 {
+				out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
+			}
+			return out
+		},
+	}
+	dialects = []*dialect{openAIDialect, anthropicDialect}
+)
+
+// dialectOf is the dialect of a request to ep with headers hm.
+func dialectOf(ep endpoint, hm headerMap) *dialect {
+	switch {
+	case ep.spec().dialect != nil:
+		return ep.spec().dialect
+	case ep == endpointModels || ep == endpointModel:
+		return modelsDialect(hm)
+	}
+	return openAIDialect
+}
+
+// modelsDialect is the dialect of a request for the model list or a
+// model, which both APIs name alike: Anthropic's for a client that sends
+// its version header or its key as x-api-key (Claude Code), else OpenAI's.
+func modelsDialect(hm headerMap) *dialect {
+	if hm.get(anthropicVersionHeader) != "" || hm.get("x-api-key") != "" {
+		return anthropicDialect
+	}
+	return openAIDialect
+}
+
+func apiKeyHeader(hm headerMap) (string, bool) {
+	key := strings.TrimSpace(hm.get("x-api-key"))
+	return key, key != ""
+}
+
+func bearer(authorization string) (string, bool) {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}
+
+// anthropicModel is a model as the Messages API's GET /v1/models lists it.
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// anthropicModelList is the Messages API's model list: one page, ids as
+// configured.
+type anthropicModelList struct {
+	Data    []anthropicModel `json:"data"`
+	HasMore bool             `json:"has_more"`
+	FirstID *string          `json:"first_id"`
+	LastID  *string          `json:"last_id"`
+}
+
+func anthropicModelOf(m *routing.Model) anthropicModel {
+	return anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)}
+}
+
+// render marshals what the dialect's model and list functions make:
+// plain strings and numbers, which cannot fail.
+func render(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
