@@ -60,6 +60,21 @@ type errorObject struct {
 	Code    *string `json:"code"`
 }
 
+// typ and code are the error's type and code; empty for no error.
+func (e *APIError) typ() string {
+	if e == nil {
+		return ""
+	}
+	return e.Type
+}
+
+func (e *APIError) code() string {
+	if e == nil {
+		return ""
+	}
+	return e.Code
+}
+
 // openAIBody renders the error as the OpenAI ErrorResponse JSON (the
 // OpenAI dialect's errorBody).
 func (e *APIError) openAIBody() []byte {

@@ -192,11 +192,11 @@ func (ex *exchange) promptTokens() int64 {
 // the client got, whatever the provider reported.
 func (ex *exchange) needsEstimate(u translate.Usage) bool {
 	switch {
-	case !ex.answer.sent:
+	case ex.answer.delivery != sent:
 		return false
 	case u.Partial: // the provider ended its stream before its end
 		return true
-	case ex.answer.envoyReply != nil: // a timeout: the provider had the request
+	case ex.answer.mode == bodyEnvoyReply: // a timeout: the provider had the request
 		return u.TotalTokens == 0
 	case ex.answer.completed:
 		return u.TotalTokens == 0 && ex.answer.status < 400 && ex.req.endpoint.spec().generates

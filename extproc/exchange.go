@@ -117,24 +117,64 @@ type meter struct {
 type answer struct {
 	head   translate.Head
 	status int // the client-facing status
-	// errType and errCode are those of the error the gateway answered
-	// with; empty when the answer was the provider's.
-	errType, errCode string
-	sent             bool // the request went to the provider
+	// mode is what becomes of the response body, chosen at the response
+	// headers (or when the answer is cut).
+	mode bodyMode
+	// failure is the error the gateway answered with; nil when the
+	// answer was the provider's (or Envoy's, envoyReply).
+	failure    *APIError
+	envoyReply *APIError // one of Envoy's own replies, as the client sees it
+	delivery   delivery  // whether the request went to the provider
+	at         answerTimes
+	generated  int  // bytes of generated text the client got (translate.Output)
+	completed  bool // the answer ended as it should
+	body       bodyState
+}
+
+// bodyMode is what the exchange does with the response body's messages.
+type bodyMode uint8
+
+const (
+	// bodyPass passes them on as they are: the answer to a request
+	// never routed, or after the exchange was settled.
+	bodyPass bodyMode = iota
+	// bodyTranslate translates a buffered answer, whole.
+	bodyTranslate
+	// bodyStream translates a stream, chunk by chunk.
+	bodyStream
+	// bodyGather gathers a large buffered answer from a stream, and
+	// translates it whole at its end.
+	bodyGather
+	// bodyEnvoyReply replaces one of Envoy's own replies with the
+	// gateway's error (envoyReply).
+	bodyEnvoyReply
+	// bodyDropped drops them: a panic or a failure ended the stream.
+	bodyDropped
+)
+
+// delivery is whether the request went to the provider.
+type delivery uint8
+
+const (
+	unsent delivery = iota
+	sent            // the request went
 	// late: the reply to the request body came after Envoy's
 	// message_timeout, which Envoy answered with a 504 of its own; the
 	// request never went.
-	late       bool
-	sentAt     time.Time // when the request went
-	firstByte  time.Time // first streamed bytes to the client
-	lastChunk  time.Time // when the last streamed chunk came
-	generated  int       // bytes of generated text the client got (generatedText)
-	completed  bool      // the answer ended as it should
-	broken     bool      // a panic ended the stream; later chunks are dropped
-	chunk      *chunkReply
-	envoyReply *APIError // one of Envoy's own replies, as the client sees it
-	gather     bool      // a large buffered answer arrives as a stream
-	gathered   []byte    // what arrived of it
+	late
+)
+
+// answerTimes are the times of the answer.
+type answerTimes struct {
+	sent      time.Time // when the request went
+	firstByte time.Time // first streamed bytes to the client
+	lastChunk time.Time // when the last streamed chunk came
+}
+
+// bodyState is what the body's mode keeps between messages.
+type bodyState struct {
+	chunk    *chunkReply // the reply to a streamed chunk, made once
+	gathered []byte      // what arrived of a gathered answer
 }
 
 // bookkeeping is the context of the exchange's usage records and
@@ -204,10 +244,10 @@ func expect(p *phase, want phase) error {
 // settled: the body of one of Envoy's own replies (which follows headers
 // answered without a body), or chunks after a panic ended the stream.
 func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
-	switch {
-	case ex.answer.envoyReply != nil:
+	switch ex.answer.mode {
+	case bodyEnvoyReply:
 		return ex.envoyReplyBody()
-	case ex.answer.broken:
+	case bodyDropped:
 		return bodyReply(nil, true, nil)
 	}
 	return bodyReply(nil, false, nil)
@@ -261,7 +301,7 @@ func (ex *exchange) afterSend(ctx context.Context) {
 // charges it nothing.
 func (ex *exchange) lost() {
 	if ex.phase == phaseResponseHeaders { // the one phase a reply that sends the request leads to
-		ex.answer.sent = false
+		ex.answer.delivery = unsent
 	}
 }
 

@@ -143,7 +143,7 @@ func (v viaEnvoy) send(ctx context.Context, ex *exchange, body []byte) (*extproc
 	if err != nil { // cannot happen: strings only
 		return nil, err
 	}
-	ex.answer.sent, ex.answer.sentAt = true, ex.s.now()
+	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
 			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: true},

@@ -51,7 +51,7 @@ func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.Proc
 	if !isBody || !ex.answer.head.Stream {
 		return ex.fail(errInternal(nil))
 	}
-	ex.answer.broken, ex.answer.status = true, http.StatusInternalServerError
+	ex.answer.mode, ex.answer.status = bodyDropped, http.StatusInternalServerError
 	out := ex.streamError(errInternal(nil))
 	if body.ResponseBody.GetEndOfStream() {
 		ex.phase = phaseDone
@@ -110,9 +110,11 @@ func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // envoyReplyHeaders answers the response headers of one of Envoy's own
 // replies: the status stays, the body becomes the gateway's OpenAI error.
 func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
-	apiErr, sent := ex.envoyError(status, details)
-	ex.answer.envoyReply, ex.answer.status, ex.answer.completed = apiErr, apiErr.Status, true
-	ex.answer.sent = ex.answer.sent && sent
+	apiErr, reached := ex.envoyError(status, details)
+	ex.answer.envoyReply, ex.answer.mode, ex.answer.status, ex.answer.completed = apiErr, bodyEnvoyReply, apiErr.Status, true
+	if !reached {
+		ex.answer.delivery = unsent
+	}
 	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
 	var mut headers
 	mut.Remove(routing.LocalReplyHeader)
@@ -148,20 +150,20 @@ func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
 // apart; both are recorded as 499.
 func (ex *exchange) brokenStatus(now time.Time) int {
 	switch {
-	case ex.answer.broken:
+	case ex.answer.mode == bodyDropped:
 		return http.StatusInternalServerError
-	case ex.answer.late: // Envoy's own 504 (its message_timeout)
+	case ex.answer.delivery == late: // Envoy's own 504 (its message_timeout)
 		return http.StatusGatewayTimeout
-	case ex.phase == phaseResponseHeaders && ex.answer.sent:
+	case ex.phase == phaseResponseHeaders && ex.answer.delivery == sent:
 		limit := ex.route.timeouts.ResponseHeaders
 		if ex.req.stream && ex.route.timeouts.StreamIdle > 0 && (limit == 0 || ex.route.timeouts.StreamIdle < limit) {
 			limit = ex.route.timeouts.StreamIdle
 		}
-		if limit > 0 && now.Sub(ex.answer.sentAt) >= limit*3/4 {
+		if limit > 0 && now.Sub(ex.answer.at.sent) >= limit*3/4 {
 			return http.StatusGatewayTimeout
 		}
 	case ex.phase == phaseResponseBody && ex.answer.head.Stream:
-		if idle := ex.route.timeouts.StreamIdle; idle > 0 && now.Sub(ex.answer.lastChunk) >= idle*3/4 {
+		if idle := ex.route.timeouts.StreamIdle; idle > 0 && now.Sub(ex.answer.at.lastChunk) >= idle*3/4 {
 			return http.StatusGatewayTimeout
 		}
 	case ex.phase == phaseResponseBody:

@@ -56,8 +56,8 @@ func (ex *exchange) outcome(end time.Time) outcome {
 	return outcome{
 		requestID: ex.req.id, clientRequestID: ex.req.clientID, session: ex.req.session, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
-		status: ex.answer.status, errType: ex.answer.errType, errCode: ex.answer.errCode, routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
-		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.firstByte, end: end, finishReasons: ex.span.finishReasons,
+		status: ex.answer.status, errType: ex.answer.failure.typ(), errCode: ex.answer.failure.code(), routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
+		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.at.firstByte, end: end, finishReasons: ex.span.finishReasons,
 	}
 }
 

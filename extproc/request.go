@@ -231,7 +231,7 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 	ex.phase = phaseResponseHeaders
 	if limit := ex.s.cfg.MessageTimeout; limit > 0 && ex.s.now().Sub(received) >= limit {
 		// Envoy stopped waiting for this reply and answered 504 itself.
-		ex.answer.sent, ex.answer.late = false, true
+		ex.answer.delivery = late
 	}
 	return resp
 }
@@ -306,7 +306,7 @@ func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.Proc
 	if ex.req.stream {
 		h.Set(routing.StreamHeader, "1")
 	}
-	ex.answer.sent, ex.answer.sentAt = true, ex.s.now()
+	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
 	resp := sendUpstream(&h, up, ex.req.path, ex.req.contentType)
 	resp.GetRequestBody().Response.ClearRouteCache = true
 	return resp, nil
@@ -418,7 +418,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	apiErr := toAPIError(err)
 	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
-	ex.answer.status, ex.answer.errType, ex.answer.errCode = apiErr.Status, apiErr.Type, apiErr.Code
+	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
 	resp := errorResponse(apiErr, ex.req.dialect)
 	if ex.capture != nil {
 		ex.captureResponse(resp.GetImmediateResponse().GetBody())

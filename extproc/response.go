@@ -42,7 +42,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	ex.answer.status = status
 	resp := &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
 	out := &extprocv3.ProcessingResponse{Response: resp}
-	if ex.tr == nil { // a reply of Envoy's for a request never routed
+	if ex.tr == nil { // a reply of Envoy's for a request never routed: bodyPass
 		ex.phase, ex.answer.completed = phaseDone, true
 		return out
 	}
@@ -70,15 +70,16 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		mut.Set(":status", strconv.Itoa(ex.answer.head.Status))
 		ex.answer.status = ex.answer.head.Status // the ledger, metrics and log say what the client got
 	}
+	ex.answer.mode = bodyTranslate
 	switch {
 	case ex.answer.head.Stream:
-		ex.answer.lastChunk = ex.s.now() // the stream's silence counts from its head
+		ex.answer.mode, ex.answer.at.lastChunk = bodyStream, ex.s.now() // the stream's silence counts from its head
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	case ex.gatherable(hm):
 		// Envoy's buffer would fail it with an empty 500: the server
 		// gathers the body from a stream instead.
-		ex.answer.gather = true
+		ex.answer.mode = bodyGather
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
 	}
@@ -117,21 +118,21 @@ func (ex *exchange) emptyBody() *extprocv3.ProcessingResponse {
 
 // responseBody translates the buffered body or one streamed chunk.
 func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	switch {
-	case ex.answer.envoyReply != nil:
+	switch ex.answer.mode {
+	case bodyEnvoyReply:
 		return ex.envoyReplyBody()
-	case ex.tr == nil:
+	case bodyPass:
 		return bodyReply(nil, false, nil)
-	case ex.answer.broken:
+	case bodyDropped:
 		return bodyReply(nil, true, nil)
-	case ex.answer.gather:
+	case bodyGather:
 		return ex.gatherBody(ctx, b)
 	}
 	// In BUFFERED mode Envoy sends exactly one message; its end_of_stream
 	// is false only when trailers follow, which we do not process.
-	eos := b.GetEndOfStream() || !ex.answer.head.Stream
-	if ex.answer.head.Stream {
-		ex.answer.lastChunk = ex.s.now()
+	eos := b.GetEndOfStream() || ex.answer.mode == bodyTranslate
+	if ex.answer.mode == bodyStream {
+		ex.answer.at.lastChunk = ex.s.now()
 	}
 	out, err := ex.translateBody(ctx, b.GetBody(), eos)
 	if err != nil {
@@ -142,8 +143,8 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	}
 	ex.captureResponse(out)
 	if ex.answer.head.Stream {
-		if len(out) > 0 && ex.answer.firstByte.IsZero() {
-			ex.answer.firstByte = ex.s.now()
+		if len(out) > 0 && ex.answer.at.firstByte.IsZero() {
+			ex.answer.at.firstByte = ex.s.now()
 		}
 		ex.answer.generated += generatedText(out, ex.req.endpoint.spec().text)
 	} else if eos && ex.providerUsage().CompletionTokens == 0 {
@@ -176,10 +177,10 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 // bodyDone replies with out and, at the end, settles the exchange.
 func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.ProcessingResponse {
 	if !eos && mut == nil {
-		if ex.answer.chunk == nil {
-			ex.answer.chunk = newChunkReply()
+		if ex.answer.body.chunk == nil {
+			ex.answer.body.chunk = newChunkReply()
 		}
-		return ex.answer.chunk.with(out)
+		return ex.answer.body.chunk.with(out)
 	}
 	return ex.finishBody(bodyReply(out, true, mut), eos)
 }
@@ -208,7 +209,7 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 		return ex.fail(err)
 	}
 	apiErr := toAPIError(err)
-	ex.answer.broken, ex.answer.status, ex.answer.errType, ex.answer.errCode = true, apiErr.Status, apiErr.Type, apiErr.Code
+	ex.answer.mode, ex.answer.status, ex.answer.failure = bodyDropped, apiErr.Status, apiErr
 	return bodyReply(ex.streamError(apiErr), true, nil)
 }
 
@@ -237,18 +238,18 @@ func (ex *exchange) streamError(apiErr *APIError) (out []byte) {
 // with nothing until the end, then with the whole translation. The head
 // went out with the first reply, so a failure can only reset the stream.
 func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	ex.answer.gathered = append(ex.answer.gathered, b.GetBody()...)
-	if int64(len(ex.answer.gathered)) > ex.s.cfg.MaxResponseBytes {
+	ex.answer.body.gathered = append(ex.answer.body.gathered, b.GetBody()...)
+	if int64(len(ex.answer.body.gathered)) > ex.s.cfg.MaxResponseBytes {
 		ex.log.Error("provider answer over the gateway's limit", zap.Int64("limit", ex.s.cfg.MaxResponseBytes))
-		ex.answer.gathered = nil
+		ex.answer.body.gathered = nil
 		return ex.fail(&APIError{Status: http.StatusBadGateway, Type: typeServer,
 			Message: "The provider's answer is larger than the gateway accepts."})
 	}
 	if !b.GetEndOfStream() {
 		return bodyReply(nil, true, nil)
 	}
-	body := ex.answer.gathered
-	ex.answer.gathered = nil
+	body := ex.answer.body.gathered
+	ex.answer.body.gathered = nil
 	out, err := ex.translateBody(ctx, body, true)
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
