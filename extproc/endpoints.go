@@ -174,7 +174,7 @@ type flow interface {
 	parse(ctx context.Context, st parser, body []byte) error
 	// answer is what the client gets of the translation of the answer's
 	// body, or of one chunk of a stream.
-	answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error)
+	answer(ctx context.Context, ac answerContext, out []byte, eos bool) ([]byte, error)
 	// price is u with what prices count of the request: the images it
 	// asks for (when reserving) and their size and quality. (By value:
 	// a pointer through the interface would put u on the heap.)
@@ -197,7 +197,16 @@ type parser interface {
 // passAnswer is the answer and prices of the flows that add nothing.
 type passAnswer struct{}
 
-func (passAnswer) answer(_ context.Context, _ *exchange, out []byte, _ bool) ([]byte, error) {
+// answerContext is what a flow sees of the exchange whose answer it adds
+// to.
+type answerContext struct {
+	s       *Server
+	account string         // the principal's account
+	head    translate.Head // the answer's, as the client gets it
+	log     *exchangeLog
+}
+
+func (passAnswer) answer(_ context.Context, _ answerContext, out []byte, _ bool) ([]byte, error) {
 	return out, nil
 }
 
@@ -286,8 +295,8 @@ func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) error {
 	})
 }
 
-func (f *imagesFlow) answer(ctx context.Context, ex *exchange, out []byte, _ bool) ([]byte, error) {
-	return f.imageURLs(ctx, ex, out)
+func (f *imagesFlow) answer(ctx context.Context, ac answerContext, out []byte, _ bool) ([]byte, error) {
+	return f.imageURLs(ctx, ac, out)
 }
 
 func (f *imagesFlow) price(u pricing.Usage, reserving bool) pricing.Usage {

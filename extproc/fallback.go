@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/extproc/routing"
+	"modelgate/translate"
 	"modelgate/translate/providers"
 )
 
@@ -110,46 +110,48 @@ func (ex *exchange) pickFallback(m *routing.Model) error {
 // the deployment attempt by attempt.
 type viaEnvoy struct{ model *routing.Model }
 
-func (viaEnvoy) translator(*exchange, builder) error { return nil } // built for the deployment that answers
+func (viaEnvoy) translator(*route, builder) (translate.Translator, error) { return nil, nil } // built for the deployment that answers
 
 // unanswered: Envoy's 503 after every attempt failed is recorded too.
 func (viaEnvoy) unanswered() bool { return true }
 
-// send admits a Fallback model's request and hands the client's body to
-// Envoy unchanged, with the model's route headers and the request's
-// context for the upstream streams.
-func (v viaEnvoy) send(ctx context.Context, ex *exchange, body []byte) (*extprocv3.ProcessingResponse, error) {
-	if !ex.req.endpoint.spec().form {
-		ex.req.prompt = promptEstimate(body)
+// prepare estimates a Fallback model's request from the client's body,
+// which goes to Envoy unchanged, and bounds its answer by the most any
+// deployment would be sent.
+func (v viaEnvoy) prepare(s *Server, r *request, _ translate.Translator, body []byte) (translate.Upstream, error) {
+	if !r.endpoint.spec().form {
+		r.prompt = promptEstimate(body)
 	}
-	if ex.req.maxOutput == 0 && ex.req.endpoint.spec().generates {
-		ex.req.maxOutput = v.outputBound(ex.s)
+	if r.maxOutput == 0 && r.endpoint.spec().generates {
+		r.maxOutput = v.outputBound(s)
 	}
-	if err := ex.admitRouted(ctx); err != nil {
-		return nil, err
-	}
+	return translate.Upstream{}, nil
+}
+
+// send hands the client's body to Envoy unchanged, with the model's
+// route headers and the request's context for the upstream streams.
+func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*extprocv3.ProcessingResponse, error) {
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
-	h.Set(routing.ModelHeader, ex.req.model)
-	if ex.req.stream {
+	h.Set(routing.ModelHeader, r.model)
+	if r.stream {
 		h.Set(routing.StreamHeader, "1")
 	}
 	rc, err := structpb.NewStruct(map[string]any{
-		contextPath:        ex.req.path,
-		contextContentType: ex.req.contentType,
-		contextAccount:     ex.req.principal.AccountID,
-		contextClientID:    ex.req.clientID,
+		contextPath:        r.path,
+		contextContentType: r.contentType,
+		contextAccount:     r.principal.AccountID,
+		contextClientID:    r.clientID,
 	})
 	if err != nil { // cannot happen: strings only
 		return nil, err
 	}
-	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
 			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: true},
 		}},
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-			ex.s.cfg.MetadataNamespace: structpb.NewStructValue(rc),
+			s.cfg.MetadataNamespace: structpb.NewStructValue(rc),
 		}},
 	}, nil
 }
@@ -168,36 +170,63 @@ func (v viaEnvoy) outputBound(s *Server) int64 {
 	return out
 }
 
-// answered prepares the router-level stream of a Fallback model for its
-// answer: it builds the translator of the deployment that answered. It
-// returns a reply when the answer is not a provider's translated one: an
-// upstream stream's error (passed on), or a reply of Envoy's without the
-// local-reply mark (answered as Envoy's own replies are); nil lets
-// responseHeaders go on, to the fault path for Envoy's marked replies.
-func (v viaEnvoy) answered(ex *exchange, status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse {
+// answered builds, for the router-level stream of a Fallback model, the
+// translator of the deployment that answered, and routes rt to it. The
+// answer is not a provider's translated one when it is an upstream
+// stream's error (passed on) or a reply of Envoy's without the
+// local-reply mark (answered as Envoy's own replies are); Envoy's marked
+// replies go on to the fault path.
+func (v viaEnvoy) answered(s *Server, r *request, rt *route, hm headerMap, envoyReply bool) answerPlan {
 	if _, ok := hm.lookup(attemptReplyHeader); ok {
-		return ex.attemptReplyHeaders(status)
+		return answerPlan{attemptReply: true}
 	}
 	if envoyReply {
-		return nil
+		return answerPlan{}
 	}
 	backend, ok := hm.lookup(deploymentHeader)
 	if !ok {
-		return ex.envoyReplyHeaders(status, "", eos)
+		return answerPlan{envoyReply: true}
 	}
 	d, ok := deploymentOn(v.model, backend)
 	if !ok {
-		return ex.fail(errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, ex.req.model)))
+		return answerPlan{err: errUpstream(fmt.Errorf("the answer names deployment %q, not one of model %q's", backend, r.model))}
 	}
-	target, timeouts := ex.s.router.target(v.model, d)
-	p := ex.s.providers[target.Provider]
-	tr, err := ex.route.build(p, target)
+	target, timeouts := s.router.target(v.model, d)
+	p := s.providers[target.Provider]
+	tr, err := rt.build(p, target)
 	if err != nil {
-		return ex.fail(err)
+		return answerPlan{err: err}
 	}
-	ex.req.prompt = 0 // admitted with the client's body; promptTokens estimates the deployment's
-	ex.route.target, ex.route.provider, ex.route.timeouts, ex.tr = target, p, timeouts, tr
-	ex.log.with(zap.String("backend", backend), zap.String("provider", target.Provider))
+	r.prompt = 0 // admitted with the client's body; promptTokens estimates the deployment's
+	rt.target, rt.provider, rt.timeouts = target, p, timeouts
+	return answerPlan{tr: tr}
+}
+
+// answerPlan is what the exchange does with the headers of an answer to
+// a request it did not translate (forwarding.answered): fail with err,
+// pass on an attempt's error, answer as to Envoy's own reply, or
+// translate with tr; none of them, go on as planned.
+type answerPlan struct {
+	err          error
+	attemptReply bool
+	envoyReply   bool
+	tr           translate.Translator
+}
+
+// apply carries out the plan; a reply when the answer is not a
+// provider's to translate, nil to go on.
+func (p answerPlan) apply(ex *exchange, status int, eos bool) *extprocv3.ProcessingResponse {
+	switch {
+	case p.err != nil:
+		return ex.fail(p.err)
+	case p.attemptReply:
+		return ex.attemptReplyHeaders(status)
+	case p.envoyReply:
+		return ex.envoyReplyHeaders(status, "", eos)
+	case p.tr != nil:
+		ex.tr = p.tr
+		ex.log.with(zap.String("backend", ex.route.target.Backend), zap.String("provider", ex.route.target.Provider))
+	}
 	return nil
 }
 

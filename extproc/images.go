@@ -52,24 +52,24 @@ func (s *Server) publicBase(hm headerMap) string {
 // imageURLs keeps every image of a successful ImagesResponse and puts a
 // signed URL in its place, when the client asked for URLs and the
 // provider answered with bytes.
-func (f *imagesFlow) imageURLs(ctx context.Context, ex *exchange, body []byte) ([]byte, error) {
-	if f.req == nil || f.req.ResponseFormat != "url" || ex.answer.head.Status/100 != 2 {
+func (f *imagesFlow) imageURLs(ctx context.Context, ac answerContext, body []byte) ([]byte, error) {
+	if f.req == nil || f.req.ResponseFormat != "url" || ac.head.Status/100 != 2 {
 		return body, nil
 	}
-	if ex.s.cfg.Images == nil {
+	if ac.s.cfg.Images == nil {
 		return nil, errors.New("the provider returned image bytes, the client asked for URLs, and no image store is configured")
 	}
-	expires := ex.s.now().Add(ex.s.cfg.ImageURLTTL).Truncate(time.Second)
+	expires := ac.s.now().Add(ac.s.cfg.ImageURLTTL).Truncate(time.Second)
 	return api.ImagesToURLs(body, func(data []byte, contentType string) (string, error) {
 		id := newID("img_", 16)
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ac.s.cfg.UsageTimeout)
 		defer cancel()
 		// Kept a minute past the URL's expiry, so that a URL never outlives
 		// its image.
-		if err := ex.s.cfg.Images.SaveImage(ctx, ex.req.principal.AccountID, id, contentType, data, expires.Add(time.Minute)); err != nil {
+		if err := ac.s.cfg.Images.SaveImage(ctx, ac.account, id, contentType, data, expires.Add(time.Minute)); err != nil {
 			return "", fmt.Errorf("keeping image: %w", err)
 		}
-		return f.publicBase + ex.s.signImageURL(id, expires), nil
+		return f.publicBase + ac.s.signImageURL(id, expires), nil
 	})
 }
 

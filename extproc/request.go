@@ -258,22 +258,35 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
 	}
-	return ex.route.via.send(ctx, ex, body)
+	up, err := ex.route.via.prepare(ex.s, &ex.req, ex.tr, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := ex.admitRouted(ctx); err != nil {
+		return nil, err
+	}
+	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
+	return ex.route.via.send(ex.s, &ex.req, &ex.route, up)
 }
 
 // forwarding is how the router-level stream routes a request: to the
 // deployment it picked (direct), or through Envoy, which picks a
 // Fallback model's deployment attempt by attempt (viaEnvoy, fallback.go).
+// It sees the parts of the exchange it needs, and says what the exchange
+// is to do with the answer (answerPlan).
 type forwarding interface {
-	// send answers the parsed request's body.
-	send(ctx context.Context, ex *exchange, body []byte) (*extprocv3.ProcessingResponse, error)
-	// translator makes the exchange's translator with build, or keeps
-	// build for the deployment that answers.
-	translator(ex *exchange, build builder) error
-	// answered prepares the exchange of a request not yet translated for
-	// its answer's headers. It returns a reply when the answer is not a
-	// provider's to translate, nil to go on.
-	answered(ex *exchange, status int, hm headerMap, envoyReply, eos bool) *extprocv3.ProcessingResponse
+	// prepare readies the parsed request for admission: its prompt
+	// estimate and the bound on its answer, from the request the
+	// provider gets (up, when it is translated now).
+	prepare(s *Server, r *request, tr translate.Translator, body []byte) (up translate.Upstream, err error)
+	// send is the reply to the admitted request's body, which sends it.
+	send(s *Server, r *request, rt *route, up translate.Upstream) (*extprocv3.ProcessingResponse, error)
+	// translator makes the translator with build, or none, keeping build
+	// for the deployment that answers.
+	translator(rt *route, build builder) (translate.Translator, error)
+	// answered is what the exchange of a request not yet translated does
+	// with its answer's headers.
+	answered(s *Server, r *request, rt *route, hm headerMap, envoyReply bool) answerPlan
 	// unanswered reports that the ledger records the request also when
 	// no deployment answered.
 	unanswered() bool
@@ -282,32 +295,33 @@ type forwarding interface {
 // direct routes to the deployment the gateway picked.
 type direct struct{}
 
-// send translates the request for the deployment, admits it against the
-// limits and budgets, and points Envoy's router at the deployment.
-func (direct) send(ctx context.Context, ex *exchange, _ []byte) (*extprocv3.ProcessingResponse, error) {
-	up, err := ex.tr.RequestBody()
+// prepare translates the request for the deployment.
+func (direct) prepare(_ *Server, r *request, tr translate.Translator, _ []byte) (translate.Upstream, error) {
+	up, err := tr.RequestBody()
 	if err != nil {
-		return nil, err
+		return up, err
 	}
-	if !ex.req.endpoint.spec().form { // the provider's body: with a continuation's history
-		ex.req.prompt = promptEstimate(up.Body)
+	if !r.endpoint.spec().form { // the provider's body: with a continuation's history
+		r.prompt = promptEstimate(up.Body)
 	}
-	if n := translate.MaxOutputTokens(ex.tr); n > 0 { // what the provider is sent, not the client's
-		ex.req.maxOutput = n
+	if n := translate.MaxOutputTokens(tr); n > 0 { // what the provider is sent, not the client's
+		r.maxOutput = n
 	}
-	if err := ex.admitRouted(ctx); err != nil {
-		return nil, err
-	}
-	h := headers{remove: sentHeaders(ex.req.dialect, up)}
+	return up, nil
+}
+
+// send points Envoy's router at the deployment with the translated
+// request.
+func (direct) send(s *Server, r *request, rt *route, up translate.Upstream) (*extprocv3.ProcessingResponse, error) {
+	h := headers{remove: sentHeaders(r.dialect, up)}
 	h.reserve(6 + len(up.Headers))
 	// Envoy's routes match these and remove them before the upstream.
-	h.Set(ex.s.cfg.RoutingHeader, ex.route.target.Backend)
-	h.Set(routing.ModelHeader, ex.req.model)
-	if ex.req.stream {
+	h.Set(s.cfg.RoutingHeader, rt.target.Backend)
+	h.Set(routing.ModelHeader, r.model)
+	if r.stream {
 		h.Set(routing.StreamHeader, "1")
 	}
-	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
-	resp := sendUpstream(&h, up, ex.req.path, ex.req.contentType)
+	resp := sendUpstream(&h, up, r.path, r.contentType)
 	resp.GetRequestBody().Response.ClearRouteCache = true
 	return resp, nil
 }
@@ -355,17 +369,17 @@ type builder func(providers.Provider, translate.Target) (translate.Translator, e
 // it only once the answer names the deployment that gave it.
 func (ex *exchange) translator(build builder) error {
 	ex.route.build = build
-	return ex.route.via.translator(ex, build)
-}
-
-func (direct) translator(ex *exchange, build builder) error {
-	tr, err := build(ex.route.provider, ex.route.target)
+	tr, err := ex.route.via.translator(&ex.route, build)
 	ex.tr = tr
 	return err
 }
 
-func (direct) answered(*exchange, int, headerMap, bool, bool) *extprocv3.ProcessingResponse {
-	return nil
+func (direct) translator(rt *route, build builder) (translate.Translator, error) {
+	return build(rt.provider, rt.target)
+}
+
+func (direct) answered(*Server, *request, *route, headerMap, bool) answerPlan {
+	return answerPlan{}
 }
 
 func (direct) unanswered() bool { return false }

@@ -32,7 +32,8 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		details, envoyReply = localReplyDetails(attrs)
 	}
 	if ex.tr == nil {
-		if resp := ex.route.via.answered(ex, status, hm, envoyReply, h.GetEndOfStream()); resp != nil {
+		plan := ex.route.via.answered(ex.s, &ex.req, &ex.route, hm, envoyReply)
+		if resp := plan.apply(ex, status, h.GetEndOfStream()); resp != nil {
 			return resp
 		}
 	}
@@ -171,7 +172,8 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	if ex.answer.head.Status >= 400 || ex.answer.head.Stream && bytes.Contains(out, []byte(`"error"`)) {
 		out = ex.s.scrubCredentials(out, ex.route.target.APIKey)
 	}
-	return ex.flow.answer(ctx, ex, out, eos)
+	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log}
+	return ex.flow.answer(ctx, ac, out, eos)
 }
 
 // bodyDone replies with out and, at the end, settles the exchange.

@@ -223,9 +223,9 @@ func errPreviousResponseNotFound(id string) *APIError {
 		Message: fmt.Sprintf("Previous response with id '%s' not found.", quoted(id))}
 }
 
-func (f *responsesFlow) answer(ctx context.Context, ex *exchange, out []byte, eos bool) ([]byte, error) {
+func (f *responsesFlow) answer(ctx context.Context, ac answerContext, out []byte, eos bool) ([]byte, error) {
 	if !f.saved {
-		f.save(ctx, ex, out, eos)
+		f.save(ctx, ac, out, eos)
 	}
 	return out, nil
 }
@@ -238,12 +238,12 @@ func (*responsesFlow) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 // translation of the latest body or chunk, which holds the Response object
 // the client gets: the whole body, or in a stream the response.completed
 // event's response.
-func (f *responsesFlow) save(ctx context.Context, ex *exchange, out []byte, eos bool) {
-	if ex.s.cfg.Responses == nil || !f.req.Store {
+func (f *responsesFlow) save(ctx context.Context, ac answerContext, out []byte, eos bool) {
+	if ac.s.cfg.Responses == nil || !f.req.Store {
 		f.saved = true
 		return
 	}
-	if ex.answer.head.Stream {
+	if ac.head.Stream {
 		f.watchCompleted(out)
 	} else {
 		f.object = out
@@ -253,12 +253,12 @@ func (f *responsesFlow) save(ctx context.Context, ex *exchange, out []byte, eos 
 		return
 	}
 	f.saved = true
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ex.s.cfg.UsageTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ac.s.cfg.UsageTimeout)
 	defer cancel()
 	id := f.tr.ID()
 	r := authz.StoredResponse{Response: f.object, Items: responses.WithItemIDs(items, f.inputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: f.inputs}
-	if err := ex.s.cfg.Responses.SaveResponse(ctx, ex.req.principal.AccountID, id, r, ex.s.now().Add(ex.s.cfg.ResponseRetention)); err != nil {
-		ex.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
+	if err := ac.s.cfg.Responses.SaveResponse(ctx, ac.account, id, r, ac.s.now().Add(ac.s.cfg.ResponseRetention)); err != nil {
+		ac.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
 	}
 }
 
