@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -26,43 +25,25 @@ import (
 // router-level stream (exchange) admits, records and translates the
 // answer. The server tells the two apart by the stream's first message.
 type attemptStream struct {
-	s     *Server
-	log   exchangeLog
-	phase phase
-	start time.Time
-	a     *attempt
-	req   request
-	flow  flow
-	route route
-	tr    translate.Translator // nil until the request is translated
-	book  bookkeeping
+	stream
+	a *attempt
 }
 
 func (s *Server) newAttemptStream(a *attempt) *attemptStream {
-	st := &attemptStream{s: s, start: s.now(), a: a}
+	st := &attemptStream{stream: stream{s: s, start: s.now()}, a: a}
+	st.kind = st
 	st.log.init(s.log, s.cfg.RequestLogger)
 	return st
 }
 
-func (st *attemptStream) server() *Server         { return st.s }
-func (st *attemptStream) request() *request       { return &st.req }
-func (st *attemptStream) logger() *exchangeLog    { return &st.log }
-func (*attemptStream) requestID() string          { return "" } // the router-level stream's answers carry it
 func (*attemptStream) beforeSend(context.Context) {}
 func (*attemptStream) afterSend(context.Context)  {}
 func (*attemptStream) lost()                      {}
 
-// safeHandle is handle with a recover boundary: a panic fails the
-// attempt with the gateway's error, which Envoy does not retry.
-func (st *attemptStream) safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			st.s.cfg.Metrics.panicked()
-			st.log.Error("panic while processing a message", zap.Any("panic", r), zap.Stack("stack"), zap.Stringer("phase", st.phase))
-			resp, err = st.fail(errInternal(nil)), nil
-		}
-	}()
-	return st.handle(ctx, req)
+// afterPanic fails the attempt with the gateway's error, which Envoy
+// does not retry.
+func (st *attemptStream) afterPanic(*extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	return st.fail(errInternal(nil))
 }
 
 // handle answers the messages of an upstream stream.

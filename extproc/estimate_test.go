@@ -47,7 +47,7 @@ func TestEstimateKeepsAudioAndImages(t *testing.T) {
 		{endpointImages, translate.Usage{Images: 2}},
 		{endpointMessages, translate.Usage{WebSearchRequests: 3}},
 	} {
-		ex := &exchange{req: request{endpoint: tt.endpoint, prompt: 10}, tr: usageTranslator{u: tt.u}, answer: answer{delivery: sent}}
+		ex := &exchange{stream: stream{req: request{endpoint: tt.endpoint, prompt: 10}, tr: usageTranslator{u: tt.u}}, answer: answer{delivery: sent}}
 		u, estimated := ex.usageToCharge()
 		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images ||
 			u.WebSearchRequests != tt.u.WebSearchRequests {

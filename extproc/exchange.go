@@ -6,6 +6,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
 
 	"modelgate/authz"
 	"modelgate/extproc/routing"
@@ -34,23 +35,62 @@ func (p phase) String() string { return phaseNames[p] }
 // sent it, what its endpoint adds, where it is routed, what the limits
 // and budgets reserved, and the answer as the client gets it.
 type exchange struct {
+	stream
+	meter   meter
+	answer  answer
+	span    exchangeSpan  // the trace span, and what it notes of the answer
+	capture *captureState // the payload capture, nil without one
+	// recorded: the outcome went to its sinks.
+	recorded bool
+}
+
+// stream is what both kinds of ext_proc stream hold (exchange and
+// attemptStream): the server, the log, the phase, the request as the
+// client sent it, its endpoint's flow, where it is routed and its
+// translator.
+type stream struct {
 	s     *Server
 	log   exchangeLog
 	phase phase
 	start time.Time
 
-	req     request
-	flow    flow // what the endpoint does; nil for one the gateway answers itself
-	route   route
-	tr      translate.Translator // nil until the request is routed
-	meter   meter
-	answer  answer
-	span    exchangeSpan  // the trace span, and what it notes of the answer
-	capture *captureState // the payload capture, nil without one
-	book    bookkeeping
-	// recorded: the outcome went to its sinks.
-	recorded bool
+	req   request
+	flow  flow // what the endpoint does; nil for one the gateway answers itself
+	route route
+	tr    translate.Translator // nil until the request is routed
+	book  bookkeeping
+	// kind is the stream's own handling, which safeHandle guards.
+	kind handler
 }
+
+// handler is what a kind of stream does with a message, and with one
+// whose handling panicked.
+type handler interface {
+	handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error)
+	afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse
+}
+
+// safeHandle is handle with a recover boundary: a panic fails this request
+// alone, with a logged and counted error, never the process.
+func (st *stream) safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st.s.cfg.Metrics.panicked()
+			st.log.Error("panic while processing a message", zap.Any("panic", r), zap.Stack("stack"),
+				zap.Stringer("phase", st.phase))
+			resp, err = st.kind.afterPanic(req), nil
+		}
+	}()
+	return st.kind.handle(ctx, req)
+}
+
+func (st *stream) server() *Server      { return st.s }
+func (st *stream) request() *request    { return &st.req }
+func (st *stream) logger() *exchangeLog { return &st.log }
+
+// requestID is the gateway's id of the request, which the router-level
+// stream's answers carry; an attempt's is empty.
+func (st *stream) requestID() string { return st.req.id }
 
 // request is what the exchange knows of the client's request.
 type request struct {
@@ -185,7 +225,8 @@ type bookkeeping struct {
 }
 
 func (s *Server) newExchange() *exchange {
-	ex := &exchange{s: s, start: s.now(), route: route{via: direct{}}}
+	ex := &exchange{stream: stream{s: s, start: s.now(), route: route{via: direct{}}}}
+	ex.kind = ex
 	ex.log.init(s.log, s.cfg.RequestLogger)
 	ex.meter.s, ex.meter.log, ex.meter.book = s, &ex.log, &ex.book
 	return ex
@@ -318,8 +359,3 @@ func (ex *exchange) finish(ctx context.Context) {
 		ex.record(ctx)
 	}
 }
-
-func (ex *exchange) server() *Server      { return ex.s }
-func (ex *exchange) request() *request    { return &ex.req }
-func (ex *exchange) logger() *exchangeLog { return &ex.log }
-func (ex *exchange) requestID() string    { return ex.req.id }

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -27,20 +26,6 @@ func quoted(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// safeHandle is handle with a recover boundary: a panic fails this request
-// alone, with a logged and counted 500, never the process.
-func (ex *exchange) safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (resp *extprocv3.ProcessingResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ex.s.cfg.Metrics.panicked()
-			ex.log.Error("panic while processing a message", zap.Any("panic", r), zap.Stack("stack"),
-				zap.Stringer("phase", ex.phase))
-			resp, err = ex.afterPanic(req), nil
-		}
-	}()
-	return ex.handle(ctx, req)
 }
 
 // afterPanic answers the message whose handling panicked. Before anything

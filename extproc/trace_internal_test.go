@@ -57,7 +57,7 @@ func TestSpanParentPrefersTheStreamMetadata(t *testing.T) {
 		if tc.md != nil {
 			ctx = metadata.NewIncomingContext(ctx, tc.md)
 		}
-		ex := &exchange{s: s, start: time.Now()}
+		ex := &exchange{stream: stream{s: s, start: time.Now()}}
 		ex.startSpan(ctx, hm)
 		ex.span.end(&outcome{end: time.Now()})
 		spans := rec.Ended()
