@@ -91,19 +91,17 @@ var attemptHeaderNames = sync.OnceValue(func() []string {
 	return slices.Compact(names)
 })
 
-// pickFallback routes a Fallback model at the router level: Envoy picks
+// fallbackRoute routes a Fallback model at the router level: Envoy picks
 // the deployment. Every deployment must serve the endpoint, since an
 // attempt that cannot is a final error, never a fallback.
-func (ex *exchange) pickFallback(m *routing.Model) error {
+func (s *Server) fallbackRoute(m *routing.Model, ep endpoint) (route, error) {
 	for _, d := range m.Deployments {
-		if !ex.req.endpoint.spec().serves(ex.s.providers[ex.s.router.backends[d.Backend].Provider]) {
-			return errEndpointNotSupported(m.ID, ex.req.endpoint)
+		if !ep.spec().serves(s.providers[s.router.backends[d.Backend].Provider]) {
+			return route{}, errEndpointNotSupported(m.ID, ep)
 		}
 	}
-	_, ex.route.timeouts = ex.s.router.target(m, firstDeployment(m))
-	ex.req.model, ex.route.via = m.ID, viaEnvoy{m}
-	ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
-	return nil
+	_, timeouts := s.router.target(m, firstDeployment(m))
+	return route{timeouts: timeouts, via: viaEnvoy{m}}, nil
 }
 
 // viaEnvoy routes a Fallback model's request through Envoy, which picks

@@ -88,7 +88,7 @@ func (s *Server) imageSignature(id, expires string) string {
 
 // serveImage answers GET on a signed image URL. The signature is the
 // credential: no API key is needed, as for OpenAI's own image URLs.
-func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.ProcessingResponse, error) {
+func (s *Server) serveImage(ctx context.Context, hm headerMap) (*extprocv3.ProcessingResponse, error) {
 	u, err := url.ParseRequestURI(hm.get(":path"))
 	if err != nil {
 		return nil, errImageURL("The image URL is malformed.")
@@ -97,24 +97,23 @@ func (ex *exchange) serveImage(ctx context.Context, hm headerMap) (*extprocv3.Pr
 	q := u.Query()
 	exp, sig := q.Get("expires"), q.Get("signature")
 	expires, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || !hmac.Equal([]byte(sig), []byte(ex.s.imageSignature(id, exp))) {
+	if err != nil || !hmac.Equal([]byte(sig), []byte(s.imageSignature(id, exp))) {
 		return nil, errImageURL("The image URL's signature is not valid.")
 	}
-	now := ex.s.now()
+	now := s.now()
 	if now.Unix() >= expires {
 		return nil, errImageURL("The image URL has expired.")
 	}
-	if ex.s.cfg.Images == nil {
+	if s.cfg.Images == nil {
 		return nil, errImageNotFound()
 	}
-	contentType, data, err := ex.s.cfg.Images.Image(ctx, id, now)
+	contentType, data, err := s.cfg.Images.Image(ctx, id, now)
 	if errors.Is(err, authz.ErrNotFound) {
 		return nil, errImageNotFound()
 	}
 	if err != nil {
 		return nil, err
 	}
-	ex.phase, ex.answer.status = phaseDone, http.StatusOK
 	var h headers
 	h.Set("content-type", contentType)
 	h.Set("cache-control", fmt.Sprintf("private, max-age=%d", expires-now.Unix()))

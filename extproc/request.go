@@ -60,7 +60,11 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		return nil, err
 	}
 	if ep.spec().signed {
-		return ex.serveImage(ctx, hm)
+		resp, err := ex.s.serveImage(ctx, hm)
+		if err == nil {
+			ex.phase, ex.answer.status = phaseDone, http.StatusOK
+		}
+		return resp, err
 	}
 	if ep == endpointRoot {
 		// Clients of the Messages API (Claude Code) check that the
@@ -68,18 +72,19 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		ex.phase, ex.answer.status = phaseDone, http.StatusOK
 		return immediate(http.StatusOK, nil), nil
 	}
-	if err := ex.authenticate(ctx, hm); err != nil {
+	if ex.req.principal, err = ex.s.authenticate(ctx, ex.req.dialect, hm); err != nil {
 		return nil, err
 	}
+	ex.log.with(zap.String("account_id", ex.req.principal.AccountID))
 	if ep.spec().served {
-		body, err := ex.serve(ctx, hm.get(":path"))
+		body, err := served{s: ex.s, endpoint: ep, principal: ex.req.principal, dialect: ex.req.dialect}.serve(ctx, hm.get(":path"))
 		if err != nil {
 			return nil, err
 		}
 		ex.phase, ex.answer.status = phaseDone, http.StatusOK
 		return immediate(http.StatusOK, body), nil
 	}
-	if err := ex.checkBodyHeaders(hm, endOfStream); err != nil {
+	if err := ex.req.checkBodyHeaders(hm, endOfStream, ex.s.bodyLimit(ep)); err != nil {
 		return nil, err
 	}
 	ex.flow = ep.spec().flow(ex.s, hm)
@@ -171,33 +176,27 @@ func sentHeaders(d *dialect, up translate.Upstream) []string {
 }
 
 // authenticate reads the key where the client's dialect has it.
-func (ex *exchange) authenticate(ctx context.Context, hm headerMap) error {
-	key, ok := ex.req.dialect.key(hm)
+func (s *Server) authenticate(ctx context.Context, d *dialect, hm headerMap) (*authz.Principal, error) {
+	key, ok := d.key(hm)
 	if !ok {
-		return errMissingAPIKey()
+		return nil, errMissingAPIKey()
 	}
-	p, err := ex.s.auth.Authenticate(ctx, key)
-	if err != nil {
-		return err
-	}
-	ex.req.principal = p
-	ex.log.with(zap.String("account_id", p.AccountID))
-	return nil
+	return s.auth.Authenticate(ctx, key)
 }
 
 // checkBodyHeaders refuses what the headers already show to be wrong: no
 // body, a declared length over the endpoint's limit, a multipart body for
 // a JSON endpoint. Transcriptions take multipart bodies only; the parser
 // judges their content type.
-func (ex *exchange) checkBodyHeaders(hm headerMap, endOfStream bool) error {
+func (r *request) checkBodyHeaders(hm headerMap, endOfStream bool, limit int64) error {
 	if endOfStream {
 		return errMissingBody()
 	}
-	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > ex.s.bodyLimit(ex.req.endpoint) {
+	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > limit {
 		return errTooLarge()
 	}
-	ex.req.contentType = hm.get("content-type")
-	if ex.req.endpoint.spec().form {
+	r.contentType = hm.get("content-type")
+	if r.endpoint.spec().form {
 		return nil
 	}
 	if ct := hm.get("content-type"); ct != "" {
@@ -395,20 +394,21 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 		}
 		return err
 	}
+	var rt route
 	if m.Fallback != nil {
-		return ex.pickFallback(m)
+		rt, err = ex.s.fallbackRoute(m, ex.req.endpoint)
+	} else {
+		rt, err = ex.s.deploy(ctx, m, pick(m.Deployments))
 	}
-	return ex.use(ctx, m, pick(m.Deployments))
-}
-
-// use routes the exchange to a deployment of the model.
-func (ex *exchange) use(ctx context.Context, m *routing.Model, d routing.Deployment) error {
-	r, err := ex.s.deploy(ctx, m, d)
 	if err != nil {
 		return err
 	}
-	ex.req.model, ex.route = m.ID, r
-	ex.log.with(zap.String("provider", r.target.Provider), zap.String("model", m.ID))
+	ex.req.model, ex.route = m.ID, rt
+	if m.Fallback != nil {
+		ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
+	} else {
+		ex.log.with(zap.String("provider", rt.target.Provider), zap.String("model", m.ID))
+	}
 	return nil
 }
 

@@ -17,27 +17,36 @@ import (
 	"modelgate/translate/responses"
 )
 
-// serve answers the endpoints the gateway serves itself (endpointSpec.served)
-// from the path and query Envoy passed: the models the key may use and the
-// responses its account stored.
-func (ex *exchange) serve(ctx context.Context, path string) ([]byte, error) {
+// served is a request the gateway answers itself (endpointSpec.served),
+// from its routing table and the store of responses: what it sees of the
+// exchange.
+type served struct {
+	s         *Server
+	endpoint  endpoint
+	principal *authz.Principal
+	dialect   *dialect
+}
+
+// serve answers from the path and query Envoy passed: the models the key
+// may use and the responses its account stored.
+func (sv served) serve(ctx context.Context, path string) ([]byte, error) {
 	path, rawQuery, _ := strings.Cut(path, "?")
 	query, _ := url.ParseQuery(rawQuery) // lenient, like the parameters it does not know
-	switch ex.req.endpoint {
+	switch sv.endpoint {
 	case endpointModel:
 		id := unescape(path[len(modelPrefix):])
-		if b, ok := ex.s.router.get(ex.req.principal, id, ex.req.dialect); ok {
+		if b, ok := sv.s.router.get(sv.principal, id, sv.dialect); ok {
 			return b, nil
 		}
 		return nil, errModelUnavailable(id)
 	case endpointResponseGet:
-		return ex.getResponse(ctx, unescape(path[len(responsePrefix):]), query)
+		return sv.getResponse(ctx, unescape(path[len(responsePrefix):]), query)
 	case endpointResponseDelete:
-		return ex.deleteResponse(ctx, unescape(path[len(responsePrefix):]))
+		return sv.deleteResponse(ctx, unescape(path[len(responsePrefix):]))
 	case endpointInputItems:
-		return ex.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
+		return sv.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
 	}
-	return ex.s.router.list(ex.req.principal, ex.req.dialect), nil
+	return sv.s.router.list(sv.principal, sv.dialect), nil
 }
 
 // unescape decodes a path segment; one that is not validly escaped is
@@ -67,11 +76,11 @@ func errResponseNotFound(id string) *APIError {
 // storedResponse looks a response of the principal's account up. One kept
 // without its Response object (stored before the gateway kept them) can be
 // continued and deleted, not retrieved.
-func (ex *exchange) storedResponse(ctx context.Context, id string) (authz.StoredResponse, error) {
-	if ex.s.cfg.Responses == nil {
+func (sv served) storedResponse(ctx context.Context, id string) (authz.StoredResponse, error) {
+	if sv.s.cfg.Responses == nil {
 		return authz.StoredResponse{}, errResponseNotFound(id)
 	}
-	r, err := ex.s.cfg.Responses.Response(ctx, ex.req.principal.AccountID, id, ex.s.now())
+	r, err := sv.s.cfg.Responses.Response(ctx, sv.principal.AccountID, id, sv.s.now())
 	if errors.Is(err, authz.ErrNotFound) || (err == nil && r.Response == nil) {
 		return authz.StoredResponse{}, errResponseNotFound(id)
 	}
@@ -80,12 +89,12 @@ func (ex *exchange) storedResponse(ctx context.Context, id string) (authz.Stored
 
 // getResponse answers GET /v1/responses/{id} with the Response object as
 // it was returned.
-func (ex *exchange) getResponse(ctx context.Context, id string, query url.Values) ([]byte, error) {
+func (sv served) getResponse(ctx context.Context, id string, query url.Values) ([]byte, error) {
 	if query.Get("stream") == "true" {
 		return nil, &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "stream", Code: "unsupported_value",
 			Message: "The gateway does not stream stored responses again: retrieve them without 'stream'."}
 	}
-	r, err := ex.storedResponse(ctx, id)
+	r, err := sv.storedResponse(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +108,11 @@ type deletedResponse struct {
 	Deleted bool   `json:"deleted"`
 }
 
-func (ex *exchange) deleteResponse(ctx context.Context, id string) ([]byte, error) {
-	if ex.s.cfg.Responses == nil {
+func (sv served) deleteResponse(ctx context.Context, id string) ([]byte, error) {
+	if sv.s.cfg.Responses == nil {
 		return nil, errResponseNotFound(id)
 	}
-	err := ex.s.cfg.Responses.DeleteResponse(ctx, ex.req.principal.AccountID, id, ex.s.now())
+	err := sv.s.cfg.Responses.DeleteResponse(ctx, sv.principal.AccountID, id, sv.s.now())
 	if errors.Is(err, authz.ErrNotFound) {
 		return nil, errResponseNotFound(id)
 	}
@@ -164,12 +173,12 @@ func parsePageQuery(q url.Values) (pageQuery, error) {
 // listInputItems answers GET /v1/responses/{id}/input_items: the items
 // that came before the response's output (the conversation it continued
 // and its own input), one page of them.
-func (ex *exchange) listInputItems(ctx context.Context, id string, query url.Values) ([]byte, error) {
+func (sv served) listInputItems(ctx context.Context, id string, query url.Values) ([]byte, error) {
 	q, err := parsePageQuery(query)
 	if err != nil {
 		return nil, err
 	}
-	r, err := ex.storedResponse(ctx, id)
+	r, err := sv.storedResponse(ctx, id)
 	if err != nil {
 		return nil, err
 	}
