@@ -15,7 +15,18 @@ const (
 	// Messages is Anthropic's Messages API: text, thinking and
 	// partial_json deltas, and stop_reason.
 	Messages
+	// Transcription is the transcriptions API: a stream's delta events,
+	// a JSON answer's top-level text (its segments repeat it); a plain
+	// text answer (text, srt, vtt) is text as a whole.
+	Transcription
 )
+
+// NoText is embedded in the translators of endpoints that generate no
+// text (embeddings, images, count_tokens): their Output is empty.
+type NoText struct{ out Output }
+
+// Output implements Reporter.
+func (n *NoText) Output() *Output { return &n.out }
 
 // Scan resets o and reports what out, the bytes a ResponseBody call
 // returned, carries in the client API d: stream events when stream is
@@ -38,7 +49,16 @@ func (o *Output) Scan(d Dialect, out []byte, status int, stream bool) {
 	if stream {
 		s.respDepth = 2 // the response object of response.completed and the like
 	}
+	if d == Transcription && !stream && !isJSON(out) {
+		o.Texts = append(o.Texts, Text{Start: 0, End: len(out), Kind: TextAnswer})
+		return
+	}
 	s.run(out)
+}
+
+func isJSON(b []byte) bool {
+	i := skipSpace(b, 0)
+	return i < len(b) && b[i] == '{'
 }
 
 // scanner walks the members of JSON documents (one answer, or a stream's
@@ -169,6 +189,12 @@ func (s *scanner) member(k []byte, vs, ve int, out []byte) {
 
 // textKind is the kind of text a member holds, if it holds text.
 func (s *scanner) textKind(k []byte) (TextKind, bool) {
+	if s.dialect == Transcription {
+		if s.stream {
+			return TextAnswer, string(k) == "delta"
+		}
+		return TextAnswer, string(k) == "text" && s.depth == 1
+	}
 	if !s.stream {
 		return wholeKind(k, s.typ, s.typDepth == s.depth)
 	}

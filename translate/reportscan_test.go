@@ -202,3 +202,21 @@ func textMember(key string, d Dialect, stream bool) bool {
 	}
 	return false
 }
+
+func TestOutputScanTranscription(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		stream    bool
+		want      []span
+	}{
+		{"json", `{"text":"Hi there.","segments":[{"text":"Hi there."}],"usage":{"type":"duration"}}`, false, []span{{"Hi there.", TextAnswer}}},
+		{"text", "Hi there.\n", false, []span{{"Hi there.\n", TextAnswer}}},
+		{"stream", sse(`{"type":"transcript.text.delta","delta":"Hi"}`, `{"type":"transcript.text.done","text":"Hi"}`), true, []span{{"Hi", TextAnswer}}},
+	} {
+		var o Output
+		o.Scan(Transcription, []byte(tc.out), 200, tc.stream)
+		if d := cmp.Diff(tc.want, spans(&o, []byte(tc.out))); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
+	}
+}
