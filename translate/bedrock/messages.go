@@ -263,7 +263,7 @@ type countTokens struct {
 // NewCountTokens returns the translator of a count_tokens request to
 // Claude on Bedrock; nil for another model, which the gateway estimates.
 func NewCountTokens(t translate.Target, r *api.MessagesRequest) translate.Translator {
-	if !strings.Contains(t.Model, "anthropic.claude") {
+	if !CountsTokens(t.Model) {
 		return nil
 	}
 	if _, ok := r.Members["max_tokens"]; !ok {
@@ -325,3 +325,7 @@ func (c *countTokens) Usage() translate.Usage {
 var _ translate.Reporter = (*messagesInvoke)(nil)
 
 var _ translate.Reporter = (*countTokens)(nil)
+
+// CountsTokens reports whether Bedrock counts a Messages request's tokens
+// for the model itself: CountTokens serves Claude alone.
+func CountsTokens(model string) bool { return strings.Contains(model, "anthropic.claude") }
