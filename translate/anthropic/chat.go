@@ -16,6 +16,7 @@ import (
 
 // chat is the translator for one exchange.
 type chat struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *api.ChatRequest
 	now     func() time.Time
@@ -92,8 +93,19 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 
-// ResponseBody translates the message, an error, or a stream chunk.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk, endOfStream)
+	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *chat) Output() *translate.Output { return &c.report }
+
+// responseBody translates the message, an error, or a stream chunk.
+func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	switch {
 	case c.stream:
 		return c.streamChunk(chunk, endOfStream), nil
@@ -303,3 +315,5 @@ func errorType(anthropicType string) string {
 	}
 	return "server_error" // api_error, overloaded_error, authentication_error, permission_error
 }
+
+var _ translate.Reporter = (*chat)(nil)

@@ -24,6 +24,8 @@ const DefaultVersion = "2023-06-01"
 // The answer goes back as it came, stream events too; the gateway only
 // reads its usage.
 type messages struct {
+	report translate.Output // what the last ResponseBody returned
+	status int
 	target translate.Target
 	req    *api.MessagesRequest
 	path   string
@@ -96,6 +98,7 @@ func (m *messages) MaxOutputTokens() int64 { return m.req.MaxTokens }
 // it becomes a 502.
 func (m *messages) ResponseHeaders(status int, contentType string) translate.Head {
 	mt, _, _ := mime.ParseMediaType(contentType)
+	m.status = status
 	m.stream = status/100 == 2 && mt == "text/event-stream"
 	m.failed = status/100 != 2
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
@@ -107,8 +110,19 @@ func (m *messages) ResponseHeaders(status int, contentType string) translate.Hea
 	return translate.Head{Status: status, ContentType: contentType, Stream: m.stream}
 }
 
-// ResponseBody relays the answer, reading its usage.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := m.responseBody(chunk, endOfStream)
+	m.report.Scan(translate.Messages, out, m.status, m.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (m *messages) Output() *translate.Output { return &m.report }
+
+// responseBody relays the answer, reading its usage.
+func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if !m.stream {
 		if m.failed {
 			return messagesError(chunk), nil
@@ -262,3 +276,5 @@ func messagesError(body []byte) []byte {
 	}
 	return body
 }
+
+var _ translate.Reporter = (*messages)(nil)

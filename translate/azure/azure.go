@@ -84,3 +84,8 @@ func withAPIKey(headers []translate.Header, key string) []translate.Header {
 	}
 	return out
 }
+
+// Output implements translate.Reporter: the wrapped translator's report.
+func (x *deployment) Output() *translate.Output { return translate.Report(x.Translator) }
+
+var _ translate.Reporter = (*deployment)(nil)

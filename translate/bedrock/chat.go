@@ -13,6 +13,7 @@ import (
 )
 
 type chat struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *api.ChatRequest
 	now     func() time.Time
@@ -131,8 +132,19 @@ func clientStatus(status int) int {
 	return status
 }
 
-// ResponseBody translates the response, an error or a stream chunk.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk, endOfStream)
+	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *chat) Output() *translate.Output { return &c.report }
+
+// responseBody translates the response, an error or a stream chunk.
+func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	switch {
 	case c.stream:
 		return c.streamChunk(chunk, endOfStream), nil
@@ -271,3 +283,5 @@ func compact(raw json.RawMessage) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+var _ translate.Reporter = (*chat)(nil)

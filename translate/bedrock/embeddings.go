@@ -55,12 +55,13 @@ func embedFamilyOf(model string) embedFamily {
 const maxCohereTexts = 96
 
 type embeddings struct {
-	target translate.Target
-	req    *api.EmbeddingsRequest
-	now    func() time.Time
-	family embedFamily
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.EmbeddingsRequest
+	now              func() time.Time
+	family           embedFamily
+	status           int
+	usage            translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider bedrock.
@@ -180,3 +181,5 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 
 // Usage implements translate.Translator.
 func (e *embeddings) Usage() translate.Usage { return e.usage }
+
+var _ translate.Reporter = (*embeddings)(nil)

@@ -15,11 +15,12 @@ import (
 // images translates image generation to InvokeModel with Amazon's image
 // request format, which Nova Canvas and Titan Image Generator share.
 type images struct {
-	target translate.Target
-	req    *api.ImagesRequest
-	now    func() time.Time
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.ImagesRequest
+	now              func() time.Time
+	status           int
+	usage            translate.Usage
 }
 
 // NewImages returns the image generation translator for provider bedrock:
@@ -185,3 +186,5 @@ func amazonImageError(status int, body []byte) []byte {
 // Usage implements translate.Translator: Bedrock reports no image tokens;
 // Images counts the images the client got.
 func (im *images) Usage() translate.Usage { return im.usage }
+
+var _ translate.Reporter = (*images)(nil)

@@ -28,6 +28,7 @@ const AnthropicVersion = "bedrock-2023-05-31"
 // event-stream chunk frames (base64 JSON), which become the Messages
 // API's SSE events again.
 type messagesInvoke struct {
+	report translate.Output // what the last ResponseBody returned
 	target translate.Target
 	req    *api.MessagesRequest
 	now    func() time.Time
@@ -105,8 +106,19 @@ func (m *messagesInvoke) ResponseHeaders(status int, contentType string) transla
 	return translate.Head{Status: clientStatus(status), ContentType: "application/json"}
 }
 
-// ResponseBody implements translate.Translator.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (m *messagesInvoke) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := m.responseBody(chunk, endOfStream)
+	m.report.Scan(translate.Messages, out, m.status, m.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (m *messagesInvoke) Output() *translate.Output { return &m.report }
+
+// responseBody implements translate.Translator.
+func (m *messagesInvoke) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if !m.stream {
 		if m.status/100 != 2 {
 			return m.errorBody(chunk), nil
@@ -242,15 +254,16 @@ func (m *messagesInvoke) FailStream(message, _ string) []byte {
 // Bedrock's {"inputTokens"} comes back as the Messages API's
 // {"input_tokens"}.
 type countTokens struct {
-	invoke  *messagesInvoke
-	status  int
-	counted int64
+	translate.NoText // generates no text
+	invoke           *messagesInvoke
+	status           int
+	counted          int64
 }
 
 // NewCountTokens returns the translator of a count_tokens request to
 // Claude on Bedrock; nil for another model, which the gateway estimates.
 func NewCountTokens(t translate.Target, r *api.MessagesRequest) translate.Translator {
-	if !strings.Contains(t.Model, "anthropic.claude") {
+	if !CountsTokens(t.Model) {
 		return nil
 	}
 	if _, ok := r.Members["max_tokens"]; !ok {
@@ -308,3 +321,11 @@ func (c *countTokens) ResponseBody(chunk []byte, _ bool) ([]byte, error) {
 func (c *countTokens) Usage() translate.Usage {
 	return translate.Usage{PromptTokens: c.counted, TotalTokens: c.counted}
 }
+
+var _ translate.Reporter = (*messagesInvoke)(nil)
+
+var _ translate.Reporter = (*countTokens)(nil)
+
+// CountsTokens reports whether Bedrock counts a Messages request's tokens
+// for the model itself: CountTokens serves Claude alone.
+func CountsTokens(model string) bool { return strings.Contains(model, "anthropic.claude") }

@@ -19,6 +19,7 @@ import (
 )
 
 type chat struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *api.ChatRequest
 	now     func() time.Time
@@ -188,8 +189,19 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	return translate.Head{Status: status, ContentType: "application/json"}
 }
 
-// ResponseBody translates the response, an error or a stream chunk.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk, endOfStream)
+	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *chat) Output() *translate.Output { return &c.report }
+
+// responseBody translates the response, an error or a stream chunk.
+func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	switch {
 	case c.stream:
 		return c.streamChunk(chunk, endOfStream), nil
@@ -292,3 +304,5 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)
 }
+
+var _ translate.Reporter = (*chat)(nil)

@@ -18,6 +18,7 @@ import (
 )
 
 type chat struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *api.ChatRequest
 	now     func() time.Time
@@ -83,8 +84,19 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	return translate.Head{Status: status, ContentType: "application/json"}
 }
 
-// ResponseBody translates the response, an error or a stream chunk.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk, endOfStream)
+	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *chat) Output() *translate.Output { return &c.report }
+
+// responseBody translates the response, an error or a stream chunk.
+func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	switch {
 	case c.stream:
 		return c.streamChunk(chunk, endOfStream), nil
@@ -323,3 +335,5 @@ func signatureFromID(id string) string {
 	}
 	return base64.StdEncoding.EncodeToString(raw)
 }
+
+var _ translate.Reporter = (*chat)(nil)

@@ -20,10 +20,11 @@ import (
 const MaxEmbeddingBatch = 100
 
 type embeddings struct {
-	target translate.Target
-	req    *api.EmbeddingsRequest
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.EmbeddingsRequest
+	status           int
+	usage            translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider gemini.
@@ -141,3 +142,5 @@ func (e *embeddings) Usage() translate.Usage { return e.usage }
 // ErrorBody normalizes a Google API error ({"error":{"code","message",
 // "status"}}), which Vertex AI shares.
 func ErrorBody(status int, body []byte) []byte { return errorBody(status, body) }
+
+var _ translate.Reporter = (*embeddings)(nil)

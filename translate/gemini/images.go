@@ -16,11 +16,12 @@ import (
 // takes the same body and answers the same way; its translator wraps this
 // one for the path and credential.
 type images struct {
-	target translate.Target
-	req    *api.ImagesRequest
-	now    func() time.Time
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.ImagesRequest
+	now              func() time.Time
+	status           int
+	usage            translate.Usage
 }
 
 // NewImages returns the image generation translator for provider gemini:
@@ -226,3 +227,5 @@ func imagenError(status int, body []byte) []byte {
 // Usage implements translate.Translator: Imagen reports no tokens;
 // Images counts the images the client got.
 func (im *images) Usage() translate.Usage { return im.usage }
+
+var _ translate.Reporter = (*images)(nil)

@@ -17,6 +17,7 @@ import (
 // chat completion, its chunks, or an OpenAI error) becomes the Messages
 // API's message, events or error.
 type bridge struct {
+	report  translate.Output // what the last ResponseBody returned
 	chat    translate.Translator
 	req     *api.MessagesRequest
 	warning string
@@ -75,8 +76,19 @@ func (b *bridge) ResponseHeaders(status int, contentType string) translate.Head 
 	return h
 }
 
-// ResponseBody implements translate.Translator.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (b *bridge) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := b.responseBody(chunk, endOfStream)
+	b.report.Scan(translate.Messages, out, b.status, b.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (b *bridge) Output() *translate.Output { return &b.report }
+
+// responseBody implements translate.Translator.
+func (b *bridge) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := b.chat.ResponseBody(chunk, endOfStream)
 	if err != nil {
 		return nil, err
@@ -354,3 +366,5 @@ func errorBody(status int, out []byte) []byte {
 	}
 	return api.MessagesError(api.MessagesErrorType(status), e.Error.Message)
 }
+
+var _ translate.Reporter = (*bridge)(nil)

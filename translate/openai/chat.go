@@ -13,6 +13,7 @@ import (
 
 // chat translates chat completions for backends that speak the OpenAI API.
 type chat struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *api.ChatRequest
 	status  int
@@ -156,8 +157,19 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 	return translate.Head{Status: api.ClientStatus(status), ContentType: "application/json"}
 }
 
-// ResponseBody translates the whole body, or one stream chunk.
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.responseBody(chunk, endOfStream)
+	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *chat) Output() *translate.Output { return &c.report }
+
+// responseBody translates the whole body, or one stream chunk.
+func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if c.stream {
 		return c.streamChunk(chunk, endOfStream), nil
 	}
@@ -178,3 +190,5 @@ func (c *chat) members() []jsonscan.Member {
 
 // Usage implements translate.Translator.
 func (c *chat) Usage() translate.Usage { return c.usage }
+
+var _ translate.Reporter = (*chat)(nil)

@@ -12,11 +12,12 @@ import (
 
 // embeddings translates embeddings for servers that speak the OpenAI API.
 type embeddings struct {
-	target translate.Target
-	req    *api.EmbeddingsRequest
-	quirks EmbeddingsQuirks
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.EmbeddingsRequest
+	quirks           EmbeddingsQuirks
+	status           int
+	usage            translate.Usage
 }
 
 // EmbeddingsQuirks are the ways an OpenAI-compatible server's
@@ -171,3 +172,5 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 	}
 	return api.AppendEmbeddingsResponse(make([]byte, 0, len(body)+256), r.Model, vectors, e.req.Base64, e.usage)
 }
+
+var _ translate.Reporter = (*embeddings)(nil)

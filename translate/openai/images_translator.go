@@ -14,11 +14,12 @@ import (
 
 // images passes image generation through to an OpenAI-format backend.
 type images struct {
-	target translate.Target
-	req    *api.ImagesRequest
-	now    func() time.Time
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.ImagesRequest
+	now              func() time.Time
+	status           int
+	usage            translate.Usage
 }
 
 // NewImages returns the image generation translator for provider openai
@@ -261,3 +262,5 @@ func imageUsage(raw json.RawMessage) (u translate.Usage, valid bool) {
 	}
 	return u, valid
 }
+
+var _ translate.Reporter = (*images)(nil)

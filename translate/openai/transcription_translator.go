@@ -19,6 +19,7 @@ import (
 // client asked for, rendering it from another format where the server
 // lacks it.
 type transcription struct {
+	report translate.Output // what the last ResponseBody returned
 	target translate.Target
 	req    *api.TranscriptionRequest
 	ask    string // the response_format asked of the server
@@ -145,13 +146,24 @@ func (c *transcription) ResponseHeaders(status int, contentType string) translat
 
 var errNotTranscription = api.Unusable("the provider's transcription is not a JSON object with a text member")
 
-// ResponseBody converts the answer by what the server sent (not only by
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
+func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := c.translated(chunk, endOfStream)
+	c.report.Scan(translate.Transcription, out, c.status, c.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (c *transcription) Output() *translate.Output { return &c.report }
+
+// translated converts the answer by what the server sent (not only by
 // what it was asked for: some servers ignore response_format). A JSON
 // answer that is no transcription, a plain-text answer where verbose JSON
 // is due, and an HTML page are errors wrapping translate.ErrUpstream. An
 // empty plain-text answer (for the text, srt and vtt formats, or json
 // made from text) is an empty transcript, as for silent audio, and passes.
-func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+func (c *transcription) translated(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := c.responseBody(chunk)
 	return out, api.AsUnusable(err)
 }
@@ -442,3 +454,5 @@ func (c *transcription) Usage() translate.Usage { return c.usage }
 func NewTranscription(t translate.Target, req *api.TranscriptionRequest) translate.Translator {
 	return NewCompatibleTranscription(Quirks{})(t, req)
 }
+
+var _ translate.Reporter = (*transcription)(nil)

@@ -19,6 +19,7 @@ import (
 	"modelgate/translate/bedrock"
 	"modelgate/translate/cohere"
 	"modelgate/translate/gemini"
+	"modelgate/translate/messages"
 	"modelgate/translate/openai"
 	"modelgate/translate/responses"
 	"modelgate/translate/vertex"
@@ -42,6 +43,13 @@ type Provider struct {
 	// count) leaves the count to the gateway's estimate.
 	Messages    func(translate.Target, *api.MessagesRequest) translate.Translator
 	CountTokens func(translate.Target, *api.MessagesRequest) translate.Translator
+	// TokenCounting reports the upstream models whose count_tokens
+	// CountTokens serves (nil: none), so the gateway knows before it
+	// builds a translator whether it estimates the count itself.
+	TokenCounting func(model string) bool
+	// WebSearch: the provider searches the web itself when a model may
+	// (Anthropic's and Gemini's search tools, OpenAI's web_search).
+	WebSearch bool
 	// Compact serves POST /v1/responses/compact natively; nil compacts
 	// through Chat (responses.NewCompactBridge).
 	Compact func(t translate.Target, r *responses.Request, history []json.RawMessage) translate.Translator
@@ -93,20 +101,20 @@ type ResponsesFunc func(t translate.Target, r *responses.Request, history []json
 // table lists the providers with translators of their own; the
 // OpenAI-compatible family is added from openai.CompatibleProviders.
 var table = []Provider{
-	{Name: "openai", Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough),
+	{Name: "openai", WebSearch: true, Chat: openai.NewChat, Embeddings: openai.NewEmbeddings, Images: openai.NewImages, Transcription: openai.NewTranscription, Responses: native(responses.NewPassthrough),
 		Compact: func(t translate.Target, r *responses.Request, history []json.RawMessage) translate.Translator {
 			return responses.NewCompactPassthrough(t, r, history)
 		},
 		Headers: bearer},
-	{Name: "azure", Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses),
+	{Name: "azure", WebSearch: true, Chat: azure.NewChat, Embeddings: azure.NewEmbeddings, Images: azure.NewImages, Transcription: azure.NewTranscription, Responses: native(azure.NewResponses),
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
-	{Name: "anthropic", Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
+	{Name: "anthropic", WebSearch: true, Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, TokenCounting: func(string) bool { return true }, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
 		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
-	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, CountTokens: bedrock.NewCountTokens, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
+	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, CountTokens: bedrock.NewCountTokens, TokenCounting: bedrock.CountsTokens, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
-	{Name: "gemini", Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
+	{Name: "gemini", WebSearch: true, Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
 		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},
-	{Name: "vertex", Chat: vertex.NewChat, Messages: vertex.NewMessages, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput,
+	{Name: "vertex", WebSearch: true, Chat: vertex.NewChat, Messages: vertex.NewMessages, Embeddings: vertex.NewEmbeddings, Images: vertex.NewImages, DefaultMaxOutput: vertex.DefaultMaxOutput,
 		Credential: GoogleCloud, Headers: bearer, TelemetryName: "gcp.vertex_ai"},
 	{Name: "cohere", Chat: cohere.NewChat, Embeddings: cohere.NewEmbeddings, Headers: bearer},
 }
@@ -192,6 +200,25 @@ func (p Provider) ResponsesTranslator(t translate.Target, r *responses.Request, 
 		return nil, err
 	}
 	return responses.NewTranslator(p.Chat(t, chat), r, history, id, created, search), nil
+}
+
+// MessagesTranslator builds the translator of a POST /v1/messages
+// exchange: the provider's native one where it serves the model so, else
+// one over its chat translator (messages.NewBridge, which fails for a
+// request it cannot carry).
+func (p Provider) MessagesTranslator(t translate.Target, req *api.MessagesRequest) (translate.Translator, error) {
+	if p.Messages != nil {
+		if tr := p.Messages(t, req); tr != nil {
+			return tr, nil
+		}
+	}
+	return messages.NewBridge(p.Chat, t, req)
+}
+
+// CountsTokens reports whether the provider counts a Messages request's
+// tokens itself (CountTokens) for the upstream model.
+func (p Provider) CountsTokens(model string) bool {
+	return p.CountTokens != nil && p.TokenCounting != nil && p.TokenCounting(model)
 }
 
 // CompactTranslator builds the translator of a POST /v1/responses/compact

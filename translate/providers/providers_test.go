@@ -2,6 +2,7 @@ package providers
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,3 +78,33 @@ func TestEndpointTable(t *testing.T) {
 }
 
 func pad(s string, n int) string { return s + strings.Repeat(" ", max(1, n-len(s))) }
+
+// The providers that search the web themselves, as the config's
+// validation knows them.
+func TestWebSearchProviders(t *testing.T) {
+	var got []string
+	for _, p := range All() {
+		if p.WebSearch {
+			got = append(got, p.Name)
+		}
+	}
+	if want := []string{"anthropic", "azure", "gemini", "openai", "vertex"}; !slices.Equal(got, want) {
+		t.Errorf("web search providers %v, want %v", got, want)
+	}
+}
+
+// CountsTokens is what building a count_tokens translator tells: a
+// translator for the models it names, none for the others.
+func TestCountsTokens(t *testing.T) {
+	for _, p := range All() {
+		for _, model := range []string{"claude-sonnet-4-5", "us.anthropic.claude-sonnet-4-5-v1:0", "gpt-4o", "gemini-2.5-pro"} {
+			built := p.CountTokens != nil && p.CountTokens(translate.Target{Provider: p.Name, Model: model}, &api.MessagesRequest{}) != nil
+			if got := p.CountsTokens(model); got != built {
+				t.Errorf("%s.CountsTokens(%q) = %v, its translator %v", p.Name, model, got, built)
+			}
+		}
+	}
+	if p, _ := Lookup("bedrock"); p.CountsTokens("amazon.nova-pro-v1:0") || !p.CountsTokens("anthropic.claude-3-haiku") {
+		t.Error("bedrock counts Claude's tokens alone")
+	}
+}

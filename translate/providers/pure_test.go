@@ -86,6 +86,38 @@ func builders(t *testing.T, p Provider, tg translate.Target) map[string]func() t
 			return tr
 		}
 	}
+	for i, body := range []string{`{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":64,"stream":true,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`} {
+		req, err := api.ParseMessagesRequest([]byte(body), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["messages/"+string(rune('0'+i))] = func() translate.Translator {
+			tr, err := p.MessagesTranslator(tg, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}
+	}
+	count, err := api.ParseMessagesRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CountsTokens(tg.Model) {
+		out["count_tokens"] = func() translate.Translator { return p.CountTokens(tg, count) }
+	}
+	compact, err := responses.ParseRequest([]byte(requests["responses"][1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["compact"] = func() translate.Translator {
+		tr, err := p.CompactTranslator(tg, compact, nil, "resp_1", 1700000000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
 	return out
 }
 
@@ -99,10 +131,11 @@ func TestRequestBodyIsPure(t *testing.T) {
 	ignore := cmp.Options{
 		cmp.Exporter(func(reflect.Type) bool { return true }),
 		// Clocks compare unequal whatever they are, and each form
-		// gets a boundary of its own.
+		// and each Messages bridge gets a boundary or message id of
+		// its own at construction.
 		cmp.FilterPath(func(p cmp.Path) bool {
 			sf, ok := p.Last().(cmp.StructField)
-			return p.Last().Type().Kind() == reflect.Func || ok && sf.Name() == "boundary"
+			return p.Last().Type().Kind() == reflect.Func || ok && (sf.Name() == "boundary" || sf.Name() == "id")
 		}, cmp.Ignore()),
 	}
 	for _, p := range All() {

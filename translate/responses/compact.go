@@ -97,11 +97,12 @@ func summaryMessage(raw json.RawMessage) (json.RawMessage, bool) {
 // CompactBridge compacts a conversation on a provider without the
 // endpoint: its chat translator is asked for a summary.
 type CompactBridge struct {
-	chat    translate.Translator
-	kept    []json.RawMessage // the conversation's user messages
-	id      string
-	created int64
-	head    translate.Head
+	translate.NoText // generates no text
+	chat             translate.Translator
+	kept             []json.RawMessage // the conversation's user messages
+	id               string
+	created          int64
+	head             translate.Head
 }
 
 // NewCompactBridge builds the chat request of r's compaction (history is
@@ -212,12 +213,13 @@ func (b *CompactBridge) Usage() translate.Usage { return b.chat.Usage() }
 // previous_response_id, and relays its answer.
 type CompactPassthrough struct {
 	Passthrough
+	none translate.Output // a compaction generates no text: its summary is sealed
 }
 
 // NewCompactPassthrough returns the translator of r's compaction on
 // provider openai.
 func NewCompactPassthrough(t translate.Target, r *Request, history []json.RawMessage) *CompactPassthrough {
-	return &CompactPassthrough{Passthrough{target: t, req: r, history: history}}
+	return &CompactPassthrough{Passthrough: Passthrough{target: t, req: r, history: history}}
 }
 
 // RequestBody implements translate.Translator.
@@ -259,3 +261,10 @@ func (p *CompactPassthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byt
 	}
 	return api.Marshal(m)
 }
+
+var _ translate.Reporter = (*CompactBridge)(nil)
+
+// Output implements translate.Reporter: empty.
+func (p *CompactPassthrough) Output() *translate.Output { return &p.none }
+
+var _ translate.Reporter = (*CompactPassthrough)(nil)

@@ -28,6 +28,7 @@ import (
 // cache_write_tokens and, in older API versions, sequence_number, logprobs
 // and the name on function_call_arguments.done.
 type Passthrough struct {
+	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
 	req     *Request
 	history []json.RawMessage
@@ -132,10 +133,21 @@ func (p *Passthrough) ResponseHeaders(status int, contentType string) translate.
 	return p.head
 }
 
-// ResponseBody implements translate.Translator. A success body that is
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
+func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := p.responseBody(chunk, endOfStream)
+	p.report.Scan(translate.Responses, out, p.head.Status, p.stream)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (p *Passthrough) Output() *translate.Output { return &p.report }
+
+// responseBody implements translate.Translator. A success body that is
 // no Response object (not a JSON object, or without an output array) is
 // an error wrapping translate.ErrUpstream.
-func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+func (p *Passthrough) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if p.stream {
 		return p.events(chunk, endOfStream), nil
 	}
@@ -520,3 +532,5 @@ func (p *Passthrough) Conversation() []json.RawMessage {
 }
 
 var _ translate.Translator = (*Passthrough)(nil)
+
+var _ translate.Reporter = (*Passthrough)(nil)

@@ -13,6 +13,7 @@ import (
 // translator: the request goes out as chat, and the chat output comes back
 // as a Response object or its event stream.
 type Translator struct {
+	report  translate.Output // what the last ResponseBody returned
 	chat    translate.Translator
 	req     *Request
 	history []json.RawMessage
@@ -105,10 +106,21 @@ func joinWarnings(a, b string) string {
 	return a + "; " + b
 }
 
-// ResponseBody implements translate.Translator. A chat completion the
+// ResponseBody implements translate.Translator, and reports what it
+// returns.
+func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+	out, err := t.responseBody(chunk, endOfStream)
+	t.report.Scan(translate.Responses, out, t.head.Status, t.stream != nil)
+	return out, err
+}
+
+// Output implements translate.Reporter.
+func (t *Translator) Output() *translate.Output { return &t.report }
+
+// responseBody implements translate.Translator. A chat completion the
 // Response cannot be made of (no choice) is an error wrapping
 // translate.ErrUpstream, as are the chat translator's own.
-func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
+func (t *Translator) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := t.chat.ResponseBody(chunk, endOfStream)
 	switch {
 	case err != nil:
@@ -174,3 +186,5 @@ func (s *Stream) Output() []json.RawMessage {
 }
 
 var _ translate.Translator = (*Translator)(nil)
+
+var _ translate.Reporter = (*Translator)(nil)

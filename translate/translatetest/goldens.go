@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"modelgate/translate"
@@ -86,6 +88,7 @@ func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(
 					t.Fatalf("ResponseBody: %v", err)
 				}
 				Golden(t, filepath.Join(caseDir, "client.json"), out)
+				checkReport(t, ep, tr, out, head.Status >= 400)
 				Golden(t, filepath.Join(caseDir, "usage.json"), usageJSON(tr.Usage()))
 				schema := ep.Body
 				if head.Status >= 400 {
@@ -104,7 +107,12 @@ func RunGoldens(t *testing.T, dir string, ep Endpoint, cases []Case, newTr func(
 			if ep.Event == "" {
 				t.Fatalf("%s answers a stream to an endpoint that has none", tc.Name)
 			}
-			out := Stream(t, tr, [][]byte{recording})
+			out, got := streamOutputs(t, tr, RandomChunks(rand.New(rand.NewPCG(1, 2)), recording, 512))
+			if ep == Chat {
+				if want := answerText(t, out, true); !maps.Equal(got, want) {
+					t.Errorf("reported text %q, the stream's %q", got, want)
+				}
+			}
 			Golden(t, filepath.Join(caseDir, "client.sse"), out)
 			Golden(t, filepath.Join(caseDir, "usage.json"), usageJSON(tr.Usage()))
 			spec.ValidateSSE(t, ep.Event, out)
@@ -214,4 +222,128 @@ func FloatEmbeddings(t testing.TB, body []byte) []byte {
 func usageJSON(u translate.Usage) []byte {
 	b, _ := json.MarshalIndent(u, "", "  ")
 	return append(b, '\n')
+}
+
+// reported is the text a translator reported, unquoted, by kind, in
+// order: the kind's pieces joined.
+type reported map[translate.TextKind]string
+
+// addReport adds what tr reported of out, which must lie in it and
+// be whole JSON strings' contents.
+func (r reported) add(t testing.TB, tr translate.Translator, out []byte) {
+	t.Helper()
+	o := translate.Report(tr)
+	prev := 0
+	for _, x := range o.Texts {
+		if x.Start < prev || x.End < x.Start || x.End > len(out) || x.Start == 0 || out[x.Start-1] != '"' || x.End >= len(out) || out[x.End] != '"' {
+			t.Fatalf("reported text %+v is not a string's contents in %q", x, out)
+		}
+		var s string
+		if err := json.Unmarshal(out[x.Start-1:x.End+1], &s); err != nil {
+			t.Fatalf("reported text %q: %v", out[x.Start-1:x.End+1], err)
+		}
+		r[x.Kind] += s
+		prev = x.End
+	}
+}
+
+// answerText is the text of a chat answer (a body, or a stream's
+// chunks), by kind, as a client reads it.
+func answerText(t testing.TB, out []byte, stream bool) reported {
+	t.Helper()
+	docs := [][]byte{out}
+	if stream {
+		docs = nil
+		var dec sse.Decoder
+		for _, ev := range dec.Feed(out) {
+			if string(ev.Data) != "[DONE]" {
+				docs = append(docs, ev.Data)
+			}
+		}
+	}
+	want := reported{}
+	for _, d := range docs {
+		var c struct {
+			Choices []struct {
+				Delta, Message *struct {
+					Content          *string
+					ReasoningContent *string `json:"reasoning_content"`
+					Refusal          *string
+					ToolCalls        []struct {
+						Function struct{ Arguments string }
+					} `json:"tool_calls"`
+				}
+			}
+		}
+		if err := json.Unmarshal(d, &c); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		for _, ch := range c.Choices {
+			m := ch.Delta
+			if m == nil {
+				m = ch.Message
+			}
+			if m == nil {
+				continue
+			}
+			for k, s := range map[translate.TextKind]*string{translate.TextAnswer: m.Content, translate.TextReasoning: m.ReasoningContent, translate.TextRefusal: m.Refusal} {
+				if s != nil && *s != "" {
+					want[k] += *s
+				}
+			}
+			for _, tc := range m.ToolCalls {
+				if tc.Function.Arguments != "" {
+					want[translate.TextArguments] += tc.Function.Arguments
+				}
+			}
+		}
+	}
+	return want
+}
+
+// streamOutputs is Stream's, with the text the translator reported of
+// each output.
+func streamOutputs(t testing.TB, tr translate.Translator, chunks [][]byte) ([]byte, reported) {
+	t.Helper()
+	var out []byte
+	got := reported{}
+	for i, c := range append(chunks, nil) {
+		b, err := tr.ResponseBody(c, i == len(chunks))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.add(t, tr, b)
+		out = append(out, b...)
+	}
+	return out, got
+}
+
+// checkReport requires what the translator reported of a JSON answer to
+// be its text, by kind: all of a chat answer's, none of an error's or an
+// answer of an endpoint that generates no text.
+func checkReport(t testing.TB, ep Endpoint, tr translate.Translator, out []byte, failed bool) {
+	t.Helper()
+	got := reported{}
+	got.add(t, tr, out)
+	o := translate.Report(tr)
+	if (failed || ep == Embeddings || ep == Images) && len(o.Texts)+len(o.FinishReasons) > 0 {
+		t.Errorf("reports %+v of an answer without text", o)
+	}
+	if ep != Chat || failed {
+		return
+	}
+	// A whole answer's text members are found by name, as the gateway
+	// always counted them: an annotation's quoted content (OpenRouter's
+	// file annotations) follows the message's and counts too.
+	want := answerText(t, out, false)
+	for k := range maps.Keys(got) {
+		if !strings.HasPrefix(got[k], want[k]) || len(want[k]) == 0 && k != translate.TextAnswer {
+			t.Errorf("reported text %q, the answer's %q", got, want)
+		}
+	}
+	for k := range maps.Keys(want) {
+		if _, ok := got[k]; !ok {
+			t.Errorf("reported text %q, the answer's %q", got, want)
+		}
+	}
 }

@@ -21,10 +21,11 @@ import (
 const MaxEmbeddingBatch = 250
 
 type embeddings struct {
-	target translate.Target
-	req    *api.EmbeddingsRequest
-	status int
-	usage  translate.Usage
+	translate.NoText // generates no text
+	target           translate.Target
+	req              *api.EmbeddingsRequest
+	status           int
+	usage            translate.Usage
 }
 
 // NewEmbeddings returns the embeddings translator for provider vertex.
@@ -120,3 +121,5 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 
 // Usage implements translate.Translator.
 func (e *embeddings) Usage() translate.Usage { return e.usage }
+
+var _ translate.Reporter = (*embeddings)(nil)

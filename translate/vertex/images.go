@@ -27,3 +27,8 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 	}
 	return address(up, im.target, "google", ":predict"), nil
 }
+
+// Output implements translate.Reporter: the wrapped translator's report.
+func (x *images) Output() *translate.Output { return translate.Report(x.Translator) }
+
+var _ translate.Reporter = (*images)(nil)

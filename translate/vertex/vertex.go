@@ -156,3 +156,13 @@ func (m *messages) MaxOutputTokens() int64 { return translate.MaxOutputTokens(m.
 func (m *messages) FailStream(message, code string) []byte {
 	return m.Translator.(translate.StreamFailer).FailStream(message, code)
 }
+
+// Output implements translate.Reporter: the wrapped translator's report.
+func (x *chat) Output() *translate.Output { return translate.Report(x.Translator) }
+
+var _ translate.Reporter = (*chat)(nil)
+
+// Output implements translate.Reporter: the wrapped translator's report.
+func (x *messages) Output() *translate.Output { return translate.Report(x.Translator) }
+
+var _ translate.Reporter = (*messages)(nil)
