@@ -31,6 +31,7 @@ type messages struct {
 	path   string
 	stream bool
 	dec    sse.Decoder
+	whole  sse.Whole // the relayed stream, in whole events
 	usage  MessagesUsage
 	failed bool // the answer is an error
 	// count: a count_tokens exchange, whose usage is the tokens counted.
@@ -143,18 +144,19 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 			m.usage.Event(ev.Data)
 		}
 	}
+	out := m.whole.Cut(chunk, endOfStream)
 	if !endOfStream {
-		return chunk, nil
+		return out, nil
 	}
 	m.usage.EndStream()
 	if m.usage.Ended() {
-		return chunk, nil
+		return out, nil
 	}
 	// The stream broke off before message_stop: it ends with the error
 	// event the Messages API's clients raise, after what was sent of an
 	// event, ended so that the error event is one.
 	m.usage.ended = true
-	out := slices.Clip(chunk)
+	out = slices.Clip(out)
 	if m.dec.Pending() {
 		out = append(out, "\n\n"...)
 	}

@@ -31,6 +31,7 @@ type transcription struct {
 	html     bool // the server answered an HTML page (a proxy's)
 	stream   bool
 	dec      sse.Decoder
+	whole    sse.Whole // the relayed stream, in whole events
 	usage    translate.Usage
 	seconds  float64 // the seconds of the answer's usage, zero without
 }
@@ -164,14 +165,14 @@ func (c *transcription) Output() *translate.Output { return &c.report }
 // empty plain-text answer (for the text, srt and vtt formats, or json
 // made from text) is an empty transcript, as for silent audio, and passes.
 func (c *transcription) translated(chunk []byte, endOfStream bool) ([]byte, error) {
-	out, err := c.responseBody(chunk)
+	out, err := c.responseBody(chunk, endOfStream)
 	return out, api.AsUnusable(err)
 }
 
-func (c *transcription) responseBody(chunk []byte) ([]byte, error) {
+func (c *transcription) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	if c.stream {
 		c.scanStream(chunk)
-		return chunk, nil
+		return c.whole.Cut(chunk, endOfStream), nil // relayed in whole events
 	}
 	if c.status < 200 || c.status >= 300 {
 		return api.ProviderError(c.status, chunk), nil

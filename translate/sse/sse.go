@@ -310,3 +310,42 @@ func AppendEvent(dst []byte, typ string, data []byte) []byte {
 	dst = append(dst, '\n')
 	return AppendData(dst, data)
 }
+
+// Whole passes a relayed stream on in whole events: it holds back the end
+// of what came that is not yet a whole event (the provider's chunk edges
+// fall anywhere) and passes it with the next piece, so that whoever reads
+// the relayed bytes piece by piece (the gateway's report of the text)
+// never meets half an event. The zero value is ready.
+type Whole struct{ held []byte }
+
+// Cut returns the whole events of what it holds and chunk; at the end
+// of the stream, all of it.
+func (w *Whole) Cut(chunk []byte, end bool) []byte {
+	b := chunk
+	if len(w.held) > 0 {
+		b = append(w.held, chunk...)
+		w.held = nil
+	}
+	if end {
+		return b
+	}
+	n := wholeEvents(b)
+	if n < len(b) {
+		w.held = append([]byte(nil), b[n:]...) // chunk's bytes are the caller's
+	}
+	return b[:n]
+}
+
+// wholeEvents is the length of b's whole events: up to its last blank
+// line (\n\n, \r\r or \r\n\r\n).
+func wholeEvents(b []byte) int {
+	for i := len(b) - 1; i > 0; i-- {
+		if (b[i] == '\n' || b[i] == '\r') && b[i-1] == b[i] {
+			return i + 1
+		}
+		if b[i] == '\n' && i >= 3 && b[i-1] == '\r' && b[i-2] == '\n' && b[i-3] == '\r' {
+			return i + 1
+		}
+	}
+	return 0
+}
