@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/translate"
 )
 
 // Payload capture, opt-in: an exchange's request body as the client sent
@@ -82,25 +83,47 @@ func (c *captureBuf) add(p []byte) {
 type captureState struct {
 	req, resp captureBuf
 	reqType   string
+	// hidden are the kinds of generated text the rules hide
+	// (Redaction.hides), which the answer's capture leaves out as its
+	// translator reports them, whatever the client API's members.
+	hidden [translate.TextArguments + 1]bool
 }
 
-func (ex *exchange) captureRequest(body []byte) {
-	c := ex.s.cfg.Capture
+// newCapture starts the capture of a request with body and contentType;
+// nil when captures are off.
+func newCapture(c *Capture, contentType string, body []byte) *captureState {
 	if c == nil {
-		return
+		return nil
 	}
-	ex.capture = &captureState{req: captureBuf{max: c.MaxBytes}, resp: captureBuf{max: c.MaxBytes}, reqType: ex.req.contentType}
-	if strings.HasPrefix(ex.req.contentType, "multipart/") {
-		ex.capture.req.b = fmt.Appendf(nil, "[a multipart body of %d bytes, not captured]", len(body))
-		return
+	st := &captureState{req: captureBuf{max: c.MaxBytes}, resp: captureBuf{max: c.MaxBytes}, reqType: contentType}
+	for k := range st.hidden {
+		st.hidden[k] = c.Redact.hides(translate.TextKind(k))
 	}
-	ex.capture.req.add(body)
+	if strings.HasPrefix(contentType, "multipart/") {
+		st.req.b = fmt.Appendf(nil, "[a multipart body of %d bytes, not captured]", len(body))
+		return st
+	}
+	st.req.add(body)
+	return st
 }
 
-func (ex *exchange) captureResponse(out []byte) {
-	if ex.capture != nil {
-		ex.capture.resp.add(out)
+// answer captures out, a piece of the answer the client gets; texts are
+// the generated text its translator reported in it (nil when the gateway
+// changed the translator's bytes), which the rules may hide.
+func (st *captureState) answer(out []byte, texts []translate.Text) {
+	if st == nil {
+		return
 	}
+	last := 0
+	for _, t := range texts {
+		if !st.hidden[t.Kind] || t.Start < last || t.End > len(out) {
+			continue
+		}
+		st.resp.add(out[last:t.Start])
+		st.resp.add([]byte(Redacted))
+		last = t.End
+	}
+	st.resp.add(out[last:])
 }
 
 // providerSecrets are the backends' credentials: a provider that echoes
@@ -405,6 +428,14 @@ func (r Redaction) walk(v any, path string, ls *[]leaf) {
 			r.walk(e, p, ls)
 		}
 	}
+}
+
+// hides reports that the rules hide generated text of kind k: the
+// "content" member rule hides all of it, as it hides chat's content and
+// the Responses API's text events; "arguments" and "input" hide a tool
+// call's arguments.
+func (r Redaction) hides(k translate.TextKind) bool {
+	return r.member("content") || k == translate.TextArguments && (r.member("arguments") || r.member("input"))
 }
 
 func (r Redaction) member(k string) bool {

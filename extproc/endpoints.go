@@ -113,8 +113,6 @@ type endpointSpec struct {
 	// form: its body is a multipart form (an upload of audio), bounded by
 	// Config.MaxAudioBodyBytes, with no prompt to estimate.
 	form bool
-	// text is where a streamed answer carries its text.
-	text textIn
 	// operation is its gen_ai.operation.name: the semantic conventions'
 	// value where they have one.
 	operation string
@@ -130,7 +128,7 @@ var endpoints = [...]endpointSpec{
 	endpointModels: {name: "models", served: true},
 	endpointChat: {name: "chat.completions", generates: true, operation: "chat",
 		flow: func(*Server, headerMap) flow { return chatFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
-	endpointResponses: {name: "responses", generates: true, text: responsesEvents, operation: "chat",
+	endpointResponses: {name: "responses", generates: true, operation: "chat",
 		flow: func(*Server, headerMap) flow { return &responsesFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointCompact: {name: "responses.compact", generates: true, operation: "chat",
 		flow: func(*Server, headerMap) flow { return compactFlow{} }, serves: func(p providers.Provider) bool { return p.Chat != nil }},
@@ -146,7 +144,7 @@ var endpoints = [...]endpointSpec{
 	endpointResponseGet:    {name: "responses.retrieve", served: true},
 	endpointResponseDelete: {name: "responses.delete", served: true},
 	endpointInputItems:     {name: "responses.input_items", served: true},
-	endpointMessages: {name: "messages", generates: true, text: messagesEvents, operation: "chat", dialect: anthropicDialect,
+	endpointMessages: {name: "messages", generates: true, operation: "chat", dialect: anthropicDialect,
 		flow: func(_ *Server, hm headerMap) flow {
 			return messagesFlow{version: hm.get(anthropicVersionHeader), beta: hm.get(anthropicBetaHeader)}
 		},
@@ -394,8 +392,9 @@ func (s *Server) countsTokens(model string) bool {
 // translator (exchange.answerLocally), whose usage is what the answer
 // stands for once it is given.
 type localAnswer struct {
-	body  []byte
-	usage translate.Usage
+	body             []byte
+	usage            translate.Usage
+	translate.NoText // a count, no generated text
 }
 
 func (*localAnswer) Error() string { return "answered by the gateway" }

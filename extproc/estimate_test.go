@@ -55,39 +55,3 @@ func TestEstimateKeepsAudioAndImages(t *testing.T) {
 		}
 	}
 }
-
-// generatedText reads any bytes without failing, never counts more than
-// it was given, and counts a delta's content exactly, escapes included,
-// whatever the text holds and however the chunk is spaced.
-func FuzzGeneratedText(f *testing.F) {
-	for _, s := range []string{"Hello", `a":"b`, "\n\t\"\\", "{\"content\":\"x\"}", "\u2028é\xff", ""} {
-		f.Add(s, false)
-		f.Add(s, true)
-	}
-	f.Fuzz(func(t *testing.T, s string, spaced bool) {
-		for _, in := range []textIn{chatChunks, responsesEvents, wholeAnswer} {
-			if n := generatedText([]byte(s), in); n < 0 || n > len(s) {
-				t.Fatalf("generatedText(%q) = %d", s, n)
-			}
-		}
-		v, _ := json.Marshal(s)
-		chunk := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":` + string(v) + `}}]}`
-		if spaced {
-			chunk = `data: {"choices" : [ {"index" : 0, "delta" :` + "\n\t" + `{"role" : "assistant", "content" :  ` + string(v) + `} } ]}`
-		}
-		if got, want := generatedText([]byte(chunk), chatChunks), len(v)-2; got != want {
-			t.Fatalf("generatedText(%s) = %d, want %d", chunk, got, want)
-		}
-	})
-}
-
-// One chat chunk's count, as every streamed chunk pays it.
-func BenchmarkGeneratedText(b *testing.B) {
-	chunk := []byte(`data: {"id":"chatcmpl-AbCdEf","object":"chat.completion.chunk","created":1733000000,"model":"gpt-4o-mini-2024-07-18",` +
-		`"system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":{"content":" capital of France is Paris."},"logprobs":null,"finish_reason":null}]}` + "\n\n")
-	b.ReportAllocs()
-	b.SetBytes(int64(len(chunk)))
-	for b.Loop() {
-		generatedText(chunk, chatChunks)
-	}
-}

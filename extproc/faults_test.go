@@ -312,36 +312,6 @@ func TestRequestHeadersForTheProvider(t *testing.T) {
 	}
 }
 
-// generatedText counts the text of generated members only (escapes as the
-// bytes they take), once each, also when the text holds what looks like a
-// member, and whatever the JSON's spacing.
-func TestGeneratedText(t *testing.T) {
-	for _, tt := range []struct {
-		out  string
-		in   textIn
-		want int
-	}{
-		{`data: {"id":"chatcmpl-1","model":"m","choices":[{"delta":{"content":"Hello"}}]}`, chatChunks, 5},
-		{`data: {"id": "chatcmpl-1", "model": "m", "choices": [{"delta": {"content" : "Hello"}}]}`, chatChunks, 5},
-		{"data: {\"choices\":\t[{\"delta\":\n{\"content\":\r\n \"Hi\"}}]}", chatChunks, 2},
-		{`data: {"choices":[{"delta":{"content":"a\":\"b","role":"assistant"}}]}`, chatChunks, 7},
-		{`data: {"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}}]}`, chatChunks, 6},
-		{`data: {"choices":[{"delta":{"content":null,"refusal":"no"}}]}`, chatChunks, 2},
-		{`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","delta":"hi"}`, responsesEvents, 2},
-		// The done events repeat the deltas.
-		{`data: {"type":"response.output_text.done","text":"hi"}`, responsesEvents, 0},
-		{`data: {"type":"response.output_item.done","item":{"type":"function_call","arguments":"{}"}}`, responsesEvents, 0},
-		{`{"object":"response","output":[{"type":"message","content":[{"type":"output_text","text":"Paris."}]}]}`, wholeAnswer, 6},
-		{`{"object": "chat.completion", "choices": [{"message": {"role": "assistant", "content": "Paris."}}]}`, wholeAnswer, 6},
-		{`data: {"usage":{"prompt_tokens":1}}`, chatChunks, 0},
-		{`data: {"choices":[{"delta":{"content":"unterminated`, chatChunks, 12},
-	} {
-		if got := generatedText([]byte(tt.out), tt.in); got != tt.want {
-			t.Errorf("generatedText(%s, %d) = %d, want %d", tt.out, tt.in, got, tt.want)
-		}
-	}
-}
-
 // panickyPassthrough is the Responses passthrough with panicky's bug.
 type panickyPassthrough struct{ *responses.Passthrough }
 

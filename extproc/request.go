@@ -253,7 +253,7 @@ func (ex *exchange) answerLocally(ctx context.Context, local *localAnswer) *extp
 }
 
 func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
-	ex.captureRequest(body)
+	ex.capture = newCapture(ex.s.cfg.Capture, ex.req.contentType, body)
 	if err := ex.parse(ctx, body); err != nil {
 		return nil, err
 	}
@@ -434,9 +434,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
 	resp := errorResponse(apiErr, ex.req.dialect)
-	if ex.capture != nil {
-		ex.captureResponse(resp.GetImmediateResponse().GetBody())
-	}
+	ex.capture.answer(resp.GetImmediateResponse().GetBody(), nil)
 	return resp
 }
 

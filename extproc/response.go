@@ -139,17 +139,8 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	if err != nil {
 		return ex.failBody(err)
 	}
-	if ex.span.span != nil {
-		ex.span.noteFinishReasons(out)
-	}
-	ex.captureResponse(out)
-	if ex.answer.head.Stream {
-		if len(out) > 0 && ex.answer.at.firstByte.IsZero() {
-			ex.answer.at.firstByte = ex.s.now()
-		}
-		ex.answer.generated += generatedText(out, ex.req.endpoint.spec().text)
-	} else if eos && ex.providerUsage().CompletionTokens == 0 {
-		ex.answer.generated += generatedText(out, wholeAnswer) // a JSON answer without usage is charged for its text
+	if ex.answer.head.Stream && len(out) > 0 && ex.answer.at.firstByte.IsZero() {
+		ex.answer.at.firstByte = ex.s.now()
 	}
 	var mut *headers
 	if !ex.answer.head.Stream {
@@ -162,18 +153,41 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	return ex.bodyDone(out, eos, mut)
 }
 
-// translateBody runs the translator, then what the gateway adds: image
-// URLs and stored responses.
+// translateBody runs the translator, notes what it reports it produced
+// (finish reasons for the span; the text the client got, for an estimate
+// of a stream, or of a JSON answer without usage), adds what the gateway
+// adds (image URLs, stored responses), and captures the result.
 func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([]byte, error) {
-	out, err := ex.tr.ResponseBody(body, eos)
+	tout, err := ex.tr.ResponseBody(body, eos)
 	if err != nil {
 		return nil, err
 	}
+	rep := ex.tr.Output()
+	if ex.span.span != nil {
+		ex.span.noteFinishReasons(rep.FinishReasons)
+	}
+	if ex.answer.head.Stream || ex.providerUsage().CompletionTokens == 0 {
+		ex.answer.generated += rep.TextBytes()
+	}
+	out := tout
 	if ex.answer.head.Status >= 400 || ex.answer.head.Stream && bytes.Contains(out, []byte(`"error"`)) {
 		out = ex.s.scrubCredentials(out, ex.route.target.APIKey)
 	}
 	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log}
-	return ex.flow.answer(ctx, ac, out, eos)
+	if out, err = ex.flow.answer(ctx, ac, out, eos); err != nil {
+		return nil, err
+	}
+	texts := rep.Texts
+	if !sameBytes(out, tout) { // the spans are the translator's
+		texts = nil
+	}
+	ex.capture.answer(out, texts)
+	return out, nil
+}
+
+// sameBytes reports that a and b are the same slice.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // bodyDone replies with out and, at the end, settles the exchange.
@@ -255,9 +269,6 @@ func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extp
 	out, err := ex.translateBody(ctx, body, true)
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
-	}
-	if ex.providerUsage().CompletionTokens == 0 {
-		ex.answer.generated += generatedText(out, wholeAnswer)
 	}
 	return ex.bodyDone(out, true, nil)
 }

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"slices"
@@ -65,32 +64,13 @@ func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
 	_, ex.span.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
 }
 
-// noteFinishReasons keeps the finish reasons an answer's bytes name, for
-// the span: the string values of its finish_reason members.
-func (sp *exchangeSpan) noteFinishReasons(out []byte) {
-	const member = `"finish_reason"`
-	for rest := out; ; {
-		i := bytes.Index(rest, []byte(member))
-		if i < 0 {
-			return
-		}
-		rest = bytes.TrimLeft(rest[i+len(member):], " \t\r\n")
-		if len(rest) == 0 || rest[0] != ':' {
-			continue
-		}
-		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-		if len(rest) == 0 || rest[0] != '"' { // null
-			continue
-		}
-		rest = rest[1:]
-		end := bytes.IndexByte(rest, '"')
-		if end < 0 {
-			return
-		}
-		if r := string(rest[:end]); !slices.Contains(sp.finishReasons, r) {
+// noteFinishReasons keeps the finish reasons the translator reported, for
+// the span, each once.
+func (sp *exchangeSpan) noteFinishReasons(reasons []string) {
+	for _, r := range reasons {
+		if !slices.Contains(sp.finishReasons, r) {
 			sp.finishReasons = append(sp.finishReasons, r)
 		}
-		rest = rest[end:]
 	}
 }
 

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -11,32 +10,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc/metadata"
 )
-
-func TestNoteFinishReasons(t *testing.T) {
-	sp := &exchangeSpan{}
-	sp.noteFinishReasons([]byte(`{"choices":[{"finish_reason": "stop"},{"finish_reason":null},{"finish_reason" :"length"}]}` +
-		`data: {"choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n" + `{"finish_reason":"tool_calls`))
-	if len(sp.finishReasons) != 2 || sp.finishReasons[0] != "stop" || sp.finishReasons[1] != "length" {
-		t.Errorf("finish reasons = %q", sp.finishReasons)
-	}
-}
-
-// FuzzNoteFinishReasons: any answer bytes, no panic, and every reason kept
-// is a string the bytes hold.
-func FuzzNoteFinishReasons(f *testing.F) {
-	f.Add([]byte(`{"finish_reason":"stop"}`))
-	f.Add([]byte(`"finish_reason" : "length" "finish_reason":`))
-	f.Add([]byte(`"finish_reason":"`))
-	f.Fuzz(func(t *testing.T, out []byte) {
-		sp := &exchangeSpan{}
-		sp.noteFinishReasons(out)
-		for _, r := range sp.finishReasons {
-			if !bytes.Contains(out, []byte(`"`+r+`"`)) {
-				t.Fatalf("reason %q is not in %q", r, out)
-			}
-		}
-	})
-}
 
 // Envoy's trace context in the stream's gRPC metadata (its span of the
 // ext_proc call) is the parent before the request's own traceparent.

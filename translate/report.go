@@ -72,20 +72,11 @@ func (o *Output) Reset() {
 	o.Texts, o.FinishReasons = o.Texts[:0], o.FinishReasons[:0]
 }
 
-// Reporter is implemented by every translator: it tells what the bytes
-// its last ResponseBody call returned carry. The Output is the
-// translator's and valid until its next ResponseBody call; a translator of
-// an endpoint that generates no text (embeddings, images, transcriptions)
-// reports an empty one.
+// Reporter is what every translator is (Translator embeds it): it tells
+// what the bytes its last ResponseBody call returned carry. The Output is
+// the translator's and valid until its next ResponseBody call; a
+// translator of an endpoint that generates no text (embeddings, images)
+// reports an empty one (NoText).
 type Reporter interface {
 	Output() *Output
-}
-
-// Report is what tr reports of its last output; an empty Output for a
-// translator that reports nothing.
-func Report(tr Translator) *Output {
-	if r, ok := tr.(Reporter); ok {
-		return r.Output()
-	}
-	return &Output{}
 }

@@ -168,6 +168,9 @@ func (s *scanner) member(k []byte, vs, ve int, out []byte) {
 		s.text(vs, ve, kind)
 		return
 	}
+	if ve >= len(out) { // a string cut off: no reason is half a word
+		return
+	}
 	switch s.dialect {
 	case Chat:
 		if string(k) == "finish_reason" {

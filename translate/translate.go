@@ -241,4 +241,7 @@ type Translator interface {
 	ResponseBody(chunk []byte, endOfStream bool) ([]byte, error)
 	// Usage returns the usage seen so far; complete after endOfStream.
 	Usage() Usage
+	// Reporter tells what the bytes the last ResponseBody call returned
+	// carry: their generated text and finish reasons (report.go).
+	Reporter
 }

@@ -86,6 +86,5 @@ func withAPIKey(headers []translate.Header, key string) []translate.Header {
 }
 
 // Output implements translate.Reporter: the wrapped translator's report.
-func (x *deployment) Output() *translate.Output { return translate.Report(x.Translator) }
 
 var _ translate.Reporter = (*deployment)(nil)

@@ -179,6 +179,8 @@ func cutRecording(t *testing.T, path, at string) string {
 // built: RunGoldens renders the client error as the upstream request.
 type rejected struct{ err error }
 
+func (rejected) Output() *translate.Output { return &translate.Output{} }
+
 func (r rejected) RequestBody() (translate.Upstream, error) { return translate.Upstream{}, r.err }
 func (r rejected) ResponseHeaders(int, string) translate.Head {
 	panic("a refused request has no response")

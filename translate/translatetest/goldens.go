@@ -232,7 +232,7 @@ type reported map[translate.TextKind]string
 // be whole JSON strings' contents.
 func (r reported) add(t testing.TB, tr translate.Translator, out []byte) {
 	t.Helper()
-	o := translate.Report(tr)
+	o := tr.Output()
 	prev := 0
 	for _, x := range o.Texts {
 		if x.Start < prev || x.End < x.Start || x.End > len(out) || x.Start == 0 || out[x.Start-1] != '"' || x.End >= len(out) || out[x.End] != '"' {
@@ -325,7 +325,7 @@ func checkReport(t testing.TB, ep Endpoint, tr translate.Translator, out []byte,
 	t.Helper()
 	got := reported{}
 	got.add(t, tr, out)
-	o := translate.Report(tr)
+	o := tr.Output()
 	if (failed || ep == Embeddings || ep == Images) && len(o.Texts)+len(o.FinishReasons) > 0 {
 		t.Errorf("reports %+v of an answer without text", o)
 	}

@@ -96,7 +96,6 @@ type createdTime struct {
 
 // Output implements translate.Reporter: the created time it rewrites
 // keeps its length, so the spans hold.
-func (c *createdTime) Output() *translate.Output { return translate.Report(c.Translator) }
 
 func pinCreated(t testing.TB, tr translate.Translator) translate.Translator {
 	return &createdTime{Translator: tr, t: t, start: time.Now().Unix()}

@@ -29,6 +29,5 @@ func (im *images) RequestBody() (translate.Upstream, error) {
 }
 
 // Output implements translate.Reporter: the wrapped translator's report.
-func (x *images) Output() *translate.Output { return translate.Report(x.Translator) }
 
 var _ translate.Reporter = (*images)(nil)

@@ -158,11 +158,9 @@ func (m *messages) FailStream(message, code string) []byte {
 }
 
 // Output implements translate.Reporter: the wrapped translator's report.
-func (x *chat) Output() *translate.Output { return translate.Report(x.Translator) }
 
 var _ translate.Reporter = (*chat)(nil)
 
 // Output implements translate.Reporter: the wrapped translator's report.
-func (x *messages) Output() *translate.Output { return translate.Report(x.Translator) }
 
 var _ translate.Reporter = (*messages)(nil)
