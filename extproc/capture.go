@@ -41,8 +41,11 @@ type Redaction struct {
 	// values are replaced whole, at any depth (such as "content" or
 	// "input"). In Responses API stream events (a "type" starting
 	// "response.") "content" also covers the text members "delta", "text",
-	// "part", "refusal" and "transcript"; the "delta" of argument and input
-	// events is also covered by "arguments" and "input".
+	// "part", "refusal" and "transcript", and "logprobs"; the "delta" of
+	// argument and input events is also covered by "arguments" and
+	// "input". In every answer, "content" covers the generated text its
+	// translator reports, whatever the client API's member (a Messages
+	// stream's text_delta), and "arguments" and "input" a tool call's.
 	Members []string
 	// Patterns are replaced wherever they match in the bodies' strings.
 	Patterns []*regexp.Regexp
@@ -395,8 +398,9 @@ func (l *leaf) set(s string) {
 }
 
 // eventTextMembers are the members of Responses stream events that
-// "content" covers.
-var eventTextMembers = []string{"delta", "text", "part", "refusal", "transcript"}
+// "content" covers: their text, and the logprobs that repeat it token by
+// token.
+var eventTextMembers = []string{"delta", "text", "part", "refusal", "transcript", "logprobs"}
 
 // walk replaces the members the rules name and gathers the strings left.
 func (r Redaction) walk(v any, path string, ls *[]leaf) {
