@@ -137,22 +137,16 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// admitRouted admits a routed request against its budgets and its rate limits,
-// before anything reaches a provider. A request the rate limits refuse
-// gets its budget reservation back.
-func (ex *exchange) admitRouted(ctx context.Context) error {
-	return ex.meter.admit(ctx, ex.req.principal, ex.reservation(), ex.costEstimate)
-}
-
-// admit reserves the request's estimated cost (costAt, at the time of
-// the admission) from its budgets, then reserve tokens from its rate
-// limits. A request the rate limits refuse gets its budget reservation
-// back.
-func (m *meter) admit(ctx context.Context, p *authz.Principal, reserve int64, costAt func(time.Time) int64) error {
-	if err := m.admitSpend(ctx, p, costAt); err != nil {
+// admit admits a routed request (r, of flow f) against its budgets and
+// its rate limits, before anything reaches a provider: it reserves the
+// request's estimated cost at the time of the admission from its
+// budgets, then tokens from its rate limits. A request the rate limits
+// refuse gets its budget reservation back.
+func (m *meter) admit(ctx context.Context, r *request, f flow) error {
+	if err := m.admitSpend(ctx, r.principal, func(at time.Time) int64 { return m.s.costEstimate(r, f, at) }); err != nil {
 		return err
 	}
-	if err := m.admitRate(ctx, p, reserve); err != nil {
+	if err := m.admitRate(ctx, r.principal, r.reservation(m.s.cfg.DefaultOutputTokens)); err != nil {
 		m.settleSpend(ctx, func() int64 { return 0 })
 		return err
 	}
@@ -203,21 +197,21 @@ func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(
 	return nil
 }
 
-// costEstimate is what the request may cost at the price in effect at
-// at: its estimated prompt and its bound on the answer, as the token
-// reservation counts them, the images it asks for, and the web searches
-// it allows (a web search tool's max_uses; none without a bound). Zero
-// without a price.
-func (ex *exchange) costEstimate(at time.Time) int64 {
-	p, ok := ex.s.cfg.Prices.At(ex.req.model, at)
+// costEstimate is what request r of flow f may cost at the price in
+// effect at at: its estimated prompt and its bound on the answer, as the
+// token reservation counts them, the images it asks for, and the web
+// searches it allows (a web search tool's max_uses; none without a
+// bound). Zero without a price.
+func (s *Server) costEstimate(r *request, f flow, at time.Time) int64 {
+	p, ok := s.cfg.Prices.At(r.model, at)
 	if !ok {
 		return 0
 	}
-	u := pricing.Usage{PromptTokens: ex.req.prompt, WebSearchRequests: ex.req.searches}
-	if ex.req.endpoint.spec().generates {
-		u.CompletionTokens = ex.reservation() - ex.req.prompt
+	u := pricing.Usage{PromptTokens: r.prompt, WebSearchRequests: r.searches}
+	if r.endpoint.spec().generates {
+		u.CompletionTokens = r.reservation(s.cfg.DefaultOutputTokens) - r.prompt
 	}
-	u = ex.flow.price(u, true) // audio's length is known only after
+	u = f.price(u, true) // audio's length is known only after
 	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
 }
@@ -262,10 +256,10 @@ func (s *Server) budgetAlerts(log warner, alerts []ratelimit.Alert) {
 	}
 }
 
-// spentCost is what usage u cost at the model's price now, as the
-// ledger prices it, for settleSpend.
-func (ex *exchange) spentCost(u translate.Usage) int64 {
-	c, _ := ex.s.cost(ex.req.model, ex.pricingUsage(u), ex.s.now())
+// spentCost is what usage u of request r (of flow f) cost at the model's
+// price now, as the ledger prices it, for settleSpend.
+func (s *Server) spentCost(r *request, f flow, u translate.Usage) int64 {
+	c, _ := s.cost(r.model, pricingUsage(f, u), s.now())
 	return int64(c)
 }
 

@@ -53,13 +53,13 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 	if ex.tr == nil {
 		return translate.Usage{}, false
 	}
-	u = ex.providerUsage()
-	if !ex.needsEstimate(u) {
+	u = providerUsage(ex.tr)
+	if !ex.answer.needsEstimate(u, ex.req.endpoint) {
 		return u, false
 	}
 	prompt := u.PromptTokens // the provider counts the prompt before it answers: exact when given
 	if prompt == 0 {
-		prompt = ex.promptTokens()
+		prompt = ex.req.promptTokens(ex.tr)
 	}
 	est := translate.Usage{
 		PromptTokens:       prompt,
@@ -81,13 +81,13 @@ func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
 // the one admitted, else (the answer of a Fallback model, whose
 // deployment's request only its attempt saw) an estimate of that request,
 // translated again for this alone: RequestBody is pure.
-func (ex *exchange) promptTokens() int64 {
-	if ex.req.prompt == 0 && !ex.req.endpoint.spec().form {
-		if up, err := ex.tr.RequestBody(); err == nil {
-			ex.req.prompt = promptEstimate(up.Body)
+func (r *request) promptTokens(tr translate.Translator) int64 {
+	if r.prompt == 0 && !r.endpoint.spec().form {
+		if up, err := tr.RequestBody(); err == nil {
+			r.prompt = promptEstimate(up.Body)
 		}
 	}
-	return ex.req.prompt
+	return r.prompt
 }
 
 // needsEstimate: an exchange the provider received and that did not end
@@ -97,16 +97,16 @@ func (ex *exchange) promptTokens() int64 {
 // so far), so an answer cut short, by the client, by Envoy or by the
 // provider (translate.Usage.Partial), is always measured against the text
 // the client got, whatever the provider reported.
-func (ex *exchange) needsEstimate(u translate.Usage) bool {
+func (a *answer) needsEstimate(u translate.Usage, ep endpoint) bool {
 	switch {
-	case ex.answer.delivery != sent:
+	case a.delivery != sent:
 		return false
 	case u.Partial: // the provider ended its stream before its end
 		return true
-	case ex.answer.mode == bodyEnvoyReply: // a timeout: the provider had the request
+	case a.mode == bodyEnvoyReply: // a timeout: the provider had the request
 		return u.TotalTokens == 0
-	case ex.answer.completed:
-		return u.TotalTokens == 0 && ex.answer.status < 400 && ex.req.endpoint.spec().generates
+	case a.completed:
+		return u.TotalTokens == 0 && a.status < 400 && ep.spec().generates
 	}
-	return u.TotalTokens == 0 || ex.req.endpoint.spec().generates
+	return u.TotalTokens == 0 || ep.spec().generates
 }

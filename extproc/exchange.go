@@ -301,7 +301,7 @@ func (ex *exchange) beforeSend(ctx context.Context) {
 	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.meter.rateSettled {
 		u, _ := ex.usageToCharge()
-		ex.meter.settle(ctx, u.TotalTokens, func() int64 { return ex.spentCost(u) })
+		ex.meter.settle(ctx, u.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, u) })
 	}
 }
 

@@ -66,13 +66,13 @@ func (ex *exchange) outcome(end time.Time) outcome {
 // away, so no record is lost.
 func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
-	ex.warnUnbelievable()
+	warnUnbelievable(&ex.log, ex.tr)
 	o := ex.outcome(ex.s.now())
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)
-	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.spentCost(o.usage) })
+	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, o.usage) })
 	if o.ledgered(ex.route.via.unanswered()) {
-		o.cost, o.costKnown = ex.s.cost(ex.req.model, ex.pricingUsage(o.usage), o.end)
+		o.cost, o.costKnown = ex.s.cost(ex.req.model, pricingUsage(ex.flow, o.usage), o.end)
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
 	}
 	ex.log.request(&o, ex.s.cfg.RequestLogSample, ex.s.cfg.Currency)

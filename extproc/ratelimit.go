@@ -48,12 +48,12 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 // the provider is sent (maxOutput), else Config.DefaultOutputTokens for
 // endpoints that generate, once for every answer it asks for (n: 128
 // answers of 100 tokens may cost 12,800).
-func (ex *exchange) reservation() int64 {
-	out := ex.req.maxOutput
-	if out == 0 && ex.req.endpoint.spec().generates {
-		out = ex.s.cfg.DefaultOutputTokens
+func (r *request) reservation(defaultOutput int64) int64 {
+	out := r.maxOutput
+	if out == 0 && r.endpoint.spec().generates {
+		out = defaultOutput
 	}
-	return max(saturatingAdd(ex.req.prompt, saturatingMul(out, max(ex.req.answers, 1))), 1)
+	return max(saturatingAdd(r.prompt, saturatingMul(out, max(r.answers, 1))), 1)
 }
 
 // maxReservation bounds a reservation far above any limit an operator

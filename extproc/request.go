@@ -244,7 +244,7 @@ func (ex *exchange) answerLocally(ctx context.Context, local *localAnswer) *extp
 	// recorded without its usage.
 	used := local.usage
 	ex.req.prompt, ex.tr, local.usage = used.PromptTokens, local, translate.Usage{}
-	if err := ex.admitRouted(ctx); err != nil {
+	if err := ex.meter.admit(ctx, &ex.req, ex.flow); err != nil {
 		return ex.fail(err)
 	}
 	local.usage = used
@@ -261,7 +261,7 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err != nil {
 		return nil, err
 	}
-	if err := ex.admitRouted(ctx); err != nil {
+	if err := ex.meter.admit(ctx, &ex.req, ex.flow); err != nil {
 		return nil, err
 	}
 	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()

@@ -166,7 +166,7 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	if ex.span.span != nil {
 		ex.span.noteFinishReasons(rep.FinishReasons)
 	}
-	if ex.answer.head.Stream || ex.providerUsage().CompletionTokens == 0 {
+	if ex.answer.head.Stream || providerUsage(ex.tr).CompletionTokens == 0 {
 		ex.answer.generated += rep.TextBytes()
 	}
 	out := tout
@@ -205,7 +205,7 @@ func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.Proc
 func (ex *exchange) finishBody(reply *extprocv3.ProcessingResponse, eos bool) *extprocv3.ProcessingResponse {
 	if eos {
 		ex.phase, ex.answer.completed = phaseDone, true
-		reply.DynamicMetadata = ex.metadata()
+		reply.DynamicMetadata = ex.s.metadata(&ex.req, &ex.route, providerUsage(ex.tr))
 	}
 	return reply
 }

@@ -11,37 +11,36 @@ import (
 	"modelgate/translate"
 )
 
-// providerUsage is the translator's usage as the gateway believes it
+// providerUsage is the usage of tr as the gateway believes it
 // (translate.Usage.Sane): counts in [0, translate.MaxUsageCount],
 // consistent with each other. Whatever reads a provider's usage reads it
 // here, never from the translator.
-func (ex *exchange) providerUsage() translate.Usage { return ex.tr.Usage().Sane() }
+func providerUsage(tr translate.Translator) translate.Usage { return tr.Usage().Sane() }
 
 // warnUnbelievable logs the usage the provider stated when the gateway
 // could not believe it as it was (translate.Usage.Sane changed it): an
 // operator's cue that a provider, or a server posing as one, sends
 // counts out of range.
-func (ex *exchange) warnUnbelievable() {
-	if ex.tr == nil {
+func warnUnbelievable(log *exchangeLog, tr translate.Translator) {
+	if tr == nil {
 		return
 	}
-	u := ex.tr.Usage()
+	u := tr.Usage()
 	if u.Sane() == u {
 		return
 	}
-	ex.log.Warn("provider usage out of range", zap.Int64("prompt_tokens", u.PromptTokens),
+	log.Warn("provider usage out of range", zap.Int64("prompt_tokens", u.PromptTokens),
 		zap.Int64("completion_tokens", u.CompletionTokens), zap.Int64("total_tokens", u.TotalTokens),
 		zap.Int64("cached_tokens", u.CachedTokens), zap.Int64("cache_write_tokens", u.CacheWriteTokens),
 		zap.Int64("cache_write_1h_tokens", u.CacheWrite1hTokens), zap.Int64("reasoning_tokens", u.ReasoningTokens),
 		zap.Float64("audio_seconds", u.AudioSeconds), zap.Int64("images", u.Images), zap.Int64("web_search_requests", u.WebSearchRequests))
 }
 
-// metadata is the usage exposed to Envoy as dynamic metadata, for access
-// logs and stream-done rate limiting.
-func (ex *exchange) metadata() *structpb.Struct {
-	u := ex.providerUsage()
+// metadata is the usage u of request r on route rt exposed to Envoy as
+// dynamic metadata, for access logs and stream-done rate limiting.
+func (s *Server) metadata(r *request, rt *route, u translate.Usage) *structpb.Struct {
 	m := new(metadataSlab)
-	for i, v := range [...]string{ex.req.model, ex.route.target.Backend, ex.route.target.Provider, ex.req.principal.AccountID} {
+	for i, v := range [...]string{r.model, rt.target.Backend, rt.target.Provider, r.principal.AccountID} {
 		m.strings[i].StringValue = v
 		m.values[i].Kind = &m.strings[i]
 	}
@@ -55,7 +54,7 @@ func (ex *exchange) metadata() *structpb.Struct {
 	}
 	m.nsKind.StructValue = &m.ns
 	m.nsValue.Kind = &m.nsKind
-	m.top.Fields = map[string]*structpb.Value{ex.s.cfg.MetadataNamespace: &m.nsValue}
+	m.top.Fields = map[string]*structpb.Value{s.cfg.MetadataNamespace: &m.nsValue}
 	return &m.top
 }
 
@@ -70,16 +69,16 @@ type metadataSlab struct {
 	numbers [3]structpb.Value_NumberValue
 }
 
-// pricingUsage is u as prices count it: tokens, audio seconds, images
+// pricingUsage is u as prices count it, for flow f: tokens, audio seconds, images
 // and web searches, the images of the size and quality the client asked
 // for (empty when it asked for none, which only prices for any size or
 // quality match).
-func (ex *exchange) pricingUsage(u translate.Usage) pricing.Usage {
+func pricingUsage(f flow, u translate.Usage) pricing.Usage {
 	p := pricing.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens, CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens,
 		AudioSeconds: u.AudioSeconds, Images: u.Images, WebSearchRequests: u.WebSearchRequests}
-	if ex.flow != nil {
-		p = ex.flow.price(p, false)
+	if f != nil {
+		p = f.price(p, false)
 	}
 	return p
 }
