@@ -124,8 +124,10 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 	if int64(len(body)) > st.s.bodyLimit(ep) {
 		return nil, errTooLarge()
 	}
-	if err := st.flow.parse(ctx, st, body); err != nil {
+	if local, err := st.flow.parse(ctx, st, body); err != nil {
 		return nil, err
+	} else if local != nil { // the router-level stream answers what the gateway answers itself
+		return nil, errInternal(fmt.Errorf("attempt %d: a request the gateway answers itself", a.count))
 	}
 	up, err := st.tr.RequestBody()
 	if err != nil {

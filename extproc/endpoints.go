@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
-	"modelgate/translate/messages"
 	"modelgate/translate/providers"
 )
 
@@ -151,7 +151,7 @@ var endpoints = [...]endpointSpec{
 		serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointCountTokens: {name: "messages.count_tokens", dialect: anthropicDialect,
 		flow: func(_ *Server, hm headerMap) flow {
-			return messagesFlow{version: hm.get(anthropicVersionHeader), beta: hm.get(anthropicBetaHeader), countTokens: true}
+			return countTokensFlow{messagesFlow{version: hm.get(anthropicVersionHeader), beta: hm.get(anthropicBetaHeader)}}
 		},
 		serves: func(p providers.Provider) bool { return p.Chat != nil }},
 	endpointRoot: {name: "root"},
@@ -169,7 +169,9 @@ type flow interface {
 	// parse validates the client's body, routes the model it names
 	// (parser.pick) and hands over what builds the translator
 	// (parser.translator).
-	parse(ctx context.Context, st parser, body []byte) error
+	// A request the gateway answers itself once it is parsed (a token
+	// count it estimates) gives its answer instead.
+	parse(ctx context.Context, st parser, body []byte) (*localAnswer, error)
 	// answer is what the client gets of the translation of the answer's
 	// body, or of one chunk of a stream.
 	answer(ctx context.Context, ac answerContext, out []byte, eos bool) ([]byte, error)
@@ -212,37 +214,37 @@ func (passAnswer) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 
 type chatFlow struct{ passAnswer }
 
-func (chatFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := api.ParseChatRequest(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := st.pick(ctx, req.Model); err != nil {
-		return err
+		return nil, err
 	}
 	r := st.request()
 	req, left, err := req.Permitted(st.server().webSearch(r.model))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
 	})
 }
 
 type embeddingsFlow struct{ passAnswer }
 
-func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := api.ParseEmbeddingsRequest(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := st.pick(ctx, req.Model); err != nil {
-		return err
+		return nil, err
 	}
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointEmbeddings)
 		}
@@ -252,15 +254,15 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) error {
 
 type transcriptionFlow struct{ passAnswer }
 
-func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := api.ParseTranscriptionRequest(st.request().contentType, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := st.pick(ctx, req.Model); err != nil {
-		return err
+		return nil, err
 	}
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Transcription == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointTranscriptions)
 		}
@@ -276,16 +278,16 @@ type imagesFlow struct {
 	publicBase string // where the client reaches the gateway, for image URLs
 }
 
-func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := api.ParseImagesRequest(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := st.pick(ctx, req.Model); err != nil {
-		return err
+		return nil, err
 	}
 	f.req = req
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Images == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointImages)
 		}
@@ -317,47 +319,63 @@ func errEndpointNotSupported(model string, ep endpoint) *APIError {
 
 // messagesFlow is a Messages API request's: relayed to a provider of the
 // Messages API (Anthropic) as sent, else bridged to the provider's chat
-// translator; count_tokens is the provider's own count where it has one,
-// else the gateway's estimate.
+// translator, as the provider table decides (MessagesTranslator).
 type messagesFlow struct {
 	passAnswer
 	version, beta string // the client's version and betas (anthropicVersionHeader, anthropicBetaHeader)
-	countTokens   bool
 }
 
-func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) error {
-	req, err := api.ParseMessagesRequest(body, f.countTokens)
+func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
+	req, err := f.permitted(ctx, st, body, false)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		return p.MessagesTranslator(t, req)
+	})
+}
+
+// permitted parses a Messages request (a token count's, count), routes
+// its model and leaves out what the model's configuration does not
+// permit.
+func (f messagesFlow) permitted(ctx context.Context, st parser, body []byte, count bool) (*api.MessagesRequest, error) {
+	req, err := api.ParseMessagesRequest(body, count)
+	if err != nil {
+		return nil, err
 	}
 	req.Version, req.Beta = f.version, f.beta
 	if err := st.pick(ctx, req.Model); err != nil {
-		return err
-	}
-	if f.countTokens && !st.server().countsTokens(req.Model) {
-		n := promptEstimate(body)
-		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}
+		return nil, err
 	}
 	r := st.request()
 	req, left, err := req.Permitted(st.server().webSearch(r.model))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.searches = req.Stream, req.MaxTokens, req.WebSearchMaxUses()
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
-		switch {
-		case f.countTokens:
-			if tr := p.CountTokens(t, req); tr != nil {
-				return tr, nil
-			}
-			return nil, errInternal(fmt.Errorf("provider %s counts no tokens of %s", t.Provider, t.Model))
-		case p.Messages != nil:
-			if tr := p.Messages(t, req); tr != nil {
-				return tr, nil
-			}
+	return req, nil
+}
+
+// countTokensFlow is POST /v1/messages/count_tokens: the provider's own
+// count where every deployment of the model counts tokens itself, else
+// the gateway's estimate, which it answers itself.
+type countTokensFlow struct{ messagesFlow }
+
+func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
+	req, err := f.permitted(ctx, st, body, true)
+	if err != nil {
+		return nil, err
+	}
+	if !st.server().countsTokens(req.Model) {
+		n := promptEstimate(body)
+		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}, nil
+	}
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if tr := p.CountTokens(t, req); tr != nil {
+			return tr, nil
 		}
-		return messages.NewBridge(p.Chat, t, req)
+		return nil, errInternal(fmt.Errorf("provider %s counts no tokens of %s", t.Provider, t.Model))
 	})
 }
 
@@ -379,8 +397,7 @@ func (s *Server) countsTokens(model string) bool {
 		return false
 	}
 	for _, d := range m.Deployments {
-		p := s.providers[s.router.backends[d.Backend].Provider]
-		if p.CountTokens == nil || p.CountTokens(translate.Target{Provider: p.Name, Model: d.Model}, &api.MessagesRequest{}) == nil {
+		if !s.providers[s.router.backends[d.Backend].Provider].CountsTokens(d.Model) {
 			return false
 		}
 	}
@@ -388,20 +405,20 @@ func (s *Server) countsTokens(model string) bool {
 }
 
 // localAnswer is the gateway's own answer to a request it parsed, given
-// without a provider: a count_tokens estimate. It is the exchange's
-// translator (exchange.answerLocally), whose usage is what the answer
-// stands for once it is given.
+// without a provider: a count_tokens estimate, which its flow's parse
+// returns. It is the exchange's translator (exchange.routeBody), whose
+// usage is what the answer stands for once it is given.
 type localAnswer struct {
 	body             []byte
 	usage            translate.Usage
 	translate.NoText // a count, no generated text
 }
 
-func (*localAnswer) Error() string { return "answered by the gateway" }
-
 // RequestBody implements translate.Translator: nothing goes to a
 // provider.
-func (l *localAnswer) RequestBody() (translate.Upstream, error) { return translate.Upstream{}, l }
+func (l *localAnswer) RequestBody() (translate.Upstream, error) {
+	return translate.Upstream{}, errInternal(errors.New("the gateway answers this request itself"))
+}
 
 // ResponseHeaders implements translate.Translator.
 func (*localAnswer) ResponseHeaders(int, string) translate.Head {
@@ -414,12 +431,7 @@ func (l *localAnswer) ResponseBody([]byte, bool) ([]byte, error) { return l.body
 // Usage implements translate.Translator.
 func (l *localAnswer) Usage() translate.Usage { return l.usage }
 
-// price is what prices count of a Messages request: nothing for a token
-// count, which every provider counts free of charge (its tokens are
-// charged to token limits only).
-func (f messagesFlow) price(u pricing.Usage, _ bool) pricing.Usage {
-	if f.countTokens {
-		return pricing.Usage{}
-	}
-	return u
-}
+// price is what prices count of a token count: nothing, as every
+// provider counts free of charge (its tokens are charged to token limits
+// only).
+func (countTokensFlow) price(pricing.Usage, bool) pricing.Usage { return pricing.Usage{} }

@@ -256,7 +256,7 @@ func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest
 		return ex.responseHeaders(r.ResponseHeaders, req.GetAttributes()), nil
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		if ex.phase == phaseDone {
-			return ex.settledBody(), nil
+			return ex.answer.settledBody(ex.req.dialect), nil
 		}
 		if err := expect(&ex.phase, phaseResponseBody); err != nil {
 			return nil, err
@@ -279,19 +279,6 @@ func expect(p *phase, want phase) error {
 		return nil
 	}
 	return fmt.Errorf("got %s message in phase %s", want, *p)
-}
-
-// settledBody answers a response body chunk of an exchange already
-// settled: the body of one of Envoy's own replies (which follows headers
-// answered without a body), or chunks after a panic ended the stream.
-func (ex *exchange) settledBody() *extprocv3.ProcessingResponse {
-	switch ex.answer.mode {
-	case bodyEnvoyReply:
-		return ex.envoyReplyBody()
-	case bodyDropped:
-		return bodyReply(nil, true, nil)
-	}
-	return bodyReply(nil, false, nil)
 }
 
 // beforeSend settles rate limits and budgets before the final reply goes
@@ -323,8 +310,9 @@ func (b *bookkeeping) done() {
 	}
 }
 
-func (ex *exchange) bookkeeping(ctx context.Context) context.Context {
-	return ex.book.context(ctx, ex.s.cfg.UsageTimeout)
+// bookkeeping is the stream's bookkeeping context (bookkeeping.context).
+func (st *stream) bookkeeping(ctx context.Context) context.Context {
+	return st.book.context(ctx, st.s.cfg.UsageTimeout)
 }
 
 // afterSend runs once a reply is on its way: the final reply is not delayed
@@ -354,7 +342,7 @@ func (ex *exchange) finish(ctx context.Context) {
 	defer recoverFinish(ex.s, &ex.log)
 	if !ex.recorded && ex.phase != phaseRequestHeaders {
 		if !ex.answer.completed {
-			ex.answer.status = ex.brokenStatus(ex.s.now())
+			ex.answer.status = ex.answer.brokenStatus(ex.s.now(), ex.phase, ex.route.timeouts, ex.req.stream)
 		}
 		ex.record(ctx)
 	}

@@ -200,14 +200,16 @@ func (v viaEnvoy) answered(s *Server, r *request, rt *route, hm headerMap, envoy
 	return answerPlan{tr: tr}
 }
 
-// answerPlan is what the exchange does with the headers of an answer to
-// a request it did not translate (forwarding.answered): fail with err,
-// pass on an attempt's error, answer as to Envoy's own reply, or
-// translate with tr; none of them, go on as planned.
+// answerPlan is what the exchange does with an answer's headers when
+// they are not a provider's answer to translate as planned: fail with
+// err, pass on an attempt's error, answer as to one of Envoy's own
+// replies (with its details), or translate with tr, the translator of the
+// deployment that answered (forwarding.answered); none of them, go on.
 type answerPlan struct {
 	err          error
 	attemptReply bool
 	envoyReply   bool
+	details      string
 	tr           translate.Translator
 }
 
@@ -218,9 +220,17 @@ func (p answerPlan) apply(ex *exchange, status int, eos bool) *extprocv3.Process
 	case p.err != nil:
 		return ex.fail(p.err)
 	case p.attemptReply:
-		return ex.attemptReplyHeaders(status)
+		ex.answer.status, ex.answer.completed, ex.phase = status, true, phaseDone
+		ex.log.Warn("an attempt failed in the gateway; Envoy does not retry it", zap.Int("status", status))
+		return attemptReplyHeaders()
 	case p.envoyReply:
-		return ex.envoyReplyHeaders(status, "", eos)
+		apiErr, reached := envoyError(&ex.req, &ex.route, ex.tr != nil, status, p.details)
+		ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", p.details))
+		ex.phase = phaseResponseBody
+		if eos {
+			ex.phase = phaseDone
+		}
+		return ex.answer.envoyReplied(apiErr, reached, status)
 	case p.tr != nil:
 		ex.tr = p.tr
 		ex.log.with(zap.String("backend", ex.route.target.Backend), zap.String("provider", ex.route.target.Provider))
@@ -231,9 +241,7 @@ func (p answerPlan) apply(ex *exchange, status int, eos bool) *extprocv3.Process
 // attemptReplyHeaders passes on an upstream stream's error, already the
 // OpenAI error (local_reply_config may have rewritten a 500's body, also
 // to one), without the marks. Its body, if any, passes unchanged (settledBody).
-func (ex *exchange) attemptReplyHeaders(status int) *extprocv3.ProcessingResponse {
-	ex.answer.status, ex.answer.completed, ex.phase = status, true, phaseDone
-	ex.log.Warn("an attempt failed in the gateway; Envoy does not retry it", zap.Int("status", status))
+func attemptReplyHeaders() *extprocv3.ProcessingResponse {
 	var mut headers
 	mut.Remove(attemptReplyHeader)
 	mut.Remove(routing.LocalReplyHeader)

@@ -37,7 +37,7 @@ func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.Proc
 		return ex.fail(errInternal(nil))
 	}
 	ex.answer.mode, ex.answer.status = bodyDropped, http.StatusInternalServerError
-	out := ex.streamError(errInternal(nil))
+	out := streamError(ex.req.dialect, ex.tr, errInternal(nil))
 	if body.ResponseBody.GetEndOfStream() {
 		ex.phase = phaseDone
 	}
@@ -56,22 +56,23 @@ func recoverFinish(s *Server, log *exchangeLog) {
 // envoyError is what the client is told of one of Envoy's own replies
 // (a timeout, a connect failure, a body over its buffer), by its
 // %RESPONSE_CODE_DETAILS%, naming the model and never the provider's URL.
-// sent reports whether the provider may have received the request.
-func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, sent bool) {
+// sent reports whether the provider may have received request r, routed
+// on rt (and translated when routed).
+func envoyError(r *request, rt *route, routed bool, status int, details string) (apiErr *APIError, sent bool) {
 	model := "the model" // lower case: capital() starts a sentence with it
-	if ex.req.model != "" {
-		model += " `" + quoted(ex.req.model) + "`"
+	if r.model != "" {
+		model += " `" + quoted(r.model) + "`"
 	}
 	timeout := func(msg string) *APIError {
 		return &APIError{Status: http.StatusGatewayTimeout, Type: typeServer, Code: "timeout", Message: msg}
 	}
 	switch {
 	case strings.Contains(details, "per_try_idle_timeout"):
-		return timeout(fmt.Sprintf("%s sent nothing for %s (its stream idle timeout).", capital(model), ex.route.timeouts.StreamIdle)), true
+		return timeout(fmt.Sprintf("%s sent nothing for %s (its stream idle timeout).", capital(model), rt.timeouts.StreamIdle)), true
 	case strings.Contains(details, "per_try_timeout"), strings.Contains(details, "response_timeout"):
-		return timeout(fmt.Sprintf("%s did not start answering within %s (its response timeout).", capital(model), ex.route.timeouts.ResponseHeaders)), true
+		return timeout(fmt.Sprintf("%s did not start answering within %s (its response timeout).", capital(model), rt.timeouts.ResponseHeaders)), true
 	case strings.Contains(details, "stream_idle_timeout"):
-		return timeout(fmt.Sprintf("%s did not answer in time.", capital(model))), ex.tr != nil
+		return timeout(fmt.Sprintf("%s did not answer in time.", capital(model))), routed
 	case strings.Contains(details, "request_payload_too_large"):
 		return errTooLarge(), false
 	case strings.Contains(details, "request_overall_timeout"):
@@ -82,34 +83,30 @@ func (ex *exchange) envoyError(status int, details string) (apiErr *APIError, se
 		// A connection failure never reached the provider; a reset may have.
 		reached := !strings.Contains(details, "connection_failure")
 		return &APIError{Status: status, Type: typeServer,
-			Message: fmt.Sprintf("The provider of %s could not be reached.", model)}, reached && ex.tr != nil
+			Message: fmt.Sprintf("The provider of %s could not be reached.", model)}, reached && routed
 	}
 	if status < 500 {
 		return &APIError{Status: status, Type: typeInvalidRequest, Message: "The gateway refused the request (" + strconv.Itoa(status) + ")."}, false
 	}
-	return &APIError{Status: status, Type: typeServer, Message: "The gateway could not complete the request."}, ex.tr != nil
+	return &APIError{Status: status, Type: typeServer, Message: "The gateway could not complete the request."}, routed
 }
 
 func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
-// envoyReplyHeaders answers the response headers of one of Envoy's own
-// replies: the status stays, the body becomes the gateway's OpenAI error.
-func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *extprocv3.ProcessingResponse {
-	apiErr, reached := ex.envoyError(status, details)
-	ex.answer.envoyReply, ex.answer.mode, ex.answer.status, ex.answer.completed = apiErr, bodyEnvoyReply, apiErr.Status, true
+// envoyReplied takes one of Envoy's own replies with status as the
+// answer, apiErr as the client sees it (reached: the provider may have
+// had the request), and answers its response headers: the status stays,
+// the body becomes the gateway's error (envoyReplyBody).
+func (a *answer) envoyReplied(apiErr *APIError, reached bool, status int) *extprocv3.ProcessingResponse {
+	a.envoyReply, a.mode, a.status, a.completed = apiErr, bodyEnvoyReply, apiErr.Status, true
 	if !reached {
-		ex.answer.delivery = unsent
+		a.delivery = unsent
 	}
-	ex.log.Warn("envoy answered locally", zap.Int("status", status), zap.String("details", details))
 	var mut headers
 	mut.Remove(routing.LocalReplyHeader)
 	mut.Set("content-type", "application/json")
 	if apiErr.Status != status {
 		mut.Set(":status", strconv.Itoa(apiErr.Status))
-	}
-	ex.phase = phaseResponseBody
-	if eos {
-		ex.phase = phaseDone
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
@@ -117,13 +114,26 @@ func (ex *exchange) envoyReplyHeaders(status int, details string, eos bool) *ext
 }
 
 // envoyReplyBody replaces the body of one of Envoy's own replies, which
-// Envoy sends whole (local replies are not streamed and have no trailers).
-func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
-	body := ex.req.dialect.errorBody(ex.answer.envoyReply)
+// Envoy sends whole (local replies are not streamed and have no
+// trailers), with the gateway's error in the client's dialect.
+func (a *answer) envoyReplyBody(d *dialect) *extprocv3.ProcessingResponse {
+	body := d.errorBody(a.envoyReply)
 	var mut headers
 	mut.SetInt("content-length", int64(len(body)))
-	ex.phase = phaseDone
 	return bodyReply(body, true, &mut)
+}
+
+// settledBody answers a response body chunk of an exchange already
+// settled: the body of one of Envoy's own replies (which follows headers
+// answered without a body), or chunks after a panic ended the stream.
+func (a *answer) settledBody(d *dialect) *extprocv3.ProcessingResponse {
+	switch a.mode {
+	case bodyEnvoyReply:
+		return a.envoyReplyBody(d)
+	case bodyDropped:
+		return bodyReply(nil, true, nil)
+	}
+	return bodyReply(nil, false, nil)
 }
 
 // brokenStatus is the status of an exchange that ended before its answer
@@ -132,26 +142,27 @@ func (ex *exchange) envoyReplyBody() *extprocv3.ProcessingResponse {
 // and the server's), 502 for a buffered answer cut short, else 499.
 // Envoy ends the ext_proc stream the same way when the client leaves and
 // when the provider resets mid-answer, so the gateway cannot tell those
-// apart; both are recorded as 499.
-func (ex *exchange) brokenStatus(now time.Time) int {
+// apart; both are recorded as 499. p is the phase it ended in, t the
+// timeouts of its route, stream whether the client asked for a stream.
+func (a *answer) brokenStatus(now time.Time, p phase, t routing.Timeouts, stream bool) int {
 	switch {
-	case ex.answer.mode == bodyDropped:
+	case a.mode == bodyDropped:
 		return http.StatusInternalServerError
-	case ex.answer.delivery == late: // Envoy's own 504 (its message_timeout)
+	case a.delivery == late: // Envoy's own 504 (its message_timeout)
 		return http.StatusGatewayTimeout
-	case ex.phase == phaseResponseHeaders && ex.answer.delivery == sent:
-		limit := ex.route.timeouts.ResponseHeaders
-		if ex.req.stream && ex.route.timeouts.StreamIdle > 0 && (limit == 0 || ex.route.timeouts.StreamIdle < limit) {
-			limit = ex.route.timeouts.StreamIdle
+	case p == phaseResponseHeaders && a.delivery == sent:
+		limit := t.ResponseHeaders
+		if stream && t.StreamIdle > 0 && (limit == 0 || t.StreamIdle < limit) {
+			limit = t.StreamIdle
 		}
-		if limit > 0 && now.Sub(ex.answer.at.sent) >= limit*3/4 {
+		if limit > 0 && now.Sub(a.at.sent) >= limit*3/4 {
 			return http.StatusGatewayTimeout
 		}
-	case ex.phase == phaseResponseBody && ex.answer.head.Stream:
-		if idle := ex.route.timeouts.StreamIdle; idle > 0 && now.Sub(ex.answer.at.lastChunk) >= idle*3/4 {
+	case p == phaseResponseBody && a.head.Stream:
+		if idle := t.StreamIdle; idle > 0 && now.Sub(a.at.lastChunk) >= idle*3/4 {
 			return http.StatusGatewayTimeout
 		}
-	case ex.phase == phaseResponseBody:
+	case p == phaseResponseBody:
 		// A buffered answer ending early: Envoy answered the client itself
 		// (an upstream reset mid-body is its 502 while it holds the head).
 		return http.StatusBadGateway

@@ -50,24 +50,20 @@ func (o *outcome) ledgered(unanswered bool) bool {
 	return o.principal != nil && (o.routed || unanswered || o.refusedModel)
 }
 
-// outcome is the exchange's outcome at end.
-func (ex *exchange) outcome(end time.Time) outcome {
+// record settles the exchange's limits and budgets and hands its outcome
+// (what it is at end) to every sink. It runs on a context that survives
+// the client going away, so no record is lost.
+func (ex *exchange) record(ctx context.Context) {
+	ex.recorded = true
+	warnUnbelievable(&ex.log, ex.tr)
+	end := ex.s.now()
 	u, estimated := ex.usageToCharge()
-	return outcome{
+	o := outcome{
 		requestID: ex.req.id, clientRequestID: ex.req.clientID, session: ex.req.session, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
 		status: ex.answer.status, errType: ex.answer.failure.typ(), errCode: ex.answer.failure.code(), routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
 		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.at.firstByte, end: end, finishReasons: ex.span.finishReasons,
 	}
-}
-
-// record settles the exchange's limits and budgets and hands its outcome
-// to every sink. It runs on a context that survives the client going
-// away, so no record is lost.
-func (ex *exchange) record(ctx context.Context) {
-	ex.recorded = true
-	warnUnbelievable(&ex.log, ex.tr)
-	o := ex.outcome(ex.s.now())
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)
 	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, o.usage) })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,7 +37,7 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	// beside it.
 	ex.req.id, ex.req.clientID, ex.req.session = newRequestID(), clientLabel(hm.get(requestIDHeader)), sessionID(hm)
 	ex.log.with(zap.String("request_id", ex.req.id), zap.String("client_request_id", ex.req.clientID))
-	ex.startSpan(ctx, hm)
+	ex.span.start(ex.s.cfg.Tracer, ctx, hm, ex.start)
 	resp, err := ex.admit(ctx, hm, h.GetEndOfStream())
 	if err != nil {
 		return ex.fail(err)
@@ -220,12 +219,11 @@ func (s *Server) bodyLimit(ep endpoint) int64 {
 func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	received := ex.s.now()
 	resp, err := ex.routeBody(ctx, b.GetBody())
-	var local *localAnswer
-	if errors.As(err, &local) {
-		return ex.answerLocally(ctx, local)
-	}
 	if err != nil {
 		return ex.fail(err)
+	}
+	if ex.phase == phaseDone { // answered by the gateway itself
+		return resp
 	}
 	ex.phase = phaseResponseHeaders
 	if limit := ex.s.cfg.MessageTimeout; limit > 0 && ex.s.now().Sub(received) >= limit {
@@ -235,34 +233,36 @@ func (ex *exchange) requestBody(ctx context.Context, b *extprocv3.HttpBody) *ext
 	return resp
 }
 
-// answerLocally answers a request the gateway serves itself once it is
-// parsed (a count_tokens estimate) as a provider's answer is answered:
-// admitted against the principal's limits and budgets, and recorded with
-// the usage it stands for, which the rate limits are charged.
-func (ex *exchange) answerLocally(ctx context.Context, local *localAnswer) *extprocv3.ProcessingResponse {
-	// Until it is admitted the answer stands for nothing: a refusal is
-	// recorded without its usage.
-	used := local.usage
-	ex.req.prompt, ex.tr, local.usage = used.PromptTokens, local, translate.Usage{}
-	if err := ex.meter.admit(ctx, &ex.req, ex.flow); err != nil {
-		return ex.fail(err)
-	}
-	local.usage = used
-	ex.phase, ex.answer.status, ex.answer.completed = phaseDone, http.StatusOK, true
-	return immediate(http.StatusOK, local.body)
-}
-
+// routeBody parses the request for its endpoint, routes its model and
+// makes its translator (flow.parse), admits it against the principal's
+// limits and budgets, and sends it. A request the gateway answers itself
+// once it is parsed (a count_tokens estimate) is answered as a
+// provider's answer is: admitted, and recorded with the usage it stands
+// for, which the rate limits are charged.
 func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.ProcessingResponse, error) {
 	ex.capture = newCapture(ex.s.cfg.Capture, ex.req.contentType, body)
-	if err := ex.parse(ctx, body); err != nil {
-		return nil, err
+	if int64(len(body)) > ex.s.bodyLimit(ex.req.endpoint) {
+		return nil, errTooLarge()
 	}
-	up, err := ex.route.via.prepare(ex.s, &ex.req, ex.tr, body)
+	local, err := ex.flow.parse(ctx, ex, body)
 	if err != nil {
 		return nil, err
 	}
+	var up translate.Upstream
+	if local != nil {
+		// Until it is admitted the answer stands for nothing: a refusal
+		// is recorded without its usage.
+		ex.req.prompt, ex.tr = local.usage.PromptTokens, &localAnswer{body: local.body}
+	} else if up, err = ex.route.via.prepare(ex.s, &ex.req, ex.tr, body); err != nil {
+		return nil, err
+	}
 	if err := ex.meter.admit(ctx, &ex.req, ex.flow); err != nil {
 		return nil, err
+	}
+	if local != nil {
+		ex.tr = local
+		ex.phase, ex.answer.status, ex.answer.completed = phaseDone, http.StatusOK, true
+		return immediate(http.StatusOK, local.body), nil
 	}
 	ex.answer.delivery, ex.answer.at.sent = sent, ex.s.now()
 	return ex.route.via.send(ex.s, &ex.req, &ex.route, up)
@@ -349,15 +349,6 @@ func sendUpstream(h *headers, up translate.Upstream, path, contentType string) *
 			BodyMutation:   bodyMutation(up.Body),
 		}},
 	}}
-}
-
-// parse validates the client's request for the endpoint, routes its
-// model and sets up the exchange's translator.
-func (ex *exchange) parse(ctx context.Context, body []byte) error {
-	if int64(len(body)) > ex.s.bodyLimit(ex.req.endpoint) {
-		return errTooLarge()
-	}
-	return ex.flow.parse(ctx, ex, body)
 }
 
 // builder makes the exchange's translator for a deployment.

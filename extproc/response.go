@@ -38,7 +38,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		}
 	}
 	if envoyReply {
-		return ex.envoyReplyHeaders(status, details, h.GetEndOfStream())
+		return answerPlan{envoyReply: true, details: details}.apply(ex, status, h.GetEndOfStream())
 	}
 	ex.answer.status = status
 	resp := &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
@@ -77,7 +77,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		ex.answer.mode, ex.answer.at.lastChunk = bodyStream, ex.s.now() // the stream's silence counts from its head
 		mut.Remove("content-length")
 		out.ModeOverride = streamedOverride()
-	case ex.gatherable(hm):
+	case gatherable(ex.answer.status, hm, ex.s.cfg.MaxBufferedResponseBytes):
 		// Envoy's buffer would fail it with an empty 500: the server
 		// gathers the body from a stream instead.
 		ex.answer.mode = bodyGather
@@ -92,15 +92,15 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 // gatherable reports a successful buffered JSON answer that may outgrow
 // Envoy's buffer: of unknown length or over the buffered limit. (40 MB of
 // embeddings are legitimate; Envoy Gateway buffers 32 KiB by default.)
-func (ex *exchange) gatherable(hm headerMap) bool {
-	if ex.answer.status/100 != 2 {
+func gatherable(status int, hm headerMap, buffered int64) bool {
+	if status/100 != 2 {
 		return false
 	}
 	if translate.MediaType(hm.get("content-type")) != "application/json" {
 		return false // not JSON: buffered, so its 502 can still be told
 	}
 	cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64)
-	return err != nil || cl > ex.s.cfg.MaxBufferedResponseBytes
+	return err != nil || cl > buffered
 }
 
 // emptyBody answers response headers that end the response: the
@@ -121,7 +121,8 @@ func (ex *exchange) emptyBody() *extprocv3.ProcessingResponse {
 func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
 	switch ex.answer.mode {
 	case bodyEnvoyReply:
-		return ex.envoyReplyBody()
+		ex.phase = phaseDone
+		return ex.answer.envoyReplyBody(ex.req.dialect)
 	case bodyPass:
 		return bodyReply(nil, false, nil)
 	case bodyDropped:
@@ -145,12 +146,12 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	var mut *headers
 	if !ex.answer.head.Stream {
 		if bytes.Equal(out, b.GetBody()) { // the answer as it came (OpenAI's, mostly): Envoy passes it on
-			return ex.finishBody(bodyReply(nil, false, nil), eos)
+			return ex.finishBody(nil, false, eos, nil)
 		}
 		mut = &headers{}
 		mut.SetInt("content-length", int64(len(out)))
 	}
-	return ex.bodyDone(out, eos, mut)
+	return ex.finishBody(out, true, eos, mut)
 }
 
 // translateBody runs the translator, notes what it reports it produced
@@ -190,19 +191,17 @@ func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// bodyDone replies with out and, at the end, settles the exchange.
-func (ex *exchange) bodyDone(out []byte, eos bool, mut *headers) *extprocv3.ProcessingResponse {
-	if !eos && mut == nil {
+// finishBody replies with out in place of the body or chunk (replace), or
+// with the body passed on as it came, and at the end settles the
+// exchange.
+func (ex *exchange) finishBody(out []byte, replace, eos bool, mut *headers) *extprocv3.ProcessingResponse {
+	if replace && !eos && mut == nil {
 		if ex.answer.body.chunk == nil {
 			ex.answer.body.chunk = newChunkReply()
 		}
 		return ex.answer.body.chunk.with(out)
 	}
-	return ex.finishBody(bodyReply(out, true, mut), eos)
-}
-
-// finishBody settles the exchange with its last reply.
-func (ex *exchange) finishBody(reply *extprocv3.ProcessingResponse, eos bool) *extprocv3.ProcessingResponse {
+	reply := bodyReply(out, replace, mut)
 	if eos {
 		ex.phase, ex.answer.completed = phaseDone, true
 		reply.DynamicMetadata = ex.s.metadata(&ex.req, &ex.route, providerUsage(ex.tr))
@@ -226,16 +225,16 @@ func (ex *exchange) failBody(err error) *extprocv3.ProcessingResponse {
 	}
 	apiErr := toAPIError(err)
 	ex.answer.mode, ex.answer.status, ex.answer.failure = bodyDropped, apiErr.Status, apiErr
-	return bodyReply(ex.streamError(apiErr), true, nil)
+	return bodyReply(streamError(ex.req.dialect, ex.tr, apiErr), true, nil)
 }
 
 // streamError is the end of a client stream the gateway fails: the
 // translator's own (a Responses stream's error event and response.failed),
 // else the dialect's error event. A translator that panics making it (it
 // may be what panicked) gives the dialect's.
-func (ex *exchange) streamError(apiErr *APIError) (out []byte) {
-	plain := ex.req.dialect.streamError(apiErr)
-	f, ok := ex.tr.(translate.StreamFailer)
+func streamError(d *dialect, tr translate.Translator, apiErr *APIError) (out []byte) {
+	plain := d.streamError(apiErr)
+	f, ok := tr.(translate.StreamFailer)
 	if !ok {
 		return plain
 	}
@@ -270,7 +269,7 @@ func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extp
 	if err != nil {
 		return ex.fail(err) // resets the stream: its head went out
 	}
-	return ex.bodyDone(out, true, nil)
+	return ex.finishBody(out, true, true, nil)
 }
 
 // bodyReply answers a body message. Without replace the chunk goes on

@@ -58,19 +58,19 @@ type responsesFlow struct {
 	saved  bool               // the response is stored
 }
 
-func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	history, err := continued(ctx, st, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, r := st.server(), st.request()
 	req, left, err := req.Permitted(s.webSearch(r.model))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.warning = left.Warning()
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
@@ -78,12 +78,12 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error
 	}
 	input, err := req.Items()
 	if err != nil {
-		return &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
+		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
 	f.req, f.inputs = req, len(history)+len(input)
 	r.stream, r.maxOutput = req.Stream, maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), s.now().Unix()
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		tr, err := p.ResponsesTranslator(t, req, history, id, created)
 		if err != nil {
 			return nil, err
@@ -98,27 +98,27 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) error
 // response is not stored, the client sends its output back as input.
 type compactFlow struct{ passAnswer }
 
-func (compactFlow) parse(ctx context.Context, st parser, body []byte) error {
+func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
 	req, err := responses.ParseRequest(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if req.Stream {
-		return api.Invalid("stream", "Compaction does not stream; leave 'stream' out.")
+		return nil, api.Invalid("stream", "Compaction does not stream; leave 'stream' out.")
 	}
 	history, err := continued(ctx, st, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, r := st.server(), st.request()
 	req, left, err := req.Permitted(s.webSearch(r.model))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.warning = left.Warning()
 	r.maxOutput = maxOutputTokens(req.Members)
 	id, created := newID("resp_", 24), s.now().Unix()
-	return st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.CompactTranslator(t, req, history, id, created)
 	})
 }

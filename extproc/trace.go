@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -49,10 +50,10 @@ type exchangeSpan struct {
 	finishReasons []string
 }
 
-// startSpan starts the exchange's span, the child of the stream's trace
-// context or else of its request headers'.
-func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
-	t := ex.s.cfg.Tracer
+// start starts the exchange's span with t (none without a tracer), at
+// start, the child of the stream's trace context or else of its request
+// headers'.
+func (sp *exchangeSpan) start(t trace.Tracer, stream context.Context, hm headerMap, start time.Time) {
 	if t == nil {
 		return
 	}
@@ -61,7 +62,7 @@ func (ex *exchange) startSpan(stream context.Context, hm headerMap) {
 		carrier = metadataCarrier{md}
 	}
 	ctx := traceContext.Extract(context.Background(), carrier)
-	_, ex.span.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(ex.start))
+	_, sp.span = t.Start(ctx, "modelgate", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
 }
 
 // noteFinishReasons keeps the finish reasons the translator reported, for

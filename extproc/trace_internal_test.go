@@ -31,7 +31,7 @@ func TestSpanParentPrefersTheStreamMetadata(t *testing.T) {
 			ctx = metadata.NewIncomingContext(ctx, tc.md)
 		}
 		ex := &exchange{stream: stream{s: s, start: time.Now()}}
-		ex.startSpan(ctx, hm)
+		ex.span.start(s.cfg.Tracer, ctx, hm, ex.start)
 		ex.span.end(&outcome{end: time.Now()})
 		spans := rec.Ended()
 		got := spans[len(spans)-1]
