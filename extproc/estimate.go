@@ -49,21 +49,21 @@ func maxOutputTokens(members map[string]json.RawMessage) int64 {
 // usageToCharge is the provider's usage when it reported its completion,
 // else an estimate from what is known, reported as such; zero for an
 // exchange never routed. Either is sane (translate.Usage.Sane).
-func (ex *exchange) usageToCharge() (u translate.Usage, estimated bool) {
-	if ex.tr == nil {
+func (a *answer) usageToCharge(r *request, tr translate.Translator) (u translate.Usage, estimated bool) {
+	if tr == nil {
 		return translate.Usage{}, false
 	}
-	u = providerUsage(ex.tr)
-	if !ex.answer.needsEstimate(u, ex.req.endpoint) {
+	u = providerUsage(tr)
+	if !a.needsEstimate(u, r.endpoint) {
 		return u, false
 	}
 	prompt := u.PromptTokens // the provider counts the prompt before it answers: exact when given
 	if prompt == 0 {
-		prompt = ex.req.promptTokens(ex.tr)
+		prompt = r.promptTokens(tr)
 	}
 	est := translate.Usage{
 		PromptTokens:       prompt,
-		CompletionTokens:   max(u.CompletionTokens, tokensOf(ex.answer.generated)),
+		CompletionTokens:   max(u.CompletionTokens, tokensOf(a.generated)),
 		CachedTokens:       u.CachedTokens,
 		CacheWriteTokens:   u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens,

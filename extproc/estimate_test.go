@@ -48,7 +48,7 @@ func TestEstimateKeepsAudioAndImages(t *testing.T) {
 		{endpointMessages, translate.Usage{WebSearchRequests: 3}},
 	} {
 		ex := &exchange{stream: stream{req: request{endpoint: tt.endpoint, prompt: 10}, tr: usageTranslator{u: tt.u}}, answer: answer{delivery: sent}}
-		u, estimated := ex.usageToCharge()
+		u, estimated := ex.answer.usageToCharge(&ex.req, ex.tr)
 		if !estimated || u.PromptTokens != 10 || u.AudioSeconds != tt.u.AudioSeconds || u.Images != tt.u.Images ||
 			u.WebSearchRequests != tt.u.WebSearchRequests {
 			t.Errorf("%s: charged %+v (estimated %v), want the provider's audio seconds, images and web searches", tt.endpoint, u, estimated)

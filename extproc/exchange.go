@@ -287,7 +287,7 @@ func expect(p *phase, want phase) error {
 func (ex *exchange) beforeSend(ctx context.Context) {
 	defer recoverFinish(ex.s, &ex.log)
 	if ex.phase == phaseDone && !ex.meter.rateSettled {
-		u, _ := ex.usageToCharge()
+		u, _ := ex.answer.usageToCharge(&ex.req, ex.tr)
 		ex.meter.settle(ctx, u.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, u) })
 	}
 }

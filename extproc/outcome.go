@@ -57,7 +57,7 @@ func (ex *exchange) record(ctx context.Context) {
 	ex.recorded = true
 	warnUnbelievable(&ex.log, ex.tr)
 	end := ex.s.now()
-	u, estimated := ex.usageToCharge()
+	u, estimated := ex.answer.usageToCharge(&ex.req, ex.tr)
 	o := outcome{
 		requestID: ex.req.id, clientRequestID: ex.req.clientID, session: ex.req.session, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),

@@ -128,7 +128,23 @@ func (ex *exchange) responseBody(ctx context.Context, b *extprocv3.HttpBody) *ex
 	case bodyDropped:
 		return bodyReply(nil, true, nil)
 	case bodyGather:
-		return ex.gatherBody(ctx, b)
+		// A large buffered answer gathered from a stream: nothing until
+		// the last chunk, which carries the whole translation. The head
+		// went out with the first reply, so a failure can only reset the
+		// stream.
+		body, done, err := ex.answer.gather(b.GetBody(), b.GetEndOfStream(), ex.s.cfg.MaxResponseBytes)
+		if err != nil {
+			ex.log.Error("provider answer over the gateway's limit", zap.Int64("limit", ex.s.cfg.MaxResponseBytes))
+			return ex.fail(err)
+		}
+		if !done {
+			return bodyReply(nil, true, nil)
+		}
+		out, err := ex.translateBody(ctx, body, true)
+		if err != nil {
+			return ex.fail(err)
+		}
+		return ex.finishBody(out, true, true, nil)
 	}
 	// In BUFFERED mode Envoy sends exactly one message; its end_of_stream
 	// is false only when trailers follow, which we do not process.
@@ -249,27 +265,20 @@ func streamError(d *dialect, tr translate.Translator, apiErr *APIError) (out []b
 	return plain
 }
 
-// gatherBody collects a large buffered answer from its chunks, replying
-// with nothing until the end, then with the whole translation. The head
-// went out with the first reply, so a failure can only reset the stream.
-func (ex *exchange) gatherBody(ctx context.Context, b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	ex.answer.body.gathered = append(ex.answer.body.gathered, b.GetBody()...)
-	if int64(len(ex.answer.body.gathered)) > ex.s.cfg.MaxResponseBytes {
-		ex.log.Error("provider answer over the gateway's limit", zap.Int64("limit", ex.s.cfg.MaxResponseBytes))
-		ex.answer.body.gathered = nil
-		return ex.fail(&APIError{Status: http.StatusBadGateway, Type: typeServer,
-			Message: "The provider's answer is larger than the gateway accepts."})
+// gather collects a large buffered answer from its chunks, up to limit
+// bytes: done with the whole body at the end of the stream.
+func (a *answer) gather(chunk []byte, eos bool, limit int64) (body []byte, done bool, err error) {
+	a.body.gathered = append(a.body.gathered, chunk...)
+	if int64(len(a.body.gathered)) > limit {
+		a.body.gathered = nil
+		return nil, false, &APIError{Status: http.StatusBadGateway, Type: typeServer,
+			Message: "The provider's answer is larger than the gateway accepts."}
 	}
-	if !b.GetEndOfStream() {
-		return bodyReply(nil, true, nil)
+	if !eos {
+		return nil, false, nil
 	}
-	body := ex.answer.body.gathered
-	ex.answer.body.gathered = nil
-	out, err := ex.translateBody(ctx, body, true)
-	if err != nil {
-		return ex.fail(err) // resets the stream: its head went out
-	}
-	return ex.finishBody(out, true, true, nil)
+	body, a.body.gathered = a.body.gathered, nil
+	return body, true, nil
 }
 
 // bodyReply answers a body message. Without replace the chunk goes on
