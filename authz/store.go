@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -23,8 +24,8 @@ type Store interface {
 	Accounts
 	Groups
 	Keys
-	Ledger
-	Captures
+	ledger.UsageStore
+	ledger.CaptureStore
 	Prices
 	Audit
 	Responses
@@ -93,54 +94,6 @@ type Keys interface {
 	// TouchKey records that a key was used at at, unless a later use is
 	// already recorded.
 	TouchKey(ctx context.Context, id string, at time.Time) error
-}
-
-// Ledger is the usage ledger: one record per request (and per failed
-// attempt), summed for reports and budgets, listed for the requests page,
-// and expired by retention. The ledger package writes it in batches.
-type Ledger interface {
-	// AppendUsage appends a record to the usage ledger.
-	AppendUsage(ctx context.Context, rec UsageRecord) error
-	// AppendUsageBatch appends records in one transaction: all or none.
-	// Records whose ID is stored already are skipped, as by AppendUsage.
-	// ErrRefused when the store refused a record for its content.
-	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
-	// UsageSince sums an account's usage records at or after since.
-	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)
-	// UsageReport sums the selected usage records per group, ordered by
-	// day, account, key and model; groups without records are absent.
-	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
-	// SpentSince sums the known cost of the requests (not failed
-	// attempts) at or after since of a subject as budgets name it:
-	// "key:<id>", "account:<id>" or "group:<id>" (the records of the
-	// group's accounts as they are now). Budget counters lost with a
-	// process or a Redis are rebuilt from it. A malformed subject is an
-	// error.
-	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
-	// DeleteUsageBefore deletes at most limit usage records from before
-	// before, oldest first, and returns how many it deleted: retention,
-	// in batches that never hold the database long.
-	DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error)
-	// ListRequests returns usage records (requests, not failed attempts),
-	// newest first, as the query selects.
-	ListRequests(ctx context.Context, q RequestQuery) ([]UsageRecord, error)
-}
-
-// Captures keeps the bodies payload capture took of exchanges, by request.
-type Captures interface {
-	// SaveCaptures keeps exchanges' captured bodies, all or none: a
-	// batch that fails stores nothing, so that it can be retried whole.
-	// A store keeps one capture a request: a capture whose request has
-	// one stored, or earlier in the batch, is skipped, so that a batch
-	// written again after its reply was lost stores nothing twice.
-	// ErrRefused when the store refused a capture for its content.
-	SaveCaptures(ctx context.Context, cs []Capture) error
-	// CaptureOf returns the capture of a request; ErrNotFound when there
-	// is none.
-	CaptureOf(ctx context.Context, requestID string) (Capture, error)
-	// DeleteCapturesBefore deletes at most limit captures from before
-	// before, oldest first, and returns how many it deleted.
-	DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
 // Prices keeps the prices set at run time, over the config file's.

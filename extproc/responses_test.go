@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/extproc/extproctest"
 	"modelgate/translate/api/spec"
 )
@@ -81,7 +82,7 @@ func TestResponsesPassthroughRecordsUsage(t *testing.T) {
 	if streamed.Status != 200 || !strings.Contains(string(streamed.Body), "event: response.completed") {
 		t.Fatalf("stream: %d %s", streamed.Status, streamed.Body)
 	}
-	var totals authz.UsageTotals
+	var totals ledger.UsageTotals
 	for range 50 { // records are written right after the last reply
 		totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since)
 		if totals.Requests == 2 {

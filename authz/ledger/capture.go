@@ -6,19 +6,17 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"modelgate/authz"
 )
 
-// CaptureWriter is where Captures writes: the part of authz.Captures it
+// CaptureWriter is where Captures writes: the part of CaptureStore it
 // uses.
 type CaptureWriter interface {
 	// SaveCaptures keeps captures all or none, so that a failed batch can
 	// be retried whole, and skips requests with a capture kept already,
 	// so that one retried after its reply was lost stores nothing twice.
-	// Its error is authz.ErrRefused when the store refused a capture for
+	// Its error is ErrRefused when the store refused a capture for
 	// its content.
-	SaveCaptures(ctx context.Context, cs []authz.Capture) error
+	SaveCaptures(ctx context.Context, cs []Capture) error
 }
 
 // Captures is an extproc.CaptureSink that queues payload captures and
@@ -28,7 +26,7 @@ type CaptureWriter interface {
 // writes a batch in one call, retrying it whole with backoff until the
 // store recovers or Close's deadline passes.
 //
-// A capture the store refuses for its content (authz.ErrRefused) would
+// A capture the store refuses for its content (ErrRefused) would
 // fail its batch on every retry, and hold back every capture behind it:
 // a refused batch is written again in halves, down to the captures the
 // store refuses on their own, which are left out, logged and counted in
@@ -37,7 +35,7 @@ type CaptureWriter interface {
 // them too). Captures that cannot be queued or written are counted in
 // modelgate_capture_records_dropped_total.
 type Captures struct {
-	w *writer[authz.Capture]
+	w *writer[Capture]
 }
 
 var (
@@ -61,16 +59,16 @@ func NewCaptures(sink CaptureWriter, reg prometheus.Registerer, cfg Config) (*Ca
 
 // captureKind writes a batch of captures to sink in one call, all or
 // none; the writer sets aside a capture the store refuses.
-func captureKind(sink CaptureWriter) kind[authz.Capture] {
-	return kind[authz.Capture]{
-		write: func(ctx context.Context, batch []authz.Capture) (int, error) {
+func captureKind(sink CaptureWriter) kind[Capture] {
+	return kind[Capture]{
+		write: func(ctx context.Context, batch []Capture) (int, error) {
 			if err := sink.SaveCaptures(ctx, batch); err != nil {
 				return 0, err // none stored: retried whole, or halved if refused
 			}
 			return len(batch), nil
 		},
 		sanitize:  sanitizeCapture,
-		requestID: func(c *authz.Capture) string { return c.RequestID },
+		requestID: func(c *Capture) string { return c.RequestID },
 		metric:    "modelgate_capture",
 		records:   "Payload captures",
 		noun:      "capture",
@@ -85,7 +83,7 @@ func captureKind(sink CaptureWriter) kind[authz.Capture] {
 // ends) for room, then drops the capture and returns an error that is
 // ErrFull. Once the writer is closed it writes the capture to the store
 // itself, for requests that outlive a shutdown's grace period.
-func (c *Captures) SaveCapture(ctx context.Context, rec authz.Capture) error {
+func (c *Captures) SaveCapture(ctx context.Context, rec Capture) error {
 	return c.w.put(ctx, rec)
 }
 
@@ -111,7 +109,7 @@ func (c *Captures) Close(ctx context.Context) error {
 
 // sanitizeCapture makes the free-form strings of a capture storable (see
 // storable): the bodies too, which a client may send in any encoding.
-func sanitizeCapture(c *authz.Capture) {
+func sanitizeCapture(c *Capture) {
 	for _, s := range []*string{&c.RequestID, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Request, &c.Response} {
 		storable(s)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/ledger"
 	"modelgate/authz/postgres"
@@ -60,9 +59,9 @@ var loadBodies = sync.OnceValue(func() []string {
 })
 
 // loadCapture is the i-th capture of a load run: two bodies of the pool.
-func loadCapture(run string, i int) authz.Capture {
+func loadCapture(run string, i int) ledger.Capture {
 	bodies := loadBodies()
-	return authz.Capture{RequestID: fmt.Sprintf("%s-%07d", run, i), AccountID: "acct_load", KeyID: "key_load",
+	return ledger.Capture{RequestID: fmt.Sprintf("%s-%07d", run, i), AccountID: "acct_load", KeyID: "key_load",
 		Endpoint: "chat.completions", Model: "gpt-4o", Status: 200, At: time.UnixMilli(1_900_000_000_000 + int64(i)).UTC(),
 		Request: bodies[i%len(bodies)], Response: bodies[(i*7+3)%len(bodies)]}
 }

@@ -24,15 +24,15 @@ import (
 // captureSink is a CaptureWriter stub: fail, when set, runs before a
 // batch is kept and can fail it, all of it.
 type captureSink struct {
-	fail func(call int, batch []authz.Capture) error
+	fail func(call int, batch []ledger.Capture) error
 
 	mu       sync.Mutex
 	calls    int
 	failures int
-	saved    []authz.Capture
+	saved    []ledger.Capture
 }
 
-func (s *captureSink) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+func (s *captureSink) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
@@ -67,8 +67,8 @@ func (s *captureSink) failed() int {
 	return s.failures
 }
 
-func capture(i int) authz.Capture {
-	return authz.Capture{RequestID: fmt.Sprintf("req-%05d", i), AccountID: "acct_1", KeyID: "key_1",
+func capture(i int) ledger.Capture {
+	return ledger.Capture{RequestID: fmt.Sprintf("req-%05d", i), AccountID: "acct_1", KeyID: "key_1",
 		Endpoint: "chat.completions", Model: "gpt-4o", Status: 200, At: time.UnixMilli(1_900_000_000_000 + int64(i)).UTC(),
 		Request:  fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":"question %d"}]}`, i),
 		Response: fmt.Sprintf(`{"choices":[{"message":{"content":"answer %d"}}]}`, i), ResponseTruncated: i%3 == 0}
@@ -109,7 +109,7 @@ func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 	const outage, n = 6, 300
 	// The first writes fail, then every fifth for a while.
-	sink := &captureSink{fail: func(call int, _ []authz.Capture) error {
+	sink := &captureSink{fail: func(call int, _ []ledger.Capture) error {
 		if call <= outage || (call <= n && call%5 == 0) {
 			return errors.New("connection refused")
 		}
@@ -143,7 +143,7 @@ func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 func TestCapturesWriteBatchesInOneCall(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
-	sink := &captureSink{fail: func(_ int, batch []authz.Capture) error {
+	sink := &captureSink{fail: func(_ int, batch []ledger.Capture) error {
 		mu.Lock()
 		defer mu.Unlock()
 		sizes = append(sizes, len(batch))
@@ -172,8 +172,8 @@ func closeWithin(t *testing.T, d time.Duration) context.Context {
 
 // poisoned reports whether a batch holds a capture whose model is
 // "poison", which a store refuses.
-func poisoned(batch []authz.Capture) bool {
-	return slices.ContainsFunc(batch, func(c authz.Capture) bool { return c.Model == "poison" })
+func poisoned(batch []ledger.Capture) bool {
+	return slices.ContainsFunc(batch, func(c ledger.Capture) bool { return c.Model == "poison" })
 }
 
 // A capture the store refuses for its content holds back no capture
@@ -183,12 +183,12 @@ func poisoned(batch []authz.Capture) bool {
 func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
 	const n = 300
 	isPoison := func(i int) bool { return i%37 == 5 || i == n-1 || (i >= 100 && i < 103) }
-	sink := &captureSink{fail: func(call int, batch []authz.Capture) error {
+	sink := &captureSink{fail: func(call int, batch []ledger.Capture) error {
 		switch {
 		case call%7 == 0:
 			return errors.New("connection reset by peer")
 		case poisoned(batch):
-			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", authz.ErrRefused)
+			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", ledger.ErrRefused)
 		}
 		return nil
 	}}
@@ -237,7 +237,7 @@ func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	var down atomic.Bool
 	failed := make(chan struct{})
 	var once sync.Once
-	sink := &captureSink{fail: func(int, []authz.Capture) error {
+	sink := &captureSink{fail: func(int, []ledger.Capture) error {
 		if !down.Load() {
 			return nil
 		}
@@ -320,7 +320,7 @@ func TestCapturesSanitizeStrings(t *testing.T) {
 	sink := &captureSink{}
 	c, _ := newCaptures(t, sink, ledger.Config{})
 	const bad, clean = "bad\xff\x00s", "bad\uFFFD\uFFFDs"
-	rec := authz.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
+	rec := ledger.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
 		Request: bad, Response: bad}
 	if err := c.SaveCapture(context.Background(), rec); err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestCapturesSanitizeStrings(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []authz.Capture{{RequestID: clean, AccountID: clean, KeyID: clean, Endpoint: clean, Model: clean, Status: 200,
+	want := []ledger.Capture{{RequestID: clean, AccountID: clean, KeyID: clean, Endpoint: clean, Model: clean, Status: 200,
 		Request: clean, Response: clean}}
 	if diff := cmp.Diff(want, sink.saved); diff != "" {
 		t.Errorf("stored (-want +got):\n%s", diff)
@@ -347,7 +347,7 @@ type flakyCaptureStore struct {
 	saved map[string]int
 }
 
-func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	if s.down.Load() {
 		s.once.Do(func() { close(s.failed) })
 		return errors.New("dial tcp: connection refused")

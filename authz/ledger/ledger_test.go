@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
@@ -26,11 +25,11 @@ type batchStore struct {
 	write func(n int) error
 
 	mu      sync.Mutex
-	batches [][]authz.UsageRecord
+	batches [][]ledger.UsageRecord
 	calls   int
 }
 
-func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
@@ -45,7 +44,7 @@ func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRec
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.batches = append(s.batches, append([]authz.UsageRecord(nil), recs...))
+	s.batches = append(s.batches, append([]ledger.UsageRecord(nil), recs...))
 	return nil
 }
 
@@ -71,8 +70,8 @@ func (s *batchStore) requestIDs() []string {
 	return out
 }
 
-func usageRec(i int) authz.UsageRecord {
-	return authz.UsageRecord{RequestID: fmt.Sprintf("req-%05d", i), KeyID: "key_1", AccountID: "acct_1",
+func usageRec(i int) ledger.UsageRecord {
+	return ledger.UsageRecord{RequestID: fmt.Sprintf("req-%05d", i), KeyID: "key_1", AccountID: "acct_1",
 		Endpoint: "chat.completions", Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: int64(i),
 		CompletionTokens: 1, TotalTokens: int64(i) + 1, At: time.UnixMilli(1_900_000_000_000 + int64(i)),
 		Cost: pricing.Nanos(i * 7), CostKnown: i%10 != 0}
@@ -480,7 +479,7 @@ func TestLedgerWithSQLite(t *testing.T) {
 	defer store.Close()
 	l, _ := newLedger(t, store, ledger.Config{})
 	runWriter(t, l)
-	var want authz.UsageTotals
+	var want ledger.UsageTotals
 	for i := range 1000 {
 		r := usageRec(i)
 		want.Requests++
@@ -515,7 +514,7 @@ type lostReplyStore struct {
 	lost atomic.Bool
 }
 
-func (s *lostReplyStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *lostReplyStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	if err := s.Store.AppendUsageBatch(ctx, recs); err != nil {
 		return err
 	}
@@ -587,4 +586,4 @@ func BenchmarkLedgerAppendUsageParallel(b *testing.B) {
 
 type nopBatchStore struct{}
 
-func (nopBatchStore) AppendUsageBatch(context.Context, []authz.UsageRecord) error { return nil }
+func (nopBatchStore) AppendUsageBatch(context.Context, []ledger.UsageRecord) error { return nil }

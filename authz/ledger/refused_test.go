@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/ledger"
 	"modelgate/authz/postgres"
@@ -19,10 +18,10 @@ import (
 // holds a record whose request id starts with "poison".
 type refusingStore struct{ batchStore }
 
-func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	for _, r := range recs {
 		if strings.HasPrefix(r.RequestID, "poison") {
-			return fmt.Errorf("%w: value out of range", authz.ErrRefused)
+			return fmt.Errorf("%w: value out of range", ledger.ErrRefused)
 		}
 	}
 	return s.batchStore.AppendUsageBatch(ctx, recs)
@@ -133,7 +132,7 @@ func TestLedgerOnPostgreSQL(t *testing.T) {
 	if err := l.Close(cctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	got, err := store.ListRequests(ctx, authz.RequestQuery{Limit: 100})
+	got, err := store.ListRequests(ctx, ledger.RequestQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
@@ -20,7 +19,7 @@ import (
 // captureConfig is the ext_proc server's payload capture for the config,
 // nil when off, and its sink to run and close. To: store queues captures
 // for store off the request path, with the queue's metrics on reg.
-func captureConfig(cfg *config.Config, store authz.Captures, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
+func captureConfig(cfg *config.Config, store ledger.CaptureStore, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
 	c := cfg.Observability.Capture
 	var sink extproc.CaptureSink
 	var out captureSink
@@ -115,7 +114,7 @@ type captureLine struct {
 }
 
 // SaveCapture implements extproc.CaptureSink.
-func (w *captureFile) SaveCapture(_ context.Context, c authz.Capture) error {
+func (w *captureFile) SaveCapture(_ context.Context, c ledger.Capture) error {
 	line, err := json.Marshal(captureLine{c.RequestID, c.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), c.AccountID, c.KeyID,
 		c.Endpoint, c.Model, c.Status, c.Request, c.Response, c.RequestTruncated, c.ResponseTruncated})
 	if err != nil {
