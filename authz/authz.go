@@ -23,20 +23,6 @@ var (
 	ErrUnavailable = errors.New("the key store is unavailable")
 )
 
-// StoredResponse is a response of the Responses API the gateway keeps, for
-// previous_response_id and for retrieving it.
-type StoredResponse struct {
-	// Response is the Response object as the client got it. It is nil for
-	// responses stored before the gateway kept it.
-	Response json.RawMessage
-	// Items is the conversation a continuation replays: every item up to
-	// and including the response's output, in order.
-	Items []json.RawMessage
-	// Inputs is how many of Items came before the response's output: its
-	// input, with the conversation it continued. Zero when Response is nil.
-	Inputs int
-}
-
 // Group holds accounts that share allowed models and default limits.
 type Group struct {
 	ID   string

@@ -2,11 +2,11 @@ package authz
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
+	"modelgate/authz/state"
 )
 
 // The storage interfaces, one a concern. Their methods are safe for
@@ -28,8 +28,8 @@ type Store interface {
 	ledger.CaptureStore
 	Prices
 	Audit
-	Responses
-	Images
+	state.Responses
+	state.Images
 
 	// Close releases the store.
 	Close() error
@@ -115,43 +115,4 @@ type Audit interface {
 	AppendAudit(ctx context.Context, e AuditEntry) error
 	// ListAudit returns admin changes, newest first.
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
-}
-
-// Responses keeps the responses of the Responses API the gateway produced,
-// per account and until they expire.
-type Responses interface {
-	// SaveResponse stores a response of the account until expires, and
-	// drops expired ones. ErrExists if the id is taken.
-	SaveResponse(ctx context.Context, accountID, id string, r StoredResponse, expires time.Time) error
-	// Conversation returns the conversation of a stored response of the
-	// account; unknown, expired and other accounts' ids are ErrNotFound
-	// alike.
-	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
-	// Response returns a stored response of the account, as Conversation
-	// finds it.
-	Response(ctx context.Context, accountID, id string, now time.Time) (StoredResponse, error)
-	// DeleteResponse deletes a stored response of the account; unknown,
-	// expired and other accounts' ids are ErrNotFound.
-	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
-	// ResponseOutputs returns the output items (the items of its
-	// conversation after its input; all of them for a response kept
-	// without its Response object) of each stored response of the account
-	// among ids, by response id. Unknown, expired and other accounts' ids
-	// are left out: none found is an empty map, not ErrNotFound. However
-	// many the ids, it makes one query: the item_references of a request
-	// are looked up all at once.
-	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
-}
-
-// Images keeps generated images until they expire, for the signed URLs
-// handed out in their place.
-type Images interface {
-	// SaveImage keeps a generated image until expires, for the signed URL
-	// handed out in its place, and drops expired ones. ErrExists if the id
-	// is taken.
-	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
-	// Image returns a kept image; unknown and expired ids are ErrNotFound.
-	// It is not account-scoped: whoever holds a validly signed URL may
-	// fetch it.
-	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
 }

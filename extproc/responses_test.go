@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/state"
 	"modelgate/extproc/extproctest"
 	"modelgate/translate/api/spec"
 )
@@ -46,7 +46,7 @@ func TestResponsesTruncationAuto(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"type": "message", "role": "user", "content": text})
 		items = append(items, b)
 	}
-	if err := f.store.SaveResponse(context.Background(), f.account.ID, "resp_hist", authz.StoredResponse{Items: items}, time.Now().Add(time.Hour)); err != nil {
+	if err := f.store.SaveResponse(context.Background(), f.account.ID, "resp_hist", state.Response{Items: items}, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {

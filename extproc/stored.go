@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"modelgate/authz"
+	"modelgate/authz/state"
 	"modelgate/translate/responses"
 )
 
@@ -70,13 +71,13 @@ func errResponseNotFound(id string) *APIError {
 // storedResponse looks a response of the principal's account up. One kept
 // without its Response object (stored before the gateway kept them) can be
 // continued and deleted, not retrieved.
-func (ex *exchange) storedResponse(ctx context.Context, id string) (authz.StoredResponse, error) {
+func (ex *exchange) storedResponse(ctx context.Context, id string) (state.Response, error) {
 	if ex.s.cfg.Responses == nil {
-		return authz.StoredResponse{}, errResponseNotFound(id)
+		return state.Response{}, errResponseNotFound(id)
 	}
 	r, err := ex.s.cfg.Responses.Response(ctx, ex.req.principal.AccountID, id, ex.s.now())
 	if errors.Is(err, authz.ErrNotFound) || (err == nil && r.Response == nil) {
-		return authz.StoredResponse{}, errResponseNotFound(id)
+		return state.Response{}, errResponseNotFound(id)
 	}
 	return r, err
 }
