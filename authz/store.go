@@ -9,11 +9,13 @@ import (
 	"modelgate/authz/state"
 )
 
-// The storage interfaces, one a concern. Their methods are safe for
-// concurrent use; lookups that find nothing return ErrNotFound. Times are
-// kept to the millisecond. Consumers take the interfaces they use (or
-// declare smaller ones of their own); Store is all of them, what a
-// storage backend implements.
+// The storage interfaces, one a concern: those of authz here, the usage
+// ledger's and the captures' in package ledger, the responses' and the
+// images' in package state. Their methods are safe for concurrent use;
+// lookups that find nothing return ErrNotFound. Times are kept to the
+// millisecond. Consumers take the interfaces they use (or declare smaller
+// ones of their own); Store is all of them, what a storage backend
+// implements.
 
 // Store persists everything authz keeps: groups, accounts and keys, the
 // usage ledger and payload captures, run-time prices, the audit log, the
