@@ -23,8 +23,8 @@
 // Subpackages:
 //
 //   - pricing: model prices, the cost of a request, and money in Nanos.
-//   - ledger: the usage ledger's records and captures, their storage
-//     interfaces, and the batching writer of both to the store.
+//   - ledger: the usage ledger's records and captures, and their storage
+//     interfaces; ledger/queue, the batching writer of both to the store.
 //   - state: what the gateway keeps for clients between requests, stored
 //     responses and generated images, and their storage interfaces.
 //   - admin: the admin API and web dashboard over the store.

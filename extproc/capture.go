@@ -58,7 +58,7 @@ const Redacted = "[redacted]"
 // hide ordinary words.
 const minSecretLen = 8
 
-// CaptureSink keeps captures: a queue to the store (ledger.Captures), or
+// CaptureSink keeps captures: a queue to the store (queue.Captures), or
 // a file.
 type CaptureSink interface {
 	SaveCapture(ctx context.Context, c ledger.Capture) error

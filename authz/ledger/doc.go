@@ -1,6 +1,5 @@
 // Package ledger is the usage ledger: what the gateway records of each
-// request, and of the bodies payload capture keeps, and the writer that
-// gets them to the store.
+// request, and the bodies payload capture keeps, as the stores keep them.
 //
 // The records are UsageRecord (one per request, and per failed attempt),
 // summed as UsageTotals and reported as UsageRow by a UsageQuery,
@@ -10,11 +9,8 @@
 // writes fail with when the store refuses a record for its content, and
 // Storable makes a string one every store can keep.
 //
-// Ledger takes one usage record per request without blocking the request,
-// and writes them to the store in batches, retrying failed writes whole.
-// Payload captures go to the store the same way (Captures), the writer
-// being generic in the record.
-//
 // The package imports no other of authz but pricing, so that authz.Store
-// can embed its interfaces.
+// can embed its interfaces. The writer that takes the records off the
+// request path and stores them in batches is its subpackage queue, apart
+// so that extproc, which uses the records, never depends on it.
 package ledger

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
 )
@@ -27,11 +28,11 @@ func captureConfig(cfg *config.Config, store ledger.CaptureStore, reg prometheus
 	case "":
 		return nil, out, nil
 	case "store":
-		queue, err := ledger.NewCaptures(store, reg, captureQueue(c.MaxBytes, log))
+		q, err := queue.NewCaptures(store, reg, captureQueue(c.MaxBytes, log))
 		if err != nil {
 			return nil, out, err
 		}
-		sink, out.queue = queue, queue
+		sink, out.queue = q, q
 	case "file":
 		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -47,7 +48,7 @@ func captureConfig(cfg *config.Config, store ledger.CaptureStore, reg prometheus
 }
 
 // captureQueueBytes is about the most the captures waiting for the store
-// may take: 1024 captures (ledger.Captures' queue) of two 64 KiB bodies
+// may take: 1024 captures (queue.Captures' queue) of two 64 KiB bodies
 // (the default max_bytes), and the batch being written.
 const captureQueueBytes = 128 << 20
 
@@ -55,8 +56,8 @@ const captureQueueBytes = 128 << 20
 // maxBytes: its default queue up to 64 KiB, a shorter one beyond, so that
 // a store outage costs the gateway no more memory with larger bodies
 // (at the largest max_bytes, 16 MiB, 4 captures wait).
-func captureQueue(maxBytes int, log *zap.Logger) ledger.Config {
-	cfg := ledger.Config{Logger: log}
+func captureQueue(maxBytes int, log *zap.Logger) queue.Config {
+	cfg := queue.Config{Logger: log}
 	if maxBytes > 64<<10 {
 		n := max(captureQueueBytes/(2*maxBytes), 1)
 		cfg.QueueSize, cfg.MaxBatch = n, max(n/16, 1) // the default's proportions, 1024 and 64
@@ -67,8 +68,8 @@ func captureQueue(maxBytes int, log *zap.Logger) ledger.Config {
 // captureSink is where the gateway's captures go, as attach runs it and
 // drain closes it: a queue to the store, or a file.
 type captureSink struct {
-	queue     *ledger.Captures // to: store
-	closeFile func() error     // to: file
+	queue     *queue.Captures // to: store
+	closeFile func() error    // to: file
 }
 
 // run writes the queued captures until close.

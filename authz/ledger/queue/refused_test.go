@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/postgres"
 )
 
@@ -32,7 +33,7 @@ func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []ledger.Usag
 // and none of them twice.
 func TestLedgerSetsAsideRefusedRecords(t *testing.T) {
 	store := &refusingStore{}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
 	runWriter(t, l)
 	var want []string
 	for i := range 1000 {
@@ -75,7 +76,7 @@ func TestLedgerRefusalDuringAnOutage(t *testing.T) {
 		}
 		return nil
 	}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 8, FlushInterval: time.Hour,
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 8, FlushInterval: time.Hour,
 		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 	var want []string
 	for i := range 8 {
@@ -110,7 +111,7 @@ func TestLedgerOnPostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	runWriter(t, l)
 	for i := range 40 {

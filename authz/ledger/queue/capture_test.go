@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/sqlite"
 )
 
@@ -84,17 +85,17 @@ func captureIDs(from, to int) []string {
 
 // newCaptures returns a capture writer over sink with its metrics on a
 // registry of its own.
-func newCaptures(t testing.TB, sink ledger.CaptureWriter, cfg ledger.Config) (*ledger.Captures, *prometheus.Registry) {
+func newCaptures(t testing.TB, sink queue.CaptureWriter, cfg queue.Config) (*queue.Captures, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	c, err := ledger.NewCaptures(sink, reg, cfg)
+	c, err := queue.NewCaptures(sink, reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, reg
 }
 
-func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
+func saveRange(t testing.TB, c *queue.Captures, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		if err := c.SaveCapture(context.Background(), capture(i)); err != nil {
@@ -115,7 +116,7 @@ func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 		}
 		return nil
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	runWriter(t, c)
 	saveRange(t, c, 0, n)
@@ -149,7 +150,7 @@ func TestCapturesWriteBatchesInOneCall(t *testing.T) {
 		sizes = append(sizes, len(batch))
 		return nil
 	}}
-	c, _ := newCaptures(t, sink, ledger.Config{MaxBatch: 16})
+	c, _ := newCaptures(t, sink, queue.Config{MaxBatch: 16})
 	saveRange(t, c, 0, 40) // queued before the writer runs
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -192,7 +193,7 @@ func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
 		}
 		return nil
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 	runWriter(t, c)
 	var want []string
@@ -244,7 +245,7 @@ func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
 		once.Do(func() { close(failed) })
 		return errors.New("connection refused")
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(context.Background()) }()
@@ -286,14 +287,14 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 	for name, size := range map[string]int{"QueueSize": 2, "default": 0} {
 		t.Run(name, func(t *testing.T) {
 			sink := &captureSink{}
-			c, reg := newCaptures(t, sink, ledger.Config{QueueSize: size, FullWait: -1}) // no writer yet
+			c, reg := newCaptures(t, sink, queue.Config{QueueSize: size, FullWait: -1}) // no writer yet
 			want := size
 			if size == 0 {
 				want = 1024
 			}
 			saveRange(t, c, 0, want)
 			err := c.SaveCapture(context.Background(), capture(want))
-			if !errors.Is(err, ledger.ErrFull) || err.Error() != "capture queue full" {
+			if !errors.Is(err, queue.ErrFull) || err.Error() != "capture queue full" {
 				t.Errorf("SaveCapture to a full queue = %v, want ErrFull", err)
 			}
 			if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=full"); got != 1 {
@@ -308,7 +309,7 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 			if diff := cmp.Diff(captureIDs(0, want), sink.requestIDs()); diff != "" {
 				t.Errorf("captures stored (-want +got):\n%s", diff)
 			}
-			if err := c.Run(context.Background()); !errors.Is(err, ledger.ErrClosed) {
+			if err := c.Run(context.Background()); !errors.Is(err, queue.ErrClosed) {
 				t.Errorf("Run after Close = %v, want ErrClosed", err)
 			}
 		})
@@ -318,7 +319,7 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 // Strings PostgreSQL would refuse are made storable, the bodies too.
 func TestCapturesSanitizeStrings(t *testing.T) {
 	sink := &captureSink{}
-	c, _ := newCaptures(t, sink, ledger.Config{})
+	c, _ := newCaptures(t, sink, queue.Config{})
 	const bad, clean = "bad\xff\x00s", "bad\uFFFD\uFFFDs"
 	rec := ledger.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
 		Request: bad, Response: bad}
@@ -374,7 +375,7 @@ func TestCapturesWithSQLiteOutage(t *testing.T) {
 	defer store.Close()
 	s := &flakyCaptureStore{Store: store, failed: make(chan struct{}), saved: map[string]int{}}
 	s.down.Store(true)
-	c, _ := newCaptures(t, s, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, _ := newCaptures(t, s, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	runWriter(t, c)
 	const n = 100
@@ -421,7 +422,7 @@ func TestCapturesRefusedBySQLite(t *testing.T) {
 		WHEN NEW.model = 'poison' BEGIN SELECT RAISE(ABORT, 'poison'); END`); err != nil {
 		t.Fatal(err)
 	}
-	c, reg := newCaptures(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	c, reg := newCaptures(t, store, queue.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
 	runWriter(t, c)
 	const n = 200
 	for i := range n {
