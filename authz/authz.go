@@ -4,11 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
-
-	"modelgate/authz/pricing"
 )
 
 // Sentinel errors. They know nothing of HTTP.
@@ -25,38 +21,7 @@ var (
 	// ErrUnavailable means the key store failed or did not answer in time,
 	// so a presented key could be checked neither way.
 	ErrUnavailable = errors.New("the key store is unavailable")
-	// ErrRefused is what a batch write's error is when the store refused
-	// a record for its content (bytes its text cannot hold, a value out of
-	// range, a constraint the record breaks), not for being unavailable:
-	// the same records would fail the same way again, so retrying them
-	// is futile, whereas the rest of their batch may be stored without them.
-	ErrRefused = errors.New("refused by the store")
 )
-
-// Storable is s as every store can keep it as text: valid UTF-8 without
-// NUL, invalid bytes and NUL replaced by U+FFFD. PostgreSQL refuses both,
-// and a string a client chose (a request id, a session id, a body) may
-// carry any bytes.
-func Storable(s string) string {
-	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
-// StoredResponse is a response of the Responses API the gateway keeps, for
-// previous_response_id and for retrieving it.
-type StoredResponse struct {
-	// Response is the Response object as the client got it. It is nil for
-	// responses stored before the gateway kept it.
-	Response json.RawMessage
-	// Items is the conversation a continuation replays: every item up to
-	// and including the response's output, in order.
-	Items []json.RawMessage
-	// Inputs is how many of Items came before the response's output: its
-	// input, with the conversation it continued. Zero when Response is nil.
-	Inputs int
-}
 
 // Group holds accounts that share allowed models and default limits.
 type Group struct {
@@ -215,121 +180,6 @@ func EffectiveModels(levels ...[]string) (models []string, none bool) {
 	return models, false
 }
 
-// UsageRecord is one request in the usage ledger.
-type UsageRecord struct {
-	// ID, when set, makes appending idempotent: a record whose ID is
-	// stored already is not stored again, so a batch retried after a
-	// commit whose reply was lost counts once.
-	ID string
-	// RequestID is the gateway's own id of the request; ClientRequestID
-	// the x-request-id it came with, which the client chooses.
-	RequestID       string
-	ClientRequestID string
-	// SessionID is the agent session the request belongs to, as the
-	// client names it (Claude Code's x-claude-code-session-id, Codex's
-	// session_id): usage per session.
-	SessionID        string
-	KeyID            string
-	AccountID        string
-	Endpoint         string
-	Model            string
-	Backend          string
-	Status           int
-	PromptTokens     int64
-	CompletionTokens int64
-	TotalTokens      int64
-	CachedTokens     int64
-	// CacheWriteTokens are the prompt tokens written to the provider's
-	// prompt cache; CacheWrite1hTokens of them for an hour.
-	CacheWriteTokens   int64
-	CacheWrite1hTokens int64
-	ReasoningTokens    int64
-	// Estimated reports that the token counts are the gateway's estimate:
-	// the exchange consumed tokens (it broke off, or the provider sent no
-	// usage) but the provider never reported them.
-	Estimated bool
-	// Attempt numbers a failed attempt of a request Envoy retried on
-	// another deployment (1, 2, …): its backend and status (0 when the
-	// attempt got no answer: refused, reset or timed out), no tokens. Zero
-	// is the request's own record; only those count as requests.
-	Attempt int
-	// Cost is what the request cost at the price in effect when it was
-	// recorded; CostKnown is false when its model had none.
-	Cost      pricing.Nanos
-	CostKnown bool
-	// Audio is how much audio the request transcribed; Images how many
-	// images it generated.
-	Audio  time.Duration
-	Images int64
-	// WebSearchRequests is how many web searches the provider ran for the
-	// answer and bills apart from tokens.
-	WebSearchRequests int64
-	Duration          time.Duration
-	At                time.Time
-}
-
-// UsageTotals sums usage records.
-type UsageTotals struct {
-	Requests           int64
-	PromptTokens       int64
-	CompletionTokens   int64
-	TotalTokens        int64
-	CachedTokens       int64
-	CacheWriteTokens   int64
-	CacheWrite1hTokens int64
-	ReasoningTokens    int64
-	// Cost sums the known costs; UnknownCost counts the records whose
-	// cost is unknown (no price was in effect).
-	Cost              pricing.Nanos
-	UnknownCost       int64
-	Audio             time.Duration
-	Images            int64
-	WebSearchRequests int64
-	// Refused counts the requests the gateway refused: a model the key
-	// may not use (403) or a rate limit or budget (429). Failed counts
-	// the other errors (4xx, 5xx, no answer). The rest succeeded.
-	Refused, Failed int64
-}
-
-// Succeeded counts the requests that got a 2xx answer.
-func (t UsageTotals) Succeeded() int64 { return t.Requests - t.Refused - t.Failed }
-
-// UsageGrouping says which columns UsageReport groups by; zero sums
-// everything into one row.
-type UsageGrouping uint8
-
-// Columns UsageReport can group by, combined with |.
-const (
-	// ByDay groups by UTC calendar day.
-	ByDay UsageGrouping = 1 << iota
-	ByAccount
-	ByKey
-	ByModel
-)
-
-// UsageQuery selects and groups usage records for UsageReport.
-type UsageQuery struct {
-	// From and To bound the records' times to [From, To); a zero To means
-	// no upper bound.
-	From, To time.Time
-	// AccountID, KeyID and Model filter when set.
-	AccountID string
-	KeyID     string
-	Model     string
-	By        UsageGrouping
-}
-
-// UsageRow is one group of a usage report. The fields not grouped by are
-// zero.
-type UsageRow struct {
-	// Day is midnight UTC of the day.
-	Day       time.Time
-	AccountID string
-	KeyID     string
-	Model     string
-	UsageTotals
-}
-
 // AuditEntry is one change an admin made.
 type AuditEntry struct {
 	// ID orders entries: a later entry has a larger ID.
@@ -357,32 +207,4 @@ type AuditQuery struct {
 	Limit int
 	// Target, when set, returns only entries about it.
 	Target string
-}
-
-// RequestQuery selects requests from the usage ledger, a page at a time.
-type RequestQuery struct {
-	// RequestID selects one request's record.
-	RequestID               string
-	AccountID, KeyID, Model string
-	// Outcome is "ok" (2xx and 3xx), "refused" (401, 403, 429), "failed"
-	// (the other errors) or empty for all.
-	Outcome string
-	// BeforeAt and BeforeID, when BeforeAt is not zero, return only the
-	// requests older than the one at BeforeAt with request id BeforeID:
-	// the cursor of the next page.
-	BeforeAt time.Time
-	BeforeID string
-	// Limit is the most requests returned; zero means 50.
-	Limit int
-}
-
-// Capture is an exchange's bodies as payload capture kept them: the
-// request as the client sent it and the answer as the client got it,
-// redacted and cut at a size (Truncated).
-type Capture struct {
-	RequestID, AccountID, KeyID, Endpoint, Model string
-	Status                                       int
-	At                                           time.Time
-	Request, Response                            string
-	RequestTruncated, ResponseTruncated          bool
 }

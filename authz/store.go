@@ -2,17 +2,20 @@ package authz
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
+	"modelgate/authz/state"
 )
 
-// The storage interfaces, one a concern. Their methods are safe for
-// concurrent use; lookups that find nothing return ErrNotFound. Times are
-// kept to the millisecond. Consumers take the interfaces they use (or
-// declare smaller ones of their own); Store is all of them, what a
-// storage backend implements.
+// The storage interfaces, one a concern: those of authz here, the usage
+// ledger's and the captures' in package ledger, the responses' and the
+// images' in package state. Their methods are safe for concurrent use;
+// lookups that find nothing return ErrNotFound. Times are kept to the
+// millisecond. Consumers take the interfaces they use (or declare smaller
+// ones of their own); Store is all of them, what a storage backend
+// implements.
 
 // Store persists everything authz keeps: groups, accounts and keys, the
 // usage ledger and payload captures, run-time prices, the audit log, the
@@ -23,12 +26,12 @@ type Store interface {
 	Accounts
 	Groups
 	Keys
-	Ledger
-	Captures
+	ledger.UsageStore
+	ledger.CaptureStore
 	Prices
 	Audit
-	Responses
-	Images
+	state.Responses
+	state.Images
 
 	// Close releases the store.
 	Close() error
@@ -95,54 +98,6 @@ type Keys interface {
 	TouchKey(ctx context.Context, id string, at time.Time) error
 }
 
-// Ledger is the usage ledger: one record per request (and per failed
-// attempt), summed for reports and budgets, listed for the requests page,
-// and expired by retention. The ledger package writes it in batches.
-type Ledger interface {
-	// AppendUsage appends a record to the usage ledger.
-	AppendUsage(ctx context.Context, rec UsageRecord) error
-	// AppendUsageBatch appends records in one transaction: all or none.
-	// Records whose ID is stored already are skipped, as by AppendUsage.
-	// ErrRefused when the store refused a record for its content.
-	AppendUsageBatch(ctx context.Context, recs []UsageRecord) error
-	// UsageSince sums an account's usage records at or after since.
-	UsageSince(ctx context.Context, accountID string, since time.Time) (UsageTotals, error)
-	// UsageReport sums the selected usage records per group, ordered by
-	// day, account, key and model; groups without records are absent.
-	UsageReport(ctx context.Context, q UsageQuery) ([]UsageRow, error)
-	// SpentSince sums the known cost of the requests (not failed
-	// attempts) at or after since of a subject as budgets name it:
-	// "key:<id>", "account:<id>" or "group:<id>" (the records of the
-	// group's accounts as they are now). Budget counters lost with a
-	// process or a Redis are rebuilt from it. A malformed subject is an
-	// error.
-	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
-	// DeleteUsageBefore deletes at most limit usage records from before
-	// before, oldest first, and returns how many it deleted: retention,
-	// in batches that never hold the database long.
-	DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error)
-	// ListRequests returns usage records (requests, not failed attempts),
-	// newest first, as the query selects.
-	ListRequests(ctx context.Context, q RequestQuery) ([]UsageRecord, error)
-}
-
-// Captures keeps the bodies payload capture took of exchanges, by request.
-type Captures interface {
-	// SaveCaptures keeps exchanges' captured bodies, all or none: a
-	// batch that fails stores nothing, so that it can be retried whole.
-	// A store keeps one capture a request: a capture whose request has
-	// one stored, or earlier in the batch, is skipped, so that a batch
-	// written again after its reply was lost stores nothing twice.
-	// ErrRefused when the store refused a capture for its content.
-	SaveCaptures(ctx context.Context, cs []Capture) error
-	// CaptureOf returns the capture of a request; ErrNotFound when there
-	// is none.
-	CaptureOf(ctx context.Context, requestID string) (Capture, error)
-	// DeleteCapturesBefore deletes at most limit captures from before
-	// before, oldest first, and returns how many it deleted.
-	DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error)
-}
-
 // Prices keeps the prices set at run time, over the config file's.
 type Prices interface {
 	// ListPrices returns the prices set at run time (through the admin),
@@ -162,43 +117,4 @@ type Audit interface {
 	AppendAudit(ctx context.Context, e AuditEntry) error
 	// ListAudit returns admin changes, newest first.
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
-}
-
-// Responses keeps the responses of the Responses API the gateway produced,
-// per account and until they expire.
-type Responses interface {
-	// SaveResponse stores a response of the account until expires, and
-	// drops expired ones. ErrExists if the id is taken.
-	SaveResponse(ctx context.Context, accountID, id string, r StoredResponse, expires time.Time) error
-	// Conversation returns the conversation of a stored response of the
-	// account; unknown, expired and other accounts' ids are ErrNotFound
-	// alike.
-	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
-	// Response returns a stored response of the account, as Conversation
-	// finds it.
-	Response(ctx context.Context, accountID, id string, now time.Time) (StoredResponse, error)
-	// DeleteResponse deletes a stored response of the account; unknown,
-	// expired and other accounts' ids are ErrNotFound.
-	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
-	// ResponseOutputs returns the output items (the items of its
-	// conversation after its input; all of them for a response kept
-	// without its Response object) of each stored response of the account
-	// among ids, by response id. Unknown, expired and other accounts' ids
-	// are left out: none found is an empty map, not ErrNotFound. However
-	// many the ids, it makes one query: the item_references of a request
-	// are looked up all at once.
-	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
-}
-
-// Images keeps generated images until they expire, for the signed URLs
-// handed out in their place.
-type Images interface {
-	// SaveImage keeps a generated image until expires, for the signed URL
-	// handed out in its place, and drops expired ones. ErrExists if the id
-	// is taken.
-	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
-	// Image returns a kept image; unknown and expired ids are ErrNotFound.
-	// It is not account-scoped: whoever holds a validly signed URL may
-	// fetch it.
-	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
 }

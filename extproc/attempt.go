@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/extproc/routing"
 	"modelgate/translate"
@@ -222,7 +223,7 @@ func (st *attemptStream) record(ctx context.Context, status int) {
 	}
 	a.recorded = true
 	end := st.s.now()
-	rec := authz.UsageRecord{RequestID: a.headers.get(requestIDHeader), ClientRequestID: a.ctx.clientID, AccountID: a.ctx.account, Endpoint: st.req.endpoint.String(),
+	rec := ledger.UsageRecord{RequestID: a.headers.get(requestIDHeader), ClientRequestID: a.ctx.clientID, AccountID: a.ctx.account, Endpoint: st.req.endpoint.String(),
 		Model: st.req.model, Backend: a.backend, Status: status, Attempt: max(a.count, 1), Duration: end.Sub(st.start), At: end}
 	rec.Cost, rec.CostKnown = st.s.cost(st.req.model, pricing.Usage{}, end) // no tokens: nothing, where the model has a price
 	if err := st.s.usage.AppendUsage(st.book.context(ctx, st.s.cfg.UsageTimeout), rec); err != nil {

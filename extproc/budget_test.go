@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
@@ -248,7 +249,7 @@ func mediaFixture(t *testing.T) (*fixture, *memory.Spender) {
 	})
 }
 
-func ledgerTotals(t *testing.T, f *fixture) authz.UsageTotals {
+func ledgerTotals(t *testing.T, f *fixture) ledger.UsageTotals {
 	t.Helper()
 	totals, err := f.store.UsageSince(context.Background(), f.account.ID, time.Time{})
 	if err != nil {

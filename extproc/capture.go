@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/translate"
 )
 
@@ -62,10 +62,10 @@ const Redacted = "[redacted]"
 // hide ordinary words.
 const minSecretLen = 8
 
-// CaptureSink keeps captures: a queue to the store (ledger.Captures), or
+// CaptureSink keeps captures: a queue to the store (queue.Captures), or
 // a file.
 type CaptureSink interface {
-	SaveCapture(ctx context.Context, c authz.Capture) error
+	SaveCapture(ctx context.Context, c ledger.Capture) error
 }
 
 // captureBuf gathers one body up to the cap.
@@ -150,7 +150,7 @@ func (s *Server) saveCapture(ctx context.Context, st *captureState, o *outcome, 
 	if c == nil {
 		return
 	}
-	rec := authz.Capture{RequestID: o.requestID, Endpoint: o.endpoint.String(), Model: o.model, Status: o.status, At: o.end,
+	rec := ledger.Capture{RequestID: o.requestID, Endpoint: o.endpoint.String(), Model: o.model, Status: o.status, At: o.end,
 		RequestTruncated: st.req.truncated, ResponseTruncated: st.resp.truncated}
 	if p := o.principal; p != nil {
 		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
@@ -26,22 +27,22 @@ import (
 // captureLog is a CaptureSink that keeps captures in memory.
 type captureLog struct {
 	mu sync.Mutex
-	cs []authz.Capture
+	cs []ledger.Capture
 }
 
-func (l *captureLog) SaveCapture(_ context.Context, c authz.Capture) error {
+func (l *captureLog) SaveCapture(_ context.Context, c ledger.Capture) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cs = append(l.cs, c)
 	return nil
 }
 
-func (l *captureLog) wait(t *testing.T, n int) []authz.Capture {
+func (l *captureLog) wait(t *testing.T, n int) []ledger.Capture {
 	t.Helper()
 	waitFor(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.cs) >= n })
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]authz.Capture(nil), l.cs...)
+	return append([]ledger.Capture(nil), l.cs...)
 }
 
 // Payload capture keeps the request as the client sent it and the answer
@@ -68,7 +69,7 @@ func TestCaptureRedacts(t *testing.T) {
 	big := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 20000) + `"}]}`
 	f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], big)
 	cs := sink.wait(t, 3) // saved after each answer: in any order
-	var json, sse, cut authz.Capture
+	var json, sse, cut ledger.Capture
 	for _, c := range cs {
 		switch {
 		case c.RequestTruncated:
@@ -121,8 +122,8 @@ type teeSink struct {
 	file  *os.File
 }
 
-func (s *teeSink) SaveCapture(ctx context.Context, c authz.Capture) error {
-	if err := s.store.SaveCaptures(ctx, []authz.Capture{c}); err != nil {
+func (s *teeSink) SaveCapture(ctx context.Context, c ledger.Capture) error {
+	if err := s.store.SaveCaptures(ctx, []ledger.Capture{c}); err != nil {
 		return err
 	}
 	line, err := json.Marshal(map[string]any{"request_id": c.RequestID, "request": c.Request, "response": c.Response})

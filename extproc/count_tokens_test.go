@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
@@ -82,7 +83,7 @@ func TestCountTokensLimitedAndRecorded(t *testing.T) {
 				t.Error("a refused count reached the provider")
 			}
 			waitRequests(t, f.store, f.account.ID, 3)
-			recs, err := f.store.ListRequests(context.Background(), authz.RequestQuery{AccountID: f.account.ID})
+			recs, err := f.store.ListRequests(context.Background(), ledger.RequestQuery{AccountID: f.account.ID})
 			if err != nil {
 				t.Fatal(err)
 			}

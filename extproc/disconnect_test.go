@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
@@ -56,7 +57,7 @@ func TestUsageRecordedWhenClientLeavesMidStream(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	var totals authz.UsageTotals
+	var totals ledger.UsageTotals
 	for range 200 {
 		if totals, _ = store.UsageSince(ctx, acct.ID, time.Time{}); totals.Requests > 0 {
 			break

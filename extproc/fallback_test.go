@@ -14,7 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/envoy"
 	"modelgate/extproc/routing"
 	"modelgate/translate/api/spec"
@@ -499,7 +499,7 @@ func TestFallbackAttemptRecords(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want the two failed attempts: %+v", len(recs), recs)
 	}
-	for i, want := range []authz.UsageRecord{{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "anthropic", Status: 503, Attempt: 1},
+	for i, want := range []ledger.UsageRecord{{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "anthropic", Status: 503, Attempt: 1},
 		{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "openai", Status: 0, Attempt: 2}} {
 		got := recs[i]
 		got.Duration, got.At = 0, time.Time{}

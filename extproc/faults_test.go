@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/envoy"
 	"modelgate/extproc/routing"
 	"modelgate/translate"
@@ -70,17 +71,17 @@ func (stubAuth) Authenticate(context.Context, string) (*authz.Principal, error) 
 
 type usageLog struct {
 	mu   sync.Mutex
-	recs []authz.UsageRecord
+	recs []ledger.UsageRecord
 }
 
-func (u *usageLog) AppendUsage(_ context.Context, r authz.UsageRecord) error {
+func (u *usageLog) AppendUsage(_ context.Context, r ledger.UsageRecord) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.recs = append(u.recs, r)
 	return nil
 }
 
-func (u *usageLog) only(t *testing.T) authz.UsageRecord {
+func (u *usageLog) only(t *testing.T) ledger.UsageRecord {
 	t.Helper()
 	u.mu.Lock()
 	defer u.mu.Unlock()

@@ -20,7 +20,7 @@ func TestExtprocHasNoConcreteStores(t *testing.T) {
 		t.Fatalf("go list found only %v", deps)
 	}
 	for _, dep := range deps {
-		for _, banned := range []string{"modelgate/authz/sqlite", "modelgate/authz/postgres", "modelgate/authz/ledger",
+		for _, banned := range []string{"modelgate/authz/sqlite", "modelgate/authz/postgres", "modelgate/authz/ledger/queue",
 			"modelgate/ratelimit/redis", "modelgate/ratelimit/memory", "database/sql", "github.com/redis/go-redis",
 			"github.com/jackc/pgx", "modernc.org/sqlite"} {
 			if dep == banned || strings.HasPrefix(dep, banned+"/") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
+	"modelgate/authz/state"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 )
@@ -26,7 +26,7 @@ func (s *countingStore) Conversation(ctx context.Context, accountID, id string, 
 	return s.ResponseStore.Conversation(ctx, accountID, id, now)
 }
 
-func (s *countingStore) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
+func (s *countingStore) Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error) {
 	s.lookups.Add(1)
 	return s.ResponseStore.Response(ctx, accountID, id, now)
 }
@@ -47,7 +47,7 @@ func counting(cs *countingStore) func(*extproc.Config) {
 // saveAnswered stores a response of account whose output is a message
 // and a function call, named as the bridge names them after the response
 // (msg_<hex>, fc_<hex>_0), and returns the ids of the two.
-func saveAnswered(t *testing.T, s authz.Responses, accountID, hex, text string) (msg, call string) {
+func saveAnswered(t *testing.T, s state.Responses, accountID, hex, text string) (msg, call string) {
 	t.Helper()
 	msg, call = "msg_"+hex, "fc_"+hex+"_0"
 	items := []json.RawMessage{
@@ -55,7 +55,7 @@ func saveAnswered(t *testing.T, s authz.Responses, accountID, hex, text string) 
 		json.RawMessage(`{"type":"message","id":"` + msg + `","role":"assistant","content":[{"type":"output_text","text":"` + text + `"}]}`),
 		json.RawMessage(`{"type":"function_call","id":"` + call + `","call_id":"call_` + hex + `","name":"f","arguments":"{}"}`),
 	}
-	r := authz.StoredResponse{Response: json.RawMessage(`{"id":"resp_` + hex + `","object":"response"}`), Items: items, Inputs: 1}
+	r := state.Response{Response: json.RawMessage(`{"id":"resp_` + hex + `","object":"response"}`), Items: items, Inputs: 1}
 	if err := s.SaveResponse(context.Background(), accountID, "resp_"+hex, r, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

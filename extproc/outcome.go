@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/translate"
 )
@@ -79,7 +80,7 @@ func (ex *exchange) record(ctx context.Context) {
 
 // appendUsage writes the outcome's usage record to the ledger.
 func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) {
-	rec := authz.UsageRecord{
+	rec := ledger.UsageRecord{
 		RequestID:          o.requestID,
 		ClientRequestID:    o.clientRequestID,
 		SessionID:          o.session,

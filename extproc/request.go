@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/extproc/routing"
 	"modelgate/translate"
 	"modelgate/translate/providers"
@@ -456,11 +457,11 @@ func sessionID(hm headerMap) string {
 }
 
 // clientLabel is a label the client chose as the gateway keeps it:
-// storable (authz.Storable), cut at a character's start to at most
+// storable (ledger.Storable), cut at a character's start to at most
 // maxClientLabel bytes. A header may carry
 // any bytes; no store may refuse the record they end up in.
 func clientLabel(s string) string {
-	if s = authz.Storable(s); len(s) > maxClientLabel {
+	if s = ledger.Storable(s); len(s) > maxClientLabel {
 		n := maxClientLabel
 		for !utf8.RuneStart(s[n]) {
 			n--

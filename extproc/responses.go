@@ -15,6 +15,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/authz/state"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
@@ -30,12 +31,12 @@ type ResponseStore interface {
 	// SaveResponse stores a response (its Response object and its
 	// conversation, every item up to and including its output) for the
 	// account until expires.
-	SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error
+	SaveResponse(ctx context.Context, accountID, id string, r state.Response, expires time.Time) error
 	// Conversation returns a stored conversation. Unknown and expired ids
 	// and ids of another account give authz.ErrNotFound.
 	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
 	// Response returns a stored response, found as by Conversation.
-	Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error)
+	Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error)
 	// DeleteResponse deletes a stored response, found as by Conversation.
 	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
 	// ResponseOutputs returns the output items of the stored responses
@@ -256,7 +257,7 @@ func (f *responsesFlow) save(ctx context.Context, ac answerContext, out []byte, 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ac.s.cfg.UsageTimeout)
 	defer cancel()
 	id := f.tr.ID()
-	r := authz.StoredResponse{Response: f.object, Items: responses.WithItemIDs(items, f.inputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: f.inputs}
+	r := state.Response{Response: f.object, Items: responses.WithItemIDs(items, f.inputs, func(prefix string) string { return newID(prefix, 24) }), Inputs: f.inputs}
 	if err := ac.s.cfg.Responses.SaveResponse(ctx, ac.account, id, r, ac.s.now().Add(ac.s.cfg.ResponseRetention)); err != nil {
 		ac.log.Error("storing response", zap.String("response_id", id), zap.Error(err))
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
+	"modelgate/authz/state"
 	"modelgate/extproc/extproctest"
 	"modelgate/translate/api/spec"
 )
@@ -45,7 +46,7 @@ func TestResponsesTruncationAuto(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"type": "message", "role": "user", "content": text})
 		items = append(items, b)
 	}
-	if err := f.store.SaveResponse(context.Background(), f.account.ID, "resp_hist", authz.StoredResponse{Items: items}, time.Now().Add(time.Hour)); err != nil {
+	if err := f.store.SaveResponse(context.Background(), f.account.ID, "resp_hist", state.Response{Items: items}, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -81,7 +82,7 @@ func TestResponsesPassthroughRecordsUsage(t *testing.T) {
 	if streamed.Status != 200 || !strings.Contains(string(streamed.Body), "event: response.completed") {
 		t.Fatalf("stream: %d %s", streamed.Status, streamed.Body)
 	}
-	var totals authz.UsageTotals
+	var totals ledger.UsageTotals
 	for range 50 { // records are written right after the last reply
 		totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since)
 		if totals.Requests == 2 {

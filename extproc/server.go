@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
@@ -32,7 +33,7 @@ type Authenticator interface {
 // UsageRecorder appends one record to the usage ledger. It must be safe for
 // concurrent use.
 type UsageRecorder interface {
-	AppendUsage(ctx context.Context, rec authz.UsageRecord) error
+	AppendUsage(ctx context.Context, rec ledger.UsageRecord) error
 }
 
 // Config holds the server's routing table and knobs.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
@@ -246,7 +247,7 @@ func TestChatRecordsUsageAndMetadata(t *testing.T) {
 	if md["prompt_tokens"] != 8.0 || md["completion_tokens"] != 377.0 || md["model"] != "gpt-4o" {
 		t.Errorf("dynamic metadata = %v", res.Log.Metadata)
 	}
-	var totals authz.UsageTotals
+	var totals ledger.UsageTotals
 	for range 50 { // the record is written right after the last reply
 		totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since)
 		if totals.Requests > 0 {
@@ -275,7 +276,7 @@ func TestChatRecordsCost(t *testing.T) {
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) { c.Prices = prices })
 	since := time.Now().Add(-time.Minute)
 	f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody)
-	var totals authz.UsageTotals
+	var totals ledger.UsageTotals
 	for range 50 {
 		if totals, _ = f.store.UsageSince(context.Background(), f.account.ID, since); totals.Requests > 0 {
 			break

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"modelgate/authz"
+	"modelgate/authz/state"
 	"modelgate/translate/responses"
 )
 
@@ -76,13 +77,13 @@ func errResponseNotFound(id string) *APIError {
 // storedResponse looks a response of the principal's account up. One kept
 // without its Response object (stored before the gateway kept them) can be
 // continued and deleted, not retrieved.
-func (sv served) storedResponse(ctx context.Context, id string) (authz.StoredResponse, error) {
+func (sv served) storedResponse(ctx context.Context, id string) (state.Response, error) {
 	if sv.s.cfg.Responses == nil {
-		return authz.StoredResponse{}, errResponseNotFound(id)
+		return state.Response{}, errResponseNotFound(id)
 	}
 	r, err := sv.s.cfg.Responses.Response(ctx, sv.principal.AccountID, id, sv.s.now())
 	if errors.Is(err, authz.ErrNotFound) || (err == nil && r.Response == nil) {
-		return authz.StoredResponse{}, errResponseNotFound(id)
+		return state.Response{}, errResponseNotFound(id)
 	}
 	return r, err
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 	"modelgate/extproc/routing"
 	"modelgate/ratelimit"
@@ -254,7 +255,7 @@ func TestUnbelievableUsage(t *testing.T) {
 }
 
 // checkSane checks a record's counts against the guard's rules.
-func checkSane(t *testing.T, rec authz.UsageRecord) {
+func checkSane(t *testing.T, rec ledger.UsageRecord) {
 	t.Helper()
 	for name, n := range map[string]int64{"prompt": rec.PromptTokens, "completion": rec.CompletionTokens,
 		"cached": rec.CachedTokens, "cache write": rec.CacheWriteTokens, "cache write 1h": rec.CacheWrite1hTokens,

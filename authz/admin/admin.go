@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -71,8 +72,8 @@ type Store interface {
 	authz.Accounts
 	authz.Groups
 	authz.Keys
-	authz.Ledger
-	authz.Captures
+	ledger.UsageStore
+	ledger.CaptureStore
 	authz.Prices
 	authz.Audit
 }

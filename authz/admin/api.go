@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -312,15 +313,15 @@ func (h *Handler) apiUsage(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	rows, err := h.store.UsageReport(r.Context(), q)
-	return http.StatusOK, listOf(rows, func(u authz.UsageRow) usageJSON { return usageOut(u, q.By) }), err
+	return http.StatusOK, listOf(rows, func(u ledger.UsageRow) usageJSON { return usageOut(u, q.By) }), err
 }
 
 // apiUsageQuery reads from and to (RFC 3339 times or YYYY-MM-DD dates, UTC;
 // the range is [from, to)), account_id, key_id, model and by (a
 // comma-separated list of day, account, key and model).
-func apiUsageQuery(r *http.Request) (authz.UsageQuery, error) {
+func apiUsageQuery(r *http.Request) (ledger.UsageQuery, error) {
 	v := r.URL.Query()
-	q := authz.UsageQuery{AccountID: v.Get("account_id"), KeyID: v.Get("key_id"), Model: v.Get("model")}
+	q := ledger.UsageQuery{AccountID: v.Get("account_id"), KeyID: v.Get("key_id"), Model: v.Get("model")}
 	var err error
 	if q.From, err = parseInstant("from", v.Get("from")); err != nil {
 		return q, err

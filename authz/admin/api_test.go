@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -202,12 +203,12 @@ func TestAPIUsage(t *testing.T) {
 		day1 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 		day2 := day1.AddDate(0, 0, 1)
 		// gpt-4o has a price, 1,000 nanos a token; gpt-4o-mini has none.
-		rec := func(k authz.Key, model string, at time.Time, tokens int64) authz.UsageRecord {
-			return authz.UsageRecord{RequestID: model + at.String() + k.ID, KeyID: k.ID, AccountID: k.AccountID, Endpoint: "chat",
+		rec := func(k authz.Key, model string, at time.Time, tokens int64) ledger.UsageRecord {
+			return ledger.UsageRecord{RequestID: model + at.String() + k.ID, KeyID: k.ID, AccountID: k.AccountID, Endpoint: "chat",
 				Model: model, Status: 200, PromptTokens: tokens / 2, CompletionTokens: tokens - tokens/2, TotalTokens: tokens, At: at,
 				Cost: pricing.Nanos(1000 * tokens), CostKnown: model == "gpt-4o"}
 		}
-		if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{
+		if err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{
 			rec(ka, "gpt-4o", day1, 10), rec(ka, "gpt-4o", day1.Add(time.Hour), 20), rec(ka, "gpt-4o-mini", day2, 5),
 			rec(kb, "gpt-4o", day2, 100),
 		}); err != nil {

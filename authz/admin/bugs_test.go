@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // Each test here reproduces a dashboard bug found by trying the dashboard
@@ -95,8 +96,8 @@ func TestDashboardUsageDropsAnotherAccountsKey(t *testing.T) {
 	_, k1, _ := authz.CreateKey(ctx, h.store, one.ID, "", nil)
 	_, k2, _ := authz.CreateKey(ctx, h.store, two.ID, "", nil)
 	now := time.Now()
-	h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "a", KeyID: k1.ID, AccountID: one.ID, Model: "gpt-4o", Status: 200, TotalTokens: 11, At: now})
-	h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "b", KeyID: k2.ID, AccountID: two.ID, Model: "gpt-4o", Status: 200, TotalTokens: 22, At: now})
+	h.store.AppendUsage(ctx, ledger.UsageRecord{RequestID: "a", KeyID: k1.ID, AccountID: one.ID, Model: "gpt-4o", Status: 200, TotalTokens: 11, At: now})
+	h.store.AppendUsage(ctx, ledger.UsageRecord{RequestID: "b", KeyID: k2.ID, AccountID: two.ID, Model: "gpt-4o", Status: 200, TotalTokens: 22, At: now})
 	// Account "two" chosen while the form still held account one's key.
 	p := b.get(t, "/admin/usage?grouped=1&by=account&account_id="+two.ID+"&key_id="+k1.ID)
 	if strings.Contains(p.Body, "No usage in this range") || !regexp.MustCompile(`<td class="num">22</td>`).MatchString(p.Body) {
@@ -364,7 +365,7 @@ func TestDashboardUsageCSV(t *testing.T) {
 	_, k, _ := authz.CreateKey(ctx, h.store, a.ID, "", nil)
 	_, ko, _ := authz.CreateKey(ctx, h.store, other.ID, "", nil)
 	now := time.Now()
-	for i, r := range []authz.UsageRecord{
+	for i, r := range []ledger.UsageRecord{
 		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, Cost: 1_500_000, CostKnown: true,
 			WebSearchRequests: 2},
 		{KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", Status: 429},

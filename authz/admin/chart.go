@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // chart is a bar chart of tokens per day, laid out here in SVG user units
@@ -45,8 +45,8 @@ const (
 
 // dailyChart charts rows grouped by day over [from, to), a bar per day,
 // days without usage included.
-func dailyChart(rows []authz.UsageRow, from, to time.Time) chart {
-	byDay := make(map[time.Time]authz.UsageTotals, len(rows))
+func dailyChart(rows []ledger.UsageRow, from, to time.Time) chart {
+	byDay := make(map[time.Time]ledger.UsageTotals, len(rows))
 	var peak, total int64
 	for _, r := range rows {
 		byDay[r.Day.UTC()] = r.UsageTotals

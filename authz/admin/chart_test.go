@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 func TestDailyChart(t *testing.T) {
 	from := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	rows := []authz.UsageRow{
-		{Day: from.AddDate(0, 0, 1), UsageTotals: authz.UsageTotals{Requests: 2, TotalTokens: 400}},
-		{Day: from.AddDate(0, 0, 3), UsageTotals: authz.UsageTotals{Requests: 1, TotalTokens: 1000}},
+	rows := []ledger.UsageRow{
+		{Day: from.AddDate(0, 0, 1), UsageTotals: ledger.UsageTotals{Requests: 2, TotalTokens: 400}},
+		{Day: from.AddDate(0, 0, 3), UsageTotals: ledger.UsageTotals{Requests: 1, TotalTokens: 1000}},
 	}
 	c := dailyChart(rows, from, from.AddDate(0, 0, 4))
 	if c.Empty || len(c.Bars) != 4 {

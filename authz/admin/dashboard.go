@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -197,7 +198,7 @@ type accountData struct {
 	Group *authz.Group
 	Keys  []authz.Key
 	// Usage sums the account's last 30 days.
-	Usage authz.UsageTotals
+	Usage ledger.UsageTotals
 	// Effective are the models and limits the account's keys get: its
 	// own within its group's.
 	Effective effective

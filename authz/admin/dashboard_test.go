@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 )
 
@@ -285,7 +286,7 @@ func TestDashboardEscapesOutput(t *testing.T) {
 	if a.Name != hostile || created.Key.Name != hostile {
 		t.Fatalf("names were not kept as given: %q %q", a.Name, created.Key.Name)
 	}
-	s.AppendUsage(ctx, authz.UsageRecord{RequestID: "r1", KeyID: created.Key.ID, AccountID: a.ID, Model: "gpt-4o", TotalTokens: 9, At: time.Now()})
+	s.AppendUsage(ctx, ledger.UsageRecord{RequestID: "r1", KeyID: created.Key.ID, AccountID: a.ID, Model: "gpt-4o", TotalTokens: 9, At: time.Now()})
 	b := newBrowser(t, h.srv)
 	token := b.signIn(t)
 	pages := map[string]page{}
@@ -385,7 +386,7 @@ func TestDashboardUsage(t *testing.T) {
 	a, _ := s.CreateAccount(ctx, "acme")
 	_, k, _ := authz.CreateKey(ctx, s, a.ID, "laptop", nil)
 	day := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
-	s.AppendUsageBatch(ctx, []authz.UsageRecord{
+	s.AppendUsageBatch(ctx, []ledger.UsageRecord{
 		{RequestID: "1", KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o-mini", TotalTokens: 1200, At: day},
 		{RequestID: "2", KeyID: k.ID, AccountID: a.ID, Model: "gpt-4o", TotalTokens: 300, At: day.AddDate(0, 0, 2),
 			Cost: 3_000_000, CostKnown: true},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // The admin API's JSON shapes. Lists are never null; unset limits and
@@ -125,14 +126,14 @@ type usageJSON struct {
 	FailedRequests  int64 `json:"failed_requests"`
 }
 
-func usageOut(u authz.UsageRow, by authz.UsageGrouping) usageJSON {
+func usageOut(u ledger.UsageRow, by ledger.UsageGrouping) usageJSON {
 	out := usageJSON{AccountID: u.AccountID, KeyID: u.KeyID, Model: u.Model, Requests: u.Requests,
 		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
 		CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens,
 		CacheWrite1hTokens: u.CacheWrite1hTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost.String(),
 		UnpricedRequests: u.UnknownCost, AudioSeconds: u.Audio.Seconds(), Images: u.Images, WebSearchRequests: u.WebSearchRequests,
 		RefusedRequests: u.Refused, FailedRequests: u.Failed}
-	if by&authz.ByDay != 0 {
+	if by&ledger.ByDay != 0 {
 		out.Day = u.Day.UTC().Format(time.DateOnly)
 	}
 	return out

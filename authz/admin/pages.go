@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // maxFormBytes bounds a dashboard form; they hold a few short fields.
@@ -158,7 +159,7 @@ func (h *Handler) funcs() template.FuncMap {
 		"models":   func(m []string) string { return cmp.Or(strings.Join(m, ", "), "all") },
 		"limit":    formatLimit,
 		"num":      formatNum,
-		"cost":     func(t authz.UsageTotals) string { return formatCost(t, h.cfg.Currency) },
+		"cost":     func(t ledger.UsageTotals) string { return formatCost(t, h.cfg.Currency) },
 		"keyState": func(k authz.Key) string { return keyState(k, h.cfg.Now()) },
 		"picker":   newPicker,
 		"refusal": func(p pageData, form string) string {
@@ -240,7 +241,7 @@ func formatLimit(v *int64) string {
 // formatNum groups digits by thousands: 1234567 is 1,234,567.
 // formatCost is what usage cost in currency: the sum of the known costs,
 // with how many requests had none, or "no price" when none had one.
-func formatCost(t authz.UsageTotals, currency string) string {
+func formatCost(t ledger.UsageTotals, currency string) string {
 	if t.UnknownCost > 0 && t.UnknownCost == t.Requests {
 		return "no price"
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // The requests pages: the usage ledger's requests, newest first, and one
@@ -33,7 +34,7 @@ type requestFilter struct {
 
 // requestLine is a request with its account's name and its key's prefix.
 type requestLine struct {
-	authz.UsageRecord
+	ledger.UsageRecord
 	Account, Key string
 }
 
@@ -81,7 +82,7 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, v view) e
 }
 
 // requestLines names the accounts and keys of requests.
-func (h *Handler) requestLines(r *http.Request, rs []authz.UsageRecord, accounts []authz.Account) ([]requestLine, error) {
+func (h *Handler) requestLines(r *http.Request, rs []ledger.UsageRecord, accounts []authz.Account) ([]requestLine, error) {
 	names := make(map[string]string, len(accounts))
 	for _, a := range accounts {
 		names[a.ID] = a.Name
@@ -105,13 +106,13 @@ func (h *Handler) requestLines(r *http.Request, rs []authz.UsageRecord, accounts
 type requestData struct {
 	Request requestLine
 	// Capture is its captured bodies; nil when none was kept.
-	Capture *authz.Capture
+	Capture *ledger.Capture
 }
 
 func (h *Handler) requestPage(w http.ResponseWriter, r *http.Request, v view) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	rs, err := h.store.ListRequests(ctx, authz.RequestQuery{RequestID: id, Limit: 1})
+	rs, err := h.store.ListRequests(ctx, ledger.RequestQuery{RequestID: id, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ type requestJSON struct {
 	DurationMS int64   `json:"duration_ms"`
 }
 
-func requestOut(r authz.UsageRecord) requestJSON {
+func requestOut(r ledger.UsageRecord) requestJSON {
 	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, SessionID: r.SessionID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
 		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CacheWriteTokens: r.CacheWriteTokens,
@@ -229,7 +230,7 @@ type captureJSON struct {
 
 func (h *Handler) apiRequest(r *http.Request) (int, any, error) {
 	id := r.PathValue("id")
-	rs, err := h.store.ListRequests(r.Context(), authz.RequestQuery{RequestID: id, Limit: 1})
+	rs, err := h.store.ListRequests(r.Context(), ledger.RequestQuery{RequestID: id, Limit: 1})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -249,8 +250,8 @@ func (h *Handler) apiRequest(r *http.Request) (int, any, error) {
 // readRequestQuery reads the filter and page of a requests list, the
 // dashboard's or the admin API's: account_id, key_id, model, outcome,
 // limit and before (a cursor nextRequests gave).
-func readRequestQuery(qv url.Values) (authz.RequestQuery, error) {
-	q := authz.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
+func readRequestQuery(qv url.Values) (ledger.RequestQuery, error) {
+	q := ledger.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
 	if q.Outcome != "" && !slices.Contains(outcomes, q.Outcome) {
 		return q, badRequest("outcome: want ok, refused or failed, not %q", q.Outcome)
 	}
@@ -271,7 +272,7 @@ func readRequestQuery(qv url.Values) (authz.RequestQuery, error) {
 
 // nextRequests is the cursor of the page after rs, a full page of limit
 // requests; empty after a shorter one, the last.
-func nextRequests(rs []authz.UsageRecord, limit int) string {
+func nextRequests(rs []ledger.UsageRecord, limit int) string {
 	if len(rs) < limit {
 		return ""
 	}

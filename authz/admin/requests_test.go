@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // The requests page lists the ledger's requests newest first, filters
@@ -30,13 +31,13 @@ func TestDashboardRequests(t *testing.T) {
 		if i == 59 {
 			endpoint, session, searches = "messages", "sess-9", 2
 		}
-		if err := h.store.AppendUsage(ctx, authz.UsageRecord{RequestID: "req-" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
+		if err := h.store.AppendUsage(ctx, ledger.UsageRecord{RequestID: "req-" + string(rune('A'+i/26)) + string(rune('a'+i%26)),
 			KeyID: k.ID, AccountID: a.ID, Endpoint: endpoint, SessionID: session, Model: "gpt-4o", Status: status, TotalTokens: int64(i),
 			WebSearchRequests: searches, At: at.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := h.store.SaveCaptures(ctx, []authz.Capture{{RequestID: "req-Ch", AccountID: a.ID, Status: 200, At: at,
+	if err := h.store.SaveCaptures(ctx, []ledger.Capture{{RequestID: "req-Ch", AccountID: a.ID, Status: 200, At: at,
 		Request: `{"messages":[{"content":"<script>alert(1)</script>"}]}`, Response: "data: [DONE]", ResponseTruncated: true}}); err != nil {
 		t.Fatal(err)
 	}

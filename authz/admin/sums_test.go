@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // A ledger whose sums pass 2^63 (records of counts the gateway never
@@ -24,9 +25,9 @@ func usageBeyondCounting(t *testing.T, s authz.Store) {
 	a, _ := s.CreateAccount(ctx, "acme")
 	_, k, _ := authz.CreateKey(ctx, s, a.ID, "laptop", nil)
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(12 * time.Hour)
-	var recs []authz.UsageRecord
+	var recs []ledger.UsageRecord
 	for i, at := range []time.Time{day, day, day.AddDate(0, 0, 1)} {
-		recs = append(recs, authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: k.ID, AccountID: a.ID, Model: "m", Status: 200,
+		recs = append(recs, ledger.UsageRecord{RequestID: string(rune('a' + i)), KeyID: k.ID, AccountID: a.ID, Model: "m", Status: 200,
 			PromptTokens: 1 << 62, CompletionTokens: 1 << 62, TotalTokens: math.MaxInt64, Cost: math.MaxInt64, CostKnown: true, At: at})
 	}
 	if err := s.AppendUsageBatch(ctx, recs); err != nil {

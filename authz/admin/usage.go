@@ -15,20 +15,21 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 type grouping struct {
 	name string
-	by   authz.UsageGrouping
+	by   ledger.UsageGrouping
 }
 
 // groupings are the usage report's columns by their names in forms and
 // query strings.
-var groupings = []grouping{{"day", authz.ByDay}, {"account", authz.ByAccount}, {"key", authz.ByKey}, {"model", authz.ByModel}}
+var groupings = []grouping{{"day", ledger.ByDay}, {"account", ledger.ByAccount}, {"key", ledger.ByKey}, {"model", ledger.ByModel}}
 
 // parseBy reads by values, each a name or a comma-separated list of them.
-func parseBy(values []string) (authz.UsageGrouping, error) {
-	var by authz.UsageGrouping
+func parseBy(values []string) (ledger.UsageGrouping, error) {
+	var by ledger.UsageGrouping
 	for _, v := range values {
 		for name := range strings.SplitSeq(v, ",") {
 			n := strings.TrimSpace(name)
@@ -51,7 +52,7 @@ type usageForm struct {
 	AccountID string
 	KeyID     string
 	Model     string
-	By        authz.UsageGrouping
+	By        ledger.UsageGrouping
 }
 
 // Grouped reports whether the form groups by a column, by name.
@@ -77,7 +78,7 @@ const maxUsageDays = 366
 // query reads the form into a UsageQuery. Without a range it shows the
 // last 30 days; without grouping (first visit) it groups by account, key
 // and model.
-func (f *usageForm) query(v url.Values, now time.Time) (authz.UsageQuery, error) {
+func (f *usageForm) query(v url.Values, now time.Time) (ledger.UsageQuery, error) {
 	today := now.UTC().Truncate(24 * time.Hour)
 	f.From, f.To = v.Get("from"), v.Get("to")
 	f.AccountID, f.KeyID, f.Model = v.Get("account_id"), v.Get("key_id"), v.Get("model")
@@ -86,31 +87,31 @@ func (f *usageForm) query(v url.Values, now time.Time) (authz.UsageQuery, error)
 	}
 	to, err := time.Parse(time.DateOnly, f.To)
 	if err != nil {
-		return authz.UsageQuery{}, badRequest("to: %q is not a YYYY-MM-DD date", f.To)
+		return ledger.UsageQuery{}, badRequest("to: %q is not a YYYY-MM-DD date", f.To)
 	}
 	if f.From == "" {
 		f.From = to.AddDate(0, 0, -29).Format(time.DateOnly)
 	}
 	from, err := time.Parse(time.DateOnly, f.From)
 	if err != nil {
-		return authz.UsageQuery{}, badRequest("from: %q is not a YYYY-MM-DD date", f.From)
+		return ledger.UsageQuery{}, badRequest("from: %q is not a YYYY-MM-DD date", f.From)
 	}
 	if to.Before(from) || to.Sub(from) >= maxUsageDays*24*time.Hour {
-		return authz.UsageQuery{}, badRequest("the range must run forward and span at most %d days", maxUsageDays)
+		return ledger.UsageQuery{}, badRequest("the range must run forward and span at most %d days", maxUsageDays)
 	}
 	if f.By, err = parseBy(v["by"]); err != nil {
-		return authz.UsageQuery{}, err
+		return ledger.UsageQuery{}, err
 	}
 	if v.Get("grouped") == "" {
-		f.By = authz.ByAccount | authz.ByKey | authz.ByModel
+		f.By = ledger.ByAccount | ledger.ByKey | ledger.ByModel
 	}
-	return authz.UsageQuery{From: from, To: to.AddDate(0, 0, 1), AccountID: f.AccountID, KeyID: f.KeyID,
+	return ledger.UsageQuery{From: from, To: to.AddDate(0, 0, 1), AccountID: f.AccountID, KeyID: f.KeyID,
 		Model: f.Model, By: f.By}, nil
 }
 
 // usageLine is a usage row with names for the ids.
 type usageLine struct {
-	authz.UsageRow
+	ledger.UsageRow
 	Account string
 	Key     string // the key's prefix and name
 }
@@ -121,7 +122,7 @@ type usageData struct {
 	Accounts []authz.Account
 	Keys     []authz.Key // of the selected account
 	Lines    []usageLine
-	Total    authz.UsageTotals
+	Total    ledger.UsageTotals
 	Chart    chart
 	// Budgets are the budgets in the filter's scope, with their spending
 	// this period: the selected account's, its group's and its keys', or
@@ -140,7 +141,7 @@ type budgetLine struct {
 // usageFilter reads the usage form, with the accounts it offers and the
 // keys of the selected account. A key filter is kept only with its own
 // account selected: one left from another account would show nothing.
-func (h *Handler) usageFilter(r *http.Request, d *usageData) (authz.UsageQuery, error) {
+func (h *Handler) usageFilter(r *http.Request, d *usageData) (ledger.UsageQuery, error) {
 	q, err := d.Form.query(r.URL.Query(), h.cfg.Now())
 	if err != nil {
 		return q, err
@@ -182,7 +183,7 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v view) erro
 	}
 	d.CSV = template.URL(d.Form.values().Encode()) // an encoded query: safe in a link
 	daily := q
-	daily.By = authz.ByDay
+	daily.By = ledger.ByDay
 	if rows, err = h.store.UsageReport(ctx, daily); err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (h *Handler) usagePage(w http.ResponseWriter, r *http.Request, v view) erro
 }
 
 // usageLines names the accounts and keys of report rows.
-func (h *Handler) usageLines(ctx context.Context, rows []authz.UsageRow, accounts []authz.Account) ([]usageLine, error) {
+func (h *Handler) usageLines(ctx context.Context, rows []ledger.UsageRow, accounts []authz.Account) ([]usageLine, error) {
 	names := make(map[string]string, len(accounts))
 	for _, a := range accounts {
 		names[a.ID] = a.Name
@@ -219,8 +220,8 @@ func (h *Handler) usageLines(ctx context.Context, rows []authz.UsageRow, account
 // addTotals is a + b, each sum saturating at the int64 bounds as the
 // stores' sums do (storesql.Sum): a line the store saturated stays so in
 // the total instead of wrapping below zero.
-func addTotals(a, b authz.UsageTotals) authz.UsageTotals {
-	return authz.UsageTotals{Requests: add(a.Requests, b.Requests), PromptTokens: add(a.PromptTokens, b.PromptTokens),
+func addTotals(a, b ledger.UsageTotals) ledger.UsageTotals {
+	return ledger.UsageTotals{Requests: add(a.Requests, b.Requests), PromptTokens: add(a.PromptTokens, b.PromptTokens),
 		CompletionTokens: add(a.CompletionTokens, b.CompletionTokens), TotalTokens: add(a.TotalTokens, b.TotalTokens),
 		CachedTokens: add(a.CachedTokens, b.CachedTokens), CacheWriteTokens: add(a.CacheWriteTokens, b.CacheWriteTokens),
 		CacheWrite1hTokens: add(a.CacheWrite1hTokens, b.CacheWrite1hTokens), ReasoningTokens: add(a.ReasoningTokens, b.ReasoningTokens),
@@ -320,7 +321,7 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, _ view) error
 	n := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, l := range lines {
 		day := ""
-		if q.By&authz.ByDay != 0 {
+		if q.By&ledger.ByDay != 0 {
 			day = l.Day.UTC().Format(time.DateOnly)
 		}
 		cw.Write([]string{day, l.AccountID, cell(l.Account), l.KeyID, cell(l.Key), cell(l.Model), n(l.Requests), //nolint:errcheck // a bytes.Buffer

@@ -8,6 +8,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -63,7 +64,7 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 		WHERE id < $1 AND ($2 = '' OR target = $2) ORDER BY id DESC LIMIT $3`, before, q.Target, storesql.AuditLimit(q))
 }
 
-// DeleteUsageBefore implements authz.Ledger.
+// DeleteUsageBefore implements ledger.UsageStore.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "usage", before, limit)
 }
@@ -79,11 +80,11 @@ func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time
 	return tag.RowsAffected(), nil
 }
 
-// ListRequests implements authz.Ledger.
-func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
+// ListRequests implements ledger.UsageStore.
+func (s *Store) ListRequests(ctx context.Context, q ledger.RequestQuery) ([]ledger.UsageRecord, error) {
 	query, args := dialect.Requests(q)
-	return list(ctx, s, func(row pgx.Row) (authz.UsageRecord, error) {
-		var r authz.UsageRecord
+	return list(ctx, s, func(row pgx.Row) (ledger.UsageRecord, error) {
+		var r ledger.UsageRecord
 		var cost storesql.NullCost
 		var duration int64
 		if err := row.Scan(append(storesql.RequestDest(&r, &cost, &duration), &r.At)...); err != nil {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 )
 
 // insertCaptures inserts a batch of captures given as one array a column:
@@ -21,8 +21,8 @@ const insertCaptures = `INSERT INTO captures (request_id, at, account_id, key_id
 		AS b (request_id, at, account_id, key_id, endpoint, model, status, request, response, request_truncated, response_truncated)
 	WHERE NOT EXISTS (SELECT FROM captures c WHERE c.request_id = b.request_id)`
 
-// SaveCaptures implements authz.Captures: one INSERT of the batch.
-func (s *Store) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+// SaveCaptures implements ledger.CaptureStore: one INSERT of the batch.
+func (s *Store) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	cs = storesql.OneCaptureARequest(cs)
 	if len(cs) == 0 {
 		return nil
@@ -47,7 +47,7 @@ type captureColumns struct {
 // add appends a capture. The status goes as a bigint, which PostgreSQL
 // refuses to cast to the integer column when it is out of range, rather
 // than wrapped around in an int32.
-func (cols *captureColumns) add(c authz.Capture) {
+func (cols *captureColumns) add(c ledger.Capture) {
 	cols.ids, cols.accounts, cols.keys = append(cols.ids, c.RequestID), append(cols.accounts, c.AccountID), append(cols.keys, c.KeyID)
 	cols.endpoints, cols.models = append(cols.endpoints, c.Endpoint), append(cols.models, c.Model)
 	cols.requests, cols.responses = append(cols.requests, c.Request), append(cols.responses, c.Response)
@@ -55,9 +55,9 @@ func (cols *captureColumns) add(c authz.Capture) {
 	cols.requestCut, cols.responseCut = append(cols.requestCut, c.RequestTruncated), append(cols.responseCut, c.ResponseTruncated)
 }
 
-// CaptureOf implements authz.Captures.
-func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
-	var c authz.Capture
+// CaptureOf implements ledger.CaptureStore.
+func (s *Store) CaptureOf(ctx context.Context, requestID string) (ledger.Capture, error) {
+	var c ledger.Capture
 	err := s.row(ctx, func(row pgx.Row) error {
 		return row.Scan(&c.RequestID, &c.At, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Status, &c.Request, &c.Response,
 			&c.RequestTruncated, &c.ResponseTruncated)
@@ -67,7 +67,7 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 	return c, err
 }
 
-// DeleteCapturesBefore implements authz.Captures.
+// DeleteCapturesBefore implements ledger.CaptureStore.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "captures", before, limit)
 }

@@ -15,6 +15,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
+	"modelgate/authz/ledger"
 )
 
 // migrationFiles are the schema versions, applied in order at Open and
@@ -141,7 +142,7 @@ func pgCode(err error) string {
 	return ""
 }
 
-// refused marks the error of a write authz.ErrRefused when PostgreSQL
+// refused marks the error of a write ledger.ErrRefused when PostgreSQL
 // refused the data for its content: a data exception (SQLSTATE class 22:
 // bytes invalid in UTF-8, NUL in text, a value out of range), an
 // integrity constraint violation (23), or a program limit exceeded (54:
@@ -152,7 +153,7 @@ func refused(err error) error {
 	switch code := pgCode(err); {
 	case len(code) != 5:
 	case code[:2] == "22", code[:2] == "23", code[:2] == "54":
-		return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+		return fmt.Errorf("%w: %w", ledger.ErrRefused, err)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
+	"modelgate/authz/ledger"
 	"modelgate/authz/storetest"
 )
 
@@ -161,38 +162,38 @@ func TestPoolBoundsConnections(t *testing.T) {
 }
 
 // A record PostgreSQL refuses for what it holds fails its batch with
-// authz.ErrRefused, so that the ledger sets it aside instead of retrying
+// ledger.ErrRefused, so that the ledger sets it aside instead of retrying
 // it forever; an outage is no refusal.
 func TestAppendUsageBatchRefusal(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	defer s.Close()
-	good := authz.UsageRecord{ID: "use_good", RequestID: "r", Endpoint: "chat.completions", Status: 200, At: time.Now()}
-	for name, bad := range map[string]authz.UsageRecord{
+	good := ledger.UsageRecord{ID: "use_good", RequestID: "r", Endpoint: "chat.completions", Status: 200, At: time.Now()}
+	for name, bad := range map[string]ledger.UsageRecord{
 		"invalid UTF-8": {ID: "use_bad", RequestID: "r", SessionID: "sess\xff\xfe", At: time.Now()},
 		"NUL in text":   {ID: "use_bad", RequestID: "r", ClientRequestID: "a\x00b", At: time.Now()},
 		"time too late": {ID: "use_bad", RequestID: "r", At: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
-		err := s.AppendUsageBatch(ctx, []authz.UsageRecord{good, bad})
-		if !errors.Is(err, authz.ErrRefused) {
-			t.Errorf("%s: AppendUsageBatch = %v, want an error that is authz.ErrRefused", name, err)
+		err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{good, bad})
+		if !errors.Is(err, ledger.ErrRefused) {
+			t.Errorf("%s: AppendUsageBatch = %v, want an error that is ledger.ErrRefused", name, err)
 		}
-		if err := s.AppendUsage(ctx, bad); !errors.Is(err, authz.ErrRefused) {
-			t.Errorf("%s: AppendUsage = %v, want an error that is authz.ErrRefused", name, err)
+		if err := s.AppendUsage(ctx, bad); !errors.Is(err, ledger.ErrRefused) {
+			t.Errorf("%s: AppendUsage = %v, want an error that is ledger.ErrRefused", name, err)
 		}
 	}
-	if n, err := s.ListRequests(ctx, authz.RequestQuery{Limit: 10}); err != nil || len(n) != 0 {
+	if n, err := s.ListRequests(ctx, ledger.RequestQuery{Limit: 10}); err != nil || len(n) != 0 {
 		t.Errorf("after refused batches: %d records, %v; want none (all or none)", len(n), err)
 	}
 	s.Close()
-	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{good}); err == nil || errors.Is(err, authz.ErrRefused) {
+	if err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{good}); err == nil || errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("AppendUsageBatch on a closed pool = %v, want an error that is no refusal", err)
 	}
 }
 
 // A capture or usage record PostgreSQL refuses for its content (NUL in
 // text, a status out of range, a constraint it breaks) fails its whole
-// batch with an error that is authz.ErrRefused; a store that is away
+// batch with an error that is ledger.ErrRefused; a store that is away
 // fails it with one that is not.
 func TestRefusedWritesAreErrRefused(t *testing.T) {
 	ctx := context.Background()
@@ -202,34 +203,34 @@ func TestRefusedWritesAreErrRefused(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `ALTER TABLE captures ADD CONSTRAINT not_poison CHECK (model <> 'poison')`); err != nil {
 		t.Fatal(err)
 	}
-	batch := func(spoil func(*authz.Capture)) []authz.Capture {
-		var cs []authz.Capture
+	batch := func(spoil func(*ledger.Capture)) []ledger.Capture {
+		var cs []ledger.Capture
 		for i := range 100 {
-			cs = append(cs, authz.Capture{RequestID: fmt.Sprintf("req-%d", i), Endpoint: "chat.completions", Model: "m",
+			cs = append(cs, ledger.Capture{RequestID: fmt.Sprintf("req-%d", i), Endpoint: "chat.completions", Model: "m",
 				Status: 200, At: time.UnixMilli(1_800_000_000_000), Request: "{}", Response: "{}"})
 		}
 		spoil(&cs[60])
 		return cs
 	}
-	for name, spoil := range map[string]func(*authz.Capture){
-		"NUL":                 func(c *authz.Capture) { c.Response = "a\x00b" },
-		"invalid UTF-8":       func(c *authz.Capture) { c.Request = "\xc3" },
-		"status out of range": func(c *authz.Capture) { c.Status = 1 << 40 },
-		"check constraint":    func(c *authz.Capture) { c.Model = "poison" },
+	for name, spoil := range map[string]func(*ledger.Capture){
+		"NUL":                 func(c *ledger.Capture) { c.Response = "a\x00b" },
+		"invalid UTF-8":       func(c *ledger.Capture) { c.Request = "\xc3" },
+		"status out of range": func(c *ledger.Capture) { c.Status = 1 << 40 },
+		"check constraint":    func(c *ledger.Capture) { c.Model = "poison" },
 	} {
-		if err := s.SaveCaptures(ctx, batch(spoil)); !errors.Is(err, authz.ErrRefused) {
+		if err := s.SaveCaptures(ctx, batch(spoil)); !errors.Is(err, ledger.ErrRefused) {
 			t.Errorf("%s: SaveCaptures = %v, want ErrRefused", name, err)
 		}
 	}
 	if _, err := s.CaptureOf(ctx, "req-0"); !errors.Is(err, authz.ErrNotFound) {
 		t.Errorf("a capture of a refused batch was kept: %v", err)
 	}
-	usage := []authz.UsageRecord{{ID: "use_1", RequestID: "r", Model: "m\x00", At: time.Now()}}
-	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, authz.ErrRefused) {
+	usage := []ledger.UsageRecord{{ID: "use_1", RequestID: "r", Model: "m\x00", At: time.Now()}}
+	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("AppendUsageBatch with NUL = %v, want ErrRefused", err)
 	}
 	s.Close()
-	if err := s.SaveCaptures(ctx, batch(func(*authz.Capture) {})); err == nil || errors.Is(err, authz.ErrRefused) {
+	if err := s.SaveCaptures(ctx, batch(func(*ledger.Capture) {})); err == nil || errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("SaveCaptures to a closed store = %v, want an error that is not ErrRefused", err)
 	}
 }

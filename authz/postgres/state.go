@@ -9,10 +9,11 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/state"
 )
 
-// SaveResponse implements authz.Responses.
-func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
+// SaveResponse implements state.Responses.
+func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r state.Response, expires time.Time) error {
 	b, err := json.Marshal(r.Items)
 	if err != nil {
 		return err
@@ -32,7 +33,7 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.
 	return err
 }
 
-// Conversation implements authz.Responses.
+// Conversation implements state.Responses.
 func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
 	var b []byte
 	err := s.row(ctx, func(row pgx.Row) error { return row.Scan(&b) },
@@ -47,16 +48,16 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 	return items, nil
 }
 
-// Response implements authz.Responses.
-func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
+// Response implements state.Responses.
+func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error) {
 	var items, resp []byte
 	var inputs *int32
 	err := s.row(ctx, func(row pgx.Row) error { return row.Scan(&items, &resp, &inputs) },
 		`SELECT items, response, inputs FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
 	if err != nil {
-		return authz.StoredResponse{}, err
+		return state.Response{}, err
 	}
-	var r authz.StoredResponse
+	var r state.Response
 	if resp != nil {
 		r.Response = resp
 	}
@@ -64,12 +65,12 @@ func (s *Store) Response(ctx context.Context, accountID, id string, now time.Tim
 		r.Inputs = int(*inputs)
 	}
 	if err := json.Unmarshal(items, &r.Items); err != nil {
-		return authz.StoredResponse{}, err
+		return state.Response{}, err
 	}
 	return r, nil
 }
 
-// DeleteResponse implements authz.Responses.
+// DeleteResponse implements state.Responses.
 func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM responses WHERE id = $1 AND account_id = $2 AND expires_at > $3`, id, accountID, ms(now))
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now ti
 	return nil
 }
 
-// ResponseOutputs implements authz.Responses: one query, the ids passed
+// ResponseOutputs implements state.Responses: one query, the ids passed
 // as one text[], each a lookup by the primary key.
 func (s *Store) ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error) {
 	out := map[string][]json.RawMessage{}
@@ -112,7 +113,7 @@ func (s *Store) ResponseOutputs(ctx context.Context, accountID string, ids []str
 	return out, rows.Err()
 }
 
-// SaveImage implements authz.Images.
+// SaveImage implements state.Images.
 func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error {
 	now := ms(s.now())
 	if _, err := s.pool.Exec(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -123,7 +124,7 @@ func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string
 	return err
 }
 
-// Image implements authz.Images.
+// Image implements state.Images.
 func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error) {
 	err = s.row(ctx, func(row pgx.Row) error { return row.Scan(&contentType, &data) },
 		`SELECT content_type, data FROM images WHERE id = $1 AND expires_at > $2`, id, ms(now))

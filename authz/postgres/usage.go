@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -18,7 +18,7 @@ var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "
 	"cost_nanos", "audio_ms", "images", "client_request_id", "cache_write_tokens",
 	"cache_write_1h_tokens", "session_id", "web_search_requests"}
 
-func usageValues(r authz.UsageRecord) []any {
+func usageValues(r ledger.UsageRecord) []any {
 	var id *string // NULL when unset: such records may repeat
 	if r.ID != "" {
 		id = &r.ID
@@ -33,8 +33,8 @@ func usageValues(r authz.UsageRecord) []any {
 		r.SessionID, r.WebSearchRequests}
 }
 
-// AppendUsage implements authz.Ledger.
-func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
+// AppendUsage implements ledger.UsageStore.
+func (s *Store) AppendUsage(ctx context.Context, r ledger.UsageRecord) error {
 	_, err := s.pool.Exec(ctx, insertUsage, usageValues(r)...)
 	return refused(err)
 }
@@ -48,11 +48,11 @@ var insertUsage = func() string {
 		`) ON CONFLICT (record_id) DO NOTHING`
 }()
 
-// AppendUsageBatch implements authz.Ledger: one COPY into a temporary
+// AppendUsageBatch implements ledger.UsageStore: one COPY into a temporary
 // table, then one INSERT that skips ids already stored, in a transaction.
 // (COPY itself cannot skip conflicts.) A record PostgreSQL refuses for
-// its content fails the batch with authz.ErrRefused.
-func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+// its content fails the batch with ledger.ErrRefused.
+func (s *Store) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -71,16 +71,16 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	}))
 }
 
-// UsageSince implements authz.Ledger.
-func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
-	var t authz.UsageTotals
+// UsageSince implements ledger.UsageStore.
+func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (ledger.UsageTotals, error) {
+	var t ledger.UsageTotals
 	err := s.row(ctx, func(row pgx.Row) error {
 		return row.Scan(storesql.TotalsDest(&t)...)
 	}, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = $1 AND at >= $2 AND attempt = 0`, accountID, ms(since))
 	return t, err
 }
 
-// SpentSince implements authz.Ledger.
+// SpentSince implements ledger.UsageStore.
 func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
 	query, id, err := dialect.SpentSince(subject)
 	if err != nil {
@@ -91,14 +91,14 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 	return pricing.Nanos(n), err
 }
 
-// UsageReport implements authz.Ledger.
-func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
+// UsageReport implements ledger.UsageStore.
+func (s *Store) UsageReport(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
 	query, args := dialect.UsageReport(q)
-	return list(ctx, s, func(row pgx.Row) (authz.UsageRow, error) {
-		var r authz.UsageRow
+	return list(ctx, s, func(row pgx.Row) (ledger.UsageRow, error) {
+		var r ledger.UsageRow
 		var day time.Time
 		err := row.Scan(append([]any{&day, &r.AccountID, &r.KeyID, &r.Model}, storesql.TotalsDest(&r.UsageTotals)...)...)
-		if q.By&authz.ByDay != 0 {
+		if q.By&ledger.ByDay != 0 {
 			r.Day = day.UTC()
 		}
 		return r, err

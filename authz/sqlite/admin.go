@@ -6,6 +6,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) ListAudit(ctx context.Context, q authz.AuditQuery) ([]authz.Audi
 		WHERE id < ? AND (? = '' OR target = ?) ORDER BY id DESC LIMIT ?`, before, q.Target, q.Target, storesql.AuditLimit(q))
 }
 
-// DeleteUsageBefore implements authz.Ledger.
+// DeleteUsageBefore implements ledger.UsageStore.
 func (s *Store) DeleteUsageBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "usage", before, limit)
 }
@@ -78,11 +79,11 @@ func (s *Store) deleteBefore(ctx context.Context, table string, before time.Time
 	return res.RowsAffected()
 }
 
-// ListRequests implements authz.Ledger.
-func (s *Store) ListRequests(ctx context.Context, q authz.RequestQuery) ([]authz.UsageRecord, error) {
+// ListRequests implements ledger.UsageStore.
+func (s *Store) ListRequests(ctx context.Context, q ledger.RequestQuery) ([]ledger.UsageRecord, error) {
 	query, args := dialect.Requests(q)
-	return list(ctx, s, func(row scanner) (authz.UsageRecord, error) {
-		var r authz.UsageRecord
+	return list(ctx, s, func(row scanner) (ledger.UsageRecord, error) {
+		var r ledger.UsageRecord
 		var cost storesql.NullCost
 		var duration, at int64
 		if err := row.Scan(append(storesql.RequestDest(&r, &cost, &duration), &at)...); err != nil {

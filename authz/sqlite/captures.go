@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 )
 
 // captureRows is the most captures one INSERT carries: 11 parameters a
@@ -25,9 +25,9 @@ func insertCaptures(n int) string {
 	SELECT * FROM b WHERE NOT EXISTS (SELECT 1 FROM captures c WHERE c.request_id = b.request_id)`
 }
 
-// SaveCaptures implements authz.Captures: one transaction of INSERTs of
+// SaveCaptures implements ledger.CaptureStore: one transaction of INSERTs of
 // up to captureRows captures, so SQLite syncs once a batch.
-func (s *Store) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+func (s *Store) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	cs = storesql.OneCaptureARequest(cs)
 	if len(cs) == 0 {
 		return nil
@@ -53,9 +53,9 @@ func (s *Store) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
 	return refused(tx.Commit())
 }
 
-// CaptureOf implements authz.Captures.
-func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture, error) {
-	var c authz.Capture
+// CaptureOf implements ledger.CaptureStore.
+func (s *Store) CaptureOf(ctx context.Context, requestID string) (ledger.Capture, error) {
+	var c ledger.Capture
 	var at int64
 	err := s.db.QueryRowContext(ctx, `SELECT request_id, at, account_id, key_id, endpoint, model, status, request, response,
 		request_truncated, response_truncated FROM captures WHERE request_id = ? ORDER BY at DESC LIMIT 1`, requestID).Scan(
@@ -65,7 +65,7 @@ func (s *Store) CaptureOf(ctx context.Context, requestID string) (authz.Capture,
 	return c, notFound(err)
 }
 
-// DeleteCapturesBefore implements authz.Captures.
+// DeleteCapturesBefore implements ledger.CaptureStore.
 func (s *Store) DeleteCapturesBefore(ctx context.Context, before time.Time, limit int) (int64, error) {
 	return s.deleteBefore(ctx, "captures", before, limit)
 }

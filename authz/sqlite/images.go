@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// SaveImage implements authz.Images.
+// SaveImage implements state.Images.
 func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error {
 	now := s.now()
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO images (id, account_id, content_type, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -16,7 +16,7 @@ func (s *Store) SaveImage(ctx context.Context, accountID, id, contentType string
 	return err
 }
 
-// Image implements authz.Images.
+// Image implements state.Images.
 func (s *Store) Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT content_type, data FROM images WHERE id = ? AND expires_at > ?`,
 		id, now.UnixMilli()).Scan(&contentType, &data)

@@ -8,10 +8,11 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/state"
 )
 
-// SaveResponse implements authz.Responses.
-func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.StoredResponse, expires time.Time) error {
+// SaveResponse implements state.Responses.
+func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r state.Response, expires time.Time) error {
 	b, err := json.Marshal(r.Items)
 	if err != nil {
 		return err
@@ -30,7 +31,7 @@ func (s *Store) SaveResponse(ctx context.Context, accountID, id string, r authz.
 	return err
 }
 
-// Conversation implements authz.Responses.
+// Conversation implements state.Responses.
 func (s *Store) Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error) {
 	var b []byte
 	err := s.db.QueryRowContext(ctx, `SELECT items FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
@@ -45,26 +46,26 @@ func (s *Store) Conversation(ctx context.Context, accountID, id string, now time
 	return items, nil
 }
 
-// Response implements authz.Responses.
-func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (authz.StoredResponse, error) {
+// Response implements state.Responses.
+func (s *Store) Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error) {
 	var items, resp []byte
 	var inputs sql.NullInt64
 	err := s.db.QueryRowContext(ctx, `SELECT items, response, inputs FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
 		id, accountID, now.UnixMilli()).Scan(&items, &resp, &inputs)
 	if err != nil {
-		return authz.StoredResponse{}, notFound(err)
+		return state.Response{}, notFound(err)
 	}
-	r := authz.StoredResponse{Inputs: int(inputs.Int64)}
+	r := state.Response{Inputs: int(inputs.Int64)}
 	if resp != nil {
 		r.Response = resp
 	}
 	if err := json.Unmarshal(items, &r.Items); err != nil {
-		return authz.StoredResponse{}, err
+		return state.Response{}, err
 	}
 	return r, nil
 }
 
-// DeleteResponse implements authz.Responses.
+// DeleteResponse implements state.Responses.
 func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM responses WHERE id = ? AND account_id = ? AND expires_at > ?`,
 		id, accountID, now.UnixMilli())
@@ -80,7 +81,7 @@ func (s *Store) DeleteResponse(ctx context.Context, accountID, id string, now ti
 	return nil
 }
 
-// ResponseOutputs implements authz.Responses: one query, the ids passed
+// ResponseOutputs implements state.Responses: one query, the ids passed
 // as one JSON array that json_each reads, so that no number of ids
 // exceeds SQLite's limit on parameters. Each id is a lookup by the
 // primary key.

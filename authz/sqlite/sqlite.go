@@ -16,6 +16,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
+	"modelgate/authz/ledger"
 )
 
 // migrationFiles are the schema versions, applied in order at Open; the
@@ -219,7 +220,7 @@ func (l limits) Limits() authz.Limits {
 	return authz.Limits{RequestsPerMinute: p(l[0]), TokensPerMinute: p(l[1]), TokensPerDay: p(l[2]), ConcurrentRequests: p(l[3])}
 }
 
-// refused marks the error of a write authz.ErrRefused when SQLite
+// refused marks the error of a write ledger.ErrRefused when SQLite
 // refused the data for its content: a constraint the row breaks
 // (SQLITE_CONSTRAINT, RAISE(ABORT) in a trigger among them), a string or
 // blob over its size limit (SQLITE_TOOBIG), or a value of the wrong type
@@ -230,7 +231,7 @@ func refused(err error) error {
 	if errors.As(err, &e) {
 		switch e.Code() & 0xff { // the primary code of an extended one
 		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
-			return fmt.Errorf("%w: %w", authz.ErrRefused, err)
+			return fmt.Errorf("%w: %w", ledger.ErrRefused, err)
 		}
 	}
 	return err

@@ -14,6 +14,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/internal/migrate"
+	"modelgate/authz/ledger"
 	"modelgate/authz/storetest"
 )
 
@@ -36,11 +37,11 @@ func BenchmarkStore(b *testing.B) {
 
 // usageBatch returns n records numbered from first, each field derived
 // from its number so that a stored row shows which record it came from.
-func usageBatch(first, n int) []authz.UsageRecord {
-	recs := make([]authz.UsageRecord, n)
+func usageBatch(first, n int) []ledger.UsageRecord {
+	recs := make([]ledger.UsageRecord, n)
 	for i := range recs {
 		k := first + i
-		recs[i] = authz.UsageRecord{ID: "rec-" + strconv.Itoa(k), RequestID: "req-" + strconv.Itoa(k),
+		recs[i] = ledger.UsageRecord{ID: "rec-" + strconv.Itoa(k), RequestID: "req-" + strconv.Itoa(k),
 			KeyID: "key_" + strconv.Itoa(k%3), AccountID: "acct_" + strconv.Itoa(k%2), Endpoint: "chat.completions",
 			Model: "gpt-4o", Backend: "openai", Status: 200 + k%5, PromptTokens: int64(800 + k), CompletionTokens: int64(k),
 			TotalTokens: int64(800 + 2*k), CachedTokens: int64(k % 7), ReasoningTokens: int64(k % 11), Estimated: k%4 == 0,
@@ -161,9 +162,9 @@ func TestAppendUsageBatchSizes(t *testing.T) {
 				second[i].Backend = "retry"
 			}
 			second[len(second)-1].ID = "" // stored each time
-			var want []authz.UsageRecord
+			var want []ledger.UsageRecord
 			seen := map[string]bool{}
-			for _, batch := range [][]authz.UsageRecord{first, second, second} {
+			for _, batch := range [][]ledger.UsageRecord{first, second, second} {
 				if err := s.AppendUsageBatch(ctx, batch); err != nil {
 					t.Fatalf("AppendUsageBatch: %v", err)
 				}
@@ -182,7 +183,7 @@ func TestAppendUsageBatchSizes(t *testing.T) {
 }
 
 // storedUsage reads every usage row in the order it was inserted.
-func storedUsage(t *testing.T, s *Store) []authz.UsageRecord {
+func storedUsage(t *testing.T, s *Store) []ledger.UsageRecord {
 	t.Helper()
 	rows, err := s.db.Query(`SELECT record_id, request_id, key_id, account_id, endpoint, model, backend, status,
 		prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at
@@ -191,9 +192,9 @@ func storedUsage(t *testing.T, s *Store) []authz.UsageRecord {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []authz.UsageRecord
+	var out []ledger.UsageRecord
 	for rows.Next() {
-		var r authz.UsageRecord
+		var r ledger.UsageRecord
 		var id sql.NullString
 		var duration, at int64
 		if err := rows.Scan(&id, &r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status,
@@ -253,7 +254,7 @@ func TestUpgradeKeepsZeroLimitsUnlimited(t *testing.T) {
 
 // A capture or usage record SQLite refuses for its content (here, a
 // trigger's rule it breaks) fails its whole batch, also one written in
-// several statements, with an error that is authz.ErrRefused; a store
+// several statements, with an error that is ledger.ErrRefused; a store
 // that is away fails it with one that is not.
 func TestRefusedWritesAreErrRefused(t *testing.T) {
 	ctx := context.Background()
@@ -265,13 +266,13 @@ func TestRefusedWritesAreErrRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var batch []authz.Capture
+	var batch []ledger.Capture
 	for i := range 3*captureRows + 5 {
-		batch = append(batch, authz.Capture{RequestID: "req-" + strconv.Itoa(i), Endpoint: "chat.completions", Model: "m",
+		batch = append(batch, ledger.Capture{RequestID: "req-" + strconv.Itoa(i), Endpoint: "chat.completions", Model: "m",
 			Status: 200, At: time.UnixMilli(1_800_000_000_000), Request: "{}", Response: "{}"})
 	}
 	batch[2*captureRows+1].Model = "poison" // in the third statement
-	if err := s.SaveCaptures(ctx, batch); !errors.Is(err, authz.ErrRefused) {
+	if err := s.SaveCaptures(ctx, batch); !errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("SaveCaptures = %v, want ErrRefused", err)
 	}
 	if _, err := s.CaptureOf(ctx, "req-0"); !errors.Is(err, authz.ErrNotFound) {
@@ -279,12 +280,12 @@ func TestRefusedWritesAreErrRefused(t *testing.T) {
 	}
 	usage := usageBatch(0, 100)
 	usage[70].Model = "poison"
-	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, authz.ErrRefused) {
+	if err := s.AppendUsageBatch(ctx, usage); !errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("AppendUsageBatch = %v, want ErrRefused", err)
 	}
 	s.Close()
 	batch[2*captureRows+1].Model = "m"
-	if err := s.SaveCaptures(ctx, batch); err == nil || errors.Is(err, authz.ErrRefused) {
+	if err := s.SaveCaptures(ctx, batch); err == nil || errors.Is(err, ledger.ErrRefused) {
 		t.Errorf("SaveCaptures to a closed store = %v, want an error that is not ErrRefused", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/storesql"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -37,7 +37,7 @@ func usageInsert(n int) string {
 // endpoint, model and backend are mostly those of the record before it
 // in args: their boxes are reused rather than allocated again. Ints are
 // passed as int64, which database/sql takes without converting.
-func appendUsageArgs(args []any, r authz.UsageRecord) []any {
+func appendUsageArgs(args []any, r ledger.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
 	if r.ID != "" {
 		id = r.ID
@@ -54,7 +54,7 @@ func appendUsageArgs(args []any, r authz.UsageRecord) []any {
 }
 
 // cost is a record's cost parameter: NULL when it is unknown.
-func cost(r authz.UsageRecord) any {
+func cost(r ledger.UsageRecord) any {
 	if !r.CostKnown {
 		return nil
 	}
@@ -71,17 +71,17 @@ func reuse(prev []any, i int, v string) any {
 	return v
 }
 
-// AppendUsage implements authz.Ledger.
-func (s *Store) AppendUsage(ctx context.Context, r authz.UsageRecord) error {
+// AppendUsage implements ledger.UsageStore.
+func (s *Store) AppendUsage(ctx context.Context, r ledger.UsageRecord) error {
 	_, err := s.inserts[len(usageGroups)-1].ExecContext(ctx, appendUsageArgs(make([]any, 0, usageColumns), r)...)
 	return refused(err)
 }
 
-// AppendUsageBatch implements authz.Ledger: one transaction, so SQLite
+// AppendUsageBatch implements ledger.UsageStore: one transaction, so SQLite
 // syncs once per batch instead of per record, and one statement for up
 // to usageGroups[0] records, so each costs SQLite and database/sql one
 // statement execution.
-func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *Store) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -109,15 +109,15 @@ func (s *Store) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) 
 	return refused(tx.Commit())
 }
 
-// UsageSince implements authz.Ledger.
-func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (authz.UsageTotals, error) {
-	var t authz.UsageTotals
+// UsageSince implements ledger.UsageStore.
+func (s *Store) UsageSince(ctx context.Context, accountID string, since time.Time) (ledger.UsageTotals, error) {
+	var t ledger.UsageTotals
 	err := s.db.QueryRowContext(ctx, `SELECT `+storesql.UsageSums+` FROM usage WHERE account_id = ? AND at >= ? AND attempt = 0`,
 		accountID, since.UnixMilli()).Scan(storesql.TotalsDest(&t)...)
 	return t, err
 }
 
-// SpentSince implements authz.Ledger.
+// SpentSince implements ledger.UsageStore.
 func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error) {
 	query, id, err := dialect.SpentSince(subject)
 	if err != nil {
@@ -128,14 +128,14 @@ func (s *Store) SpentSince(ctx context.Context, subject string, since time.Time)
 	return pricing.Nanos(n), err
 }
 
-// UsageReport implements authz.Ledger.
-func (s *Store) UsageReport(ctx context.Context, q authz.UsageQuery) ([]authz.UsageRow, error) {
+// UsageReport implements ledger.UsageStore.
+func (s *Store) UsageReport(ctx context.Context, q ledger.UsageQuery) ([]ledger.UsageRow, error) {
 	query, args := dialect.UsageReport(q)
-	return list(ctx, s, func(row scanner) (authz.UsageRow, error) {
-		var r authz.UsageRow
+	return list(ctx, s, func(row scanner) (ledger.UsageRow, error) {
+		var r ledger.UsageRow
 		var day int64
 		err := row.Scan(append([]any{&day, &r.AccountID, &r.KeyID, &r.Model}, storesql.TotalsDest(&r.UsageTotals)...)...)
-		if q.By&authz.ByDay != 0 {
+		if q.By&ledger.ByDay != 0 {
 			r.Day = fromMS(day)
 		}
 		return r, err

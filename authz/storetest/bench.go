@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // Benchmark measures a store on the paths every request takes: key lookup
@@ -43,7 +44,7 @@ func Benchmark(b *testing.B, newStore func(b *testing.B) authz.Store) {
 			s := newStore(b)
 			defer s.Close()
 			ctx := context.Background()
-			recs := make([]authz.UsageRecord, n)
+			recs := make([]ledger.UsageRecord, n)
 			for i := range recs {
 				recs[i] = benchRecord()
 				recs[i].RequestID = "req-" + strconv.Itoa(i)
@@ -99,8 +100,8 @@ func benchAuthenticate(b *testing.B, auth *authz.Authenticator, secret string) {
 	}
 }
 
-func benchRecord() authz.UsageRecord {
-	return authz.UsageRecord{RequestID: "req", KeyID: "key_0123456789abcdef", AccountID: "acct_0123456789abcdef",
+func benchRecord() ledger.UsageRecord {
+	return ledger.UsageRecord{RequestID: "req", KeyID: "key_0123456789abcdef", AccountID: "acct_0123456789abcdef",
 		Endpoint: "chat.completions", Model: "gpt-4o", Backend: "openai", Status: 200, PromptTokens: 812,
 		CompletionTokens: 230, TotalTokens: 1042, CachedTokens: 512, Duration: 1200 * time.Millisecond, At: time.Now()}
 }

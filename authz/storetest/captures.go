@@ -11,10 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
-// Captures tests authz.Captures.
-func Captures[S authz.Captures](t *testing.T, newStore func(t *testing.T) S) {
+// Captures tests ledger.CaptureStore.
+func Captures[S ledger.CaptureStore](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore,
 		test[S]{"Captures", testCaptures[S]},
 		test[S]{"CapturesBatch", testCapturesBatch[S]},
@@ -28,14 +29,14 @@ func Captures[S authz.Captures](t *testing.T, newStore func(t *testing.T) S) {
 var captureAt = time.UnixMilli(1_800_000_000_000).UTC()
 
 // newCapture is a capture of request id at captureAt plus i ms.
-func newCapture(id string, i int) authz.Capture {
-	return authz.Capture{RequestID: id, AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m",
+func newCapture(id string, i int) ledger.Capture {
+	return ledger.Capture{RequestID: id, AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m",
 		Status: 200, At: captureAt.Add(time.Duration(i) * time.Millisecond),
 		Request:  fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"question %d"}]}`, i),
 		Response: fmt.Sprintf("data: answer %d\n\n", i), ResponseTruncated: i%2 == 1}
 }
 
-func saveCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
+func saveCaptures[S ledger.CaptureStore](t *testing.T, s S, cs ...ledger.Capture) {
 	t.Helper()
 	if err := s.SaveCaptures(context.Background(), cs); err != nil {
 		t.Fatalf("SaveCaptures(%d captures): %v", len(cs), err)
@@ -43,7 +44,7 @@ func saveCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
 }
 
 // wantCaptures checks that CaptureOf finds each of cs as it is.
-func wantCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
+func wantCaptures[S ledger.CaptureStore](t *testing.T, s S, cs ...ledger.Capture) {
 	t.Helper()
 	for _, want := range cs {
 		got, err := s.CaptureOf(context.Background(), want.RequestID)
@@ -56,7 +57,7 @@ func wantCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
 }
 
 // wantNoCaptures checks that CaptureOf finds none of cs' requests.
-func wantNoCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
+func wantNoCaptures[S ledger.CaptureStore](t *testing.T, s S, cs ...ledger.Capture) {
 	t.Helper()
 	for _, c := range cs {
 		if got, err := s.CaptureOf(context.Background(), c.RequestID); !errors.Is(err, authz.ErrNotFound) {
@@ -67,7 +68,7 @@ func wantNoCaptures[S authz.Captures](t *testing.T, s S, cs ...authz.Capture) {
 
 // countCaptures deletes every capture and returns how many there were:
 // how many rows a store keeps, which CaptureOf does not tell.
-func countCaptures[S authz.Captures](t *testing.T, s S) int64 {
+func countCaptures[S ledger.CaptureStore](t *testing.T, s S) int64 {
 	t.Helper()
 	n, err := s.DeleteCapturesBefore(context.Background(), captureAt.Add(time.Hour), 1<<20)
 	if err != nil {
@@ -78,9 +79,9 @@ func countCaptures[S authz.Captures](t *testing.T, s S) int64 {
 
 // testCaptures: a capture is kept and found by its request, and goes with
 // retention.
-func testCaptures[S authz.Captures](t *testing.T, s S) {
+func testCaptures[S ledger.CaptureStore](t *testing.T, s S) {
 	ctx := context.Background()
-	c := authz.Capture{RequestID: "req-1", AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m", Status: 200,
+	c := ledger.Capture{RequestID: "req-1", AccountID: "acct", KeyID: "key", Endpoint: "chat.completions", Model: "m", Status: 200,
 		At: captureAt, Request: `{"a":1}`, Response: "data: x", ResponseTruncated: true}
 	saveCaptures(t, s, c)
 	wantCaptures(t, s, c)
@@ -95,15 +96,15 @@ func testCaptures[S authz.Captures](t *testing.T, s S) {
 
 // testCapturesBatch: every capture of a batch is kept; an empty batch is
 // nothing to do; retention goes oldest first, at most its limit at once.
-func testCapturesBatch[S authz.Captures](t *testing.T, s S) {
-	var batch []authz.Capture
+func testCapturesBatch[S ledger.CaptureStore](t *testing.T, s S) {
+	var batch []ledger.Capture
 	for i := range 5 {
 		c := newCapture(fmt.Sprintf("req-%d", i), i)
 		c.AccountID, c.KeyID, c.Status, c.RequestTruncated = fmt.Sprintf("acct-%d", i), "", 200+i, i == 0
 		batch = append(batch, c)
 	}
 	saveCaptures(t, s)
-	saveCaptures(t, s, []authz.Capture{}...)
+	saveCaptures(t, s, []ledger.Capture{}...)
 	saveCaptures(t, s, batch...)
 	wantCaptures(t, s, batch...)
 	if n, err := s.DeleteCapturesBefore(context.Background(), captureAt.Add(time.Hour), 2); err != nil || n != 2 {
@@ -116,8 +117,8 @@ func testCapturesBatch[S authz.Captures](t *testing.T, s S) {
 // testCapturesLargeBatch: a batch far larger than the capture writer's,
 // some of its captures with two bodies of 64 KiB (the default
 // observability.capture.max_bytes), is kept whole.
-func testCapturesLargeBatch[S authz.Captures](t *testing.T, s S) {
-	var batch []authz.Capture
+func testCapturesLargeBatch[S ledger.CaptureStore](t *testing.T, s S) {
+	var batch []ledger.Capture
 	for i := range 1000 {
 		c := newCapture(fmt.Sprintf("req-%04d", i), i)
 		if i%16 == 0 {
@@ -141,7 +142,7 @@ func repeatTo(s string, n int) string {
 // testCapturesSanitized: what the capture writer makes of bytes a store
 // could refuse (invalid UTF-8 and NUL, each a U+FFFD), and other text SQL
 // must not mangle, is kept exactly, in every string.
-func testCapturesSanitized[S authz.Captures](t *testing.T, s S) {
+func testCapturesSanitized[S ledger.CaptureStore](t *testing.T, s S) {
 	texts := []string{
 		"bad\uFFFD\uFFFDs",   // "bad\xff\x00s" sanitized
 		"\uFFFD",             // a lone "\x00"
@@ -150,7 +151,7 @@ func testCapturesSanitized[S authz.Captures](t *testing.T, s S) {
 		"'); DROP TABLE captures; --",
 		"lines\r\n\ttabs\u2028\u2029 and \U0001F600 beyond the BMP",
 	}
-	var batch []authz.Capture
+	var batch []ledger.Capture
 	for i, text := range texts {
 		c := newCapture(fmt.Sprintf("req-%d-%s", i, text), i)
 		c.AccountID, c.KeyID, c.Endpoint, c.Model = text, text, text, text
@@ -166,15 +167,15 @@ func testCapturesSanitized[S authz.Captures](t *testing.T, s S) {
 // hold; a status out of its integer's range) is kept whole, exactly, or
 // refused whole, with an error that is ErrRefused. Then the batch the
 // writer would retry, sanitized, is kept, each capture once.
-func testCapturesAllOrNone[S authz.Captures](t *testing.T, s S) {
-	for name, spoil := range map[string]func(*authz.Capture){
-		"invalid UTF-8 in a body": func(c *authz.Capture) { c.Request = `{"content":"bad` + "\xff\xfe" + `"}` },
-		"NUL in a body":           func(c *authz.Capture) { c.Response = "data: \x00\n\n" },
-		"NUL in a model":          func(c *authz.Capture) { c.Model = "m\x00" },
-		"status out of range":     func(c *authz.Capture) { c.Status = int(int64(1) << 40) },
+func testCapturesAllOrNone[S ledger.CaptureStore](t *testing.T, s S) {
+	for name, spoil := range map[string]func(*ledger.Capture){
+		"invalid UTF-8 in a body": func(c *ledger.Capture) { c.Request = `{"content":"bad` + "\xff\xfe" + `"}` },
+		"NUL in a body":           func(c *ledger.Capture) { c.Response = "data: \x00\n\n" },
+		"NUL in a model":          func(c *ledger.Capture) { c.Model = "m\x00" },
+		"status out of range":     func(c *ledger.Capture) { c.Status = int(int64(1) << 40) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			var batch []authz.Capture
+			var batch []ledger.Capture
 			for i := range 3 {
 				batch = append(batch, newCapture(fmt.Sprintf("req-%s-%d", name, i), i))
 			}
@@ -184,7 +185,7 @@ func testCapturesAllOrNone[S authz.Captures](t *testing.T, s S) {
 			switch {
 			case err == nil:
 				wantCaptures(t, s, batch...)
-			case errors.Is(err, authz.ErrRefused):
+			case errors.Is(err, ledger.ErrRefused):
 				wantNoCaptures(t, s, batch...)
 				batch[1] = clean
 				saveCaptures(t, s, batch...)
@@ -203,8 +204,8 @@ func testCapturesAllOrNone[S authz.Captures](t *testing.T, s S) {
 // written again whole; a batch written again (its reply lost) stores
 // nothing twice; a store keeps the first capture of a request, also of
 // two in one batch.
-func testCapturesRetriedWhole[S authz.Captures](t *testing.T, s S) {
-	var batch []authz.Capture
+func testCapturesRetriedWhole[S ledger.CaptureStore](t *testing.T, s S) {
+	var batch []ledger.Capture
 	for i := range 4 {
 		batch = append(batch, newCapture(fmt.Sprintf("req-%d", i), i))
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"modelgate/authz"
+	"modelgate/authz/state"
 )
 
-// Responses tests authz.Responses.
-func Responses[S authz.Responses](t *testing.T, newStore func(t *testing.T) S) {
+// Responses tests state.Responses.
+func Responses[S state.Responses](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore,
 		test[S]{"Responses", testResponses[S]},
 		test[S]{"ResponseObjects", testResponseObjects[S]},
@@ -23,18 +24,18 @@ func Responses[S authz.Responses](t *testing.T, newStore func(t *testing.T) S) {
 	)
 }
 
-// Images tests authz.Images.
-func Images[S authz.Images](t *testing.T, newStore func(t *testing.T) S) {
+// Images tests state.Images.
+func Images[S state.Images](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore, test[S]{"Images", testImages[S]})
 }
 
-func testResponses[S authz.Responses](t *testing.T, s S) {
+func testResponses[S state.Responses](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	// Kept as sent, bar insignificant spaces: key order is the client's.
 	items := []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":"hi"}`),
 		json.RawMessage(`{"type": "message", "role":"assistant", "content" : [{"z":1,"a":2}]}`)}
-	if err := s.SaveResponse(ctx, "acct_a", "resp_1", authz.StoredResponse{Items: items}, now.Add(time.Hour)); err != nil {
+	if err := s.SaveResponse(ctx, "acct_a", "resp_1", state.Response{Items: items}, now.Add(time.Hour)); err != nil {
 		t.Fatalf("SaveResponse: %v", err)
 	}
 	got, err := s.Conversation(ctx, "acct_a", "resp_1", now)
@@ -44,11 +45,11 @@ func testResponses[S authz.Responses](t *testing.T, s S) {
 	if diff := cmp.Diff(rawStrings(items), rawStrings(got)); diff != "" {
 		t.Errorf("Conversation (-saved +got):\n%s", diff)
 	}
-	if err := s.SaveResponse(ctx, "acct_b", "resp_1", authz.StoredResponse{Items: items}, now.Add(time.Hour)); !errors.Is(err, authz.ErrExists) {
+	if err := s.SaveResponse(ctx, "acct_b", "resp_1", state.Response{Items: items}, now.Add(time.Hour)); !errors.Is(err, authz.ErrExists) {
 		t.Errorf("SaveResponse(same id) error = %v, want ErrExists", err)
 	}
 	// Already expired when saved: the save itself prunes it.
-	if err := s.SaveResponse(ctx, "acct_a", "resp_old", authz.StoredResponse{Items: items}, now.Add(-time.Minute)); err != nil {
+	if err := s.SaveResponse(ctx, "acct_a", "resp_old", state.Response{Items: items}, now.Add(-time.Minute)); err != nil {
 		t.Fatalf("SaveResponse: %v", err)
 	}
 	for name, lookup := range map[string]func() error{
@@ -66,10 +67,10 @@ func testResponses[S authz.Responses](t *testing.T, s S) {
 // testResponseObjects covers what GET, DELETE and input_items of stored
 // responses need: the Response object and the number of input items kept
 // beside the conversation, and deletion, all scoped to the account.
-func testResponseObjects[S authz.Responses](t *testing.T, s S) {
+func testResponseObjects[S state.Responses](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
-	want := authz.StoredResponse{
+	want := state.Response{
 		Response: json.RawMessage(`{"id":"resp_obj","object":"response","status":"completed","output":[{"z":1,"a":2}]}`),
 		Items: []json.RawMessage{json.RawMessage(`{"type":"message","id":"msg_1","role":"user","content":"hi"}`),
 			json.RawMessage(`{"type":"message","id":"msg_2","role":"assistant","content":[{"type":"output_text","text":"hello"}]}`)},
@@ -91,7 +92,7 @@ func testResponseObjects[S authz.Responses](t *testing.T, s S) {
 
 	// A conversation kept without its Response object, as before the
 	// gateway kept them: it is found, with no object and no inputs.
-	legacy := authz.StoredResponse{Items: want.Items, Inputs: 1}
+	legacy := state.Response{Items: want.Items, Inputs: 1}
 	if err := s.SaveResponse(ctx, "acct_a", "resp_legacy", legacy, now.Add(time.Hour)); err != nil {
 		t.Fatalf("SaveResponse(no object): %v", err)
 	}
@@ -136,21 +137,21 @@ func testResponseObjects[S authz.Responses](t *testing.T, s S) {
 
 // testResponseOutputs covers the lookup of item_references: the outputs
 // of many stored responses at once, of the account's alone.
-func testResponseOutputs[S authz.Responses](t *testing.T, s S) {
+func testResponseOutputs[S state.Responses](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	item := func(id string) json.RawMessage { return json.RawMessage(`{"type":"message","id":"` + id + `"}`) }
 	object := json.RawMessage(`{"object":"response"}`)
 	for _, r := range []struct {
 		account, id string
-		r           authz.StoredResponse
+		r           state.Response
 		expires     time.Duration
 	}{
-		{"acct_a", "resp_1", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_1"), item("out_1a"), item("out_1b")}, Inputs: 1}, time.Hour},
-		{"acct_a", "resp_2", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_2a"), item("in_2b"), item("out_2")}, Inputs: 2}, time.Hour},
-		{"acct_a", "resp_legacy", authz.StoredResponse{Items: []json.RawMessage{item("old_a"), item("old_b")}, Inputs: 1}, time.Hour},
-		{"acct_a", "resp_soon", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_s"), item("out_s")}, Inputs: 1}, time.Minute},
-		{"acct_b", "resp_b", authz.StoredResponse{Response: object, Items: []json.RawMessage{item("in_b"), item("out_b")}, Inputs: 1}, time.Hour},
+		{"acct_a", "resp_1", state.Response{Response: object, Items: []json.RawMessage{item("in_1"), item("out_1a"), item("out_1b")}, Inputs: 1}, time.Hour},
+		{"acct_a", "resp_2", state.Response{Response: object, Items: []json.RawMessage{item("in_2a"), item("in_2b"), item("out_2")}, Inputs: 2}, time.Hour},
+		{"acct_a", "resp_legacy", state.Response{Items: []json.RawMessage{item("old_a"), item("old_b")}, Inputs: 1}, time.Hour},
+		{"acct_a", "resp_soon", state.Response{Response: object, Items: []json.RawMessage{item("in_s"), item("out_s")}, Inputs: 1}, time.Minute},
+		{"acct_b", "resp_b", state.Response{Response: object, Items: []json.RawMessage{item("in_b"), item("out_b")}, Inputs: 1}, time.Hour},
 	} {
 		if err := s.SaveResponse(ctx, r.account, r.id, r.r, now.Add(r.expires)); err != nil {
 			t.Fatalf("SaveResponse(%s): %v", r.id, err)
@@ -199,7 +200,7 @@ func testResponseOutputs[S authz.Responses](t *testing.T, s S) {
 	}
 }
 
-func testImages[S authz.Images](t *testing.T, s S) {
+func testImages[S state.Images](t *testing.T, s S) {
 	ctx := context.Background()
 	now := time.Now()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\xffbytes")

@@ -1,9 +1,10 @@
-// Package storetest is the conformance suite of the storage interfaces of
-// authz, and the benchmarks of a store's per-request paths.
+// Package storetest is the conformance suite of the storage interfaces
+// authz.Store embeds, and the benchmarks of a store's per-request paths.
 //
 // There is one suite a concern: Accounts, Groups, Keys, Principals (what
 // the Authenticator makes of keys, accounts and groups stored together),
-// Ledger, Captures, Prices, Audit, Responses and Images. Each tests its
+// Ledger (ledger.UsageStore), Captures (ledger.CaptureStore), Prices,
+// Audit, Responses and Images (state.Responses, state.Images). Each tests its
 // interface through that interface alone, bar the fixtures it needs of
 // others (a key belongs to an account), which its type parameter names:
 // a store of one concern can run its suite on its own. Run runs them all

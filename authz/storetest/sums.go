@@ -10,6 +10,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -35,13 +36,13 @@ func testUsageSums[S ledgerStore](t *testing.T, s S) {
 	ctx := context.Background()
 	at := time.Date(2031, 3, 1, 12, 0, 0, 0, time.UTC)
 	large, beyond, below := mustAccount(t, s, "large"), mustAccount(t, s, "beyond"), mustAccount(t, s, "below")
-	rec := func(acct authz.Account, i int, count, total, cost int64, audio time.Duration) authz.UsageRecord {
-		return authz.UsageRecord{RequestID: fmt.Sprintf("sums-%s-%d", acct.Name, i), KeyID: "key_" + acct.Name, AccountID: acct.ID,
+	rec := func(acct authz.Account, i int, count, total, cost int64, audio time.Duration) ledger.UsageRecord {
+		return ledger.UsageRecord{RequestID: fmt.Sprintf("sums-%s-%d", acct.Name, i), KeyID: "key_" + acct.Name, AccountID: acct.ID,
 			Endpoint: "chat.completions", Model: "m", Backend: "b", Status: 200, PromptTokens: count, CompletionTokens: count,
 			TotalTokens: total, CachedTokens: count, CacheWriteTokens: count, CacheWrite1hTokens: count, ReasoningTokens: count,
 			Cost: pricing.Nanos(cost), CostKnown: true, Audio: audio, Images: count, At: at}
 	}
-	var recs []authz.UsageRecord
+	var recs []ledger.UsageRecord
 	for i := range largeRows {
 		recs = append(recs, rec(large, i, maxCount, 2*maxCount, maxSpend, maxAudio))
 	}
@@ -54,11 +55,11 @@ func testUsageSums[S ledgerStore](t *testing.T, s S) {
 	if err := s.AppendUsageBatch(ctx, recs); err != nil {
 		t.Fatalf("AppendUsageBatch: %v", err)
 	}
-	totals := func(n, count, total int64, cost pricing.Nanos, audio time.Duration) authz.UsageTotals {
-		return authz.UsageTotals{Requests: n, PromptTokens: count, CompletionTokens: count, TotalTokens: total, CachedTokens: count,
+	totals := func(n, count, total int64, cost pricing.Nanos, audio time.Duration) ledger.UsageTotals {
+		return ledger.UsageTotals{Requests: n, PromptTokens: count, CompletionTokens: count, TotalTokens: total, CachedTokens: count,
 			CacheWriteTokens: count, CacheWrite1hTokens: count, ReasoningTokens: count, Cost: cost, Audio: audio, Images: count}
 	}
-	want := map[string]authz.UsageTotals{
+	want := map[string]ledger.UsageTotals{
 		large.ID:  totals(largeRows, largeRows*maxCount, largeRows*2*maxCount, largeRows*maxSpend, largeRows*maxAudio),
 		beyond.ID: totals(beyondRows, math.MaxInt64, math.MaxInt64, math.MaxInt64, math.MaxInt64),
 		below.ID:  totals(beyondRows, math.MinInt64, math.MinInt64, math.MinInt64, 0),
@@ -75,7 +76,7 @@ func testUsageSums[S ledgerStore](t *testing.T, s S) {
 			t.Errorf("SpentSince(%s) = %v, %v; want %v", acct.Name, spent, err, want[acct.ID].Cost)
 		}
 	}
-	rows, err := s.UsageReport(ctx, authz.UsageQuery{From: at, By: authz.ByDay | authz.ByAccount | authz.ByKey | authz.ByModel})
+	rows, err := s.UsageReport(ctx, ledger.UsageQuery{From: at, By: ledger.ByDay | ledger.ByAccount | ledger.ByKey | ledger.ByModel})
 	if err != nil {
 		t.Fatalf("UsageReport: %v", err)
 	}
@@ -90,7 +91,7 @@ func testUsageSums[S ledgerStore](t *testing.T, s S) {
 	// All of them in one row: the counts near 2^63 and below zero cancel
 	// out, exactly, however the database orders the rows it sums.
 	all := totals(largeRows+2*beyondRows, largeRows*maxCount, largeRows*2*maxCount-3, math.MaxInt64, math.MaxInt64)
-	if rows, err := s.UsageReport(ctx, authz.UsageQuery{From: at}); err != nil || len(rows) != 1 {
+	if rows, err := s.UsageReport(ctx, ledger.UsageQuery{From: at}); err != nil || len(rows) != 1 {
 		t.Errorf("UsageReport(all) = %+v, %v; want one row", rows, err)
 	} else if diff := gocmp.Diff(all, rows[0].UsageTotals); diff != "" {
 		t.Errorf("UsageReport(all) (-want +got):\n%s", diff)

@@ -12,21 +12,22 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
 // ledgerStore is what the Ledger suite uses: the ledger, and the accounts
 // and groups its records and budget subjects name.
 type ledgerStore interface {
-	authz.Ledger
+	ledger.UsageStore
 	authz.Accounts
 	authz.Groups
 }
 
-// Ledger tests authz.Ledger. A group's spending is its accounts' records:
+// Ledger tests ledger.UsageStore. A group's spending is its accounts' records:
 // the stores have authz.Accounts and authz.Groups too.
 func Ledger[S interface {
-	authz.Ledger
+	ledger.UsageStore
 	authz.Accounts
 	authz.Groups
 }](t *testing.T, newStore func(t *testing.T) S) {
@@ -47,7 +48,7 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 	a := mustAccount(t, s, "acme")
 	t0 := time.Now().Add(-time.Hour)
 	for i, at := range []time.Time{t0.Add(-time.Minute), t0, t0.Add(time.Minute)} {
-		rec := authz.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
+		rec := ledger.UsageRecord{RequestID: string(rune('a' + i)), KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
 			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
 			CachedTokens: 4, CacheWriteTokens: 3, CacheWrite1hTokens: 1, ReasoningTokens: 2, Duration: 1500 * time.Millisecond, At: at,
 			// the last one's cost is unknown (its model had no price)
@@ -58,22 +59,22 @@ func testUsage[S ledgerStore](t *testing.T, s S) {
 		}
 	}
 	// A failed attempt Envoy retried elsewhere is stored, and is no request.
-	attempt := authz.UsageRecord{RequestID: "b", AccountID: a.ID, Endpoint: "chat.completions", Model: "gpt-4o", Backend: "down",
+	attempt := ledger.UsageRecord{RequestID: "b", AccountID: a.ID, Endpoint: "chat.completions", Model: "gpt-4o", Backend: "down",
 		Status: 503, Attempt: 1, At: t0}
-	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{attempt}); err != nil {
+	if err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{attempt}); err != nil {
 		t.Fatalf("AppendUsageBatch(attempt): %v", err)
 	}
 	got, err := s.UsageSince(ctx, a.ID, t0)
 	if err != nil {
 		t.Fatalf("UsageSince: %v", err)
 	}
-	want := authz.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, CacheWriteTokens: 6,
+	want := ledger.UsageTotals{Requests: 2, PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30, CachedTokens: 8, CacheWriteTokens: 6,
 		CacheWrite1hTokens: 2, ReasoningTokens: 4, Cost: 2000, UnknownCost: 1, Audio: 1500 * time.Millisecond, Images: 3,
 		WebSearchRequests: 6}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("UsageSince (-want +got):\n%s", diff)
 	}
-	if got, err := s.UsageSince(ctx, "acct_other", t0); err != nil || got != (authz.UsageTotals{}) {
+	if got, err := s.UsageSince(ctx, "acct_other", t0); err != nil || got != (ledger.UsageTotals{}) {
 		t.Errorf("UsageSince(other account) = %+v, %v; want none", got, err)
 	}
 	if err := s.AppendUsageBatch(ctx, nil); err != nil {
@@ -86,23 +87,23 @@ var day = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
 
 // reportRecords are usage records of two accounts, three keys and two
 // models on both sides of day boundaries.
-func reportRecords() []authz.UsageRecord {
+func reportRecords() []ledger.UsageRecord {
 	keys := []struct{ account, key string }{{"acct_a", "key_a1"}, {"acct_a", "key_a2"}, {"acct_b", "key_b1"}}
 	times := []time.Time{day.Add(-time.Millisecond), day, day.Add(12 * time.Hour), day.Add(24*time.Hour - time.Millisecond),
 		day.Add(24 * time.Hour), day.Add(48*time.Hour + 5*time.Second)}
-	var recs []authz.UsageRecord
+	var recs []ledger.UsageRecord
 	for i, k := range keys {
 		for j, model := range []string{"gpt-4o", "claude"} {
 			for n, at := range times {
 				v := int64(100*i + 10*j + n + 1)
-				recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
+				recs = append(recs, ledger.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
 					AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "b", Status: 200,
 					PromptTokens: v, CompletionTokens: 2 * v, TotalTokens: 3 * v, CachedTokens: v / 2, ReasoningTokens: v % 7,
 					Duration: time.Duration(v) * time.Millisecond, At: at,
 					Cost: pricing.Nanos(v * 1_000_003), CostKnown: n != 3, Audio: time.Duration(v%5) * time.Second, Images: v % 3,
 					WebSearchRequests: v % 4})
 				if n%2 == 0 { // a failed attempt before it, which reports leave out
-					recs = append(recs, authz.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
+					recs = append(recs, ledger.UsageRecord{RequestID: fmt.Sprintf("req-%d-%d-%d", i, j, n), KeyID: k.key,
 						AccountID: k.account, Endpoint: "chat.completions", Model: model, Backend: "down", Status: 503, Attempt: 1, At: at})
 				}
 			}
@@ -112,25 +113,25 @@ func reportRecords() []authz.UsageRecord {
 }
 
 // report is the reference UsageReport: a plain loop over the records.
-func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
-	sums := map[authz.UsageRow]authz.UsageTotals{}
+func report(recs []ledger.UsageRecord, q ledger.UsageQuery) []ledger.UsageRow {
+	sums := map[ledger.UsageRow]ledger.UsageTotals{}
 	for _, r := range recs {
 		if r.Attempt != 0 || r.At.Before(q.From) || (!q.To.IsZero() && !r.At.Before(q.To)) ||
 			(q.AccountID != "" && r.AccountID != q.AccountID) || (q.KeyID != "" && r.KeyID != q.KeyID) ||
 			(q.Model != "" && r.Model != q.Model) {
 			continue
 		}
-		var k authz.UsageRow
-		if q.By&authz.ByDay != 0 {
+		var k ledger.UsageRow
+		if q.By&ledger.ByDay != 0 {
 			k.Day = r.At.UTC().Truncate(24 * time.Hour)
 		}
-		if q.By&authz.ByAccount != 0 {
+		if q.By&ledger.ByAccount != 0 {
 			k.AccountID = r.AccountID
 		}
-		if q.By&authz.ByKey != 0 {
+		if q.By&ledger.ByKey != 0 {
 			k.KeyID = r.KeyID
 		}
-		if q.By&authz.ByModel != 0 {
+		if q.By&ledger.ByModel != 0 {
 			k.Model = r.Model
 		}
 		t := sums[k]
@@ -150,19 +151,19 @@ func report(recs []authz.UsageRecord, q authz.UsageQuery) []authz.UsageRow {
 		t.WebSearchRequests += r.WebSearchRequests
 		sums[k] = t
 	}
-	var rows []authz.UsageRow
+	var rows []ledger.UsageRow
 	for k, t := range sums {
 		k.UsageTotals = t
 		rows = append(rows, k)
 	}
-	slices.SortFunc(rows, func(a, b authz.UsageRow) int {
+	slices.SortFunc(rows, func(a, b ledger.UsageRow) int {
 		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.AccountID, b.AccountID), cmp.Compare(a.KeyID, b.KeyID),
 			cmp.Compare(a.Model, b.Model))
 	})
 	return rows
 }
 
-func testUsageReport[S authz.Ledger](t *testing.T, s S) {
+func testUsageReport[S ledger.UsageStore](t *testing.T, s S) {
 	ctx := context.Background()
 	recs := reportRecords()
 	half := len(recs) / 2
@@ -174,16 +175,16 @@ func testUsageReport[S authz.Ledger](t *testing.T, s S) {
 	if err := s.AppendUsageBatch(ctx, recs[half:]); err != nil {
 		t.Fatalf("AppendUsageBatch: %v", err)
 	}
-	queries := []authz.UsageQuery{
-		{From: day, To: day.Add(24 * time.Hour), By: authz.ByDay | authz.ByModel}, // bounds: [From, To)
-		{From: day.Add(-24 * time.Hour), AccountID: "acct_a", By: authz.ByKey},
-		{From: day.Add(-24 * time.Hour), KeyID: "key_b1", Model: "claude", By: authz.ByDay},
+	queries := []ledger.UsageQuery{
+		{From: day, To: day.Add(24 * time.Hour), By: ledger.ByDay | ledger.ByModel},
+		{From: day.Add(-24 * time.Hour), AccountID: "acct_a", By: ledger.ByKey},
+		{From: day.Add(-24 * time.Hour), KeyID: "key_b1", Model: "claude", By: ledger.ByDay},
 		{From: day.Add(12 * time.Hour), To: day.Add(12*time.Hour + time.Millisecond)},
-		{From: day.Add(-24 * time.Hour), AccountID: "acct_nobody", By: authz.ByDay},
+		{From: day.Add(-24 * time.Hour), AccountID: "acct_nobody", By: ledger.ByDay},
 		{From: day.Add(72 * time.Hour)},
 	}
-	for by := range authz.UsageGrouping(16) { // every combination of the four columns
-		queries = append(queries, authz.UsageQuery{From: day.Add(-24 * time.Hour), By: by})
+	for by := range ledger.UsageGrouping(16) { // every combination of the four columns
+		queries = append(queries, ledger.UsageQuery{From: day.Add(-24 * time.Hour), By: by})
 	}
 	for _, q := range queries {
 		got, err := s.UsageReport(ctx, q)
@@ -198,12 +199,12 @@ func testUsageReport[S authz.Ledger](t *testing.T, s S) {
 
 // testUsageConcurrent appends from many goroutines, one by one and in
 // batches, and checks that no record is lost.
-func testUsageConcurrent[S authz.Ledger](t *testing.T, s S) {
+func testUsageConcurrent[S ledger.UsageStore](t *testing.T, s S) {
 	ctx := context.Background()
 	const singles, batches, batchSize, perWorker = 8, 4, 10, 25
 	at := time.Now().Add(-time.Minute)
-	rec := func(w, i int) authz.UsageRecord {
-		return authz.UsageRecord{RequestID: fmt.Sprintf("%d-%d", w, i), KeyID: "k", AccountID: "acct_c", Endpoint: "embeddings",
+	rec := func(w, i int) ledger.UsageRecord {
+		return ledger.UsageRecord{RequestID: fmt.Sprintf("%d-%d", w, i), KeyID: "k", AccountID: "acct_c", Endpoint: "embeddings",
 			Model: "m", Backend: "b", Status: 200, PromptTokens: int64(i), TotalTokens: int64(i), At: at,
 			Cost: pricing.Nanos(i), CostKnown: true}
 	}
@@ -220,7 +221,7 @@ func testUsageConcurrent[S authz.Ledger](t *testing.T, s S) {
 	for w := range batches {
 		wg.Go(func() {
 			for b := range perWorker / 5 {
-				var recs []authz.UsageRecord
+				var recs []ledger.UsageRecord
 				for i := range batchSize {
 					recs = append(recs, rec(singles+w, b*batchSize+i))
 				}
@@ -232,7 +233,7 @@ func testUsageConcurrent[S authz.Ledger](t *testing.T, s S) {
 	}
 	wg.Wait()
 	// Singles append 0..24 each; each batch worker appends 0..49.
-	want := authz.UsageTotals{Requests: singles*perWorker + batches*(perWorker/5)*batchSize,
+	want := ledger.UsageTotals{Requests: singles*perWorker + batches*(perWorker/5)*batchSize,
 		PromptTokens: singles*(perWorker*(perWorker-1)/2) + batches*(50*49/2)}
 	want.TotalTokens = want.PromptTokens
 	want.Cost = pricing.Nanos(want.PromptTokens)
@@ -251,11 +252,11 @@ func testUsageConcurrent[S authz.Ledger](t *testing.T, s S) {
 func testUsageIdempotent[S ledgerStore](t *testing.T, s S) {
 	ctx := context.Background()
 	a := mustAccount(t, s, "acme")
-	rec := func(id string) authz.UsageRecord {
-		return authz.UsageRecord{ID: id, RequestID: "req", KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
+	rec := func(id string) ledger.UsageRecord {
+		return ledger.UsageRecord{ID: id, RequestID: "req", KeyID: "k", AccountID: a.ID, Endpoint: "chat.completions",
 			Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: 10, TotalTokens: 10, At: time.Now()}
 	}
-	batch := []authz.UsageRecord{rec("rec_1"), rec("rec_2"), rec(""), rec("")}
+	batch := []ledger.UsageRecord{rec("rec_1"), rec("rec_2"), rec(""), rec("")}
 	for range 2 {
 		if err := s.AppendUsageBatch(ctx, batch); err != nil {
 			t.Fatalf("AppendUsageBatch: %v", err)
@@ -264,7 +265,7 @@ func testUsageIdempotent[S ledgerStore](t *testing.T, s S) {
 	if err := s.AppendUsage(ctx, rec("rec_1")); err != nil {
 		t.Fatalf("AppendUsage of a stored id: %v", err)
 	}
-	if err := s.AppendUsageBatch(ctx, []authz.UsageRecord{rec("rec_3"), rec("rec_3")}); err != nil {
+	if err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{rec("rec_3"), rec("rec_3")}); err != nil {
 		t.Fatalf("AppendUsageBatch with an id twice: %v", err)
 	}
 	got, err := s.UsageSince(ctx, a.ID, time.Time{})
@@ -292,12 +293,12 @@ func testSpentSince[S ledgerStore](t *testing.T, s S) {
 		}
 	}
 	since := time.Date(2030, 11, 1, 0, 0, 0, 0, time.UTC)
-	rec := func(key string, acct authz.Account, at time.Time, cost int64, known bool, attempt int) authz.UsageRecord {
-		return authz.UsageRecord{RequestID: fmt.Sprint(key, at.UnixNano(), cost, attempt), KeyID: key, AccountID: acct.ID,
+	rec := func(key string, acct authz.Account, at time.Time, cost int64, known bool, attempt int) ledger.UsageRecord {
+		return ledger.UsageRecord{RequestID: fmt.Sprint(key, at.UnixNano(), cost, attempt), KeyID: key, AccountID: acct.ID,
 			Endpoint: "chat.completions", Model: "gpt-4o", Backend: "b", Status: 200, At: at,
 			Cost: pricing.Nanos(cost), CostKnown: known, Attempt: attempt}
 	}
-	recs := []authz.UsageRecord{
+	recs := []ledger.UsageRecord{
 		rec("ka", a, since.Add(-time.Millisecond), 1_000_000, true, 0), // the period before
 		rec("ka", a, since, 100, true, 0),
 		rec("ka", a, since.Add(time.Hour), 20, true, 0),
@@ -339,7 +340,7 @@ func testUsageRetention[S ledgerStore](t *testing.T, s S) {
 	cut := time.UnixMilli(1_800_000_000_000).UTC()
 	for i := range 5 {
 		at := cut.Add(time.Duration(i-3) * time.Hour) // 3 before the cut, 2 after
-		if err := s.AppendUsage(ctx, authz.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
+		if err := s.AppendUsage(ctx, ledger.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
 			Status: 200, TotalTokens: int64(i + 1), At: at}); err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +371,7 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	b := mustAccount(t, s, "other requester")
 	k, kb := authz.Key{ID: "key_requester"}, authz.Key{ID: "key_other_requester"} // the ledger does not look keys up
 	at := time.UnixMilli(1_800_000_000_000).UTC()
-	recs := []authz.UsageRecord{
+	recs := []ledger.UsageRecord{
 		{RequestID: "r1", KeyID: k.ID, AccountID: a.ID, Model: "m1", Status: 200, TotalTokens: 10, Cost: 5, CostKnown: true, Duration: 1500 * time.Millisecond, At: at,
 			SessionID: "sess-1", WebSearchRequests: 3},
 		{RequestID: "r2", KeyID: k.ID, AccountID: a.ID, Model: "m2", Status: 429, At: at.Add(time.Second)},
@@ -384,7 +385,7 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 			t.Fatal(err)
 		}
 	}
-	ids := func(q authz.RequestQuery) []string {
+	ids := func(q ledger.RequestQuery) []string {
 		t.Helper()
 		rs, err := s.ListRequests(ctx, q)
 		if err != nil {
@@ -397,23 +398,23 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 		return out
 	}
 	for name, c := range map[string]struct {
-		q    authz.RequestQuery
+		q    ledger.RequestQuery
 		want []string
 	}{
-		"all, newest first": {authz.RequestQuery{}, []string{"r5", "r4", "r3", "r2", "r1"}},
-		"an account":        {authz.RequestQuery{AccountID: a.ID}, []string{"r5", "r3", "r2", "r1"}},
-		"a key and a model": {authz.RequestQuery{KeyID: k.ID, Model: "m1"}, []string{"r5", "r3", "r1"}},
-		"refused":           {authz.RequestQuery{Outcome: "refused"}, []string{"r5", "r2"}},
-		"failed":            {authz.RequestQuery{Outcome: "failed"}, []string{"r3"}},
-		"ok":                {authz.RequestQuery{Outcome: "ok"}, []string{"r4", "r1"}},
-		"a page":            {authz.RequestQuery{Limit: 2}, []string{"r5", "r4"}},
-		"the next page":     {authz.RequestQuery{Limit: 2, BeforeAt: at.Add(2 * time.Second), BeforeID: "r4"}, []string{"r3", "r2"}},
+		"all, newest first": {ledger.RequestQuery{}, []string{"r5", "r4", "r3", "r2", "r1"}},
+		"an account":        {ledger.RequestQuery{AccountID: a.ID}, []string{"r5", "r3", "r2", "r1"}},
+		"a key and a model": {ledger.RequestQuery{KeyID: k.ID, Model: "m1"}, []string{"r5", "r3", "r1"}},
+		"refused":           {ledger.RequestQuery{Outcome: "refused"}, []string{"r5", "r2"}},
+		"failed":            {ledger.RequestQuery{Outcome: "failed"}, []string{"r3"}},
+		"ok":                {ledger.RequestQuery{Outcome: "ok"}, []string{"r4", "r1"}},
+		"a page":            {ledger.RequestQuery{Limit: 2}, []string{"r5", "r4"}},
+		"the next page":     {ledger.RequestQuery{Limit: 2, BeforeAt: at.Add(2 * time.Second), BeforeID: "r4"}, []string{"r3", "r2"}},
 	} {
 		if got := ids(c.q); gocmp.Diff(c.want, got) != "" {
 			t.Errorf("%s: %v, want %v", name, got, c.want)
 		}
 	}
-	rs, _ := s.ListRequests(ctx, authz.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
+	rs, _ := s.ListRequests(ctx, ledger.RequestQuery{Model: "m1", Outcome: "ok", AccountID: a.ID})
 	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
 		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID || rs[0].SessionID != "sess-1" || rs[0].WebSearchRequests != 3 {
 		t.Errorf("r1 = %+v", rs)

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
 )
@@ -20,7 +20,7 @@ import (
 // captureConfig is the ext_proc server's payload capture for the config,
 // nil when off, and its sink to run and close. To: store queues captures
 // for store off the request path, with the queue's metrics on reg.
-func captureConfig(cfg *config.Config, store authz.Captures, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
+func captureConfig(cfg *config.Config, store ledger.CaptureStore, reg prometheus.Registerer, log *zap.Logger) (*extproc.Capture, captureSink, error) {
 	c := cfg.Observability.Capture
 	var sink extproc.CaptureSink
 	var out captureSink
@@ -28,11 +28,11 @@ func captureConfig(cfg *config.Config, store authz.Captures, reg prometheus.Regi
 	case "":
 		return nil, out, nil
 	case "store":
-		queue, err := ledger.NewCaptures(store, reg, captureQueue(c.MaxBytes, log))
+		q, err := queue.NewCaptures(store, reg, captureQueue(c.MaxBytes, log))
 		if err != nil {
 			return nil, out, err
 		}
-		sink, out.queue = queue, queue
+		sink, out.queue = q, q
 	case "file":
 		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -48,7 +48,7 @@ func captureConfig(cfg *config.Config, store authz.Captures, reg prometheus.Regi
 }
 
 // captureQueueBytes is about the most the captures waiting for the store
-// may take: 1024 captures (ledger.Captures' queue) of two 64 KiB bodies
+// may take: 1024 captures (queue.Captures' queue) of two 64 KiB bodies
 // (the default max_bytes), and the batch being written.
 const captureQueueBytes = 128 << 20
 
@@ -56,8 +56,8 @@ const captureQueueBytes = 128 << 20
 // maxBytes: its default queue up to 64 KiB, a shorter one beyond, so that
 // a store outage costs the gateway no more memory with larger bodies
 // (at the largest max_bytes, 16 MiB, 4 captures wait).
-func captureQueue(maxBytes int, log *zap.Logger) ledger.Config {
-	cfg := ledger.Config{Logger: log}
+func captureQueue(maxBytes int, log *zap.Logger) queue.Config {
+	cfg := queue.Config{Logger: log}
 	if maxBytes > 64<<10 {
 		n := max(captureQueueBytes/(2*maxBytes), 1)
 		cfg.QueueSize, cfg.MaxBatch = n, max(n/16, 1) // the default's proportions, 1024 and 64
@@ -68,8 +68,8 @@ func captureQueue(maxBytes int, log *zap.Logger) ledger.Config {
 // captureSink is where the gateway's captures go, as attach runs it and
 // drain closes it: a queue to the store, or a file.
 type captureSink struct {
-	queue     *ledger.Captures // to: store
-	closeFile func() error     // to: file
+	queue     *queue.Captures // to: store
+	closeFile func() error    // to: file
 }
 
 // run writes the queued captures until close.
@@ -115,7 +115,7 @@ type captureLine struct {
 }
 
 // SaveCapture implements extproc.CaptureSink.
-func (w *captureFile) SaveCapture(_ context.Context, c authz.Capture) error {
+func (w *captureFile) SaveCapture(_ context.Context, c ledger.Capture) error {
 	line, err := json.Marshal(captureLine{c.RequestID, c.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), c.AccountID, c.KeyID,
 		c.Endpoint, c.Model, c.Status, c.Request, c.Response, c.RequestTruncated, c.ResponseTruncated})
 	if err != nil {

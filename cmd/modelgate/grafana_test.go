@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"modelgate/authz"
-	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 )
@@ -85,10 +85,10 @@ func gatewayMetricNames(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	if _, err := ledger.New(store, rec, ledger.Config{}); err != nil {
+	if _, err := queue.New(store, rec, queue.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.NewCaptures(store, rec, ledger.Config{}); err != nil { // with capture to the store
+	if _, err := queue.NewCaptures(store, rec, queue.Config{}); err != nil { // with capture to the store
 		t.Fatal(err)
 	}
 	registerAuthStats(rec, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}))

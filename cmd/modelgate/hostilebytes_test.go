@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/postgres"
 )
 
@@ -66,7 +66,7 @@ func TestHostileHeaderBytesAreRecordedOnPostgreSQL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := store.ListRequests(context.Background(), authz.RequestQuery{AccountID: acct.ID})
+		recs, err := store.ListRequests(context.Background(), ledger.RequestQuery{AccountID: acct.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 )
 
@@ -41,7 +42,7 @@ type wireUsage struct {
 // tally sums what clients were told, per kind of request.
 type tally struct {
 	mu sync.Mutex
-	by map[string]*authz.UsageTotals
+	by map[string]*ledger.UsageTotals
 }
 
 func (t *tally) add(kind string, u wireUsage) {
@@ -81,7 +82,7 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 	// checked on their own.
 	kinds := []string{"plain", "streamed", "cancelled", "failed"}
 	keys, accounts := map[string]string{}, map[string]string{}
-	sent := &tally{by: map[string]*authz.UsageTotals{}}
+	sent := &tally{by: map[string]*ledger.UsageTotals{}}
 	for _, k := range kinds {
 		acct, err := store.CreateAccount(ctx, "ledger-"+k)
 		if err != nil {
@@ -91,7 +92,7 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		accounts[k] = acct.ID
-		sent.by[k] = &authz.UsageTotals{}
+		sent.by[k] = &ledger.UsageTotals{}
 	}
 	kindOf := func(i int) string { // half plain, a fifth streamed, a quarter cancelled, the rest failed
 		switch n := i % 20; {
@@ -136,7 +137,7 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 	if d := m.sum("modelgate_ledger_records_dropped_total"); d != 0 {
 		t.Errorf("%v records dropped", d)
 	}
-	counted := authz.UsageTotals{PromptTokens: int64(m.sum("modelgate_extproc_tokens_total", `type="input"`)),
+	counted := ledger.UsageTotals{PromptTokens: int64(m.sum("modelgate_extproc_tokens_total", `type="input"`)),
 		CompletionTokens: int64(m.sum("modelgate_extproc_tokens_total", `type="output"`))}
 	secrets := providerCredentials(a)
 	for k, v := range keys {
@@ -147,11 +148,11 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 	stop()
 	t.Logf("%d requests recorded after %v, flushed at shutdown after %v", total, recorded, time.Since(start))
 
-	all, err := store.UsageReport(ctx, authz.UsageQuery{})
+	all, err := store.UsageReport(ctx, ledger.UsageQuery{})
 	if err != nil || len(all) != 1 || all[0].Requests != total {
 		t.Fatalf("UsageReport = %+v, %v; want %d records", all, err, total)
 	}
-	if got := (authz.UsageTotals{PromptTokens: all[0].PromptTokens, CompletionTokens: all[0].CompletionTokens}); got != counted {
+	if got := (ledger.UsageTotals{PromptTokens: all[0].PromptTokens, CompletionTokens: all[0].CompletionTokens}); got != counted {
 		t.Errorf("ledger tokens %+v, gateway metrics %+v", got, counted)
 	}
 	for _, k := range kinds {
@@ -186,7 +187,7 @@ func TestLedgerKeepsEveryRequest(t *testing.T) {
 // lands midway on an idle machine; on a loaded one many streams finish
 // before their cancel reaches the gateway, so the test asks only that some
 // cancels landed midway (were estimated): how many depends on speed.
-func checkCancelledRows(t *testing.T, db *sql.DB, account string, requests int64, streamed authz.UsageTotals) {
+func checkCancelledRows(t *testing.T, db *sql.DB, account string, requests int64, streamed ledger.UsageTotals) {
 	t.Helper()
 	one := streamed.TotalTokens / streamed.Requests
 	rows, err := db.Query(`SELECT status, total_tokens, estimated FROM usage WHERE account_id = ?`, account)

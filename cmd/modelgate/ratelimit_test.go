@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/postgres"
 	"modelgate/translate/api/spec"
 )
@@ -210,7 +210,7 @@ prices:
 	for _, r := range replicas {
 		r.stop() // flushing the ledgers
 	}
-	rows, err := store.UsageReport(context.Background(), authz.UsageQuery{AccountID: acct.ID, By: authz.ByModel})
+	rows, err := store.UsageReport(context.Background(), ledger.UsageQuery{AccountID: acct.ID, By: ledger.ByModel})
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("usage: %v %v", rows, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/postgres"
 )
 
@@ -248,7 +249,7 @@ func TestReplicasOnOnePostgreSQL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := store.UsageReport(context.Background(), authz.UsageQuery{AccountID: acct.ID, By: authz.ByModel})
+		rows, err := store.UsageReport(context.Background(), ledger.UsageQuery{AccountID: acct.ID, By: ledger.ByModel})
 		if err != nil {
 			t.Fatal(err)
 		}

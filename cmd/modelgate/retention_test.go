@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 )
 
@@ -27,7 +28,7 @@ func TestUsageRetention(t *testing.T) {
 	_, k, _ := authz.CreateKey(ctx, store, a.ID, "", nil)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	for i, age := range []time.Duration{400 * 24 * time.Hour, 31 * 24 * time.Hour, 29 * 24 * time.Hour, time.Hour} {
-		if err := store.AppendUsage(ctx, authz.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
+		if err := store.AppendUsage(ctx, ledger.UsageRecord{RequestID: "r", KeyID: k.ID, AccountID: a.ID, Model: "m",
 			Status: 200, TotalTokens: int64(i + 1), At: now.Add(-age)}); err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"modelgate/authz"
-	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
@@ -156,7 +156,7 @@ type gateway struct {
 
 	// ledger queues usage records off the request path; stop flushes it.
 	// Nil until attach.
-	ledger       *ledger.Ledger
+	ledger       *queue.Ledger
 	closeLimiter func() error
 	// closeTracer flushes the spans not yet exported and stops tracing.
 	closeTracer func(context.Context) error
@@ -263,7 +263,7 @@ func (g *gateway) attach(store authz.Store, getenv func(string) string) error {
 	// gateway and the dashboard alike.
 	ecfg.Spender = extproc.LedgerSpender(ecfg.Spender, store)
 	auth := authz.NewAuthenticator(store, authz.AuthenticatorConfig{})
-	ledger, err := ledger.New(store, g.reg, ledger.Config{Logger: g.log.Named("ledger")})
+	ledger, err := queue.New(store, g.reg, queue.Config{Logger: g.log.Named("ledger")})
 	if err != nil {
 		return err
 	}

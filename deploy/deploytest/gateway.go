@@ -36,6 +36,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/deploy"
 	"modelgate/envoy"
 	"modelgate/extproc"
@@ -300,7 +301,7 @@ type allowAll struct{}
 func (allowAll) Authenticate(context.Context, string) (*authz.Principal, error) {
 	return &authz.Principal{KeyID: "k", AccountID: "a"}, nil
 }
-func (allowAll) AppendUsage(context.Context, authz.UsageRecord) error { return nil }
+func (allowAll) AppendUsage(context.Context, ledger.UsageRecord) error { return nil }
 
 // stream plays Envoy's side of one ext_proc stream.
 type stream struct {

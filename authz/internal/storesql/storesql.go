@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
 )
 
@@ -25,7 +26,7 @@ func NewID(kind string) string {
 	return kind + "_" + hex.EncodeToString(b[:])
 }
 
-// UsageSums are the authz.UsageTotals columns of an aggregate over usage,
+// UsageSums are the ledger.UsageTotals columns of an aggregate over usage,
 // in the order of TotalsDest: a count of rows, or a Sum of a column, as
 // two.
 var UsageSums = strings.Join([]string{`COUNT(*)`, Sum(`prompt_tokens`), Sum(`completion_tokens`), Sum(`total_tokens`),
@@ -35,7 +36,7 @@ var UsageSums = strings.Join([]string{`COUNT(*)`, Sum(`prompt_tokens`), Sum(`com
 	Sum(`cache_write_tokens`), Sum(`cache_write_1h_tokens`), Sum(`web_search_requests`)}, ", ")
 
 // TotalsDest are the Scan destinations of UsageSums in t.
-func TotalsDest(t *authz.UsageTotals) []any {
+func TotalsDest(t *ledger.UsageTotals) []any {
 	dest := []any{&t.Requests}
 	dest = append(dest, SumDest(&t.PromptTokens, 1)...)
 	dest = append(dest, SumDest(&t.CompletionTokens, 1)...)
@@ -171,16 +172,16 @@ type Dialect struct {
 // UsageReport returns the query and arguments of a usage report. It
 // selects constants for the columns not grouped by, so that every row
 // scans the same way: day, account, key, model, then UsageSums.
-func (d Dialect) UsageReport(q authz.UsageQuery) (string, []any) {
+func (d Dialect) UsageReport(q ledger.UsageQuery) (string, []any) {
 	var sel, group []string
 	for _, c := range []struct {
-		by        authz.UsageGrouping
+		by        ledger.UsageGrouping
 		expr, not string
 	}{
-		{authz.ByDay, d.Day, d.NoDay},
-		{authz.ByAccount, `account_id`, `''`},
-		{authz.ByKey, `key_id`, `''`},
-		{authz.ByModel, `model`, `''`},
+		{ledger.ByDay, d.Day, d.NoDay},
+		{ledger.ByAccount, `account_id`, `''`},
+		{ledger.ByKey, `key_id`, `''`},
+		{ledger.ByModel, `model`, `''`},
 	} {
 		if q.By&c.by == 0 {
 			sel = append(sel, c.not)
@@ -309,7 +310,7 @@ const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend
 
 // RequestDest are the Scan destinations of RequestColumns but the last
 // (at), into r; cost and duration need the scanners given.
-func RequestDest(r *authz.UsageRecord, cost *NullCost, duration *int64) []any {
+func RequestDest(r *ledger.UsageRecord, cost *NullCost, duration *int64) []any {
 	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
 		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
 		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens,
@@ -337,7 +338,7 @@ func (c *NullCost) Scan(v any) error {
 
 // Requests returns the query and arguments of ListRequests, newest
 // first.
-func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
+func (d Dialect) Requests(q ledger.RequestQuery) (string, []any) {
 	where := []string{"attempt = 0"}
 	var args []any
 	add := func(cond string, v any) {
@@ -377,7 +378,7 @@ func (d Dialect) Requests(q authz.RequestQuery) (string, []any) {
 		` ORDER BY at DESC, request_id DESC LIMIT ` + strconv.Itoa(min(limit, 1000)), args
 }
 
-// SpentSince returns the query of authz.Ledger.SpentSince for subject, its
+// SpentSince returns the query of ledger.UsageStore.SpentSince for subject, its
 // arguments being the returned id and then the time since: the sum of the
 // known costs of the subject's requests (a Sum, for SumDest), by the
 // usage_key_at and usage_account_at indexes (and accounts_group for a
@@ -400,11 +401,11 @@ func (d Dialect) SpentSince(subject string) (query, id string, err error) {
 }
 
 // OneCaptureARequest returns cs without the captures of a request that
-// came earlier in cs, as authz.Captures.SaveCaptures keeps them: cs
+// came earlier in cs, as ledger.CaptureStore.SaveCaptures keeps them: cs
 // itself when no request repeats, as in every batch the gateway writes.
-func OneCaptureARequest(cs []authz.Capture) []authz.Capture {
+func OneCaptureARequest(cs []ledger.Capture) []ledger.Capture {
 	seen := make(map[string]struct{}, len(cs))
-	var out []authz.Capture // nil until a request repeats
+	var out []ledger.Capture // nil until a request repeats
 	for i, c := range cs {
 		if _, dup := seen[c.RequestID]; !dup {
 			seen[c.RequestID] = struct{}{}
@@ -414,7 +415,7 @@ func OneCaptureARequest(cs []authz.Capture) []authz.Capture {
 			continue
 		}
 		if out == nil {
-			out = append(make([]authz.Capture, 0, len(cs)-1), cs[:i]...)
+			out = append(make([]ledger.Capture, 0, len(cs)-1), cs[:i]...)
 		}
 	}
 	if out == nil {

@@ -1,4 +1,4 @@
-package ledger
+package queue
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // kind is what a writer writes: how to store a batch of its records, and
@@ -317,13 +317,13 @@ func (w *writer[T]) write(ctx context.Context, batch []T) {
 }
 
 // try writes batch once, setting aside the records the store refuses
-// (authz.ErrRefused), and returns how many of its first records are
+// (ledger.ErrRefused), and returns how many of its first records are
 // stored or set aside. Its error is the one that stopped it: the store
 // failing, not refusing.
 func (w *writer[T]) try(ctx context.Context, batch []T) (int, error) {
 	n, err := w.attempt(ctx, batch)
 	w.m.written.Add(float64(n))
-	if err == nil || !errors.Is(err, authz.ErrRefused) {
+	if err == nil || !errors.Is(err, ledger.ErrRefused) {
 		return n, err
 	}
 	m, err := w.setAside(ctx, batch[n:], err)
@@ -376,10 +376,10 @@ func (w *writer[T]) giveUp(n int, cause error) {
 	w.log.Error(w.kind.noun+" records not written", zap.Int("records", n), zap.Error(cause))
 }
 
-// storable makes a free-form string storable (authz.Storable): one such
+// storable makes a free-form string storable (ledger.Storable): one such
 // string (a client-sent request id, a binary body) would otherwise fail
 // its write forever.
-func storable(s *string) { *s = authz.Storable(*s) }
+func storable(s *string) { *s = ledger.Storable(*s) }
 
 // metrics are a writer's Prometheus metrics; labels are bounded (the drop
 // reason).

@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/postgres"
 )
 
@@ -19,10 +19,10 @@ import (
 // holds a record whose request id starts with "poison".
 type refusingStore struct{ batchStore }
 
-func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	for _, r := range recs {
 		if strings.HasPrefix(r.RequestID, "poison") {
-			return fmt.Errorf("%w: value out of range", authz.ErrRefused)
+			return fmt.Errorf("%w: value out of range", ledger.ErrRefused)
 		}
 	}
 	return s.batchStore.AppendUsageBatch(ctx, recs)
@@ -33,7 +33,7 @@ func (s *refusingStore) AppendUsageBatch(ctx context.Context, recs []authz.Usage
 // and none of them twice.
 func TestLedgerSetsAsideRefusedRecords(t *testing.T) {
 	store := &refusingStore{}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
 	runWriter(t, l)
 	var want []string
 	for i := range 1000 {
@@ -76,7 +76,7 @@ func TestLedgerRefusalDuringAnOutage(t *testing.T) {
 		}
 		return nil
 	}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 8, FlushInterval: time.Hour,
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 8, FlushInterval: time.Hour,
 		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 	var want []string
 	for i := range 8 {
@@ -111,7 +111,7 @@ func TestLedgerOnPostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	runWriter(t, l)
 	for i := range 40 {
@@ -133,7 +133,7 @@ func TestLedgerOnPostgreSQL(t *testing.T) {
 	if err := l.Close(cctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	got, err := store.ListRequests(ctx, authz.RequestQuery{Limit: 100})
+	got, err := store.ListRequests(ctx, ledger.RequestQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

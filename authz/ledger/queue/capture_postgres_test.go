@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
-	"modelgate/authz"
 	"modelgate/authz/internal/pgtest"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/postgres"
 )
 
@@ -60,9 +60,9 @@ var loadBodies = sync.OnceValue(func() []string {
 })
 
 // loadCapture is the i-th capture of a load run: two bodies of the pool.
-func loadCapture(run string, i int) authz.Capture {
+func loadCapture(run string, i int) ledger.Capture {
 	bodies := loadBodies()
-	return authz.Capture{RequestID: fmt.Sprintf("%s-%07d", run, i), AccountID: "acct_load", KeyID: "key_load",
+	return ledger.Capture{RequestID: fmt.Sprintf("%s-%07d", run, i), AccountID: "acct_load", KeyID: "key_load",
 		Endpoint: "chat.completions", Model: "gpt-4o", Status: 200, At: time.UnixMilli(1_900_000_000_000 + int64(i)).UTC(),
 		Request: bodies[i%len(bodies)], Response: bodies[(i*7+3)%len(bodies)]}
 }
@@ -88,7 +88,7 @@ func offerCaptures(t *testing.T, store *postgres.Store, db *pgx.Conn, rate int, 
 	t.Helper()
 	ctx := context.Background()
 	run := fmt.Sprintf("load%d", rate)
-	c, reg := newCaptures(t, store, ledger.Config{})
+	c, reg := newCaptures(t, store, queue.Config{})
 	runWriter(t, c)
 	r := loadResult{rate: rate, offered: int(float64(rate) * d.Seconds()), loadBefore: loadavg()}
 	var dropped atomic.Int64
@@ -102,7 +102,7 @@ func offerCaptures(t *testing.T, store *postgres.Store, db *pgx.Conn, rate int, 
 		rec := loadCapture(run, i)
 		r.bytes += int64(len(rec.Request) + len(rec.Response))
 		wg.Go(func() {
-			if err := c.SaveCapture(ctx, rec); errors.Is(err, ledger.ErrFull) {
+			if err := c.SaveCapture(ctx, rec); errors.Is(err, queue.ErrFull) {
 				dropped.Add(1)
 			} else if err != nil {
 				t.Errorf("SaveCapture: %v", err)
@@ -180,7 +180,7 @@ func TestCapturesToPostgres(t *testing.T) {
 	store, db := openLoadStore(t, 0)
 	ctx := context.Background()
 	const n, rate = 200, 50
-	c, reg := newCaptures(t, store, ledger.Config{QueueSize: n, FullWait: time.Minute})
+	c, reg := newCaptures(t, store, queue.Config{QueueSize: n, FullWait: time.Minute})
 	runWriter(t, c)
 	start := time.Now()
 	for i := range n {
@@ -227,7 +227,7 @@ func TestCapturesRefusedByPostgres(t *testing.T) {
 	}
 	// A batch retried after a backoff of ten minutes would outlast
 	// Close's deadline.
-	c, reg := newCaptures(t, store, ledger.Config{FlushInterval: time.Millisecond, MinBackoff: 10 * time.Minute})
+	c, reg := newCaptures(t, store, queue.Config{FlushInterval: time.Millisecond, MinBackoff: 10 * time.Minute})
 	runWriter(t, c)
 	const n = 300
 	isPoison := func(i int) bool { return i%50 == 7 }
@@ -266,7 +266,7 @@ func TestCapturesRefusedByPostgres(t *testing.T) {
 // counted): how many a machine can take is not a test's business.
 //
 //	MODELGATE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
-//	  go test ./authz/ledger -run TestCapturesLoadPostgres -v -capture.load 40,200,1000 -capture.load.rtt 2ms
+//	  go test ./authz/ledger/queue -run TestCapturesLoadPostgres -v -capture.load 40,200,1000 -capture.load.rtt 2ms
 func TestCapturesLoadPostgres(t *testing.T) {
 	if *captureLoad == "" {
 		t.Skip("-capture.load is unset: give it rates per second (e.g. 40,200,1000) to measure")

@@ -1,8 +1,4 @@
-// Package ledger is the usage ledger's writer: it takes one usage record
-// per request without blocking the request, and writes them to the store
-// in batches, retrying failed writes whole. Payload captures go to the
-// store the same way (Captures), the writer being generic in the record.
-package ledger
+package queue
 
 import (
 	"context"
@@ -17,15 +13,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
-// BatchWriter is where a Ledger writes: the part of authz.Ledger it
-// uses.
+// BatchWriter is where a Ledger writes: the part of ledger.UsageStore
+// it uses.
 type BatchWriter interface {
 	// AppendUsageBatch appends records in one transaction: all or none,
 	// so that a failed batch can be retried whole without duplicates.
-	AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error
+	AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error
 }
 
 // ErrFull is returned by Ledger.AppendUsage for a record it dropped
@@ -82,7 +78,7 @@ type Config struct {
 // way to store a record twice is a commit whose reply is lost: its batch
 // is retried.
 type Ledger struct {
-	w *writer[authz.UsageRecord]
+	w *writer[ledger.UsageRecord]
 }
 
 // New returns a ledger writing to store, with its metrics registered
@@ -100,15 +96,15 @@ func New(store BatchWriter, reg prometheus.Registerer, cfg Config) (*Ledger, err
 }
 
 // usageKind writes usage records to store, a batch in one transaction.
-func usageKind(store BatchWriter) kind[authz.UsageRecord] {
-	return kind[authz.UsageRecord]{
-		write: func(ctx context.Context, batch []authz.UsageRecord) (int, error) {
+func usageKind(store BatchWriter) kind[ledger.UsageRecord] {
+	return kind[ledger.UsageRecord]{
+		write: func(ctx context.Context, batch []ledger.UsageRecord) (int, error) {
 			if err := store.AppendUsageBatch(ctx, batch); err != nil {
 				return 0, err // all or none
 			}
 			return len(batch), nil
 		},
-		sanitize: sanitizeUsage, requestID: func(r *authz.UsageRecord) string { return r.RequestID },
+		sanitize: sanitizeUsage, requestID: func(r *ledger.UsageRecord) string { return r.RequestID },
 		metric: "modelgate_ledger", records: "Usage records", noun: "usage", name: "ledger",
 		errFull: ErrFull, errClosed: ErrClosed,
 	}
@@ -119,7 +115,7 @@ func usageKind(store BatchWriter) kind[authz.UsageRecord] {
 // room, then drops the record and returns ErrFull. Once the ledger
 // is closed it writes the record to the store itself, for requests that
 // outlive a shutdown's grace period.
-func (l *Ledger) AppendUsage(ctx context.Context, rec authz.UsageRecord) error {
+func (l *Ledger) AppendUsage(ctx context.Context, rec ledger.UsageRecord) error {
 	if rec.ID == "" { // retried batches then count once
 		rec.ID = newID()
 	}
@@ -149,7 +145,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 // sanitizeUsage makes the strings of a record storable (see storable):
 // every one of them, since most come from what a client sent
 // (TestSanitizeUsageCoversEveryString holds new fields to it).
-func sanitizeUsage(r *authz.UsageRecord) {
+func sanitizeUsage(r *ledger.UsageRecord) {
 	for _, s := range []*string{&r.ID, &r.RequestID, &r.ClientRequestID, &r.SessionID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
 		storable(s)
 	}

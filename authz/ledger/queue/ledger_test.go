@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/pricing"
 	"modelgate/authz/sqlite"
 )
@@ -26,11 +26,11 @@ type batchStore struct {
 	write func(n int) error
 
 	mu      sync.Mutex
-	batches [][]authz.UsageRecord
+	batches [][]ledger.UsageRecord
 	calls   int
 }
 
-func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
@@ -45,7 +45,7 @@ func (s *batchStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRec
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.batches = append(s.batches, append([]authz.UsageRecord(nil), recs...))
+	s.batches = append(s.batches, append([]ledger.UsageRecord(nil), recs...))
 	return nil
 }
 
@@ -71,8 +71,8 @@ func (s *batchStore) requestIDs() []string {
 	return out
 }
 
-func usageRec(i int) authz.UsageRecord {
-	return authz.UsageRecord{RequestID: fmt.Sprintf("req-%05d", i), KeyID: "key_1", AccountID: "acct_1",
+func usageRec(i int) ledger.UsageRecord {
+	return ledger.UsageRecord{RequestID: fmt.Sprintf("req-%05d", i), KeyID: "key_1", AccountID: "acct_1",
 		Endpoint: "chat.completions", Model: "gpt-4o", Backend: "b", Status: 200, PromptTokens: int64(i),
 		CompletionTokens: 1, TotalTokens: int64(i) + 1, At: time.UnixMilli(1_900_000_000_000 + int64(i)),
 		Cost: pricing.Nanos(i * 7), CostKnown: i%10 != 0}
@@ -88,10 +88,10 @@ func requestIDs(from, to int) []string {
 
 // newLedger returns a ledger over store with its metrics on a registry of
 // its own.
-func newLedger(t testing.TB, store ledger.BatchWriter, cfg ledger.Config) (*ledger.Ledger, *prometheus.Registry) {
+func newLedger(t testing.TB, store queue.BatchWriter, cfg queue.Config) (*queue.Ledger, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	l, err := ledger.New(store, reg, cfg)
+	l, err := queue.New(store, reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func runWriter(t testing.TB, w writerUnderTest) {
 	t.Cleanup(func() {
 		w.Close(context.Background()) //nolint:errcheck // tests check Close themselves
 		// ErrClosed: the test closed the writer before Run started.
-		if err := <-done; err != nil && !errors.Is(err, ledger.ErrClosed) {
+		if err := <-done; err != nil && !errors.Is(err, queue.ErrClosed) {
 			t.Errorf("Run: %v", err)
 		}
 	})
@@ -147,7 +147,7 @@ func ledgerMetric(t testing.TB, reg *prometheus.Registry, name string, labels ..
 	return sum
 }
 
-func appendRange(t testing.TB, l *ledger.Ledger, from, to int) {
+func appendRange(t testing.TB, l *queue.Ledger, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		if err := l.AppendUsage(context.Background(), usageRec(i)); err != nil {
@@ -172,7 +172,7 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 // or, here, Close.
 func TestLedgerBatchesAndFlushesOnClose(t *testing.T) {
 	store := &batchStore{}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 10, FlushInterval: time.Hour})
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 10, FlushInterval: time.Hour})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	appendRange(t, l, 0, 25)
@@ -200,7 +200,7 @@ func TestLedgerBatchesAndFlushesOnClose(t *testing.T) {
 
 func TestLedgerWritesAfterFlushInterval(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, ledger.Config{MaxBatch: 100, FlushInterval: 20 * time.Millisecond})
+	l, _ := newLedger(t, store, queue.Config{MaxBatch: 100, FlushInterval: 20 * time.Millisecond})
 	runWriter(t, l)
 	start := time.Now()
 	appendRange(t, l, 0, 3)
@@ -215,7 +215,7 @@ func TestLedgerWritesAfterFlushInterval(t *testing.T) {
 
 func TestLedgerCloseWithoutRunWritesTheQueue(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, ledger.Config{MaxBatch: 4})
+	l, _ := newLedger(t, store, queue.Config{MaxBatch: 4})
 	appendRange(t, l, 0, 10)
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -223,7 +223,7 @@ func TestLedgerCloseWithoutRunWritesTheQueue(t *testing.T) {
 	if diff := cmp.Diff(requestIDs(0, 10), store.requestIDs()); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if err := l.Run(context.Background()); !errors.Is(err, ledger.ErrClosed) {
+	if err := l.Run(context.Background()); !errors.Is(err, queue.ErrClosed) {
 		t.Errorf("Run after Close = %v, want ErrClosed", err)
 	}
 }
@@ -238,7 +238,7 @@ func TestLedgerAppendAfterCloseWritesDirectly(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, ledger.Config{})
+	l, reg := newLedger(t, store, queue.Config{})
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestLedgerAppendAfterCloseWritesDirectly(t *testing.T) {
 // Run stops when its context ends; records then go straight to the store.
 func TestLedgerRunStopsWithItsContext(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, ledger.Config{})
+	l, _ := newLedger(t, store, queue.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
@@ -285,7 +285,7 @@ func TestLedgerRetriesUntilTheStoreRecovers(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 64, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	runWriter(t, l)
 	var wg sync.WaitGroup
@@ -325,11 +325,11 @@ func TestLedgerFullQueueCountsDrops(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := &batchStore{}
-			l, reg := newLedger(t, store, ledger.Config{QueueSize: 4, FullWait: wait}) // no writer yet
+			l, reg := newLedger(t, store, queue.Config{QueueSize: 4, FullWait: wait}) // no writer yet
 			appendRange(t, l, 0, 4)
 			start := time.Now()
 			for i := 4; i < 6; i++ {
-				if err := l.AppendUsage(context.Background(), usageRec(i)); !errors.Is(err, ledger.ErrFull) {
+				if err := l.AppendUsage(context.Background(), usageRec(i)); !errors.Is(err, queue.ErrFull) {
 					t.Errorf("AppendUsage to a full queue = %v, want ErrFull", err)
 				}
 			}
@@ -357,7 +357,7 @@ func TestLedgerFullQueueCountsDrops(t *testing.T) {
 func TestLedgerFullQueueWaitsForRoom(t *testing.T) {
 	gate := make(chan struct{})
 	store := &batchStore{write: func(int) error { <-gate; return nil }}
-	l, reg := newLedger(t, store, ledger.Config{QueueSize: 1, MaxBatch: 1, FullWait: 10 * time.Second})
+	l, reg := newLedger(t, store, queue.Config{QueueSize: 1, MaxBatch: 1, FullWait: 10 * time.Second})
 	runWriter(t, l)
 	appendRange(t, l, 0, 1)
 	waitUntil(t, "the writer to take the first record", func() bool { return ledgerMetric(t, reg, "modelgate_ledger_queue_records") == 0 })
@@ -381,7 +381,7 @@ func TestLedgerFullQueueWaitsForRoom(t *testing.T) {
 // written are counted and reported.
 func TestLedgerCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	store := &batchStore{write: func(int) error { return errors.New("connection refused") }}
-	l, reg := newLedger(t, store, ledger.Config{MaxBatch: 4, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	l, reg := newLedger(t, store, queue.Config{MaxBatch: 4, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
 	appendRange(t, l, 0, 10)
@@ -409,7 +409,7 @@ func TestLedgerConcurrentAppendsAndClose(t *testing.T) {
 		}
 		return nil
 	}}
-	l, reg := newLedger(t, store, ledger.Config{QueueSize: 64, MaxBatch: 16, FlushInterval: time.Millisecond,
+	l, reg := newLedger(t, store, queue.Config{QueueSize: 64, MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond, FullWait: 10 * time.Second})
 	done := make(chan error, 1)
 	go func() { done <- l.Run(context.Background()) }()
@@ -456,7 +456,7 @@ func TestLedgerConcurrentAppendsAndClose(t *testing.T) {
 // Strings PostgreSQL would refuse are made storable.
 func TestLedgerSanitizesStrings(t *testing.T) {
 	store := &batchStore{}
-	l, _ := newLedger(t, store, ledger.Config{})
+	l, _ := newLedger(t, store, queue.Config{})
 	r := usageRec(0)
 	r.RequestID = "bad\xff\x00id"
 	if err := l.AppendUsage(context.Background(), r); err != nil {
@@ -478,9 +478,9 @@ func TestLedgerWithSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	l, _ := newLedger(t, store, ledger.Config{})
+	l, _ := newLedger(t, store, queue.Config{})
 	runWriter(t, l)
-	var want authz.UsageTotals
+	var want ledger.UsageTotals
 	for i := range 1000 {
 		r := usageRec(i)
 		want.Requests++
@@ -515,7 +515,7 @@ type lostReplyStore struct {
 	lost atomic.Bool
 }
 
-func (s *lostReplyStore) AppendUsageBatch(ctx context.Context, recs []authz.UsageRecord) error {
+func (s *lostReplyStore) AppendUsageBatch(ctx context.Context, recs []ledger.UsageRecord) error {
 	if err := s.Store.AppendUsageBatch(ctx, recs); err != nil {
 		return err
 	}
@@ -535,7 +535,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 	}
 	defer store.Close()
 	s := &lostReplyStore{Store: store}
-	l, _ := newLedger(t, s, ledger.Config{})
+	l, _ := newLedger(t, s, queue.Config{})
 	runWriter(t, l)
 	appendRange(t, l, 0, 100)
 	if err := l.Close(ctx); err != nil {
@@ -553,7 +553,7 @@ func TestLedgerRetryAfterLostReplyCountsOnce(t *testing.T) {
 // BenchmarkLedgerAppendUsage measures the request path's cost: one
 // enqueue, the writer draining to a store that does nothing.
 func BenchmarkLedgerAppendUsage(b *testing.B) {
-	l, reg := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
+	l, reg := newLedger(b, &nopBatchStore{}, queue.Config{FullWait: time.Minute})
 	runWriter(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
@@ -570,7 +570,7 @@ func BenchmarkLedgerAppendUsage(b *testing.B) {
 }
 
 func BenchmarkLedgerAppendUsageParallel(b *testing.B) {
-	l, _ := newLedger(b, &nopBatchStore{}, ledger.Config{FullWait: time.Minute})
+	l, _ := newLedger(b, &nopBatchStore{}, queue.Config{FullWait: time.Minute})
 	runWriter(b, l)
 	r := usageRec(1)
 	ctx := context.Background()
@@ -587,4 +587,4 @@ func BenchmarkLedgerAppendUsageParallel(b *testing.B) {
 
 type nopBatchStore struct{}
 
-func (nopBatchStore) AppendUsageBatch(context.Context, []authz.UsageRecord) error { return nil }
+func (nopBatchStore) AppendUsageBatch(context.Context, []ledger.UsageRecord) error { return nil }

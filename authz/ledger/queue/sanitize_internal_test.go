@@ -1,18 +1,18 @@
-package ledger
+package queue
 
 import (
 	"reflect"
 	"testing"
 	"unicode/utf8"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
 // Every string of a usage record is made storable, those added later
 // too: one left out (the agent session id once was) failed PostgreSQL
 // batches for every account.
 func TestSanitizeUsageCoversEveryString(t *testing.T) {
-	var r authz.UsageRecord
+	var r ledger.UsageRecord
 	v := reflect.ValueOf(&r).Elem()
 	for i := range v.NumField() {
 		if v.Field(i).Kind() == reflect.String {

@@ -1,4 +1,4 @@
-package ledger_test
+package queue_test
 
 import (
 	"context"
@@ -18,21 +18,22 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/authz/ledger/queue"
 	"modelgate/authz/sqlite"
 )
 
 // captureSink is a CaptureWriter stub: fail, when set, runs before a
 // batch is kept and can fail it, all of it.
 type captureSink struct {
-	fail func(call int, batch []authz.Capture) error
+	fail func(call int, batch []ledger.Capture) error
 
 	mu       sync.Mutex
 	calls    int
 	failures int
-	saved    []authz.Capture
+	saved    []ledger.Capture
 }
 
-func (s *captureSink) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+func (s *captureSink) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	s.mu.Lock()
 	s.calls++
 	call := s.calls
@@ -67,8 +68,8 @@ func (s *captureSink) failed() int {
 	return s.failures
 }
 
-func capture(i int) authz.Capture {
-	return authz.Capture{RequestID: fmt.Sprintf("req-%05d", i), AccountID: "acct_1", KeyID: "key_1",
+func capture(i int) ledger.Capture {
+	return ledger.Capture{RequestID: fmt.Sprintf("req-%05d", i), AccountID: "acct_1", KeyID: "key_1",
 		Endpoint: "chat.completions", Model: "gpt-4o", Status: 200, At: time.UnixMilli(1_900_000_000_000 + int64(i)).UTC(),
 		Request:  fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":"question %d"}]}`, i),
 		Response: fmt.Sprintf(`{"choices":[{"message":{"content":"answer %d"}}]}`, i), ResponseTruncated: i%3 == 0}
@@ -84,17 +85,17 @@ func captureIDs(from, to int) []string {
 
 // newCaptures returns a capture writer over sink with its metrics on a
 // registry of its own.
-func newCaptures(t testing.TB, sink ledger.CaptureWriter, cfg ledger.Config) (*ledger.Captures, *prometheus.Registry) {
+func newCaptures(t testing.TB, sink queue.CaptureWriter, cfg queue.Config) (*queue.Captures, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	c, err := ledger.NewCaptures(sink, reg, cfg)
+	c, err := queue.NewCaptures(sink, reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, reg
 }
 
-func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
+func saveRange(t testing.TB, c *queue.Captures, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		if err := c.SaveCapture(context.Background(), capture(i)); err != nil {
@@ -109,13 +110,13 @@ func saveRange(t testing.TB, c *ledger.Captures, from, to int) {
 func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 	const outage, n = 6, 300
 	// The first writes fail, then every fifth for a while.
-	sink := &captureSink{fail: func(call int, _ []authz.Capture) error {
+	sink := &captureSink{fail: func(call int, _ []ledger.Capture) error {
 		if call <= outage || (call <= n && call%5 == 0) {
 			return errors.New("connection refused")
 		}
 		return nil
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	runWriter(t, c)
 	saveRange(t, c, 0, n)
@@ -143,13 +144,13 @@ func TestCapturesRetryFailedBatchesWhole(t *testing.T) {
 func TestCapturesWriteBatchesInOneCall(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
-	sink := &captureSink{fail: func(_ int, batch []authz.Capture) error {
+	sink := &captureSink{fail: func(_ int, batch []ledger.Capture) error {
 		mu.Lock()
 		defer mu.Unlock()
 		sizes = append(sizes, len(batch))
 		return nil
 	}}
-	c, _ := newCaptures(t, sink, ledger.Config{MaxBatch: 16})
+	c, _ := newCaptures(t, sink, queue.Config{MaxBatch: 16})
 	saveRange(t, c, 0, 40) // queued before the writer runs
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -172,8 +173,8 @@ func closeWithin(t *testing.T, d time.Duration) context.Context {
 
 // poisoned reports whether a batch holds a capture whose model is
 // "poison", which a store refuses.
-func poisoned(batch []authz.Capture) bool {
-	return slices.ContainsFunc(batch, func(c authz.Capture) bool { return c.Model == "poison" })
+func poisoned(batch []ledger.Capture) bool {
+	return slices.ContainsFunc(batch, func(c ledger.Capture) bool { return c.Model == "poison" })
 }
 
 // A capture the store refuses for its content holds back no capture
@@ -183,16 +184,16 @@ func poisoned(batch []authz.Capture) bool {
 func TestCapturesRefusedCaptureHoldsNothingBack(t *testing.T) {
 	const n = 300
 	isPoison := func(i int) bool { return i%37 == 5 || i == n-1 || (i >= 100 && i < 103) }
-	sink := &captureSink{fail: func(call int, batch []authz.Capture) error {
+	sink := &captureSink{fail: func(call int, batch []ledger.Capture) error {
 		switch {
 		case call%7 == 0:
 			return errors.New("connection reset by peer")
 		case poisoned(batch):
-			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", authz.ErrRefused)
+			return fmt.Errorf("ERROR: new row violates check constraint (SQLSTATE 23514): %w", ledger.ErrRefused)
 		}
 		return nil
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 	runWriter(t, c)
 	var want []string
@@ -237,14 +238,14 @@ func TestCapturesCloseDeadlineCountsWhatIsLost(t *testing.T) {
 	var down atomic.Bool
 	failed := make(chan struct{})
 	var once sync.Once
-	sink := &captureSink{fail: func(int, []authz.Capture) error {
+	sink := &captureSink{fail: func(int, []ledger.Capture) error {
 		if !down.Load() {
 			return nil
 		}
 		once.Do(func() { close(failed) })
 		return errors.New("connection refused")
 	}}
-	c, reg := newCaptures(t, sink, ledger.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
+	c, reg := newCaptures(t, sink, queue.Config{MaxBatch: 4, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(context.Background()) }()
@@ -286,14 +287,14 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 	for name, size := range map[string]int{"QueueSize": 2, "default": 0} {
 		t.Run(name, func(t *testing.T) {
 			sink := &captureSink{}
-			c, reg := newCaptures(t, sink, ledger.Config{QueueSize: size, FullWait: -1}) // no writer yet
+			c, reg := newCaptures(t, sink, queue.Config{QueueSize: size, FullWait: -1}) // no writer yet
 			want := size
 			if size == 0 {
 				want = 1024
 			}
 			saveRange(t, c, 0, want)
 			err := c.SaveCapture(context.Background(), capture(want))
-			if !errors.Is(err, ledger.ErrFull) || err.Error() != "capture queue full" {
+			if !errors.Is(err, queue.ErrFull) || err.Error() != "capture queue full" {
 				t.Errorf("SaveCapture to a full queue = %v, want ErrFull", err)
 			}
 			if got := ledgerMetric(t, reg, "modelgate_capture_records_dropped_total", "reason=full"); got != 1 {
@@ -308,7 +309,7 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 			if diff := cmp.Diff(captureIDs(0, want), sink.requestIDs()); diff != "" {
 				t.Errorf("captures stored (-want +got):\n%s", diff)
 			}
-			if err := c.Run(context.Background()); !errors.Is(err, ledger.ErrClosed) {
+			if err := c.Run(context.Background()); !errors.Is(err, queue.ErrClosed) {
 				t.Errorf("Run after Close = %v, want ErrClosed", err)
 			}
 		})
@@ -318,9 +319,9 @@ func TestCapturesFullQueueCountsDrops(t *testing.T) {
 // Strings PostgreSQL would refuse are made storable, the bodies too.
 func TestCapturesSanitizeStrings(t *testing.T) {
 	sink := &captureSink{}
-	c, _ := newCaptures(t, sink, ledger.Config{})
+	c, _ := newCaptures(t, sink, queue.Config{})
 	const bad, clean = "bad\xff\x00s", "bad\uFFFD\uFFFDs"
-	rec := authz.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
+	rec := ledger.Capture{RequestID: bad, AccountID: bad, KeyID: bad, Endpoint: bad, Model: bad, Status: 200,
 		Request: bad, Response: bad}
 	if err := c.SaveCapture(context.Background(), rec); err != nil {
 		t.Fatal(err)
@@ -328,7 +329,7 @@ func TestCapturesSanitizeStrings(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []authz.Capture{{RequestID: clean, AccountID: clean, KeyID: clean, Endpoint: clean, Model: clean, Status: 200,
+	want := []ledger.Capture{{RequestID: clean, AccountID: clean, KeyID: clean, Endpoint: clean, Model: clean, Status: 200,
 		Request: clean, Response: clean}}
 	if diff := cmp.Diff(want, sink.saved); diff != "" {
 		t.Errorf("stored (-want +got):\n%s", diff)
@@ -347,7 +348,7 @@ type flakyCaptureStore struct {
 	saved map[string]int
 }
 
-func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []authz.Capture) error {
+func (s *flakyCaptureStore) SaveCaptures(ctx context.Context, cs []ledger.Capture) error {
 	if s.down.Load() {
 		s.once.Do(func() { close(s.failed) })
 		return errors.New("dial tcp: connection refused")
@@ -374,7 +375,7 @@ func TestCapturesWithSQLiteOutage(t *testing.T) {
 	defer store.Close()
 	s := &flakyCaptureStore{Store: store, failed: make(chan struct{}), saved: map[string]int{}}
 	s.down.Store(true)
-	c, _ := newCaptures(t, s, ledger.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
+	c, _ := newCaptures(t, s, queue.Config{MaxBatch: 16, FlushInterval: time.Millisecond,
 		MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	runWriter(t, c)
 	const n = 100
@@ -421,7 +422,7 @@ func TestCapturesRefusedBySQLite(t *testing.T) {
 		WHEN NEW.model = 'poison' BEGIN SELECT RAISE(ABORT, 'poison'); END`); err != nil {
 		t.Fatal(err)
 	}
-	c, reg := newCaptures(t, store, ledger.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
+	c, reg := newCaptures(t, store, queue.Config{MaxBatch: 64, FlushInterval: time.Millisecond})
 	runWriter(t, c)
 	const n = 200
 	for i := range n {

@@ -1,4 +1,4 @@
-package ledger
+package queue
 
 import (
 	"context"
@@ -7,18 +7,18 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/authz"
+	"modelgate/authz/ledger"
 )
 
-// CaptureWriter is where Captures writes: the part of authz.Captures it
-// uses.
+// CaptureWriter is where Captures writes: the part of
+// ledger.CaptureStore it uses.
 type CaptureWriter interface {
 	// SaveCaptures keeps captures all or none, so that a failed batch can
 	// be retried whole, and skips requests with a capture kept already,
 	// so that one retried after its reply was lost stores nothing twice.
-	// Its error is authz.ErrRefused when the store refused a capture for
+	// Its error is ledger.ErrRefused when the store refused a capture for
 	// its content.
-	SaveCaptures(ctx context.Context, cs []authz.Capture) error
+	SaveCaptures(ctx context.Context, cs []ledger.Capture) error
 }
 
 // Captures is an extproc.CaptureSink that queues payload captures and
@@ -28,7 +28,7 @@ type CaptureWriter interface {
 // writes a batch in one call, retrying it whole with backoff until the
 // store recovers or Close's deadline passes.
 //
-// A capture the store refuses for its content (authz.ErrRefused) would
+// A capture the store refuses for its content (ledger.ErrRefused) would
 // fail its batch on every retry, and hold back every capture behind it:
 // a refused batch is written again in halves, down to the captures the
 // store refuses on their own, which are left out, logged and counted in
@@ -37,7 +37,7 @@ type CaptureWriter interface {
 // them too). Captures that cannot be queued or written are counted in
 // modelgate_capture_records_dropped_total.
 type Captures struct {
-	w *writer[authz.Capture]
+	w *writer[ledger.Capture]
 }
 
 var (
@@ -61,16 +61,16 @@ func NewCaptures(sink CaptureWriter, reg prometheus.Registerer, cfg Config) (*Ca
 
 // captureKind writes a batch of captures to sink in one call, all or
 // none; the writer sets aside a capture the store refuses.
-func captureKind(sink CaptureWriter) kind[authz.Capture] {
-	return kind[authz.Capture]{
-		write: func(ctx context.Context, batch []authz.Capture) (int, error) {
+func captureKind(sink CaptureWriter) kind[ledger.Capture] {
+	return kind[ledger.Capture]{
+		write: func(ctx context.Context, batch []ledger.Capture) (int, error) {
 			if err := sink.SaveCaptures(ctx, batch); err != nil {
 				return 0, err // none stored: retried whole, or halved if refused
 			}
 			return len(batch), nil
 		},
 		sanitize:  sanitizeCapture,
-		requestID: func(c *authz.Capture) string { return c.RequestID },
+		requestID: func(c *ledger.Capture) string { return c.RequestID },
 		metric:    "modelgate_capture",
 		records:   "Payload captures",
 		noun:      "capture",
@@ -85,7 +85,7 @@ func captureKind(sink CaptureWriter) kind[authz.Capture] {
 // ends) for room, then drops the capture and returns an error that is
 // ErrFull. Once the writer is closed it writes the capture to the store
 // itself, for requests that outlive a shutdown's grace period.
-func (c *Captures) SaveCapture(ctx context.Context, rec authz.Capture) error {
+func (c *Captures) SaveCapture(ctx context.Context, rec ledger.Capture) error {
 	return c.w.put(ctx, rec)
 }
 
@@ -111,7 +111,7 @@ func (c *Captures) Close(ctx context.Context) error {
 
 // sanitizeCapture makes the free-form strings of a capture storable (see
 // storable): the bodies too, which a client may send in any encoding.
-func sanitizeCapture(c *authz.Capture) {
+func sanitizeCapture(c *ledger.Capture) {
 	for _, s := range []*string{&c.RequestID, &c.AccountID, &c.KeyID, &c.Endpoint, &c.Model, &c.Request, &c.Response} {
 		storable(s)
 	}
