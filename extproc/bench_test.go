@@ -16,6 +16,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/routing"
+	"modelgate/extproc/wire"
 )
 
 // benchClient is an ext_proc client on loopback gRPC playing Envoy's
@@ -44,7 +45,7 @@ func newBenchClient(b *testing.B) *benchClient {
 		b.Fatal(err)
 	}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	gs := grpc.NewServer(grpc.ForceServerCodecV2(extproc.Codec())) // as serve runs it
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(wire.Codec())) // as serve runs it
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go gs.Serve(l)
 	b.Cleanup(gs.Stop)

@@ -58,29 +58,18 @@ type BudgetLedger interface {
 	SpentSince(ctx context.Context, subject string, since time.Time) (pricing.Nanos, error)
 }
 
-// seedTimeout bounds the ledger query that rebuilds a budget's counter.
-const seedTimeout = 5 * time.Second
-
-// LedgerSeed rebuilds a budget's counter from the ledger: what its subject
-// was charged from the period's start, in the billionths counters hold.
-func LedgerSeed(l BudgetLedger) ratelimit.Seed {
-	return func(ctx context.Context, b ratelimit.Budget, start time.Time) (int64, error) {
-		ctx, cancel := context.WithTimeout(ctx, seedTimeout)
-		defer cancel()
-		n, err := l.SpentSince(ctx, b.Key, start)
-		return min(max(int64(n), 0), ratelimit.MaxSpend), err
-	}
-}
-
 // LedgerSpender is sp rebuilding a missing counter (a new process, a
 // Redis that came back empty, a new period) from the ledger before the
 // first admission that needs it, when sp can tell a counter missing
-// (ratelimit.Seedable); otherwise sp.
+// (ratelimit.Seedable); otherwise sp. See ratelimit.LedgerSpender.
 func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
-	if s, ok := sp.(ratelimit.Seedable); ok && l != nil {
-		return ratelimit.Seeded(s, LedgerSeed(l))
+	if l == nil {
+		return sp
 	}
-	return sp
+	return ratelimit.LedgerSpender(sp, func(ctx context.Context, subject string, since time.Time) (int64, error) {
+		n, err := l.SpentSince(ctx, subject, since)
+		return int64(n), err
+	})
 }
 
 // keepFailedCharges puts the Spender behind a ratelimit.Reconciler, unless

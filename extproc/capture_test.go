@@ -21,6 +21,8 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/redact"
+	"modelgate/extproc/redact/redacttest"
 	"modelgate/extproc/routing"
 )
 
@@ -53,7 +55,7 @@ func (l *captureLog) wait(t *testing.T, n int) []ledger.Capture {
 func TestCaptureRedacts(t *testing.T) {
 	sink := &captureLog{}
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
-		c.Capture = &extproc.Capture{Sink: sink, MaxBytes: 16384, Redact: extproc.Redaction{
+		c.Capture = &extproc.Capture{Sink: sink, MaxBytes: 16384, Redact: redact.Rules{
 			Members:  []string{"content"},
 			Patterns: []*regexp.Regexp{regexp.MustCompile(`\d{3}-\d{2}-\d{4}`)},
 		}}
@@ -214,11 +216,11 @@ func TestCaptureKeepsNoCredential(t *testing.T) {
 	}
 	gw := extproctest.Start(t, srv, extproctest.Config{Backends: map[string]http.Handler{"main": echoProvider(t)}})
 
-	samples := extproc.CredentialSamples(rnd)
+	samples := redacttest.Credentials(rnd)
 	if len(samples) < 20 {
 		t.Fatalf("%d credential formats", len(samples))
 	}
-	samples = append(samples, extproc.CredentialSample{Name: "the provider's key, echoed", Text: "ECHO-KEY", Secret: providerKey})
+	samples = append(samples, redacttest.Credential{Name: "the provider's key, echoed", Text: "ECHO-KEY", Secret: providerKey})
 	n := 0
 	for _, s := range samples {
 		content, _ := json.Marshal("here it is: " + s.Text + " -- keep it safe")

@@ -12,6 +12,7 @@ import (
 
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/redact"
 )
 
 // frontDoors are a streamed request of each client API, with what finds
@@ -78,7 +79,7 @@ func streamDeltas(t *testing.T, body []byte, deltas func(map[string]any) []strin
 func TestCaptureHidesStreamedTextOnEveryFrontDoor(t *testing.T) {
 	sink := &captureLog{}
 	f := newFixture(t, extproctest.Config{}, func(c *extproc.Config) {
-		c.Capture = &extproc.Capture{Sink: sink, MaxBytes: 1 << 20, Redact: extproc.Redaction{Members: []string{"content"}}}
+		c.Capture = &extproc.Capture{Sink: sink, MaxBytes: 1 << 20, Redact: redact.Rules{Members: []string{"content"}}}
 	})
 	for i, fd := range frontDoors {
 		res := f.gw.Post(t, fd.path, f.keys["valid"], fd.body)

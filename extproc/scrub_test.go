@@ -7,6 +7,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"modelgate/extproc/redact"
 	"modelgate/extproc/routing"
 )
 
@@ -72,7 +73,7 @@ func TestProviderErrorsNeverQuoteTheBackendsKey(t *testing.T) {
 					t.Errorf("the client got the credential: %s", got)
 				}
 			}
-			if tt.name != "401 quoting the key" && !strings.Contains(got, Redacted) { // a 401 is told as the gateway's failure
+			if tt.name != "401 quoting the key" && !strings.Contains(got, redact.Redacted) { // a 401 is told as the gateway's failure
 				t.Errorf("the client's error %s: want the credential's place marked", got)
 			}
 		})

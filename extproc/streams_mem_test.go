@@ -24,6 +24,7 @@ import (
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	"modelgate/extproc/routing"
+	"modelgate/extproc/wire"
 	"modelgate/ratelimit/memory"
 )
 
@@ -164,7 +165,7 @@ func measureOpenStreams(tb testing.TB, srv extprocv3.ExternalProcessorServer, ke
 	if err != nil {
 		tb.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.ForceServerCodecV2(extproc.Codec())) // as serve runs it
+	gs := grpc.NewServer(grpc.ForceServerCodecV2(wire.Codec())) // as serve runs it
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	go gs.Serve(l)
 	defer gs.Stop()

@@ -7,7 +7,8 @@
 // and period that reservations and charges add to, in billionths of a
 // currency unit. Both Spenders are Seedable: Seeded rebuilds a counter
 // they lost (a restart, a Redis flushed, a new period) from the usage
-// ledger before the first reservation that needs it. A Reconciler keeps
+// ledger before the first reservation that needs it (LedgerSpender, from
+// the ledger's SpentSince). A Reconciler keeps
 // the charges a Spender failed to make (Redis down or too slow) and makes
 // them once it answers again, before the next reservation of their
 // budgets: a counter that exists is never rebuilt, so a charge it missed

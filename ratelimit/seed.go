@@ -107,3 +107,36 @@ func (p *seeded) rebuild(ctx context.Context, budgets []Budget, at time.Time, mi
 	}
 	return p.s.Seed(ctx, bs, at, amounts)
 }
+
+// SpentSince is the usage ledger's answer to "what has this subject
+// ("key:<id>", "account:<id>", "group:<id>") been charged since since", in
+// billionths of the currency unit: authz.Ledger's SpentSince, its
+// pricing.Nanos taken as int64 (ratelimit does not import authz).
+type SpentSince func(ctx context.Context, subject string, since time.Time) (int64, error)
+
+// ledgerSeedTimeout bounds the ledger query that rebuilds a budget's
+// counter.
+const ledgerSeedTimeout = 5 * time.Second
+
+// LedgerSeed rebuilds a budget's counter from the ledger: what its subject
+// was charged from the period's start, clamped to [0, MaxSpend], each
+// query bounded by its own timeout.
+func LedgerSeed(spent SpentSince) Seed {
+	return func(ctx context.Context, b Budget, start time.Time) (int64, error) {
+		ctx, cancel := context.WithTimeout(ctx, ledgerSeedTimeout)
+		defer cancel()
+		n, err := spent(ctx, b.Key, start)
+		return min(max(n, 0), MaxSpend), err
+	}
+}
+
+// LedgerSpender is sp rebuilding a missing counter (a new process, a Redis
+// that came back empty, a new period) from the ledger before the first
+// reservation that needs it, when sp can tell a counter missing (it is
+// Seedable) and spent is not nil; otherwise sp.
+func LedgerSpender(sp Spender, spent SpentSince) Spender {
+	if s, ok := sp.(Seedable); ok && spent != nil {
+		return Seeded(s, LedgerSeed(spent))
+	}
+	return sp
+}

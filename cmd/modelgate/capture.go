@@ -15,6 +15,7 @@ import (
 	"modelgate/authz/ledger/queue"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
+	"modelgate/extproc/redact"
 )
 
 // captureConfig is the ext_proc server's payload capture for the config,
@@ -40,7 +41,7 @@ func captureConfig(cfg *config.Config, store ledger.CaptureStore, reg prometheus
 		}
 		sink, out.closeFile = &captureFile{f: f}, f.Close
 	}
-	capture := &extproc.Capture{Sink: sink, MaxBytes: c.MaxBytes, Redact: extproc.Redaction{Members: c.Redact.Members}}
+	capture := &extproc.Capture{Sink: sink, MaxBytes: c.MaxBytes, Redact: redact.Rules{Members: c.Redact.Members}}
 	for _, p := range c.Redact.Patterns {
 		capture.Redact.Patterns = append(capture.Redact.Patterns, regexp.MustCompile(p)) // the config checked them
 	}

@@ -30,6 +30,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
+	"modelgate/extproc/wire"
 )
 
 func runServe(ctx context.Context, args []string, e env) error {
@@ -220,7 +221,7 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
 		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true),
-		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(extproc.Codec()),
+		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(wire.Codec()),
 		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))
 	extprocv3.RegisterExternalProcessorServer(g.grpc, g.proc)
 	healthpb.RegisterHealthServer(g.grpc, g.health)

@@ -1,4 +1,4 @@
-package extproc
+package wire
 
 import (
 	"math"
@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// This file writes the replies this server builds and reads the messages
-// Envoy sends without protobuf's reflection, which costs more than the
+// This file writes the replies the ext_proc server builds and reads the
+// messages Envoy sends without protobuf's reflection, which costs more than the
 // rest of a buffered exchange's ext_proc work together: a map of header
 // values decodes into some sixty allocations, a reply's dynamic metadata
 // into a sorted walk of reflected maps. Each side handles the shapes this
@@ -24,7 +24,7 @@ import (
 // both to it, and the fuzz targets look for a message they disagree on).
 //
 // What it saves, measured by BenchmarkCodec against gRPC's proto codec
-// (2 shared cores, 2026-11-28; `go test ./extproc -run XXX -bench Codec`):
+// (2 shared cores, 2026-11-28; `go test ./extproc/wire -run XXX -bench Codec`):
 // a buffered exchange's final reply (730-byte body, header mutations,
 // usage metadata) marshals in about a sixth of the time, with 1
 // allocation instead of 17; a stream chunk's reply in about a third, 2
@@ -95,7 +95,7 @@ func replyCommon(r *extprocv3.ProcessingResponse) (protowire.Number, *extprocv3.
 
 // sizeReply returns the size of r's wire form, or false when r holds
 // something only protobuf writes. Unknown fields are not looked at:
-// replies are built by this server, never decoded, so they have none.
+// replies are built by the server, never decoded, so they have none.
 func sizeReply(r *extprocv3.ProcessingResponse) (int, bool) {
 	//lint:ignore SA1019 a deprecated field set still goes on the wire
 	if len(r.TypedDynamicMetadata) > 0 || r.RequestDrain || r.RequestDrainRequests || r.RequestDrainResponses ||

@@ -1,4 +1,4 @@
-package extproc
+package wire
 
 import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -7,11 +7,11 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// Codec is gRPC's proto codec with the ext_proc messages this server
-// writes and reads most handled directly (wire.go): every reply it builds
-// except immediate responses, and the headers and bodies Envoy sends.
-// Anything else goes to the proto codec. Serve installs it with
-// grpc.ForceServerCodecV2.
+// Codec is gRPC's proto codec with the ext_proc messages the server
+// (modelgate/extproc) writes and reads most handled directly (wire.go):
+// every reply it builds except immediate responses, and the headers and
+// bodies Envoy sends. Anything else goes to the proto codec. The gRPC
+// server installs it with grpc.ForceServerCodecV2.
 func Codec() encoding.CodecV2 { return codec{encoding.GetCodecV2(proto.Name)} }
 
 type codec struct{ proto encoding.CodecV2 }

@@ -1,4 +1,4 @@
-package extproc
+package wire
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
-	"google.golang.org/grpc"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -20,43 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"modelgate/extproc/extproctest"
 )
-
-// Every gateway the package's tests start speaks through checkedCodec:
-// each reply the server sends and each message it reads is also put
-// through protobuf, and a difference fails the test run.
-func init() {
-	extproctest.ServerOptions = append(extproctest.ServerOptions, grpc.ForceServerCodecV2(checkedCodec{Codec().(codec)}))
-}
-
-type checkedCodec struct{ codec }
-
-func (c checkedCodec) Marshal(v any) (mem.BufferSlice, error) {
-	out, err := c.codec.Marshal(v)
-	if r, ok := v.(*extprocv3.ProcessingResponse); ok && err == nil {
-		var back extprocv3.ProcessingResponse
-		if err := proto.Unmarshal(out.Materialize(), &back); err != nil || !proto.Equal(&back, r) {
-			panic(fmt.Sprintf("the codec wrote %x for %v, which protobuf reads as %v (%v)", out.Materialize(), r, &back, err))
-		}
-	}
-	return out, err
-}
-
-func (c checkedCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	r, ok := v.(*extprocv3.ProcessingRequest)
-	if !ok {
-		return c.codec.Unmarshal(data, v)
-	}
-	var want extprocv3.ProcessingRequest
-	wantErr := proto.Unmarshal(data.Materialize(), &want)
-	err := c.codec.Unmarshal(data, r)
-	if (err == nil) != (wantErr == nil) || err == nil && !proto.Equal(r, &want) {
-		panic(fmt.Sprintf("the codec read %x as %v (%v), protobuf as %v (%v)", data.Materialize(), r, err, &want, wantErr))
-	}
-	return err
-}
 
 // deterministic is protobuf's wire form with maps in key order.
 func deterministic(t testing.TB, m proto.Message) []byte {
@@ -83,25 +47,56 @@ func wireReply(t testing.TB, r *extprocv3.ProcessingResponse) ([]byte, bool) {
 	return b, true
 }
 
-func testHeaders() *headers {
-	var h headers
-	h.Set(":path", "/v1/chat/completions")
-	h.Set("authorization", "Bearer sk-provider")
-	h.SetInt("content-length", 620)
-	h.Set("x-ünïcode", "välue")
-	h.Remove("x-api-key")
-	h.Remove("modelgate-key")
-	return &h
+// testMutation is a header mutation as the server builds them: raw
+// values, no append.
+func testMutation() *extprocv3.HeaderMutation {
+	var set []*corev3.HeaderValueOption
+	for _, kv := range [][2]string{{":path", "/v1/chat/completions"}, {"authorization", "Bearer sk-provider"}, {"content-length", "620"}, {"x-ünïcode", "välue"}} {
+		set = append(set, &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: kv[0], RawValue: []byte(kv[1])}})
+	}
+	return &extprocv3.HeaderMutation{SetHeaders: set, RemoveHeaders: []string{"x-api-key", "modelgate-key"}}
 }
 
-// The replies this server builds, written as protobuf writes them.
+// bodyReply is the server's reply to a body replaced with body, with a
+// header mutation.
+func bodyReply(body []byte, mut *extprocv3.HeaderMutation) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
+		Response: &extprocv3.CommonResponse{BodyMutation: bodyMutation(body), HeaderMutation: mut}}}}
+}
+
+// chunkReply is the server's reply to a streamed chunk, replaced with body.
+func chunkReply(body []byte) *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
+		Response: &extprocv3.CommonResponse{BodyMutation: bodyMutation(body)}}}}
+}
+
+func bodyMutation(body []byte) *extprocv3.BodyMutation {
+	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+}
+
+// streamedOverride is the server's switch of the response body to STREAMED.
+func streamedOverride() *filterv3.ProcessingMode {
+	return &filterv3.ProcessingMode{RequestBodyMode: filterv3.ProcessingMode_BUFFERED, ResponseBodyMode: filterv3.ProcessingMode_STREAMED}
+}
+
+// errorReply is an error as the server answers it, an immediate response.
+func errorReply() *extprocv3.ProcessingResponse {
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{ImmediateResponse: &extprocv3.ImmediateResponse{
+		Status:  &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+		Headers: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{{Header: &corev3.HeaderValue{Key: "content-type", RawValue: []byte("application/json")}}}},
+		Body:    []byte(`{"error":{"message":"You didn't provide an API key. Provide your API key in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY), or in an x-api-key header.","type":"authentication_error","param":null,"code":"invalid_api_key"}}`),
+		Details: "modelgate_401",
+	}}}
+}
+
+// The replies the server builds, written as protobuf writes them.
 func TestReplyWireIsProtobufs(t *testing.T) {
 	replies := map[string]*extprocv3.ProcessingResponse{
 		"empty":            {},
-		"request headers":  {Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: testHeaders().mutation(), ClearRouteCache: true}}}},
+		"request headers":  {Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: testMutation(), ClearRouteCache: true}}}},
 		"no common":        {Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}},
-		"request body":     {Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE, HeaderMutation: testHeaders().mutation(), BodyMutation: bodyMutation([]byte(`{"model":"m"}`))}}}},
-		"response headers": {Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: testHeaders().mutation()}}}, ModeOverride: streamedOverride()},
+		"request body":     {Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{Status: extprocv3.CommonResponse_CONTINUE_AND_REPLACE, HeaderMutation: testMutation(), BodyMutation: bodyMutation([]byte(`{"model":"m"}`))}}}},
+		"response headers": {Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: testMutation()}}}, ModeOverride: streamedOverride()},
 		"clear body":       {Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{}}}}}},
 		"empty mutation":   {Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{}, HeaderMutation: &extprocv3.HeaderMutation{}}}}},
 		"all modes":        {ModeOverride: &filterv3.ProcessingMode{RequestHeaderMode: 1, ResponseHeaderMode: 2, RequestBodyMode: 3, ResponseBodyMode: 4, RequestTrailerMode: 1, ResponseTrailerMode: -1}},
@@ -109,7 +104,7 @@ func TestReplyWireIsProtobufs(t *testing.T) {
 			{}, {Header: &corev3.HeaderValue{}}, {Header: &corev3.HeaderValue{Key: "k", Value: "v"}, AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD, KeepEmptyValue: true},
 		}}}}}},
 	}
-	body := bodyReply([]byte(`{"id":"chatcmpl-1","object":"chat.completion"}`), true, testHeaders())
+	body := bodyReply([]byte(`{"id":"chatcmpl-1","object":"chat.completion"}`), testMutation())
 	body.DynamicMetadata = &structpb.Struct{Fields: map[string]*structpb.Value{"io.modelgate": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 		"model": structpb.NewStringValue("gpt-4o"), "backend": structpb.NewStringValue("openai"), "account_id": structpb.NewStringValue(""),
 		"prompt_tokens": structpb.NewNumberValue(12), "completion_tokens": structpb.NewNumberValue(0), "total_tokens": structpb.NewNumberValue(math.Inf(1)),
@@ -119,7 +114,7 @@ func TestReplyWireIsProtobufs(t *testing.T) {
 	}})}}
 	replies["final body"] = body
 	for _, n := range []int{0, 1, 100, 123, 124, 125, 127, 128, 300, 16370, 16384, 1 << 20} {
-		replies[fmt.Sprintf("chunk of %d bytes", n)] = newChunkReply().with(bytes.Repeat([]byte("x"), n))
+		replies[fmt.Sprintf("chunk of %d bytes", n)] = chunkReply(bytes.Repeat([]byte("x"), n))
 	}
 	for name, r := range replies {
 		got, ok := wireReply(t, r)
@@ -158,9 +153,7 @@ func protobufWrites(got []byte, r *extprocv3.ProcessingResponse) error {
 // protobuf's.
 func TestReplyWireDeclines(t *testing.T) {
 	declined := []func(r *extprocv3.ProcessingResponse){
-		func(r *extprocv3.ProcessingResponse) {
-			r.Response = errorResponse(errMissingAPIKey(), openAIDialect).Response
-		},
+		func(r *extprocv3.ProcessingResponse) { r.Response = errorReply().Response },
 		func(r *extprocv3.ProcessingResponse) {
 			r.Response = &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}
 		},
@@ -201,7 +194,7 @@ func TestReplyWireDeclines(t *testing.T) {
 		},
 	}
 	for i, change := range declined {
-		r := newChunkReply().with([]byte("data: x\n\n"))
+		r := chunkReply([]byte("data: x\n\n"))
 		change(r)
 		if _, ok := sizeReply(r); ok {
 			t.Errorf("change %d: not declined", i)
@@ -337,7 +330,7 @@ func TestCodecKeepsWhatGRPCFrees(t *testing.T) {
 		}
 	}
 	// A small reply is one buffer, as protobuf writes it.
-	r := bodyReply([]byte(`{"id":"x"}`), true, testHeaders())
+	r := bodyReply([]byte(`{"id":"x"}`), testMutation())
 	out, err := c.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -411,8 +404,8 @@ func FuzzUnmarshalRequest(f *testing.F) {
 // replies are whatever protobuf reads from the fuzzer's bytes.
 func FuzzMarshalReply(f *testing.F) {
 	seeds := []*extprocv3.ProcessingResponse{
-		newChunkReply().with([]byte("data: x\n\n")),
-		bodyReply([]byte(`{"a":1}`), true, testHeaders()),
+		chunkReply([]byte("data: x\n\n")),
+		bodyReply([]byte(`{"a":1}`), testMutation()),
 		{ModeOverride: streamedOverride(), DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewNumberValue(1), "b": structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewBoolValue(true)}})}}},
 	}
 	for _, m := range seeds {
@@ -455,7 +448,7 @@ func dropUnknown(m protoreflect.Message) {
 }
 
 func BenchmarkCodec(b *testing.B) {
-	final := bodyReply(bytes.Repeat([]byte("y"), 730), true, testHeaders())
+	final := bodyReply(bytes.Repeat([]byte("y"), 730), testMutation())
 	// the shape of exchange.metadata
 	final.DynamicMetadata = &structpb.Struct{Fields: map[string]*structpb.Value{"io.modelgate": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
 		"model": structpb.NewStringValue("gpt-4o"), "backend": structpb.NewStringValue("openai"), "provider": structpb.NewStringValue("openai"),
@@ -463,7 +456,7 @@ func BenchmarkCodec(b *testing.B) {
 		"total_tokens": structpb.NewNumberValue(46),
 	}})}}
 	replies := map[string]*extprocv3.ProcessingResponse{
-		"chunk": newChunkReply().with(bytes.Repeat([]byte("y"), 300)),
+		"chunk": chunkReply(bytes.Repeat([]byte("y"), 300)),
 		"final": final,
 	}
 	requests := map[string][]byte{}

@@ -1,9 +1,11 @@
-package extproc
+package redact
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"modelgate/extproc/redact/redacttest"
 )
 
 // FuzzRedaction: any body, cut or whole, never panics and never keeps a
@@ -15,10 +17,10 @@ func FuzzRedaction(f *testing.F) {
 	f.Add([]byte("plain text sk-abcdefghijklmnopqrstu"), false)
 	f.Add([]byte(`{"Content":"SECRET"}`), false)
 	f.Add([]byte("data: {\"type\":\"response.output_text.delta\",\"delta\":\"SECRET\"}\n\n"), false)
-	r := Redaction{Members: []string{"content"}}
+	r := Rules{Members: []string{"content"}}
 	f.Fuzz(func(t *testing.T, body []byte, truncated bool) {
-		out := r.apply(body, truncated)
-		if out2 := r.final(out); out2 != out {
+		out := r.Apply(body, truncated)
+		if out2 := r.Scrub(out); out2 != out {
 			t.Fatalf("%q kept a credential: %q", body, out)
 		}
 		// SECRET only as the member's value: elsewhere it is text to keep
@@ -39,9 +41,10 @@ func FuzzCredentialRedaction(f *testing.F) {
 	f.Add([]byte(`{"a":"\`), uint16(7), uint8(36), uint64(4), false, uint8(0))
 	f.Add([]byte(`{"api_key":""}`), uint16(12), uint8(44), uint64(5), false, uint8(0))
 	f.Add([]byte(`plain`), uint16(2), uint8(12), uint64(6), true, uint8(0))
+	samples := redacttest.Samples()
 	f.Fuzz(func(t *testing.T, body []byte, at uint16, which uint8, seed uint64, truncated bool, split uint8) {
-		s := credentialSamples[int(which)%len(credentialSamples)]
-		text, secret := s.make(rand.New(rand.NewPCG(seed, seed)))
+		s := samples[int(which)%len(samples)]
+		text, secret := s.Make(rand.New(rand.NewPCG(seed, seed)))
 		var in []byte
 		if split > 0 {
 			// a stream whose events carry the credential in two pieces
@@ -56,9 +59,9 @@ func FuzzCredentialRedaction(f *testing.F) {
 			p := int(at) % (len(body) + 1)
 			in = append(append(append([]byte{}, body[:p]...), text...), body[p:]...)
 		}
-		for _, r := range []Redaction{{}, {Members: []string{"content"}}} {
-			if out := r.apply(in, truncated); strings.Contains(out, secret) {
-				t.Fatalf("%s: %q kept in %q (from %q)", s.name, secret, out, in)
+		for _, r := range []Rules{{}, {Members: []string{"content"}}} {
+			if out := r.Apply(in, truncated); strings.Contains(out, secret) {
+				t.Fatalf("%s: %q kept in %q (from %q)", s.Name, secret, out, in)
 			}
 		}
 	})
@@ -87,10 +90,10 @@ func quote(s string) string {
 // and in member names.
 func TestRedactionRules(t *testing.T) {
 	key := "sk-proj-" + strings.Repeat("Ab3_", 10)
-	content := Redaction{Members: []string{"content"}}
+	content := Rules{Members: []string{"content"}}
 	for _, c := range []struct {
 		name       string
-		r          Redaction
+		r          Rules
 		body, want string
 	}{
 		{"member case", content, `{"Content":"a","CONTENT":"b","content":"c","contents":"d"}`,
@@ -102,24 +105,24 @@ func TestRedactionRules(t *testing.T) {
 		{"responses text done and part", content,
 			"data: {\"type\":\"response.output_text.done\",\"text\":\"secret diary\"}\n\ndata: {\"type\":\"response.content_part.done\",\"part\":{\"type\":\"output_text\",\"text\":\"secret diary\"}}\n",
 			"data: {\"text\":\"[redacted]\",\"type\":\"response.output_text.done\"}\n\ndata: {\"part\":\"[redacted]\",\"type\":\"response.content_part.done\"}\n"},
-		{"responses arguments delta", Redaction{Members: []string{"arguments"}},
+		{"responses arguments delta", Rules{Members: []string{"arguments"}},
 			"data: {\"type\":\"response.function_call_arguments.delta\",\"delta\":\"{\\\"city\\\"\"}\n",
 			"data: {\"delta\":\"[redacted]\",\"type\":\"response.function_call_arguments.delta\"}\n"},
-		{"chat deltas are not events", Redaction{Members: []string{"arguments"}},
+		{"chat deltas are not events", Rules{Members: []string{"arguments"}},
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n",
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n"},
-		{"key split across events", Redaction{},
+		{"key split across events", Rules{},
 			"data: {\"delta\":{\"text\":\"my key: " + key[:10] + "\"}}\n\ndata: {\"delta\":{\"text\":\"" + key[10:] + " ok\"}}\n",
 			"data: {\"delta\":{\"text\":\"my key: [redacted]\"}}\n\ndata: {\"delta\":{\"text\":\"[redacted] ok\"}}\n"},
-		{"key split across text events", Redaction{},
+		{"key split across text events", Rules{},
 			"data: " + key[:12] + "\n\ndata: " + key[12:] + "\n",
 			"data: [redacted]\n\ndata: [redacted]\n"},
-		{"key behind an escape", Redaction{}, `{"a":"\npm_` + strings.Repeat("x1", 18) + `"}`, `{"a":"[redacted]"}`},
-		{"key as a member name", Redaction{}, `{"` + key + `":1}`, `{"[redacted]":1}`},
-		{"value after a key-like member", Redaction{}, `{"api_key":"0123456789abcdef0123456789abcdef"}`, `{"api_key":"[redacted]"}`},
-		{"a label inside a labelled value", Redaction{}, `api_key x_aws_secret_access_key = ` + strings.Repeat("Ab+/", 10),
+		{"key behind an escape", Rules{}, `{"a":"\npm_` + strings.Repeat("x1", 18) + `"}`, `{"a":"[redacted]"}`},
+		{"key as a member name", Rules{}, `{"` + key + `":1}`, `{"[redacted]":1}`},
+		{"value after a key-like member", Rules{}, `{"api_key":"0123456789abcdef0123456789abcdef"}`, `{"api_key":"[redacted]"}`},
+		{"a label inside a labelled value", Rules{}, `api_key x_aws_secret_access_key = ` + strings.Repeat("Ab+/", 10),
 			`api_key [redacted] = [redacted]`},
-		{"exact secret", Redaction{Secrets: []string{"provider-secret-1", "short"}}, `{"a":"xprovider-secret-1y short"}`, `{"a":"x[redacted]y short"}`},
+		{"exact secret", Rules{Secrets: []string{"provider-secret-1", "short"}}, `{"a":"xprovider-secret-1y short"}`, `{"a":"x[redacted]y short"}`},
 		// A credential over several lines of a stream is found before a
 		// line is dropped, and across a "data:" line and the lines after it.
 		{"PEM block whose header line is dropped", content,
@@ -128,17 +131,17 @@ func TestRedactionRules(t *testing.T) {
 		{"cut PEM block whose header line is dropped", content,
 			"data:{-----BEGIN OPENSSH PRIVATE KEY-----\n" + pemLine,
 			"data: [not kept: could not be redacted by member]\n[redacted]"},
-		{"PEM block after a data line", Redaction{},
+		{"PEM block after a data line", Rules{},
 			"data: -----BEGIN PRIVATE KEY-----\n" + pemLine + "\n-----END PRIVATE KEY-----\n\ndata: {\"a\":1}\n",
 			"data: [redacted]\n[redacted]\n[redacted]\n\ndata: {\"a\":1}\n"},
-		{"PEM block around an event", Redaction{},
+		{"PEM block around an event", Rules{},
 			"data: x\n-----BEGIN PRIVATE KEY-----\ndata: {\"a\":1}\n" + pemLine + "\n-----END PRIVATE KEY-----",
 			"data: x\n[redacted]\ndata: {\"a\":1}\n[redacted]\n[redacted]"},
 		{"value after a label on a dropped line", content,
 			"data: x\n{\"api_key\":\n \"0123456789abcdef0123456789abcdef\"",
 			"data: x\n[not kept: could not be redacted by member]\n \"[redacted]\""},
 	} {
-		if got := c.r.apply([]byte(c.body), false); got != c.want {
+		if got := c.r.Apply([]byte(c.body), false); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
@@ -162,21 +165,21 @@ func benchStream() []byte {
 // chunk); these measure a full 64 KiB capture.
 func BenchmarkRedactStream(b *testing.B) {
 	body := benchStream()
-	r := Redaction{Secrets: []string{"provider-secret-key-123"}}
+	r := Rules{Secrets: []string{"provider-secret-key-123"}}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		r.apply(body, false)
+		r.Apply(body, false)
 	}
 }
 
 func BenchmarkRedactJSON(b *testing.B) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("The quick brown fox jumps over the lazy dog. ", 1400) + `"}]}`)
-	r := Redaction{Secrets: []string{"provider-secret-key-123"}}
+	r := Rules{Secrets: []string{"provider-secret-key-123"}}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		r.apply(body, false)
+		r.Apply(body, false)
 	}
 }
 
@@ -192,8 +195,8 @@ func TestRedactionNotPathological(t *testing.T) {
 		"data: -----BEGIN PRIVATE KEY-----\n", "data: x\napi_key=\n"} {
 		s := strings.Repeat(unit, (64<<10)/len(unit))
 		total = 0
-		(Redaction{}).apply([]byte(s), false)
-		// apply searches the text, then the redacted text (in passes that
+		(Rules{}).Apply([]byte(s), false)
+		// Apply searches the text, then the redacted text (in passes that
 		// each search it whole, at most a few), and from each match the
 		// label it may end with (maxLabelLen bytes).
 		if limit := 8*len(s) + 2*maxLabelLen*len(s)/len(unit); total > limit {
@@ -210,7 +213,7 @@ func BenchmarkRedactRepeated(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				(Redaction{}).apply(s, false)
+				(Rules{}).Apply(s, false)
 			}
 		})
 	}

@@ -1,8 +1,7 @@
-package extproc
+package redact
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 
 	"modelgate/authz"
@@ -27,7 +26,7 @@ import (
 //   - a key spelled out or transformed (spaced, reversed, base64- or
 //     URL-encoded, escaped twice inside a JSON string in a JSON string);
 //   - a key split across different members or different messages of a
-//     request (a stream's pieces of one member are joined, see capture.go),
+//     request (a stream's pieces of one member are joined, see redact.go),
 //     or across the events of a body that does not start as an event
 //     stream (it is redacted as text: each piece must be found alone);
 //   - the part of a key a stream sent before it was cut, when that part is
@@ -192,20 +191,4 @@ func findSecrets(s string, add func(a, b int)) {
 		// would be quadratic in "api_key=api_key=…").
 		at = max(a, b-maxLabelLen, at+m[0]+1)
 	}
-}
-
-// scrubCredentials hides, in a provider's error as the client gets it (an
-// error answer, or a stream's error event), the credentials a provider
-// may quote back ("Incorrect API key provided: sk-…"): the backends',
-// the request's own (a minted access token), and every credential format
-// capture redaction knows. A client never reads the operator's key.
-func (s *Server) scrubCredentials(out []byte, requestKey string) []byte {
-	r := Redaction{Secrets: s.secrets}
-	if len(requestKey) >= minSecretLen {
-		r.Secrets = append(slices.Clip(r.Secrets), requestKey)
-	}
-	if scrubbed := r.final(string(out)); scrubbed != string(out) {
-		return []byte(scrubbed)
-	}
-	return out
 }
