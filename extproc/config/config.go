@@ -758,3 +758,14 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// EnvoyBufferLimit is Envoy's per-connection buffer limit for a config. It
+// is larger than the request body limit so that the gateway, not Envoy,
+// answers oversized requests (with an OpenAI-shaped 413), and large enough
+// for buffered responses such as base64 images.
+func (cfg *Config) EnvoyBufferLimit() int64 {
+	if cfg.Envoy.BufferLimitBytes > 0 {
+		return cfg.Envoy.BufferLimitBytes
+	}
+	return max(max(cfg.Limits.MaxRequestBodyBytes, cfg.Limits.MaxAudioBytes)+1<<20, 32<<20)
+}
