@@ -181,8 +181,8 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 	return s, nil
 }
 
-// Defaults of Config that the configuration file's defaults are too
-// (extproc/config): written once, here.
+// Defaults of Config for callers that leave them zero; the configuration
+// file's (extproc/config's) are the same, as cmd/modelgate's tests check.
 const (
 	DefaultMaxRequestBodyBytes = 10 << 20
 	DefaultMaxAudioBodyBytes   = 25 << 20

@@ -17,14 +17,16 @@ import (
 // Prices: the config file's, and those set through the admin, which are
 // stored and replace a config price of the same model and From.
 
-// priceJSON is a price with where it comes from: "config" or "admin".
-type priceJSON struct {
+// sourcedPrice is a price with where it comes from: "config" or "admin".
+// Its members are pricing.Price's JSON, with source added: a member
+// pricing.Price gains needs nothing here.
+type sourcedPrice struct {
 	pricing.Price
 	Source string `json:"source"`
 }
 
 // MarshalJSON adds source to the price's members.
-func (p priceJSON) MarshalJSON() ([]byte, error) {
+func (p sourcedPrice) MarshalJSON() ([]byte, error) {
 	b, err := p.Price.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -34,26 +36,26 @@ func (p priceJSON) MarshalJSON() ([]byte, error) {
 
 // priceList is the answer of GET /admin/v1/prices.
 type priceList struct {
-	Currency string      `json:"currency"`
-	Data     []priceJSON `json:"data"`
+	Currency string         `json:"currency"`
+	Data     []sourcedPrice `json:"data"`
 }
 
 // prices returns the prices in effect over time: the config's, with the
 // stored ones over them, by model and From.
-func (h *Handler) prices(ctx context.Context) ([]priceJSON, error) {
+func (h *Handler) prices(ctx context.Context) ([]sourcedPrice, error) {
 	stored, err := h.store.ListPrices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []priceJSON
+	var out []sourcedPrice
 	for _, p := range pricing.Overlay(h.cfg.ConfigPrices, stored) {
 		src := "config"
 		if slices.ContainsFunc(stored, func(q pricing.Price) bool { return q.Model == p.Model && q.From.Equal(p.From) }) {
 			src = "admin"
 		}
-		out = append(out, priceJSON{p, src})
+		out = append(out, sourcedPrice{p, src})
 	}
-	slices.SortFunc(out, func(a, b priceJSON) int { return cmp.Or(cmp.Compare(a.Model, b.Model), a.From.Compare(b.From)) })
+	slices.SortFunc(out, func(a, b sourcedPrice) int { return cmp.Or(cmp.Compare(a.Model, b.Model), a.From.Compare(b.From)) })
 	return out, nil
 }
 
@@ -143,7 +145,7 @@ func (h *Handler) apiSetPrice(r *http.Request) (int, any, error) {
 	if err := h.setPrice(r.Context(), p); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, priceJSON{p, "admin"}, nil
+	return http.StatusOK, sourcedPrice{p, "admin"}, nil
 }
 
 func (h *Handler) apiDeletePrice(r *http.Request) (int, any, error) {
@@ -159,7 +161,7 @@ func (h *Handler) apiDeletePrice(r *http.Request) (int, any, error) {
 	if err := h.deletePrice(r.Context(), q.Get("model"), from); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, priceJSON{*before, "admin"}, nil
+	return http.StatusOK, sourcedPrice{*before, "admin"}, nil
 }
 
 func nonNilSlice[T any](s []T) []T {

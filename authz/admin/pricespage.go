@@ -15,7 +15,7 @@ import (
 
 // pricesData is the prices page, with the price form's values.
 type pricesData struct {
-	Prices []priceJSON
+	Prices []sourcedPrice
 	New    priceForm
 }
 

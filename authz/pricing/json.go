@@ -38,43 +38,26 @@ func (n *Nanos) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// priceJSON is a Price as the admin API and the stores write it: amounts
-// as decimal strings, From as RFC 3339 (null for always).
-type priceJSON struct {
-	Model       string     `json:"model"`
-	From        *time.Time `json:"from"`
-	Input       Nanos      `json:"input"`
-	CachedInput *Nanos     `json:"cached_input"`
-	// CacheWriteInput and CacheWrite1hInput are left out when unset, so
-	// that stores written before they existed read back the same.
-	CacheWriteInput   *Nanos      `json:"cache_write_input,omitempty"`
-	CacheWrite1hInput *Nanos      `json:"cache_write_1h_input,omitempty"`
-	Output            Nanos       `json:"output"`
-	Reasoning         *Nanos      `json:"reasoning"`
-	AudioSecond       Nanos       `json:"audio_second"`
-	Images            []imageJSON `json:"images"`
-	// WebSearch is left out when zero, as stores written before it
-	// existed have it.
-	WebSearch Nanos `json:"web_search,omitempty"`
-}
+// fields is a Price's members without its JSON methods: encoding/json
+// reads and writes them as their tags say.
+type fields Price
 
-type imageJSON struct {
-	Size    string `json:"size"`
-	Quality string `json:"quality"`
-	Each    Nanos  `json:"each"`
-}
-
-// MarshalJSON writes the price with its amounts as exact decimal strings.
+// MarshalJSON writes the price as its tags say, From as RFC 3339 in UTC
+// (null for always) and Images as a list.
 func (p Price) MarshalJSON() ([]byte, error) {
-	j := priceJSON{Model: p.Model, Input: p.Input, CachedInput: p.CachedInput, CacheWriteInput: p.CacheWriteInput,
-		CacheWrite1hInput: p.CacheWrite1hInput, Output: p.Output,
-		Reasoning: p.Reasoning, AudioSecond: p.AudioSecond, Images: []imageJSON{}, WebSearch: p.WebSearch}
+	// Model and From come first, as they always have: encoding/json
+	// writes the members in the order of their fields.
+	j := struct {
+		Model string     `json:"model"`
+		From  *time.Time `json:"from"`
+		fields
+	}{Model: p.Model, fields: fields(p)}
 	if !p.From.IsZero() {
 		from := p.From.UTC()
 		j.From = &from
 	}
-	for _, img := range p.Images {
-		j.Images = append(j.Images, imageJSON(img))
+	if j.Images == nil {
+		j.Images = []ImagePrice{}
 	}
 	return json.Marshal(j)
 }
@@ -84,7 +67,7 @@ func (p Price) MarshalJSON() ([]byte, error) {
 // reasoning (as input and output). It checks the price as NewTable does.
 func (p *Price) UnmarshalJSON(b []byte) error {
 	var j struct {
-		priceJSON
+		fields
 		From *string `json:"from"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -92,9 +75,7 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return err
 	}
-	out := Price{Model: j.Model, Input: j.Input, CachedInput: j.CachedInput, CacheWriteInput: j.CacheWriteInput,
-		CacheWrite1hInput: j.CacheWrite1hInput, Output: j.Output,
-		Reasoning: j.Reasoning, AudioSecond: j.AudioSecond, WebSearch: j.WebSearch}
+	out := Price(j.fields) // its From, shadowed by j.From, is zero
 	if j.From != nil {
 		from, err := ParseInstant(*j.From)
 		if err != nil {
@@ -102,8 +83,8 @@ func (p *Price) UnmarshalJSON(b []byte) error {
 		}
 		out.From = from.UTC()
 	}
-	for _, img := range j.Images {
-		out.Images = append(out.Images, ImagePrice(img))
+	if len(out.Images) == 0 {
+		out.Images = nil // [] and none are the same price
 	}
 	if out.Model == "" {
 		return fmt.Errorf("a price needs a model")

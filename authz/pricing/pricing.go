@@ -79,44 +79,55 @@ func (n Nanos) String() string {
 // Price is what one model costs from a date. Token prices are per
 // million tokens; zero means free, not unknown (a model without a Price
 // has an unknown cost).
+//
+// It is the one price type: the config file's prices, the admin API's and
+// the stores' (a JSON column) are all this struct, written as its tags
+// say, amounts as decimal strings ("2.50"). A new member is a field here,
+// with its tag, and its place in Cost and check.
 type Price struct {
-	Model string
-	// From is when the price takes effect; zero means always.
-	From time.Time
+	Model string `json:"model"`
+	// From is when the price takes effect; zero means always. It is
+	// written as RFC 3339 in UTC, null for always, and read as that or a
+	// date (2026-06-01, UTC).
+	From time.Time `json:"from"`
 	// Input is the price of prompt tokens, and of embedded tokens.
-	Input Nanos
+	Input Nanos `json:"input"`
 	// CachedInput is the price of prompt tokens read from the provider's
 	// cache; nil means Input.
-	CachedInput *Nanos
+	CachedInput *Nanos `json:"cached_input"`
 	// CacheWriteInput is the price of prompt tokens written to the
 	// provider's cache (Anthropic and Bedrock charge 1.25× input for 5
-	// minutes); nil means Input.
-	CacheWriteInput *Nanos
+	// minutes); nil means Input. Left out when nil, as in stores written
+	// before it existed.
+	CacheWriteInput *Nanos `json:"cache_write_input,omitempty"`
 	// CacheWrite1hInput is the price of cache writes that live for an
 	// hour (2× input at Anthropic and Bedrock); nil means
-	// CacheWriteInput's.
-	CacheWrite1hInput *Nanos
+	// CacheWriteInput's. Left out when nil.
+	CacheWrite1hInput *Nanos `json:"cache_write_1h_input,omitempty"`
 	// Output is the price of generated tokens.
-	Output Nanos
+	Output Nanos `json:"output"`
 	// Reasoning is the price of reasoning tokens, which providers count
 	// among the generated ones; nil means Output.
-	Reasoning *Nanos
+	Reasoning *Nanos `json:"reasoning"`
 	// AudioSecond is the price of a second of transcribed audio.
-	AudioSecond Nanos
-	// Images are the prices of one generated image by size and quality.
-	Images []ImagePrice
+	AudioSecond Nanos `json:"audio_second"`
+	// Images are the prices of one generated image by size and quality,
+	// written [] when there are none.
+	Images []ImagePrice `json:"images"`
 	// WebSearch is the price of one web search the provider ran for the
 	// answer, which it bills apart from tokens (Anthropic's $10 per 1,000
 	// searches is 0.01; for Gemini 2.5 and older, which bill per grounded
-	// prompt, the price of one).
-	WebSearch Nanos
+	// prompt, the price of one). Left out when zero, as in stores written
+	// before it existed.
+	WebSearch Nanos `json:"web_search,omitempty"`
 }
 
 // ImagePrice is the price of one image of a size and quality; an empty
 // Size or Quality matches any.
 type ImagePrice struct {
-	Size, Quality string
-	Each          Nanos
+	Size    string `json:"size"`
+	Quality string `json:"quality"`
+	Each    Nanos  `json:"each"`
 }
 
 // Usage is what a request consumed, as the ledger records it.

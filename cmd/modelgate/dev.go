@@ -20,6 +20,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
 	"modelgate/extproc/config"
@@ -480,7 +481,7 @@ func (d *devStack) startMock(apiKey string) (*replay.Server, string, error) {
 }
 
 func (d *devStack) startProxy(cfg *config.Config, listen, extprocAddr string) (string, error) {
-	ec := cfg.EnvoyConfig()
+	ec := wiring.EnvoyConfig(cfg)
 	ec.Listen, ec.ExtProcAddress = listen, extprocAddr
 	if ec.Tracing.Collector != "" {
 		// The stand-in makes no spans of its own; the gateway's are

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
 	"modelgate/envoy/standin"
 	"modelgate/extproc/config"
@@ -116,7 +117,7 @@ models: [{id: held, deployments: [{backend: held, model: held}]}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec := cfg.EnvoyConfig()
+	ec := wiring.EnvoyConfig(cfg)
 	ec.Listen, ec.ExtProcAddress = "127.0.0.1:0", s.grpc
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
 	"modelgate/extproc/config"
 )
@@ -30,7 +31,7 @@ needs what that release lacks.`,
 }
 
 func bootstrapYAML(cfg *config.Config, version envoy.Version) ([]byte, error) {
-	ec := cfg.EnvoyConfig()
+	ec := wiring.EnvoyConfig(cfg)
 	ec.EnvoyVersion = version
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

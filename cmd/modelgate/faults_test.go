@@ -20,6 +20,7 @@ import (
 
 	_ "modernc.org/sqlite" // reads the ledger
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
@@ -154,7 +155,7 @@ func serveConfigGateway(t *testing.T, cfgYAML string, opts ...standin.Option) fa
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec := cfg.EnvoyConfig()
+	ec := wiring.EnvoyConfig(cfg)
 	ec.Listen, ec.ExtProcAddress = "127.0.0.1:0", grpcAddr
 	b, err := envoy.Bootstrap(ec)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package deploytest is what the mesh manifests' tests check against,
 // taken from the Gateway's own code: the modelgate configs (config.Parse),
 // the Envoy bootstrap generated from them (envoy.Bootstrap of
-// Config.EnvoyConfig), the routing header the ext_proc server really sets,
+// wiring.EnvoyConfig), the routing header the ext_proc server really sets,
 // and the Services of deploy/kubernetes; the paths of the config's models
 // with the rule their timeouts set for every timer on the way
 // (timeouts.go), and the headers to remove before routing (headers.go).
@@ -37,6 +37,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/deploy"
 	"modelgate/envoy"
 	"modelgate/extproc"
@@ -76,14 +77,14 @@ func LoadGateway(t *testing.T) *Gateway {
 	cfg, cfgYAML := ClusterConfig(t, kobjs)
 	gw := &Gateway{Cfg: cfg, ExtProcs: map[string]*extprocv3.ExternalProcessor{}, Services: map[string]*corev1.Service{}}
 	var err error
-	if gw.Boot, err = envoy.Bootstrap(cfg.EnvoyConfig()); err != nil {
+	if gw.Boot, err = envoy.Bootstrap(wiring.EnvoyConfig(cfg)); err != nil {
 		t.Fatalf("the bootstrap of the ConfigMap's config (%s): %v", cfgYAML, err)
 	}
 	compose, err := config.Load(ComposeConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	composeBoot, err := envoy.Bootstrap(compose.EnvoyConfig())
+	composeBoot, err := envoy.Bootstrap(wiring.EnvoyConfig(compose))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
 	"modelgate/envoy"
@@ -112,7 +113,7 @@ func checkRoutes(objs []deploy.Object, gw *deploytest.Gateway, g *gwapiv1.Gatewa
 	if err != nil {
 		return append(errs, err)
 	}
-	boot, err := envoy.Bootstrap(cfg.EnvoyConfig())
+	boot, err := envoy.Bootstrap(wiring.EnvoyConfig(cfg))
 	if err != nil {
 		return append(errs, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"modelgate/authz/pricing"
 	"modelgate/deploy"
 	"modelgate/deploy/kubernetes"
 	"modelgate/extproc/config"
@@ -337,7 +338,9 @@ func compareSchema(t *testing.T, schema, node map[string]any, typ reflect.Type, 
 		name := strings.TrimPrefix(ref, "#/definitions/")
 		node = schema["definitions"].(map[string]any)[name].(map[string]any)
 	}
-	want := map[reflect.Type]string{reflect.TypeFor[config.Duration](): "string"}[typ]
+	// Written as strings in the file: durations, amounts and price dates.
+	want := map[reflect.Type]string{reflect.TypeFor[config.Duration](): "string", reflect.TypeFor[pricing.Nanos](): "string",
+		reflect.TypeFor[time.Time](): "string"}[typ]
 	if want == "" {
 		want = map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer", reflect.Float64: "number",
 			reflect.Struct: "object", reflect.Slice: "array"}[typ.Kind()]
@@ -350,7 +353,7 @@ func compareSchema(t *testing.T, schema, node map[string]any, typ reflect.Type, 
 	case reflect.Slice:
 		compareSchema(t, schema, node["items"].(map[string]any), typ.Elem(), at+"[]")
 	case reflect.Struct:
-		if typ == reflect.TypeFor[config.Duration]() {
+		if typ == reflect.TypeFor[config.Duration]() || typ == reflect.TypeFor[time.Time]() {
 			return
 		}
 		if node["additionalProperties"] != false {

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
 	"modelgate/envoy"
@@ -154,7 +155,7 @@ func checkVirtualService(objs []deploy.Object, gw *deploytest.Gateway, vs named[
 	if err != nil {
 		return append(errs, err)
 	}
-	boot, err := envoy.Bootstrap(cfg.EnvoyConfig())
+	boot, err := envoy.Bootstrap(wiring.EnvoyConfig(cfg))
 	if err != nil {
 		return append(errs, err)
 	}

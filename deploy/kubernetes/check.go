@@ -27,6 +27,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"modelgate/cmd/modelgate/wiring"
 	"modelgate/deploy"
 	"modelgate/envoy"
 	"modelgate/extproc/config"
@@ -553,7 +554,7 @@ func (c *checker) services(objs []deploy.Object, cfg *config.Config, podLabels m
 // and checks its ext_proc cluster: STRICT_DNS on the Service's name, so
 // that a headless Service spreads streams over every ready pod.
 func (c *checker) bootstrap(cfg *config.Config, host string, svc Service) {
-	b, err := envoy.Bootstrap(cfg.EnvoyConfig())
+	b, err := envoy.Bootstrap(wiring.EnvoyConfig(cfg))
 	if err == nil {
 		err = envoy.Validate(b)
 	}

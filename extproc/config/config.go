@@ -24,7 +24,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"modelgate/extproc"
 	"modelgate/translate/providers"
 )
 
@@ -453,10 +452,27 @@ func Parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
+// Defaults of the file's keys that the ext_proc server has a zero-value
+// fallback for too: cmd/modelgate passes it the values resolved here, and
+// its tests check that the server's fallbacks are the same numbers.
+const (
+	// DefaultMaxRequestBodyBytes is limits.max_request_body_bytes'.
+	DefaultMaxRequestBodyBytes = 10 << 20
+	// DefaultMaxAudioBytes is limits.max_audio_bytes', OpenAI's limit.
+	DefaultMaxAudioBytes = 25 << 20
+	// DefaultImageURLTTL is images.url_ttl's.
+	DefaultImageURLTTL = time.Hour
+	// DefaultResponseRetention is storage.response_retention's, as long as
+	// OpenAI keeps responses.
+	DefaultResponseRetention = 30 * 24 * time.Hour
+	// DefaultCurrency is prices.currency's.
+	DefaultCurrency = "USD"
+)
+
 func (c *Config) applyDefaults() {
 	setDefault(&c.Server.GRPCListen, "127.0.0.1:50051")
 	setDefault(&c.Server.AdminListen, "127.0.0.1:8081")
-	setDefault(&c.Prices.Currency, extproc.DefaultCurrency)
+	setDefault(&c.Prices.Currency, DefaultCurrency)
 	setDefault(&c.Observability.Tracing.ServiceName, "modelgate")
 	if c.Observability.Capture.RetentionDays == 0 {
 		c.Observability.Capture.RetentionDays = 7
@@ -489,16 +505,16 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	if c.Limits.MaxRequestBodyBytes == 0 {
-		c.Limits.MaxRequestBodyBytes = extproc.DefaultMaxRequestBodyBytes
+		c.Limits.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
 	if c.Limits.MaxAudioBytes == 0 {
-		c.Limits.MaxAudioBytes = extproc.DefaultMaxAudioBodyBytes
+		c.Limits.MaxAudioBytes = DefaultMaxAudioBytes
 	}
 	if c.Images.URLTTL.Duration == 0 {
-		c.Images.URLTTL.Duration = extproc.DefaultImageURLTTL
+		c.Images.URLTTL.Duration = DefaultImageURLTTL
 	}
 	if c.Storage.ResponseRetention.Duration == 0 {
-		c.Storage.ResponseRetention.Duration = extproc.DefaultResponseRetention
+		c.Storage.ResponseRetention.Duration = DefaultResponseRetention
 	}
 }
 
@@ -741,4 +757,15 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// EnvoyBufferLimit is Envoy's per-connection buffer limit for a config. It
+// is larger than the request body limit so that the gateway, not Envoy,
+// answers oversized requests (with an OpenAI-shaped 413), and large enough
+// for buffered responses such as base64 images.
+func (cfg *Config) EnvoyBufferLimit() int64 {
+	if cfg.Envoy.BufferLimitBytes > 0 {
+		return cfg.Envoy.BufferLimitBytes
+	}
+	return max(max(cfg.Limits.MaxRequestBodyBytes, cfg.Limits.MaxAudioBytes)+1<<20, 32<<20)
 }

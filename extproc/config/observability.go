@@ -94,8 +94,8 @@ func (c *Config) TracingSample() float64 {
 	return 1
 }
 
-// collectorAddress is host:port of the tracing endpoint's URL.
-func (t Tracing) collectorAddress() string {
+// CollectorAddress is host:port of the tracing endpoint's URL.
+func (t Tracing) CollectorAddress() string {
 	u, err := url.Parse(t.OTLPEndpoint)
 	if err != nil {
 		return ""

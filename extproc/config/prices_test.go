@@ -57,19 +57,19 @@ prices:
 // (or PriceTable drops) fails here.
 func TestPricesCarryEveryField(t *testing.T) {
 	var keys []string
-	mt := reflect.TypeFor[ModelPrice]()
+	mt := reflect.TypeFor[pricing.Price]()
 	for i := range mt.NumField() {
 		f := mt.Field(i)
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch f.Type {
-		case reflect.TypeFor[Amount](), reflect.TypeFor[*Amount]():
+		case reflect.TypeFor[pricing.Nanos](), reflect.TypeFor[*pricing.Nanos]():
 			keys = append(keys, fmt.Sprintf("%s: \"0.%02d\"", key, i+1))
-		case reflect.TypeFor[[]ImagePrice]():
+		case reflect.TypeFor[[]pricing.ImagePrice]():
 			keys = append(keys, key+": [{size: 1024x1024, quality: hd, each: \"0.04\"}]")
-		case reflect.TypeFor[string]():
+		case reflect.TypeFor[string](), reflect.TypeFor[time.Time]():
 			keys = append(keys, map[string]string{"model": "model: gpt-4o", "from": "from: 2026-06-01"}[key])
 		default:
-			t.Fatalf("ModelPrice.%s: a field of a type this test does not know", f.Name)
+			t.Fatalf("pricing.Price.%s: a field of a type this test does not know", f.Name)
 		}
 	}
 	cfg, err := Parse([]byte(valid + "prices:\n  models:\n    - {" + strings.Join(keys, ", ") + "}\n"))

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"modelgate/authz/pricing"
 )
 
 // problems collects every validation problem with its location.
@@ -37,6 +40,9 @@ func (p *problems) wrongType(at, format string, args ...any) {
 	p.add(at, format, args...)
 	p.bad = append(p.bad, at)
 }
+
+// dropped reports whether the value at a location was of the wrong type.
+func (p *problems) dropped(at string) bool { return slices.Contains(p.bad, at) }
 
 func (p *problems) err() error {
 	if len(p.list) == 0 {
@@ -82,8 +88,11 @@ func check(p *problems, at string, v any, t reflect.Type) any {
 		}
 		return v
 	}
-	if t == typeOf[Amount]() {
+	if t == typeOf[pricing.Nanos]() {
 		return checkAmount(p, at, v)
+	}
+	if t == typeOf[time.Time]() {
+		return checkInstant(p, at, v)
 	}
 	if t == typeOf[RetryCondition]() {
 		if n, ok := v.(json.Number); ok { // retry_on: [5xx, 429]: YAML reads 429 as a number
