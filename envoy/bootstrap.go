@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // Names of the extensions in the generated bootstrap.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"

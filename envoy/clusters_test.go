@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // ExtProcCluster is the name of the cluster of the ext_proc server; no

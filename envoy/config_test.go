@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"

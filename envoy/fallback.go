@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // fallback is a model with fallback (routing.Model.Fallback) as Envoy

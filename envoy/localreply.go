@@ -3,7 +3,7 @@ package envoy
 import (
 	"strconv"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"

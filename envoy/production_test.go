@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"

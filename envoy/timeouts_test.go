@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate/api/spec"
 )
 

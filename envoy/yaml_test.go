@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"

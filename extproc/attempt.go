@@ -15,7 +15,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate"
 )
 

@@ -15,7 +15,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/extproc/wire"
 )
 

@@ -15,7 +15,7 @@ import (
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"

@@ -23,7 +23,7 @@ import (
 	"modelgate/extproc/extproctest"
 	"modelgate/extproc/redact"
 	"modelgate/extproc/redact/redacttest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // captureLog is a CaptureSink that keeps captures in memory.

@@ -13,7 +13,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit/memory"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate/api"
 	"modelgate/translate/sse"
 )

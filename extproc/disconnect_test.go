@@ -15,7 +15,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // A client that leaves mid-stream still gets its usage recorded: the

@@ -10,7 +10,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // endedDoor is a front door whose streams a provider can end early: the

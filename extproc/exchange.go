@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/providers"

@@ -16,7 +16,7 @@ import (
 
 	"modelgate/authz/ledger"
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate/api/spec"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"

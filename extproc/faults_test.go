@@ -20,7 +20,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/api/spec"

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"modelgate/authz"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate"
 )
 

@@ -17,7 +17,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	"modelgate/translate/anthropic"

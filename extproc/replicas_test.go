@@ -20,7 +20,7 @@ import (
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/testdata"
 )

@@ -16,7 +16,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate"
 	"modelgate/translate/providers"
 )

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"modelgate/extproc/redact"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // A provider error that quotes the key it was sent (OpenAI's "Incorrect

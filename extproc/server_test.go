@@ -20,7 +20,7 @@ import (
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/testdata"
 	"modelgate/translate/api/spec"
 )

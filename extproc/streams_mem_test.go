@@ -23,7 +23,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/extproc/wire"
 	"modelgate/ratelimit/memory"
 )

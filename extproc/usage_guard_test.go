@@ -16,7 +16,7 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	"modelgate/translate"

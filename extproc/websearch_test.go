@@ -11,7 +11,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"modelgate/envoy/standin"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/translate/api/spec"
 )
 

@@ -42,7 +42,7 @@ import (
 	"modelgate/envoy"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // Paths of what the manifests must agree with.

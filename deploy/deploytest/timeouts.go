@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"modelgate/extproc/config"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // IdleMargin is how much an idle timer that is not the model's own bound

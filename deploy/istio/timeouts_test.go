@@ -28,7 +28,7 @@ import (
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
 	"modelgate/extproc/config"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // routePatchesFor lists, in order, the HTTP_ROUTE patches that reach the

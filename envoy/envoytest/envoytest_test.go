@@ -23,7 +23,7 @@ import (
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // catchAllBootstrap is a small generated bootstrap: one backend and the

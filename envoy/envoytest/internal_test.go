@@ -9,7 +9,7 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // prepare moves everything to free loopback ports and a stderr access log

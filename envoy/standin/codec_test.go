@@ -15,7 +15,7 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // answerBound is how long a test waits for the stand-in's answer, or for

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // A deployment whose DNS name resolves to two addresses is two hosts, as

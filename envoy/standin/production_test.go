@@ -27,7 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"modelgate/envoy"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // generatedHCM is the connection manager the gateway generates for cfg.

@@ -14,7 +14,7 @@ import (
 	"modelgate/envoy"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 	"modelgate/testdata"
 )
 

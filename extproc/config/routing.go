@@ -1,6 +1,6 @@
 package config
 
-import "modelgate/extproc/routing"
+import "modelgate/envoy/routing"
 
 // Routing is the routing the file describes, resolved: what the ext_proc
 // server routes by and what Envoy's configuration is generated from.

@@ -24,7 +24,7 @@ import (
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
 	"modelgate/envoy/standin"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 // Config configures a Gateway.

@@ -11,7 +11,7 @@ import (
 	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
 	"modelgate/extproc/config"
-	"modelgate/extproc/routing"
+	"modelgate/envoy/routing"
 )
 
 const withFallback = `
