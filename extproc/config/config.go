@@ -604,8 +604,8 @@ func (c *Config) validate(p *problems) {
 		at := fmt.Sprintf("models[%d]", i)
 		m.validate(p, at, names)
 		for j, d := range m.Deployments {
-			if provider := providers[d.Backend]; m.WebSearch && names[d.Backend] && !contains(webSearchProviders, provider) {
-				p.add(fmt.Sprintf("%s.deployments[%d].backend", at, j), "web_search needs a provider with its own web search (%s), not %s", strings.Join(webSearchProviders, ", "), provider)
+			if provider := providers[d.Backend]; m.WebSearch && names[d.Backend] && !contains(webSearchProviders(), provider) {
+				p.add(fmt.Sprintf("%s.deployments[%d].backend", at, j), "web_search needs a provider with its own web search (%s), not %s", strings.Join(webSearchProviders(), ", "), provider)
 			}
 		}
 		if ids[m.ID] {
@@ -724,8 +724,16 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 }
 
 // webSearchProviders are the providers whose own web search a model with
-// web_search uses: OpenAI and Azure OpenAI serve web search themselves.
-var webSearchProviders = []string{"anthropic", "gemini", "vertex", "openai", "azure"}
+// web_search uses, as the provider table says (providers.Provider.WebSearch).
+func webSearchProviders() []string {
+	var out []string
+	for _, p := range providers.All() {
+		if p.WebSearch {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
 
 // reasoningEfforts are the reasoning efforts of the OpenAI API, in order.
 var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}

@@ -288,7 +288,7 @@ models:
 	_, err := Parse([]byte(cfg))
 	var cerr *Error
 	if !errors.As(err, &cerr) || len(cerr.Problems) != 1 ||
-		cerr.Problems[0] != "models[1].deployments[1].backend: web_search needs a provider with its own web search (anthropic, gemini, vertex, openai, azure), not bedrock" {
+		cerr.Problems[0] != "models[1].deployments[1].backend: web_search needs a provider with its own web search (anthropic, azure, gemini, openai, vertex), not bedrock" {
 		t.Errorf("Parse: %v", err)
 	}
 }
