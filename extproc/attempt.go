@@ -292,7 +292,7 @@ func (a *attempt) readContext(md *corev3.Metadata, ns string) {
 // attemptError is an upstream stream's error reply: the OpenAI error,
 // marked so that the router-level stream passes it on as it is.
 func attemptError(e *APIError, d *dialect) *extprocv3.ProcessingResponse {
-	resp := errorResponse(e, d)
+	resp := errorResponse(e, d.errorBody(e))
 	ir := resp.GetImmediateResponse()
 	ir.Headers.SetHeaders = append(ir.Headers.SetHeaders, &corev3.HeaderValueOption{
 		Header: &corev3.HeaderValue{Key: attemptReplyHeader, RawValue: []byte(ir.GetDetails())},

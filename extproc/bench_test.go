@@ -14,8 +14,8 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
-	"modelgate/extproc"
 	"modelgate/envoy/routing"
+	"modelgate/extproc"
 	"modelgate/extproc/wire"
 )
 

@@ -19,11 +19,11 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	"modelgate/extproc/redact"
 	"modelgate/extproc/redact/redacttest"
-	"modelgate/envoy/routing"
 )
 
 // captureLog is a CaptureSink that keeps captures in memory.

@@ -11,9 +11,9 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/ratelimit/memory"
 )
 

@@ -113,27 +113,6 @@ var (
 	dialects = []*dialect{openAIDialect, anthropicDialect}
 )
 
-// dialectOf is the dialect of a request to ep with headers hm.
-func dialectOf(ep endpoint, hm headerMap) *dialect {
-	switch {
-	case ep.spec().dialect != nil:
-		return ep.spec().dialect
-	case ep == endpointModels || ep == endpointModel:
-		return modelsDialect(hm)
-	}
-	return openAIDialect
-}
-
-// modelsDialect is the dialect of a request for the model list or a
-// model, which both APIs name alike: Anthropic's for a client that sends
-// its version header or its key as x-api-key (Claude Code), else OpenAI's.
-func modelsDialect(hm headerMap) *dialect {
-	if hm.get(anthropicVersionHeader) != "" || hm.get("x-api-key") != "" {
-		return anthropicDialect
-	}
-	return openAIDialect
-}
-
 func apiKeyHeader(hm headerMap) (string, bool) {
 	key := strings.TrimSpace(hm.get("x-api-key"))
 	return key, key != ""
@@ -177,4 +156,27 @@ func render(v any) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// modelObject is the specification's Model, with two members of the
+// gateway's own where the configuration gives them: the context window in
+// tokens and the reasoning efforts the model takes, for clients (coding
+// agents) that size their context and offer efforts by them.
+type modelObject struct {
+	ID               string   `json:"id"`
+	Object           string   `json:"object"`
+	Created          int64    `json:"created"`
+	OwnedBy          string   `json:"owned_by"`
+	ContextWindow    int      `json:"context_window,omitempty"`
+	ReasoningEfforts []string `json:"reasoning_efforts,omitempty"`
+}
+
+type modelList struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+func modelOf(m *routing.Model) modelObject {
+	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy,
+		ContextWindow: m.ContextWindow, ReasoningEfforts: m.ReasoningEfforts}
 }

@@ -13,9 +13,9 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 )
 
 // A client that leaves mid-stream still gets its usage recorded: the

@@ -435,3 +435,24 @@ func (l *localAnswer) Usage() translate.Usage { return l.usage }
 // provider counts free of charge (its tokens are charged to token limits
 // only).
 func (countTokensFlow) price(pricing.Usage, bool) pricing.Usage { return pricing.Usage{} }
+
+// dialectOf is the dialect of a request to ep with headers hm.
+func dialectOf(ep endpoint, hm headerMap) *dialect {
+	switch {
+	case ep.spec().dialect != nil:
+		return ep.spec().dialect
+	case ep == endpointModels || ep == endpointModel:
+		return modelsDialect(hm)
+	}
+	return openAIDialect
+}
+
+// modelsDialect is the dialect of a request for the model list or a
+// model, which both APIs name alike: Anthropic's for a client that sends
+// its version header or its key as x-api-key (Claude Code), else OpenAI's.
+func modelsDialect(hm headerMap) *dialect {
+	if hm.get(anthropicVersionHeader) != "" || hm.get("x-api-key") != "" {
+		return anthropicDialect
+	}
+	return openAIDialect
+}

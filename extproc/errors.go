@@ -4,13 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/api"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
 // APIError is an error the client sees: an HTTP status and the members of
@@ -199,4 +204,37 @@ func errMissingBody() *APIError {
 func errProviderCredentials(cause error) *APIError {
 	return &APIError{Status: http.StatusBadGateway, Type: typeServer,
 		Message: "The gateway could not obtain credentials for the provider.", Cause: cause}
+}
+
+// maxQuoted bounds client input quoted in error messages.
+const maxQuoted = 256
+
+// quoted shortens client input for an error message.
+func quoted(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// errorResponse renders an APIError as an immediate response with body
+// (the error in the client's dialect: dialect.errorBody), with
+// Retry-After and x-ratelimit-* headers when it has them.
+func errorResponse(e *APIError, body []byte) *extprocv3.ProcessingResponse {
+	var h headers
+	h.Set("content-type", "application/json")
+	if e.retryAfter > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
+	}
+	if e.noRetry {
+		h.Set("x-should-retry", "false")
+	}
+	rateHeaders(e.decision, &h)
+	return localReply(e.Status, &h, body, "modelgate_"+strconv.Itoa(e.Status))
 }

@@ -13,21 +13,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// maxQuoted bounds client input quoted in error messages.
-const maxQuoted = 256
-
-// quoted shortens client input for an error message.
-func quoted(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	cut := maxQuoted
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // afterPanic answers the message whose handling panicked. Before anything
 // reached the client the answer is an OpenAI 500; in a stream whose head
 // went out, one error event ends it, and later chunks are dropped.
@@ -90,8 +75,6 @@ func envoyError(r *request, rt *route, routed bool, status int, details string) 
 	}
 	return &APIError{Status: status, Type: typeServer, Message: "The gateway could not complete the request."}, routed
 }
-
-func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // envoyReplied takes one of Envoy's own replies with status as the
 // answer, apiErr as the client sees it (reached: the provider may have

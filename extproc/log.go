@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"math/rand/v2"
 	"sync"
 
 	"go.uber.org/zap"
@@ -67,52 +66,4 @@ func writeRequest(ce *zapcore.CheckedEntry, fs *[]zap.Field) {
 	ce.Write(*fs...)
 	clear(*fs) // let go of what the fields point to
 	requestFields.Put(fs)
-}
-
-// request writes the line each exchange ends with: of every refusal and
-// error, and of the share sample of the rest. The logger already names
-// the request, account, provider and model, as far as they are known.
-func (l *exchangeLog) request(o *outcome, sample float64, currency string) {
-	if o.status < 400 && sample < 1 && rand.Float64() >= sample {
-		return
-	}
-	ce, line := l.requestLine("request done")
-	if ce == nil {
-		return
-	}
-	fs := *line
-	// Durations as whole milliseconds: integers cost the encoder less
-	// than the floats of zap.Duration, on every request.
-	fs = append(fs, zap.Int("status", o.status), zap.String("endpoint", o.endpoint.String()),
-		zap.Int64("duration_ms", o.end.Sub(o.start).Milliseconds()))
-	if o.principal != nil {
-		fs = append(fs, zap.String("key_prefix", o.principal.KeyPrefix))
-	}
-	if o.refusedModel { // never routed, so not yet named
-		fs = append(fs, zap.String("model", o.model))
-	}
-	if o.backend != "" {
-		fs = append(fs, zap.String("backend", o.backend))
-	}
-	switch {
-	case o.errType != "":
-		fs = append(fs, zap.String("error_type", o.errType))
-		if o.errCode != "" {
-			fs = append(fs, zap.String("error_code", o.errCode))
-		}
-	case o.status >= 400:
-		fs = append(fs, zap.String("error_type", "provider_error"))
-	}
-	if !o.firstByte.IsZero() {
-		fs = append(fs, zap.Int64("time_to_first_token_ms", o.firstByte.Sub(o.start).Milliseconds()))
-	}
-	if o.routed {
-		fs = append(fs, zap.Int64("prompt_tokens", o.usage.PromptTokens), zap.Int64("completion_tokens", o.usage.CompletionTokens),
-			zap.Bool("estimated", o.estimated))
-	}
-	if o.costKnown {
-		fs = append(fs, zap.String("cost", o.cost.String()), zap.String("currency", currency))
-	}
-	*line = fs
-	writeRequest(ce, line)
 }

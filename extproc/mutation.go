@@ -1,17 +1,17 @@
 package extproc
 
 import (
-	"math"
+	"modelgate/ratelimit"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Envoy reads only raw_value (since 1.32 `value` is ignored, and setting both
@@ -168,38 +168,6 @@ func immediate(status int, body []byte) *extprocv3.ProcessingResponse {
 	return localReply(status, &h, body, "modelgate_"+strconv.Itoa(status))
 }
 
-// gatewayReplyKey marks the server's immediate responses in its metadata
-// namespace (envoy.GatewayReplyKey): Envoy makes each a local reply, and
-// the bootstrap's local_reply_config leaves the marked ones as they are
-// instead of rewriting them as Envoy's own.
-const gatewayReplyKey = "gateway_reply"
-
-// markGatewayReply sets gatewayReplyKey in r's dynamic metadata, beside
-// whatever else r writes there.
-func (s *Server) markGatewayReply(r *extprocv3.ProcessingResponse) {
-	s.setMetadata(r, gatewayReplyKey, structpb.NewBoolValue(true))
-}
-
-// setMetadata sets key to v in r's dynamic metadata, in the server's
-// namespace, beside what r holds there already.
-func (s *Server) setMetadata(r *extprocv3.ProcessingResponse, key string, v *structpb.Value) {
-	if r.DynamicMetadata == nil {
-		r.DynamicMetadata = &structpb.Struct{}
-	}
-	if r.DynamicMetadata.Fields == nil {
-		r.DynamicMetadata.Fields = map[string]*structpb.Value{}
-	}
-	ns := r.DynamicMetadata.Fields[s.cfg.MetadataNamespace].GetStructValue()
-	if ns == nil {
-		ns = &structpb.Struct{}
-		r.DynamicMetadata.Fields[s.cfg.MetadataNamespace] = structpb.NewStructValue(ns)
-	}
-	if ns.Fields == nil {
-		ns.Fields = map[string]*structpb.Value{}
-	}
-	ns.Fields[key] = v
-}
-
 // localReply builds an immediate response: Envoy answers the client with
 // it and ends the stream.
 func localReply(status int, h *headers, body []byte, details string) *extprocv3.ProcessingResponse {
@@ -213,22 +181,6 @@ func localReply(status int, h *headers, body []byte, details string) *extprocv3.
 	}}
 }
 
-// errorResponse renders an APIError in the client's dialect as an
-// immediate response, with Retry-After and x-ratelimit-* headers when it
-// has them.
-func errorResponse(e *APIError, d *dialect) *extprocv3.ProcessingResponse {
-	var h headers
-	h.Set("content-type", "application/json")
-	if e.retryAfter > 0 {
-		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(e.retryAfter.Seconds())), 10))
-	}
-	if e.noRetry {
-		h.Set("x-should-retry", "false")
-	}
-	rateHeaders(e.decision, &h)
-	return localReply(e.Status, &h, d.errorBody(e), "modelgate_"+strconv.Itoa(e.Status))
-}
-
 // streamedOverride switches the response body to STREAMED. Envoy takes body
 // modes literally (unset means NONE), so both are filled.
 func streamedOverride() *filterv3.ProcessingMode {
@@ -240,4 +192,79 @@ func streamedOverride() *filterv3.ProcessingMode {
 
 func bodyMutation(body []byte) *extprocv3.BodyMutation {
 	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+}
+
+// rateHeaders are OpenAI's x-ratelimit-* headers for a decision: the
+// tightest requests rule and the tightest tokens rule.
+func rateHeaders(d *ratelimit.Decision, h *headers) {
+	if d == nil {
+		return
+	}
+	for _, k := range [...]struct {
+		kind                    ratelimit.Kind
+		limit, remaining, reset string
+	}{
+		{ratelimit.Requests, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+		{ratelimit.Tokens, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+	} {
+		st, ok := d.Tightest(k.kind)
+		if !ok {
+			continue
+		}
+		h.SetInt(k.limit, st.Rule.Limit.Max)
+		h.SetInt(k.remaining, st.Remaining)
+		h.Set(k.reset, resetString(st.Reset))
+	}
+}
+
+// resetString formats a reset as OpenAI does: "6s", "1m30s", "250ms".
+func resetString(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	}
+	return d.Round(time.Second).String()
+}
+
+// bodyReply answers a body message. Without replace the chunk goes on
+// unchanged; with it, body replaces the chunk even when empty.
+func bodyReply(body []byte, replace bool, mut *headers) *extprocv3.ProcessingResponse {
+	common := &extprocv3.CommonResponse{}
+	if replace {
+		common.BodyMutation = bodyMutation(body)
+	}
+	if mut != nil {
+		common.HeaderMutation = mut.mutation()
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
+		ResponseBody: &extprocv3.BodyResponse{Response: common},
+	}}
+}
+
+// chunkReply is the reply to a streamed chunk, made once an exchange: a
+// stream's chunks are most of its messages, and gRPC encodes a reply
+// before Send returns, so each chunk's reply can be the last one's with
+// the body changed.
+type chunkReply struct {
+	resp     extprocv3.ProcessingResponse
+	body     extprocv3.ProcessingResponse_ResponseBody
+	response extprocv3.BodyResponse
+	common   extprocv3.CommonResponse
+	mutation extprocv3.BodyMutation
+	replace  extprocv3.BodyMutation_Body
+}
+
+func newChunkReply() *chunkReply {
+	c := &chunkReply{}
+	c.resp.Response = &c.body
+	c.body.ResponseBody = &c.response
+	c.response.Response = &c.common
+	c.common.BodyMutation = &c.mutation
+	c.mutation.Mutation = &c.replace
+	return c
+}
+
+// with replaces the chunk with body (also when empty).
+func (c *chunkReply) with(body []byte) *extprocv3.ProcessingResponse {
+	c.replace.Body = body
+	return &c.resp
 }

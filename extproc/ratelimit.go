@@ -132,37 +132,6 @@ func (m *meter) settleRate(ctx context.Context, used int64) {
 	}
 }
 
-// rateHeaders are OpenAI's x-ratelimit-* headers for a decision: the
-// tightest requests rule and the tightest tokens rule.
-func rateHeaders(d *ratelimit.Decision, h *headers) {
-	if d == nil {
-		return
-	}
-	for _, k := range [...]struct {
-		kind                    ratelimit.Kind
-		limit, remaining, reset string
-	}{
-		{ratelimit.Requests, "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
-		{ratelimit.Tokens, "x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
-	} {
-		st, ok := d.Tightest(k.kind)
-		if !ok {
-			continue
-		}
-		h.SetInt(k.limit, st.Rule.Limit.Max)
-		h.SetInt(k.remaining, st.Remaining)
-		h.Set(k.reset, resetString(st.Reset))
-	}
-}
-
-// resetString formats a reset as OpenAI does: "6s", "1m30s", "250ms".
-func resetString(d time.Duration) string {
-	if d < time.Second {
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	}
-	return d.Round(time.Second).String()
-}
-
 // errRateLimited is the 429 of a refused admission, worded as OpenAI's.
 func errRateLimited(d ratelimit.Decision) *APIError {
 	var st ratelimit.Status

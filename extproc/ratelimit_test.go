@@ -15,9 +15,9 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 	"modelgate/translate/anthropic"

@@ -18,9 +18,9 @@ import (
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/testdata"
 )

@@ -425,7 +425,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	logFailure(&ex.log, apiErr, err)
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
-	resp := errorResponse(apiErr, ex.req.dialect)
+	resp := errorResponse(apiErr, ex.req.dialect.errorBody(apiErr))
 	ex.capture.answer(resp.GetImmediateResponse().GetBody(), nil)
 	return resp
 }

@@ -281,50 +281,6 @@ func (a *answer) gather(chunk []byte, eos bool, limit int64) (body []byte, done 
 	return body, true, nil
 }
 
-// bodyReply answers a body message. Without replace the chunk goes on
-// unchanged; with it, body replaces the chunk even when empty.
-func bodyReply(body []byte, replace bool, mut *headers) *extprocv3.ProcessingResponse {
-	common := &extprocv3.CommonResponse{}
-	if replace {
-		common.BodyMutation = bodyMutation(body)
-	}
-	if mut != nil {
-		common.HeaderMutation = mut.mutation()
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
-		ResponseBody: &extprocv3.BodyResponse{Response: common},
-	}}
-}
-
-// chunkReply is the reply to a streamed chunk, made once an exchange: a
-// stream's chunks are most of its messages, and gRPC encodes a reply
-// before Send returns, so each chunk's reply can be the last one's with
-// the body changed.
-type chunkReply struct {
-	resp     extprocv3.ProcessingResponse
-	body     extprocv3.ProcessingResponse_ResponseBody
-	response extprocv3.BodyResponse
-	common   extprocv3.CommonResponse
-	mutation extprocv3.BodyMutation
-	replace  extprocv3.BodyMutation_Body
-}
-
-func newChunkReply() *chunkReply {
-	c := &chunkReply{}
-	c.resp.Response = &c.body
-	c.body.ResponseBody = &c.response
-	c.response.Response = &c.common
-	c.common.BodyMutation = &c.mutation
-	c.mutation.Mutation = &c.replace
-	return c
-}
-
-// with replaces the chunk with body (also when empty).
-func (c *chunkReply) with(body []byte) *extprocv3.ProcessingResponse {
-	c.replace.Body = body
-	return &c.resp
-}
-
 // codeDetailsAttribute is the response attribute that tells Envoy's own
 // replies from the upstream's: via_upstream for a response that came from
 // the provider, the reply's details otherwise (such as

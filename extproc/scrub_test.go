@@ -7,8 +7,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"modelgate/extproc/redact"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/redact"
 )
 
 // A provider error that quotes the key it was sent (OpenAI's "Incorrect

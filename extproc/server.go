@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
@@ -317,4 +318,36 @@ func quietClose(err error) error {
 		return nil
 	}
 	return err
+}
+
+// gatewayReplyKey marks the server's immediate responses in its metadata
+// namespace (envoy.GatewayReplyKey): Envoy makes each a local reply, and
+// the bootstrap's local_reply_config leaves the marked ones as they are
+// instead of rewriting them as Envoy's own.
+const gatewayReplyKey = "gateway_reply"
+
+// markGatewayReply sets gatewayReplyKey in r's dynamic metadata, beside
+// whatever else r writes there.
+func (s *Server) markGatewayReply(r *extprocv3.ProcessingResponse) {
+	s.setMetadata(r, gatewayReplyKey, structpb.NewBoolValue(true))
+}
+
+// setMetadata sets key to v in r's dynamic metadata, in the server's
+// namespace, beside what r holds there already.
+func (s *Server) setMetadata(r *extprocv3.ProcessingResponse, key string, v *structpb.Value) {
+	if r.DynamicMetadata == nil {
+		r.DynamicMetadata = &structpb.Struct{}
+	}
+	if r.DynamicMetadata.Fields == nil {
+		r.DynamicMetadata.Fields = map[string]*structpb.Value{}
+	}
+	ns := r.DynamicMetadata.Fields[s.cfg.MetadataNamespace].GetStructValue()
+	if ns == nil {
+		ns = &structpb.Struct{}
+		r.DynamicMetadata.Fields[s.cfg.MetadataNamespace] = structpb.NewStructValue(ns)
+	}
+	if ns.Fields == nil {
+		ns.Fields = map[string]*structpb.Value{}
+	}
+	ns.Fields[key] = v
 }

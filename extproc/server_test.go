@@ -17,10 +17,10 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/envoy/envoytest"
+	"modelgate/envoy/routing"
 	"modelgate/envoy/standin"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/testdata"
 	"modelgate/translate/api/spec"
 )

@@ -15,6 +15,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/state"
+	"modelgate/envoy/routing"
 	"modelgate/translate/responses"
 )
 
@@ -214,4 +215,26 @@ func (sv served) listInputItems(ctx context.Context, id string, query url.Values
 func derivedID(prefix, responseID string, i int) string {
 	sum := sha256.Sum256([]byte(responseID + "/" + strconv.Itoa(i)))
 	return prefix + hex.EncodeToString(sum[:24])
+}
+
+// get renders the Model object of a model the principal may use, the
+// entry GET /v1/models lists for it, in the dialect's shape; false if
+// there is none.
+func (r *router) get(p *authz.Principal, id string, d *dialect) ([]byte, bool) {
+	m, ok := r.models[id]
+	if !ok || !p.Allows(id) {
+		return nil, false
+	}
+	return render(d.model(m)), true
+}
+
+// list renders the models the principal may use in the dialect's shape.
+func (r *router) list(p *authz.Principal, d *dialect) []byte {
+	var allowed []*routing.Model
+	for _, m := range r.order {
+		if p.Allows(m.ID) {
+			allowed = append(allowed, m)
+		}
+	}
+	return render(d.list(allowed))
 }

@@ -21,9 +21,9 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/extproc/wire"
 	"modelgate/ratelimit/memory"
 )

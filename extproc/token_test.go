@@ -10,9 +10,9 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/sqlite"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/translate/api/spec"
 )
 

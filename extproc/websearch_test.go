@@ -9,9 +9,9 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/ratelimit/memory"
 )
