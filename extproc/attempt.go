@@ -115,10 +115,11 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 			a.count, contextPath, st.s.cfg.MetadataNamespace))
 	}
 	ep, err := dispatch(a.headers.get(":method"), rc.path)
-	if err != nil || ep.spec().flow == nil {
+	f, ok := newFlow(ep, st.s, a.headers)
+	if err != nil || !ok {
 		return nil, errInternal(fmt.Errorf("attempt %d: %s %s is not an endpoint with a provider", a.count, a.headers.get(":method"), rc.path))
 	}
-	st.req.endpoint, st.req.contentType, st.flow = ep, rc.contentType, ep.spec().flow(st.s, a.headers)
+	st.req.endpoint, st.req.contentType, st.flow = ep, rc.contentType, f
 	if rc.account != "" {
 		st.req.principal = &authz.Principal{AccountID: rc.account}
 	}

@@ -2,13 +2,16 @@ package extproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/envoy/routing"
 	"modelgate/ratelimit"
 	"modelgate/translate"
@@ -347,3 +350,72 @@ func (ex *exchange) finish(ctx context.Context) {
 		ex.record(ctx)
 	}
 }
+
+// flow is what a request to one endpoint that reaches a provider does in
+// the exchange: it parses the client's request and routes its model,
+// builds the translator of a deployment, adds to the translated answer
+// what the gateway adds, and tells prices what the request asked for.
+type flow interface {
+	// parse validates the client's body, routes the model it names
+	// (parser.pick) and hands over what builds the translator
+	// (parser.translator).
+	// A request the gateway answers itself once it is parsed (a token
+	// count it estimates) gives its answer instead.
+	parse(ctx context.Context, st parser, body []byte) (*localAnswer, error)
+	// answer is what the client gets of the translation of the answer's
+	// body, or of one chunk of a stream.
+	answer(ctx context.Context, ac answerContext, out []byte, eos bool) ([]byte, error)
+	// price is u with what prices count of the request: the images it
+	// asks for (when reserving) and their size and quality. (By value:
+	// a pointer through the interface would put u on the heap.)
+	price(u pricing.Usage, reserving bool) pricing.Usage
+}
+
+// parser is the stream a flow parses a request for: the router-level
+// exchange, or an attempt of a Fallback model (attemptStream), which
+// route the model each their own way.
+type parser interface {
+	server() *Server
+	request() *request
+	// pick routes the model the request names.
+	pick(ctx context.Context, model string) error
+	// translator makes the stream's translator with build (or, for a
+	// Fallback model at the router level, keeps build for the answer).
+	translator(build builder) error
+}
+
+// answerContext is what a flow sees of the exchange whose answer it adds
+// to.
+type answerContext struct {
+	s       *Server
+	account string         // the principal's account
+	head    translate.Head // the answer's, as the client gets it
+	log     *exchangeLog
+}
+
+// localAnswer is the gateway's own answer to a request it parsed, given
+// without a provider: a count_tokens estimate, which its flow's parse
+// returns. It is the exchange's translator (exchange.routeBody), whose
+// usage is what the answer stands for once it is given.
+type localAnswer struct {
+	body             []byte
+	usage            translate.Usage
+	translate.NoText // a count, no generated text
+}
+
+// RequestBody implements translate.Translator: nothing goes to a
+// provider.
+func (l *localAnswer) RequestBody() (translate.Upstream, error) {
+	return translate.Upstream{}, errInternal(errors.New("the gateway answers this request itself"))
+}
+
+// ResponseHeaders implements translate.Translator.
+func (*localAnswer) ResponseHeaders(int, string) translate.Head {
+	return translate.Head{Status: http.StatusOK, ContentType: "application/json"}
+}
+
+// ResponseBody implements translate.Translator.
+func (l *localAnswer) ResponseBody([]byte, bool) ([]byte, error) { return l.body, nil }
+
+// Usage implements translate.Translator.
+func (l *localAnswer) Usage() translate.Usage { return l.usage }

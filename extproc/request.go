@@ -87,7 +87,7 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 	if err := ex.req.checkBodyHeaders(hm, endOfStream, ex.s.bodyLimit(ep)); err != nil {
 		return nil, err
 	}
-	ex.flow = ep.spec().flow(ex.s, hm)
+	ex.flow, _ = newFlow(ep, ex.s, hm) // every endpoint but those served above has one
 	ex.phase = phaseRequestBody
 	mut := stripInternal(hm, ex.req.dialect)
 	// The request's id becomes the gateway's, for Envoy too: its access
