@@ -72,60 +72,6 @@ func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
 	})
 }
 
-// keepFailedCharges puts the Spender behind a ratelimit.Reconciler, unless
-// it is one: a charge it fails to make (Redis down, or too slow) is kept
-// and made once it answers again, before the next admission of its
-// budgets and in Run. Without it, a charge lost to a counter that exists
-// (a missing one is rebuilt from the ledger) stays lost for the period:
-// a lost cost lets the subject spend it again, a lost refund refuses it
-// early.
-//
-// Why not rebuild such a counter from the ledger instead: the counter
-// also holds the reservations of requests in flight, on every replica,
-// and the costs of requests the ledger has not written yet (within about
-// 100 ms, or as long as the database fails), none of which the ledger
-// knows. Setting the counter to the ledger's sum would drop them, and
-// taking the greater of the two corrects nothing until the lost charges
-// outweigh them. Charges only add to counters, so making the failed ones
-// later is exact whatever ran meanwhile, on any replica.
-func (s *Server) keepFailedCharges() error {
-	if s.cfg.Spender == nil {
-		return nil
-	}
-	if _, ok := s.cfg.Spender.(*ratelimit.Reconciler); ok {
-		return nil
-	}
-	r, err := ratelimit.NewReconciler(s.cfg.Spender, ratelimit.ReconcilerConfig{
-		Timeout: s.cfg.UsageTimeout,
-		Alerted: func(alerts []ratelimit.Alert) { s.budgetAlerts(s.log, alerts) },
-	})
-	if err != nil {
-		return fmt.Errorf("budgets: %w", err)
-	}
-	s.cfg.Spender = r
-	return nil
-}
-
-// Run makes, until ctx ends, the budget charges the Spender failed to
-// make, as soon as it answers again: other replicas sharing its counters
-// then see them too. Without Run they are made only before the next
-// admission of their budgets on this server. When ctx ends, Run tries
-// once more, for up to UsageTimeout, and logs the charges it loses. It
-// returns nil at once when no budgets are enforced.
-func (s *Server) Run(ctx context.Context) error {
-	r, ok := s.cfg.Spender.(*ratelimit.Reconciler)
-	if !ok {
-		return nil
-	}
-	err := r.Run(ctx)
-	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UsageTimeout)
-	defer cancel()
-	if rerr := r.Retry(last); rerr != nil {
-		s.log.Error("budget charges lost: the budgets' store still fails", zap.Int("counters", r.Pending()), zap.Error(rerr))
-	}
-	return err
-}
-
 // admit admits a routed request (r, of flow f) against its budgets and
 // its rate limits, before anything reaches a provider: it reserves the
 // request's estimated cost at the time of the admission from its

@@ -3,10 +3,7 @@ package extproc
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-
-	"go.uber.org/zap"
 
 	"modelgate/authz/ledger"
 	"modelgate/extproc/redact"
@@ -94,37 +91,4 @@ func (st *captureState) answer(out []byte, texts []translate.Text) {
 		last = t.End
 	}
 	st.resp.add(out[last:])
-}
-
-// providerSecrets are the backends' credentials: a provider that echoes
-// the key it was sent does not put it in a capture.
-func providerSecrets(creds map[string]Credentials) []string {
-	var out []string
-	for _, c := range creds {
-		for _, s := range []string{c.APIKey, c.AWS.AccessKeyID, c.AWS.SecretAccessKey, c.AWS.SessionToken} {
-			if len(s) >= redact.MinSecretLen {
-				out = append(out, s)
-			}
-		}
-	}
-	slices.Sort(out) // the same list each time
-	return out
-}
-
-// saveCapture redacts an exchange's capture and hands it to the sink.
-func (s *Server) saveCapture(ctx context.Context, st *captureState, o *outcome, log *exchangeLog) {
-	c := s.cfg.Capture
-	if c == nil {
-		return
-	}
-	rec := ledger.Capture{RequestID: o.requestID, Endpoint: o.endpoint.String(), Model: o.model, Status: o.status, At: o.end,
-		RequestTruncated: st.req.truncated, ResponseTruncated: st.resp.truncated}
-	if p := o.principal; p != nil {
-		rec.AccountID, rec.KeyID = p.AccountID, p.KeyID
-	}
-	rec.Request = c.Redact.Apply(st.req.b, st.req.truncated)
-	rec.Response = c.Redact.Apply(st.resp.b, st.resp.truncated)
-	if err := c.Sink.SaveCapture(ctx, rec); err != nil {
-		log.Error("saving a payload capture", zap.Error(err))
-	}
 }

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -164,4 +165,15 @@ func modelsDialect(hm headerMap) *dialect {
 		return anthropicDialect
 	}
 	return openAIDialect
+}
+
+// imageFilePrefix is the path of the images the gateway keeps. It is
+// outside /v1 so that it can never shadow an OpenAI endpoint.
+const imageFilePrefix = "/modelgate/images/"
+
+// errEndpointNotSupported is a model whose provider does not serve the
+// endpoint, such as embeddings from an Anthropic model.
+func errEndpointNotSupported(model string, ep endpoint) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
+		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
 }

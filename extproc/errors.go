@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
 	"modelgate/authz"
 	"modelgate/ratelimit"
 	"modelgate/translate"
 	"modelgate/translate/api"
-
-	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
 // APIError is an error the client sees: an HTTP status and the members of

@@ -3,7 +3,6 @@ package extproc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -227,74 +226,6 @@ type bookkeeping struct {
 	cancel context.CancelFunc
 }
 
-func (s *Server) newExchange() *exchange {
-	ex := &exchange{stream: stream{s: s, start: s.now(), route: route{via: direct{}}}}
-	ex.kind = ex
-	ex.log.init(s.log, s.cfg.RequestLogger)
-	ex.meter.s, ex.meter.log, ex.meter.book = s, &ex.log, &ex.book
-	return ex
-}
-
-// handle answers one message from Envoy. Every message Envoy may send in
-// a phase gets its answer: a response can come at any point after the
-// request headers (Envoy answers locally: a body over its buffer, a
-// timeout, a connect failure), and its body after the exchange is
-// settled.
-func (ex *exchange) handle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error) {
-	switch r := req.GetRequest().(type) {
-	case *extprocv3.ProcessingRequest_RequestHeaders:
-		if err := expect(&ex.phase, phaseRequestHeaders); err != nil {
-			return nil, err
-		}
-		return ex.requestHeaders(ctx, r.RequestHeaders), nil
-	case *extprocv3.ProcessingRequest_RequestBody:
-		if err := expect(&ex.phase, phaseRequestBody); err != nil {
-			return nil, err
-		}
-		return ex.requestBody(ctx, r.RequestBody), nil
-	case *extprocv3.ProcessingRequest_ResponseHeaders:
-		if err := expect(&ex.phase, phaseResponseHeaders); err != nil {
-			return nil, err
-		}
-		return ex.responseHeaders(r.ResponseHeaders, req.GetAttributes()), nil
-	case *extprocv3.ProcessingRequest_ResponseBody:
-		if ex.phase == phaseDone {
-			return ex.answer.settledBody(ex.req.dialect), nil
-		}
-		if err := expect(&ex.phase, phaseResponseBody); err != nil {
-			return nil, err
-		}
-		return ex.responseBody(ctx, r.ResponseBody), nil
-	}
-	return nil, fmt.Errorf("unexpected %T in phase %s (trailers are configured SKIP)", req.GetRequest(), ex.phase)
-}
-
-// expect checks the message fits the phase. A response can arrive while the
-// exchange still expects a request body only when Envoy answered locally
-// (for example 413 on an oversized body), so the response path is allowed
-// from any earlier phase.
-func expect(p *phase, want phase) error {
-	switch {
-	case *p == want:
-		return nil
-	case want == phaseResponseHeaders && *p < want:
-		*p = want
-		return nil
-	}
-	return fmt.Errorf("got %s message in phase %s", want, *p)
-}
-
-// beforeSend settles rate limits and budgets before the final reply goes
-// out: a client that sees its answer end has its concurrency slot back and
-// its spending counted, so sequential requests never collide.
-func (ex *exchange) beforeSend(ctx context.Context) {
-	defer recoverFinish(ex.s, &ex.log)
-	if ex.phase == phaseDone && !ex.meter.rateSettled {
-		u, _ := ex.answer.usageToCharge(&ex.req, ex.tr)
-		ex.meter.settle(ctx, u.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, u) })
-	}
-}
-
 // context is the context of an exchange's usage records and rate-limit
 // charges: it outlives the client, and timeout bounds it from its first
 // use to the end of the exchange (done). One for all of them spares each
@@ -316,39 +247,6 @@ func (b *bookkeeping) done() {
 // bookkeeping is the stream's bookkeeping context (bookkeeping.context).
 func (st *stream) bookkeeping(ctx context.Context) context.Context {
 	return st.book.context(ctx, st.s.cfg.UsageTimeout)
-}
-
-// afterSend runs once a reply is on its way: the final reply is not delayed
-// by bookkeeping.
-func (ex *exchange) afterSend(ctx context.Context) {
-	defer recoverFinish(ex.s, &ex.log)
-	if ex.phase == phaseDone && !ex.recorded {
-		ex.record(ctx)
-	}
-}
-
-// lost is told that the reply to the last message never reached Envoy
-// (the stream ended while it was made, or could not take it): after a
-// request body's, the request never went to the provider, which then
-// charges it nothing.
-func (ex *exchange) lost() {
-	if ex.phase == phaseResponseHeaders { // the one phase a reply that sends the request leads to
-		ex.answer.delivery = unsent
-	}
-}
-
-// finish runs when the stream ends, also when the client went away or
-// Envoy gave up mid-answer: the exchange is recorded with what it
-// consumed and the status the client saw.
-func (ex *exchange) finish(ctx context.Context) {
-	defer ex.book.done()
-	defer recoverFinish(ex.s, &ex.log)
-	if !ex.recorded && ex.phase != phaseRequestHeaders {
-		if !ex.answer.completed {
-			ex.answer.status = ex.answer.brokenStatus(ex.s.now(), ex.phase, ex.route.timeouts, ex.req.stream)
-		}
-		ex.record(ctx)
-	}
 }
 
 // flow is what a request to one endpoint that reaches a provider does in
@@ -419,3 +317,51 @@ func (l *localAnswer) ResponseBody([]byte, bool) ([]byte, error) { return l.body
 
 // Usage implements translate.Translator.
 func (l *localAnswer) Usage() translate.Usage { return l.usage }
+
+// passAnswer is the answer and prices of the flows that add nothing.
+type passAnswer struct{}
+
+func (passAnswer) answer(_ context.Context, _ answerContext, out []byte, _ bool) ([]byte, error) {
+	return out, nil
+}
+
+func (passAnswer) price(u pricing.Usage, _ bool) pricing.Usage { return u }
+
+// forwarding is how the router-level stream routes a request: to the
+// deployment it picked (direct), or through Envoy, which picks a
+// Fallback model's deployment attempt by attempt (viaEnvoy, fallback.go).
+// It sees the parts of the exchange it needs, and says what the exchange
+// is to do with the answer (answerPlan).
+type forwarding interface {
+	// prepare readies the parsed request for admission: its prompt
+	// estimate and the bound on its answer, from the request the
+	// provider gets (up, when it is translated now).
+	prepare(s *Server, r *request, tr translate.Translator, body []byte) (up translate.Upstream, err error)
+	// send is the reply to the admitted request's body, which sends it.
+	send(s *Server, r *request, rt *route, up translate.Upstream) (*extprocv3.ProcessingResponse, error)
+	// translator makes the translator with build, or none, keeping build
+	// for the deployment that answers.
+	translator(rt *route, build builder) (translate.Translator, error)
+	// answered is what the exchange of a request not yet translated does
+	// with its answer's headers.
+	answered(s *Server, r *request, rt *route, hm headerMap, envoyReply bool) answerPlan
+	// unanswered reports that the ledger records the request also when
+	// no deployment answered.
+	unanswered() bool
+}
+
+// builder makes the exchange's translator for a deployment.
+type builder func(providers.Provider, translate.Target) (translate.Translator, error)
+
+// answerPlan is what the exchange does with an answer's headers when
+// they are not a provider's answer to translate as planned: fail with
+// err, pass on an attempt's error, answer as to one of Envoy's own
+// replies (with its details), or translate with tr, the translator of the
+// deployment that answered (forwarding.answered); none of them, go on.
+type answerPlan struct {
+	err          error
+	attemptReply bool
+	envoyReply   bool
+	details      string
+	tr           translate.Translator
+}

@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -200,19 +199,6 @@ func (v viaEnvoy) answered(s *Server, r *request, rt *route, hm headerMap, envoy
 	return answerPlan{tr: tr}
 }
 
-// answerPlan is what the exchange does with an answer's headers when
-// they are not a provider's answer to translate as planned: fail with
-// err, pass on an attempt's error, answer as to one of Envoy's own
-// replies (with its details), or translate with tr, the translator of the
-// deployment that answered (forwarding.answered); none of them, go on.
-type answerPlan struct {
-	err          error
-	attemptReply bool
-	envoyReply   bool
-	details      string
-	tr           translate.Translator
-}
-
 // apply carries out the plan; a reply when the answer is not a
 // provider's to translate, nil to go on.
 func (p answerPlan) apply(ex *exchange, status int, eos bool) *extprocv3.ProcessingResponse {
@@ -249,6 +235,3 @@ func attemptReplyHeaders() *extprocv3.ProcessingResponse {
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
 	}}
 }
-
-// errNoAccount: a continuation in an attempt whose context did not arrive.
-var errNoAccount = errors.New("the attempt has no account for previous_response_id: the upstream ext_proc filter must forward the metadata namespace")

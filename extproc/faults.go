@@ -7,27 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"modelgate/envoy/routing"
-
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
-)
 
-// afterPanic answers the message whose handling panicked. Before anything
-// reached the client the answer is an OpenAI 500; in a stream whose head
-// went out, one error event ends it, and later chunks are dropped.
-func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
-	body, isBody := req.GetRequest().(*extprocv3.ProcessingRequest_ResponseBody)
-	if !isBody || !ex.answer.head.Stream {
-		return ex.fail(errInternal(nil))
-	}
-	ex.answer.mode, ex.answer.status = bodyDropped, http.StatusInternalServerError
-	out := streamError(ex.req.dialect, ex.tr, errInternal(nil))
-	if body.ResponseBody.GetEndOfStream() {
-		ex.phase = phaseDone
-	}
-	return bodyReply(out, true, nil)
-}
+	"modelgate/envoy/routing"
+)
 
 // recoverFinish keeps a panic in end-of-exchange bookkeeping from taking
 // the process down.
@@ -151,4 +135,25 @@ func (a *answer) brokenStatus(now time.Time, p phase, t routing.Timeouts, stream
 		return http.StatusBadGateway
 	}
 	return 499 // the client closed the request
+}
+
+// fail ends the exchange with an error in the client's dialect as an
+// immediate response.
+func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
+	apiErr := toAPIError(err)
+	logFailure(&ex.log, apiErr, err)
+	ex.phase = phaseDone
+	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
+	resp := errorResponse(apiErr, ex.req.dialect.errorBody(apiErr))
+	ex.capture.answer(resp.GetImmediateResponse().GetBody(), nil)
+	return resp
+}
+
+// logFailure logs a request the gateway failed or refused.
+func logFailure(log *exchangeLog, apiErr *APIError, err error) {
+	if apiErr.Status >= 500 {
+		log.Error("request failed", zap.Int("status", apiErr.Status), zap.Error(err))
+	} else {
+		log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
+	}
 }

@@ -3,21 +3,12 @@ package extproc
 import (
 	"context"
 	"fmt"
+
 	"modelgate/authz/pricing"
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/providers"
-	"net/http"
 )
-
-// passAnswer is the answer and prices of the flows that add nothing.
-type passAnswer struct{}
-
-func (passAnswer) answer(_ context.Context, _ answerContext, out []byte, _ bool) ([]byte, error) {
-	return out, nil
-}
-
-func (passAnswer) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 
 type chatFlow struct{ passAnswer }
 
@@ -30,7 +21,7 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 		return nil, err
 	}
 	r := st.request()
-	req, left, err := req.Permitted(st.server().webSearch(r.model))
+	req, left, err := req.Permitted(st.server().router.webSearch(r.model))
 	if err != nil {
 		return nil, err
 	}
@@ -77,53 +68,6 @@ func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 	})
 }
 
-// imagesFlow is an image generation's: the images a provider returns as
-// bytes become signed URLs of the gateway when the client asked for URLs
-// (imageURLs), and prices count images of the size and quality asked.
-type imagesFlow struct {
-	req        *api.ImagesRequest
-	publicBase string // where the client reaches the gateway, for image URLs
-}
-
-func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
-	req, err := api.ParseImagesRequest(body)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.pick(ctx, req.Model); err != nil {
-		return nil, err
-	}
-	f.req = req
-	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
-		if p.Images == nil {
-			return nil, errEndpointNotSupported(req.Model, endpointImages)
-		}
-		return p.Images(t, req), nil
-	})
-}
-
-func (f *imagesFlow) answer(ctx context.Context, ac answerContext, out []byte, _ bool) ([]byte, error) {
-	return f.imageURLs(ctx, ac, out)
-}
-
-func (f *imagesFlow) price(u pricing.Usage, reserving bool) pricing.Usage {
-	if f.req == nil {
-		return u
-	}
-	if reserving { // the images asked for; the answer's count is the provider's
-		u.Images = int64(max(f.req.N, 1))
-	}
-	u.ImageSize, u.ImageQuality = f.req.Size, f.req.Quality
-	return u
-}
-
-// errEndpointNotSupported is a model whose provider does not serve the
-// endpoint, such as embeddings from an Anthropic model.
-func errEndpointNotSupported(model string, ep endpoint) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Param: "model",
-		Message: fmt.Sprintf("The model `%s` does not support %s.", quoted(model), ep)}
-}
-
 // messagesFlow is a Messages API request's: relayed to a provider of the
 // Messages API (Anthropic) as sent, else bridged to the provider's chat
 // translator, as the provider table decides (MessagesTranslator).
@@ -155,7 +99,7 @@ func (f messagesFlow) permitted(ctx context.Context, st parser, body []byte, cou
 		return nil, err
 	}
 	r := st.request()
-	req, left, err := req.Permitted(st.server().webSearch(r.model))
+	req, left, err := req.Permitted(st.server().router.webSearch(r.model))
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +118,7 @@ func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 	if err != nil {
 		return nil, err
 	}
-	if !st.server().countsTokens(req.Model) {
+	if !st.server().router.countsTokens(req.Model, st.server().providers) {
 		n := promptEstimate(body)
 		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}, nil
 	}
@@ -184,31 +128,6 @@ func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 		}
 		return nil, errInternal(fmt.Errorf("provider %s counts no tokens of %s", t.Provider, t.Model))
 	})
-}
-
-// webSearch reports whether the model may search the web with its
-// provider's own search: what the model's requests are permitted beyond
-// answering (api.LeftOut).
-func (s *Server) webSearch(model string) bool {
-	m, ok := s.router.models[model]
-	return ok && m.WebSearch
-}
-
-// countsTokens reports whether every deployment of the model is on a
-// provider that counts its tokens itself (Anthropic; Claude on Bedrock):
-// the gateway estimates the others' counts itself, before routing
-// (whichever deployment a Fallback model's attempts reach).
-func (s *Server) countsTokens(model string) bool {
-	m, ok := s.router.models[model]
-	if !ok {
-		return false
-	}
-	for _, d := range m.Deployments {
-		if !s.providers[s.router.backends[d.Backend].Provider].CountsTokens(d.Model) {
-			return false
-		}
-	}
-	return true
 }
 
 // price is what prices count of a token count: nothing, as every

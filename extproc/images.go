@@ -16,22 +16,11 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
+	"modelgate/translate"
 	"modelgate/translate/api"
+	"modelgate/translate/providers"
 )
-
-// imageFilePrefix is the path of the images the gateway keeps. It is
-// outside /v1 so that it can never shadow an OpenAI endpoint.
-const imageFilePrefix = "/modelgate/images/"
-
-// ImageStore keeps the images a provider returned as bytes when the
-// client asked for a URL. It must be safe for concurrent use.
-type ImageStore interface {
-	// SaveImage keeps an image until expires.
-	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
-	// Image returns a kept image; unknown and expired ids give
-	// authz.ErrNotFound.
-	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
-}
 
 // publicBase is the scheme and authority clients reach the gateway at,
 // for the URLs it hands out.
@@ -130,4 +119,44 @@ func errImageURL(msg string) *APIError {
 func errImageNotFound() *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Code: "image_not_found",
 		Message: "The image is no longer available."}
+}
+
+// imagesFlow is an image generation's: the images a provider returns as
+// bytes become signed URLs of the gateway when the client asked for URLs
+// (imageURLs), and prices count images of the size and quality asked.
+type imagesFlow struct {
+	req        *api.ImagesRequest
+	publicBase string // where the client reaches the gateway, for image URLs
+}
+
+func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
+	req, err := api.ParseImagesRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.pick(ctx, req.Model); err != nil {
+		return nil, err
+	}
+	f.req = req
+	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
+		if p.Images == nil {
+			return nil, errEndpointNotSupported(req.Model, endpointImages)
+		}
+		return p.Images(t, req), nil
+	})
+}
+
+func (f *imagesFlow) answer(ctx context.Context, ac answerContext, out []byte, _ bool) ([]byte, error) {
+	return f.imageURLs(ctx, ac, out)
+}
+
+func (f *imagesFlow) price(u pricing.Usage, reserving bool) pricing.Usage {
+	if f.req == nil {
+		return u
+	}
+	if reserving { // the images asked for; the answer's count is the provider's
+		u.Images = int64(max(f.req.N, 1))
+	}
+	u.ImageSize, u.ImageQuality = f.req.Size, f.req.Quality
+	return u
 }

@@ -9,6 +9,7 @@ import (
 	"modelgate/authz"
 	"modelgate/envoy/routing"
 	"modelgate/translate"
+	"modelgate/translate/providers"
 )
 
 // Credentials are a backend's secrets, which the routing table
@@ -150,3 +151,28 @@ func pick(ds []routing.Deployment) routing.Deployment {
 }
 
 func weight(d routing.Deployment) int { return max(d.Weight, 1) }
+
+// webSearch reports whether the model may search the web with its
+// provider's own search: what the model's requests are permitted beyond
+// answering (api.LeftOut).
+func (r *router) webSearch(model string) bool {
+	m, ok := r.models[model]
+	return ok && m.WebSearch
+}
+
+// countsTokens reports whether every deployment of the model is on a
+// provider (of ps) that counts its tokens itself (Anthropic; Claude on
+// Bedrock): the gateway estimates the others' counts itself, before
+// routing (whichever deployment a Fallback model's attempts reach).
+func (r *router) countsTokens(model string, ps map[string]providers.Provider) bool {
+	m, ok := r.models[model]
+	if !ok {
+		return false
+	}
+	for _, d := range m.Deployments {
+		if !ps[r.backends[d.Backend].Provider].CountsTokens(d.Model) {
+			return false
+		}
+	}
+	return true
+}

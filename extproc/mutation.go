@@ -1,7 +1,6 @@
 package extproc
 
 import (
-	"modelgate/ratelimit"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+
+	"modelgate/ratelimit"
 )
 
 // Envoy reads only raw_value (since 1.32 `value` is ignored, and setting both

@@ -2,10 +2,7 @@ package extproc
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,14 +15,7 @@ import (
 	"modelgate/authz/ledger"
 	"modelgate/envoy/routing"
 	"modelgate/translate"
-	"modelgate/translate/providers"
 )
-
-// clientHeaders never reach a provider: the client's credentials (the
-// gateway sets the provider's own instead), its OpenAI account headers and
-// its cookies.
-var clientHeaders = []string{"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
-	"openai-organization", "openai-project", "cookie"}
 
 // requestHeaders strips internal headers, dispatches, authenticates and
 // answers what it can without the body.
@@ -104,75 +94,6 @@ func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (
 		ex.s.setMetadata(resp, routing.DialectKey, structpb.NewStringValue(d))
 	}
 	return resp, nil
-}
-
-// newRequestID is a random UUID (version 4), the form of Envoy's own
-// request ids, which its tracing reads. Written here rather than taken
-// from github.com/google/uuid, which imports database/sql/driver
-// (TestExtprocHasNoConcreteStores).
-func newRequestID() string {
-	var b [16]byte
-	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
-}
-
-// internalPrefix starts the headers only the gateway sets.
-const internalPrefix = "x-modelgate-"
-
-// strippedPrefixes start the request headers no client may send on: the
-// gateway's own, and those of the providers' APIs, which would choose on
-// the operator's account what the operator never enabled (api.LeftOut): a
-// service tier, a latency or guardrail setting, temporary credentials, a
-// Google project to bill, a beta. A translator sets what its provider
-// needs. The dialects add their APIs' own (dialect.headerPrefix).
-var strippedPrefixes = append([]string{internalPrefix, "x-amz-", "x-amzn-", "x-goog-"}, dialectPrefixes()...)
-
-func dialectPrefixes() []string {
-	var out []string
-	for _, d := range dialects {
-		out = append(out, d.headerPrefix)
-	}
-	return out
-}
-
-// stripInternal removes every header the client sent under
-// strippedPrefixes, but the headers of its dialect's API the translators
-// read (dialect.clientHeaders). The route cache is cleared with it,
-// because Envoy chose the first route from the client's headers.
-func stripInternal(hm headerMap, d *dialect) *headers {
-	var h headers
-	for _, k := range hm.prefixed(strippedPrefixes) {
-		if !slices.Contains(d.clientHeaders, k) {
-			h.Remove(k)
-		}
-	}
-	return &h
-}
-
-// sentHeaders are the headers a request body's reply removes: the
-// client's credentials and the dialect's clientHeaders its translator does
-// not set, which would otherwise reach the provider as the client sent
-// them (a beta the model does not enable).
-func sentHeaders(d *dialect, up translate.Upstream) []string {
-	out := clientHeaders[:len(clientHeaders):len(clientHeaders)] // a later Remove copies
-	for _, name := range d.clientHeaders {
-		if !slices.ContainsFunc(up.Headers, func(h translate.Header) bool { return h.Name == name }) {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // authenticate reads the key where the client's dialect has it.
@@ -269,29 +190,6 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	return ex.route.via.send(ex.s, &ex.req, &ex.route, up)
 }
 
-// forwarding is how the router-level stream routes a request: to the
-// deployment it picked (direct), or through Envoy, which picks a
-// Fallback model's deployment attempt by attempt (viaEnvoy, fallback.go).
-// It sees the parts of the exchange it needs, and says what the exchange
-// is to do with the answer (answerPlan).
-type forwarding interface {
-	// prepare readies the parsed request for admission: its prompt
-	// estimate and the bound on its answer, from the request the
-	// provider gets (up, when it is translated now).
-	prepare(s *Server, r *request, tr translate.Translator, body []byte) (up translate.Upstream, err error)
-	// send is the reply to the admitted request's body, which sends it.
-	send(s *Server, r *request, rt *route, up translate.Upstream) (*extprocv3.ProcessingResponse, error)
-	// translator makes the translator with build, or none, keeping build
-	// for the deployment that answers.
-	translator(rt *route, build builder) (translate.Translator, error)
-	// answered is what the exchange of a request not yet translated does
-	// with its answer's headers.
-	answered(s *Server, r *request, rt *route, hm headerMap, envoyReply bool) answerPlan
-	// unanswered reports that the ledger records the request also when
-	// no deployment answered.
-	unanswered() bool
-}
-
 // direct routes to the deployment the gateway picked.
 type direct struct{}
 
@@ -351,9 +249,6 @@ func sendUpstream(h *headers, up translate.Upstream, path, contentType string) *
 		}},
 	}}
 }
-
-// builder makes the exchange's translator for a deployment.
-type builder func(providers.Provider, translate.Target) (translate.Translator, error)
 
 // translator keeps build and makes the translator for the deployment
 // the request goes to. The router-level stream of a Fallback model makes
@@ -416,27 +311,6 @@ func (s *Server) deploy(ctx context.Context, m *routing.Model, d routing.Deploym
 		}
 	}
 	return route{target: target, provider: s.providers[target.Provider], timeouts: timeouts, via: direct{}}, nil
-}
-
-// fail ends the exchange with an error in the client's dialect as an
-// immediate response.
-func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
-	apiErr := toAPIError(err)
-	logFailure(&ex.log, apiErr, err)
-	ex.phase = phaseDone
-	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
-	resp := errorResponse(apiErr, ex.req.dialect.errorBody(apiErr))
-	ex.capture.answer(resp.GetImmediateResponse().GetBody(), nil)
-	return resp
-}
-
-// logFailure logs a request the gateway failed or refused.
-func logFailure(log *exchangeLog, apiErr *APIError, err error) {
-	if apiErr.Status >= 500 {
-		log.Error("request failed", zap.Int("status", apiErr.Status), zap.Error(err))
-	} else {
-		log.Debug("request rejected", zap.Int("status", apiErr.Status), zap.String("code", apiErr.Code))
-	}
 }
 
 // maxClientLabel bounds what the gateway keeps of a client-chosen label

@@ -3,13 +3,10 @@ package extproc
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -22,28 +19,6 @@ import (
 	"modelgate/translate/responses"
 	"modelgate/translate/sse"
 )
-
-// ResponseStore keeps the responses the gateway produced, so that
-// previous_response_id works for every provider and clients can retrieve,
-// list the input items of and delete them. It must be safe for concurrent
-// use. authz.Store implements it.
-type ResponseStore interface {
-	// SaveResponse stores a response (its Response object and its
-	// conversation, every item up to and including its output) for the
-	// account until expires.
-	SaveResponse(ctx context.Context, accountID, id string, r state.Response, expires time.Time) error
-	// Conversation returns a stored conversation. Unknown and expired ids
-	// and ids of another account give authz.ErrNotFound.
-	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
-	// Response returns a stored response, found as by Conversation.
-	Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error)
-	// DeleteResponse deletes a stored response, found as by Conversation.
-	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
-	// ResponseOutputs returns the output items of the stored responses
-	// among ids, by id, found as by Conversation (the others left out), in
-	// one query however many the ids.
-	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
-}
 
 // responsesFlow is a Responses exchange's: it continues a stored
 // conversation when asked to, and stores the response as soon as it
@@ -69,7 +44,7 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 		return nil, err
 	}
 	s, r := st.server(), st.request()
-	req, left, err := req.Permitted(s.webSearch(r.model))
+	req, left, err := req.Permitted(s.router.webSearch(r.model))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +87,7 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 		return nil, err
 	}
 	s, r := st.server(), st.request()
-	req, left, err := req.Permitted(s.webSearch(r.model))
+	req, left, err := req.Permitted(s.router.webSearch(r.model))
 	if err != nil {
 		return nil, err
 	}
@@ -212,13 +187,6 @@ func (s *Server) history(ctx context.Context, p *authz.Principal, previous strin
 	return items, err
 }
 
-// newID is a random id: prefix and n random bytes in hex.
-func newID(prefix string, n int) string {
-	b := make([]byte, n)
-	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails
-	return prefix + hex.EncodeToString(b)
-}
-
 func errPreviousResponseNotFound(id string) *APIError {
 	return &APIError{Status: http.StatusNotFound, Type: typeInvalidRequest, Param: "previous_response_id", Code: "previous_response_not_found",
 		Message: fmt.Sprintf("Previous response with id '%s' not found.", quoted(id))}
@@ -287,3 +255,6 @@ func (f *responsesFlow) watchCompleted(out []byte) {
 		}
 	}
 }
+
+// errNoAccount: a continuation in an attempt whose context did not arrive.
+var errNoAccount = errors.New("the attempt has no account for previous_response_id: the upstream ext_proc filter must forward the metadata namespace")

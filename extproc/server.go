@@ -3,23 +3,21 @@ package extproc
 import (
 	"context"
 	"crypto/rand"
-	"errors"
-	"fmt"
-	"io"
+	"encoding/json"
 	"slices"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/authz"
 	"modelgate/authz/ledger"
 	"modelgate/authz/pricing"
+	"modelgate/authz/state"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/redact"
 	"modelgate/ratelimit"
 	"modelgate/translate/providers"
 )
@@ -157,31 +155,6 @@ type Server struct {
 	now     func() time.Time
 }
 
-// New validates the config and returns a server.
-func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
-	if auth == nil || usage == nil {
-		return nil, errors.New("extproc: an authenticator and a usage recorder are required")
-	}
-	cfg = withDefaults(cfg)
-	r, err := newRouter(cfg.Routing, cfg.Credentials, time.Now().Unix())
-	if err != nil {
-		return nil, fmt.Errorf("building routes: %w", err)
-	}
-	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
-		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials)}
-	if err := s.keepFailedCharges(); err != nil {
-		return nil, err
-	}
-	for _, b := range cfg.Routing.Backends {
-		p, ok := providers.Lookup(b.Provider)
-		if !ok {
-			return nil, fmt.Errorf("backend %q: unsupported provider %q", b.Name, b.Provider)
-		}
-		s.providers[p.Name] = p
-	}
-	return s, nil
-}
-
 // Defaults of Config for callers that leave them zero; the configuration
 // file's (extproc/config's) are the same, as cmd/modelgate's tests check.
 const (
@@ -255,71 +228,6 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// Process serves one ext_proc stream, which Envoy opens per HTTP request.
-func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	ctx := stream.Context()
-	req, err := stream.Recv()
-	if err != nil {
-		return quietClose(err)
-	}
-	var p processor = s.newExchange()
-	if a := s.upstreamAttempt(req); a != nil {
-		p = s.newAttemptStream(a)
-	}
-	defer p.finish(ctx)
-	for {
-		resp, err := p.safeHandle(ctx, req)
-		if err != nil {
-			p.logger().Warn("protocol violation", zap.Error(err))
-			return status.Error(codes.FailedPrecondition, err.Error())
-		}
-		withRequestID(resp, p.requestID())
-		if resp.GetImmediateResponse() != nil {
-			s.markGatewayReply(resp)
-		}
-		p.beforeSend(ctx)
-		if ctx.Err() != nil { // Envoy ended the stream while the reply was made
-			p.lost()
-			return nil
-		}
-		if err := stream.Send(resp); err != nil {
-			p.lost()
-			return quietClose(err)
-		}
-		p.afterSend(ctx)
-		if req, err = stream.Recv(); err != nil {
-			return quietClose(err)
-		}
-	}
-}
-
-// processor answers the messages of one ext_proc stream: the
-// router-level exchange, or an attempt of a Fallback model
-// (attemptStream), told apart by the stream's first message.
-type processor interface {
-	safeHandle(ctx context.Context, req *extprocv3.ProcessingRequest) (*extprocv3.ProcessingResponse, error)
-	// requestID is the gateway's id of the request, which its answers
-	// carry; empty where they carry none.
-	requestID() string
-	// beforeSend and afterSend run around each reply, finish when the
-	// stream ends.
-	beforeSend(ctx context.Context)
-	afterSend(ctx context.Context)
-	// lost tells that the reply never reached Envoy.
-	lost()
-	finish(ctx context.Context)
-	logger() *exchangeLog
-}
-
-// quietClose treats Envoy's normal ways of ending a stream as success:
-// it half-closes and then resets the stream (ext_proc.cc, closeStream).
-func quietClose(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
-		return nil
-	}
-	return err
-}
-
 // gatewayReplyKey marks the server's immediate responses in its metadata
 // namespace (envoy.GatewayReplyKey): Envoy makes each a local reply, and
 // the bootstrap's local_reply_config leaves the marked ones as they are
@@ -350,4 +258,51 @@ func (s *Server) setMetadata(r *extprocv3.ProcessingResponse, key string, v *str
 		ns.Fields = map[string]*structpb.Value{}
 	}
 	ns.Fields[key] = v
+}
+
+// ImageStore keeps the images a provider returned as bytes when the
+// client asked for a URL. It must be safe for concurrent use.
+type ImageStore interface {
+	// SaveImage keeps an image until expires.
+	SaveImage(ctx context.Context, accountID, id, contentType string, data []byte, expires time.Time) error
+	// Image returns a kept image; unknown and expired ids give
+	// authz.ErrNotFound.
+	Image(ctx context.Context, id string, now time.Time) (contentType string, data []byte, err error)
+}
+
+// ResponseStore keeps the responses the gateway produced, so that
+// previous_response_id works for every provider and clients can retrieve,
+// list the input items of and delete them. It must be safe for concurrent
+// use. authz.Store implements it.
+type ResponseStore interface {
+	// SaveResponse stores a response (its Response object and its
+	// conversation, every item up to and including its output) for the
+	// account until expires.
+	SaveResponse(ctx context.Context, accountID, id string, r state.Response, expires time.Time) error
+	// Conversation returns a stored conversation. Unknown and expired ids
+	// and ids of another account give authz.ErrNotFound.
+	Conversation(ctx context.Context, accountID, id string, now time.Time) ([]json.RawMessage, error)
+	// Response returns a stored response, found as by Conversation.
+	Response(ctx context.Context, accountID, id string, now time.Time) (state.Response, error)
+	// DeleteResponse deletes a stored response, found as by Conversation.
+	DeleteResponse(ctx context.Context, accountID, id string, now time.Time) error
+	// ResponseOutputs returns the output items of the stored responses
+	// among ids, by id, found as by Conversation (the others left out), in
+	// one query however many the ids.
+	ResponseOutputs(ctx context.Context, accountID string, ids []string, now time.Time) (map[string][]json.RawMessage, error)
+}
+
+// providerSecrets are the backends' credentials: a provider that echoes
+// the key it was sent does not put it in a capture.
+func providerSecrets(creds map[string]Credentials) []string {
+	var out []string
+	for _, c := range creds {
+		for _, s := range []string{c.APIKey, c.AWS.AccessKeyID, c.AWS.SecretAccessKey, c.AWS.SessionToken} {
+			if len(s) >= redact.MinSecretLen {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out) // the same list each time
+	return out
 }

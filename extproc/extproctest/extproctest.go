@@ -23,8 +23,8 @@ import (
 
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
-	"modelgate/envoy/standin"
 	"modelgate/envoy/routing"
+	"modelgate/envoy/standin"
 )
 
 // Config configures a Gateway.
