@@ -2,7 +2,6 @@ package extproc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,66 +71,6 @@ func LedgerSpender(sp ratelimit.Spender, l BudgetLedger) ratelimit.Spender {
 	})
 }
 
-// admit admits a routed request (r, of flow f) against its budgets and
-// its rate limits, before anything reaches a provider: it reserves the
-// request's estimated cost at the time of the admission from its
-// budgets, then tokens from its rate limits. A request the rate limits
-// refuse gets its budget reservation back.
-func (m *meter) admit(ctx context.Context, r *request, f flow) error {
-	if err := m.admitSpend(ctx, r.principal, func(at time.Time) int64 { return m.s.costEstimate(r, f, at) }); err != nil {
-		return err
-	}
-	if err := m.admitRate(ctx, r.principal, r.reservation(m.s.cfg.DefaultOutputTokens)); err != nil {
-		m.settleSpend(ctx, func() int64 { return 0 })
-		return err
-	}
-	return nil
-}
-
-// settle reconciles the reservations with what the exchange used: tokens,
-// and what it cost (cost, asked only when budgets were admitted). It runs
-// once, however the exchange ended.
-func (m *meter) settle(ctx context.Context, tokens int64, cost func() int64) {
-	m.settleRate(ctx, tokens)
-	m.settleSpend(ctx, cost)
-}
-
-// admitSpend reserves the request's estimated cost from its budgets, and
-// refuses it with OpenAI's 429 insufficient_quota when one is spent. A
-// Spender failure fails open or closed as rate limits do.
-func (m *meter) admitSpend(ctx context.Context, p *authz.Principal, costAt func(time.Time) int64) error {
-	sp := m.s.cfg.Spender
-	if sp == nil {
-		return nil
-	}
-	bs := budgets(p)
-	if len(bs) == 0 {
-		return nil
-	}
-	m.spendAt = m.s.now()
-	amount := costAt(m.spendAt)
-	d, err := sp.Reserve(ctx, bs, m.spendAt, amount)
-	if err != nil {
-		m.s.cfg.Metrics.limiterError()
-		if m.s.cfg.RateLimitFailClosed {
-			m.log.Error("budgets failed; refusing (fail closed)", zap.Error(err))
-			return errLimiterUnavailable(err)
-		}
-		m.log.Warn("budgets failed; admitting (fail open)", zap.Error(err))
-		// Nothing reserved: the settlement charges the whole cost, kept
-		// and made later if Redis still fails. (A reservation Redis made
-		// but whose reply was lost is never settled: counted on top.)
-		m.budgets = bs
-		return nil
-	}
-	if st, refused := d.Refused(); refused {
-		m.s.cfg.Metrics.budgetRefused(subjectType(st.Budget.Key))
-		return errBudgetSpent(st, m.s.cfg.Currency)
-	}
-	m.budgets, m.spendReserved = bs, amount
-	return nil
-}
-
 // costEstimate is what request r of flow f may cost at the price in
 // effect at at: its estimated prompt and its bound on the answer, as the
 // token reservation counts them, the images it asks for, and the web
@@ -149,31 +88,6 @@ func (s *Server) costEstimate(r *request, f flow, at time.Time) int64 {
 	u = f.price(u, true) // audio's length is known only after
 	c, _ := p.Cost(u)
 	return min(int64(c), ratelimit.MaxSpend)
-}
-
-// settleSpend charges the exchange's budgets what it cost, less what it
-// reserved, once, however the exchange ended: cost is what the usage the
-// ledger charges (estimates included) cost, priced as the ledger prices
-// it.
-func (m *meter) settleSpend(ctx context.Context, cost func() int64) {
-	if m.budgets == nil || m.spendSettled {
-		return
-	}
-	m.spendSettled = true
-	delta := min(cost(), ratelimit.MaxSpend) - m.spendReserved
-	if delta == 0 && !alerting(m.budgets) {
-		return
-	}
-	alerts, err := m.s.cfg.Spender.Charge(m.book.context(ctx, m.s.cfg.UsageTimeout), m.budgets, m.spendAt, delta)
-	switch {
-	case errors.Is(err, ratelimit.ErrChargeKept):
-		m.s.cfg.Metrics.limiterError()
-		m.log.Warn("charging budgets failed; kept to charge again", zap.Int64("nanos", delta), zap.Error(err))
-	case err != nil:
-		m.s.cfg.Metrics.limiterError()
-		m.log.Error("charging budgets", zap.Int64("nanos", delta), zap.Error(err))
-	}
-	m.s.budgetAlerts(m.log, alerts)
 }
 
 // warner is a logger of warnings: an exchange's, or the server's.

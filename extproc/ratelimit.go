@@ -2,14 +2,11 @@ package extproc
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
-
-	"go.uber.org/zap"
 
 	"modelgate/authz"
 	"modelgate/ratelimit"
@@ -41,95 +38,6 @@ func appendRules(out []ratelimit.Rule, subject string, l authz.Limits) (_ []rate
 	add(l.TokensPerDay, ratelimit.TokensPerDay)
 	add(l.ConcurrentRequests, ratelimit.ConcurrentRequests)
 	return out, zero
-}
-
-// reservation is what the request may consume, reserved from its token
-// limits at admission: its estimated prompt and the bound on the answer
-// the provider is sent (maxOutput), else Config.DefaultOutputTokens for
-// endpoints that generate, once for every answer it asks for (n: 128
-// answers of 100 tokens may cost 12,800).
-func (r *request) reservation(defaultOutput int64) int64 {
-	out := r.maxOutput
-	if out == 0 && r.endpoint.spec().generates {
-		out = defaultOutput
-	}
-	return max(saturatingAdd(r.prompt, saturatingMul(out, max(r.answers, 1))), 1)
-}
-
-// maxReservation bounds a reservation far above any limit an operator
-// sets, and far below where int64 arithmetic on it overflows: a bound
-// that overflowed to a negative number would reserve nothing.
-const maxReservation = 1 << 52
-
-func saturatingMul(a, b int64) int64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	if a > maxReservation/b {
-		return maxReservation
-	}
-	return a * b
-}
-
-func saturatingAdd(a, b int64) int64 { return min(max(a, 0)+max(b, 0), maxReservation) }
-
-// admitRate admits the request against its rate limits once it is
-// routed, before anything reaches a provider, reserving tokens. A limiter
-// failure fails open (logged and counted) unless the config says closed.
-func (m *meter) admitRate(ctx context.Context, p *authz.Principal, reserve int64) error {
-	if m.s.cfg.Limiter == nil {
-		return nil
-	}
-	rules, zero := m.s.rules(p)
-	if zero != nil {
-		return errNothingAllowed(*zero)
-	}
-	if len(rules) == 0 {
-		return nil
-	}
-	m.rules = rules
-	d, err := m.s.cfg.Limiter.Admit(ctx, rules, reserve)
-	if err != nil {
-		m.s.cfg.Metrics.limiterError()
-		if m.s.cfg.RateLimitFailClosed {
-			m.log.Error("rate limiter failed; refusing (fail closed)", zap.Error(err))
-			return errLimiterUnavailable(err)
-		}
-		m.log.Warn("rate limiter failed; admitting (fail open)", zap.Error(err))
-		return nil
-	}
-	m.limit = &d
-	if !d.Allowed {
-		return errRateLimited(d)
-	}
-	m.reserved = reserve
-	return nil
-}
-
-// settleRate reconciles the reservation with the tokens the exchange
-// really used (or their estimate) and frees its concurrency slot, however
-// the exchange ended. The charge happens also when admission failed open:
-// usage is usage.
-func (m *meter) settleRate(ctx context.Context, used int64) {
-	if m.rateSettled {
-		return
-	}
-	m.rateSettled = true
-	if m.rules == nil || m.limit != nil && !m.limit.Allowed {
-		return
-	}
-	ctx = m.book.context(ctx, m.s.cfg.UsageTimeout)
-	if delta := used - m.reserved; delta != 0 {
-		if err := m.s.cfg.Limiter.Charge(ctx, m.rules, delta); err != nil {
-			m.s.cfg.Metrics.limiterError()
-			m.log.Error("charging tokens to rate limits", zap.Int64("tokens", delta), zap.Error(err))
-		}
-	}
-	if m.limit != nil {
-		if err := m.s.cfg.Limiter.Release(ctx, m.limit.Lease); err != nil {
-			m.log.Error("releasing a concurrency slot", zap.Error(err))
-		}
-	}
 }
 
 // errRateLimited is the 429 of a refused admission, worded as OpenAI's.

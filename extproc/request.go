@@ -3,8 +3,6 @@ package extproc
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -103,29 +101,6 @@ func (s *Server) authenticate(ctx context.Context, d *dialect, hm headerMap) (*a
 		return nil, errMissingAPIKey()
 	}
 	return s.auth.Authenticate(ctx, key)
-}
-
-// checkBodyHeaders refuses what the headers already show to be wrong: no
-// body, a declared length over the endpoint's limit, a multipart body for
-// a JSON endpoint. Transcriptions take multipart bodies only; the parser
-// judges their content type.
-func (r *request) checkBodyHeaders(hm headerMap, endOfStream bool, limit int64) error {
-	if endOfStream {
-		return errMissingBody()
-	}
-	if cl, err := strconv.ParseInt(hm.get("content-length"), 10, 64); err == nil && cl > limit {
-		return errTooLarge()
-	}
-	r.contentType = hm.get("content-type")
-	if r.endpoint.spec().form {
-		return nil
-	}
-	if ct := hm.get("content-type"); ct != "" {
-		if mt := translate.MediaType(ct); strings.HasPrefix(mt, "multipart/") {
-			return errUnsupportedMediaType(mt)
-		}
-	}
-	return nil
 }
 
 // bodyLimit is the largest request body of the endpoint.

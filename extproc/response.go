@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -263,22 +262,6 @@ func streamError(d *dialect, tr translate.Translator, apiErr *APIError) (out []b
 		return b
 	}
 	return plain
-}
-
-// gather collects a large buffered answer from its chunks, up to limit
-// bytes: done with the whole body at the end of the stream.
-func (a *answer) gather(chunk []byte, eos bool, limit int64) (body []byte, done bool, err error) {
-	a.body.gathered = append(a.body.gathered, chunk...)
-	if int64(len(a.body.gathered)) > limit {
-		a.body.gathered = nil
-		return nil, false, &APIError{Status: http.StatusBadGateway, Type: typeServer,
-			Message: "The provider's answer is larger than the gateway accepts."}
-	}
-	if !eos {
-		return nil, false, nil
-	}
-	body, a.body.gathered = a.body.gathered, nil
-	return body, true, nil
 }
 
 // codeDetailsAttribute is the response attribute that tells Envoy's own

@@ -11,12 +11,6 @@ import (
 	"modelgate/translate"
 )
 
-// providerUsage is the usage of tr as the gateway believes it
-// (translate.Usage.Sane): counts in [0, translate.MaxUsageCount],
-// consistent with each other. Whatever reads a provider's usage reads it
-// here, never from the translator.
-func providerUsage(tr translate.Translator) translate.Usage { return tr.Usage().Sane() }
-
 // warnUnbelievable logs the usage the provider stated when the gateway
 // could not believe it as it was (translate.Usage.Sane changed it): an
 // operator's cue that a provider, or a server posing as one, sends
