@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"modelgate/authz/ledger"
@@ -72,6 +73,11 @@ func newCapture(c *Capture, contentType string, body []byte) *captureState {
 	}
 	st.req.add(body)
 	return st
+}
+
+// hidesText reports a capture whose rules hide some generated text.
+func (st *captureState) hidesText() bool {
+	return st != nil && slices.Contains(st.hidden[:], true)
 }
 
 // answer captures out, a piece of the answer the client gets; texts are

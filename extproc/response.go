@@ -178,12 +178,20 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	if err != nil {
 		return nil, err
 	}
-	rep := ex.tr.Output()
-	if ex.span.span != nil {
-		ex.span.noteFinishReasons(rep.FinishReasons)
-	}
-	if ex.answer.head.Stream || providerUsage(ex.tr).CompletionTokens == 0 {
-		ex.answer.generated += rep.TextBytes()
+	// The report is read where it is needed: a stream's text (or a JSON
+	// answer's without usage) for an estimate, the span's finish
+	// reasons, the text a capture hides.
+	var texts []translate.Text
+	countText := ex.answer.head.Stream || providerUsage(ex.tr).CompletionTokens == 0
+	if countText || ex.span.span != nil || ex.capture.hidesText() {
+		rep := ex.tr.Output()
+		if ex.span.span != nil {
+			ex.span.noteFinishReasons(rep.FinishReasons)
+		}
+		if countText {
+			ex.answer.generated += rep.TextBytes()
+		}
+		texts = rep.Texts
 	}
 	out := tout
 	if ex.answer.head.Status >= 400 || ex.answer.head.Stream && bytes.Contains(out, []byte(`"error"`)) {
@@ -193,7 +201,6 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	if out, err = ex.flow.answer(ctx, ac, out, eos); err != nil {
 		return nil, err
 	}
-	texts := rep.Texts
 	if !sameBytes(out, tout) { // the spans are the translator's
 		texts = nil
 	}

@@ -56,6 +56,33 @@ type Output struct {
 	// stop_reason, a Responses answer's status or incomplete reason), in
 	// order, each once.
 	FinishReasons []string
+
+	later later // the output Later was told of, not yet scanned
+}
+
+// later is an output to scan when the report is read.
+type later struct {
+	d      Dialect
+	out    []byte
+	status int
+	stream bool
+	set    bool
+}
+
+// Later has o report out, of a ResponseBody call in client API d, when
+// it is next read (Scanned): a translator leaves the scan to who reads
+// its report, and the gateway reads it only where it needs it (a stream's
+// text, a span's finish reasons, a capture that hides text).
+func (o *Output) Later(d Dialect, out []byte, status int, stream bool) {
+	o.later = later{d: d, out: out, status: status, stream: stream, set: true}
+}
+
+// Scanned is o, with the output Later told it of scanned first.
+func (o *Output) Scanned() *Output {
+	if l := o.later; l.set {
+		o.Scan(l.d, l.out, l.status, l.stream)
+	}
+	return o
 }
 
 // TextBytes is how many bytes of generated text o reports.
@@ -69,7 +96,7 @@ func (o *Output) TextBytes() int {
 
 // Reset empties o for the next piece of output, keeping its storage.
 func (o *Output) Reset() {
-	o.Texts, o.FinishReasons = o.Texts[:0], o.FinishReasons[:0]
+	o.Texts, o.FinishReasons, o.later = o.Texts[:0], o.FinishReasons[:0], later{}
 }
 
 // Reporter is what every translator is (Translator embeds it): it tells

@@ -115,12 +115,12 @@ func (m *messages) ResponseHeaders(status int, contentType string) translate.Hea
 // returns.
 func (m *messages) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := m.responseBody(chunk, endOfStream)
-	m.report.Scan(translate.Messages, out, m.status, m.stream)
+	m.report.Later(translate.Messages, out, m.status, m.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (m *messages) Output() *translate.Output { return &m.report }
+func (m *messages) Output() *translate.Output { return m.report.Scanned() }
 
 // responseBody relays the answer, reading its usage.
 func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {

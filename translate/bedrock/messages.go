@@ -110,12 +110,12 @@ func (m *messagesInvoke) ResponseHeaders(status int, contentType string) transla
 // returns.
 func (m *messagesInvoke) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := m.responseBody(chunk, endOfStream)
-	m.report.Scan(translate.Messages, out, m.status, m.stream)
+	m.report.Later(translate.Messages, out, m.status, m.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (m *messagesInvoke) Output() *translate.Output { return &m.report }
+func (m *messagesInvoke) Output() *translate.Output { return m.report.Scanned() }
 
 // responseBody implements translate.Translator.
 func (m *messagesInvoke) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {

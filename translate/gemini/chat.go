@@ -88,12 +88,12 @@ func (c *chat) ResponseHeaders(status int, contentType string) translate.Head {
 // returns.
 func (c *chat) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := c.responseBody(chunk, endOfStream)
-	c.report.Scan(translate.Chat, out, c.status, c.stream)
+	c.report.Later(translate.Chat, out, c.status, c.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (c *chat) Output() *translate.Output { return &c.report }
+func (c *chat) Output() *translate.Output { return c.report.Scanned() }
 
 // responseBody translates the response, an error or a stream chunk.
 func (c *chat) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {

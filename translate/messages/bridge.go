@@ -80,12 +80,12 @@ func (b *bridge) ResponseHeaders(status int, contentType string) translate.Head 
 // returns.
 func (b *bridge) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := b.responseBody(chunk, endOfStream)
-	b.report.Scan(translate.Messages, out, b.status, b.stream)
+	b.report.Later(translate.Messages, out, b.status, b.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (b *bridge) Output() *translate.Output { return &b.report }
+func (b *bridge) Output() *translate.Output { return b.report.Scanned() }
 
 // responseBody implements translate.Translator.
 func (b *bridge) responseBody(chunk []byte, endOfStream bool) ([]byte, error) {

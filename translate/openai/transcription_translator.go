@@ -151,12 +151,12 @@ var errNotTranscription = api.Unusable("the provider's transcription is not a JS
 // returns.
 func (c *transcription) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := c.translated(chunk, endOfStream)
-	c.report.Scan(translate.Transcription, out, c.status, c.stream)
+	c.report.Later(translate.Transcription, out, c.status, c.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (c *transcription) Output() *translate.Output { return &c.report }
+func (c *transcription) Output() *translate.Output { return c.report.Scanned() }
 
 // translated converts the answer by what the server sent (not only by
 // what it was asked for: some servers ignore response_format). A JSON

@@ -137,12 +137,12 @@ func (p *Passthrough) ResponseHeaders(status int, contentType string) translate.
 // returns.
 func (p *Passthrough) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := p.responseBody(chunk, endOfStream)
-	p.report.Scan(translate.Responses, out, p.head.Status, p.stream)
+	p.report.Later(translate.Responses, out, p.head.Status, p.stream)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (p *Passthrough) Output() *translate.Output { return &p.report }
+func (p *Passthrough) Output() *translate.Output { return p.report.Scanned() }
 
 // responseBody implements translate.Translator. A success body that is
 // no Response object (not a JSON object, or without an output array) is

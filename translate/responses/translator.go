@@ -110,12 +110,12 @@ func joinWarnings(a, b string) string {
 // returns.
 func (t *Translator) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error) {
 	out, err := t.responseBody(chunk, endOfStream)
-	t.report.Scan(translate.Responses, out, t.head.Status, t.stream != nil)
+	t.report.Later(translate.Responses, out, t.head.Status, t.stream != nil)
 	return out, err
 }
 
 // Output implements translate.Reporter.
-func (t *Translator) Output() *translate.Output { return &t.report }
+func (t *Translator) Output() *translate.Output { return t.report.Scanned() }
 
 // responseBody implements translate.Translator. A chat completion the
 // Response cannot be made of (no choice) is an error wrapping
