@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"modelgate/envoy/standin"
 	"modelgate/envoy/routing"
+	"modelgate/envoy/standin"
 	"modelgate/translate/api/spec"
 )
 

@@ -40,9 +40,9 @@ import (
 	"modelgate/cmd/modelgate/wiring"
 	"modelgate/deploy"
 	"modelgate/envoy"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
-	"modelgate/envoy/routing"
 )
 
 // Paths of what the manifests must agree with.

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"modelgate/extproc/config"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/config"
 )
 
 // IdleMargin is how much an idle timer that is not the model's own bound

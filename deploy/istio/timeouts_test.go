@@ -27,8 +27,8 @@ import (
 
 	"modelgate/deploy"
 	"modelgate/deploy/deploytest"
-	"modelgate/extproc/config"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/config"
 )
 
 // routePatchesFor lists, in order, the HTTP_ROUTE patches that reach the

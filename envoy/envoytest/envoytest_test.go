@@ -21,9 +21,9 @@ import (
 
 	"modelgate/envoy"
 	"modelgate/envoy/envoytest"
+	"modelgate/envoy/routing"
 	"modelgate/envoy/standin"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 )
 
 // catchAllBootstrap is a small generated bootstrap: one backend and the

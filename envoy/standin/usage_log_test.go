@@ -12,9 +12,9 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/envoy"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
-	"modelgate/envoy/routing"
 	"modelgate/testdata"
 )
 

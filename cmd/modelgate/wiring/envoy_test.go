@@ -10,8 +10,8 @@ import (
 
 	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
-	"modelgate/extproc/config"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/config"
 )
 
 const withFallback = `
