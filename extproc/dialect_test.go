@@ -49,3 +49,28 @@ func TestMessagesClientsGetTheirShape(t *testing.T) {
 		})
 	}
 }
+
+// Each dialect reads the key where its clients put it first: OpenAI's
+// clients as Authorization: Bearer, Anthropic's as x-api-key (Claude Code
+// with an auth token sends Bearer, which counts when x-api-key is absent).
+func TestDialectsReadTheirKey(t *testing.T) {
+	both := readHeaders(hdrs(false, "authorization", "Bearer sk-bearer", "x-api-key", "sk-x-api-key").GetHeaders())
+	bearerOnly := readHeaders(hdrs(false, "authorization", "Bearer sk-bearer").GetHeaders())
+	for _, tt := range []struct {
+		d    *dialect
+		hm   headerMap
+		want string
+	}{
+		{openAIDialect, both, "sk-bearer"},
+		{anthropicDialect, both, "sk-x-api-key"},
+		{anthropicDialect, bearerOnly, "sk-bearer"},
+		{openAIDialect, readHeaders(hdrs(false, "x-api-key", " sk-x ").GetHeaders()), "sk-x"},
+	} {
+		if got, ok := tt.d.key(tt.hm); !ok || got != tt.want {
+			t.Errorf("%s: key %q (%v), want %q", tt.d.name, got, ok, tt.want)
+		}
+	}
+	if _, ok := anthropicDialect.key(readHeaders(hdrs(false, "authorization", "Basic abc").GetHeaders())); ok {
+		t.Error("a Basic authorization counts as a key")
+	}
+}

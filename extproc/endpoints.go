@@ -92,11 +92,11 @@ func pathID(s string) bool { return s != "" && !strings.Contains(s, "/") }
 // code, which reads it here rather than asking which endpoint it serves.
 type endpointSpec struct {
 	name string
-	// served: the gateway answers it itself (exchange.serve), from its
+	// served: the gateway answers it itself (served.serve), from its
 	// routing table and its store of responses, with no body and no
 	// provider.
 	served bool
-	// signed: the gateway answers it itself (exchange.serveImage), and
+	// signed: the gateway answers it itself (Server.serveImage), and
 	// the URL's signature is the credential rather than a key.
 	signed bool
 	// generates: its answers are generated text, which providers count as
