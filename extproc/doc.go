@@ -45,7 +45,8 @@
 // phases translate the answer of the deployment it names
 // (x-modelgate-deployment). fallback.go has the details.
 //
-// Every error the client sees is an APIError rendered in one place
-// (errorResponse) with its dialect's body. Every answer, the gateway's
-// own and the provider's, carries the request's x-request-id.
+// Every error the gateway answers with is an APIError, whose body its
+// dialect renders: as the immediate response of errorResponse, or as the
+// event that ends a stream. Every answer, the gateway's own and the
+// provider's, carries the request's x-request-id.
 package extproc
