@@ -77,8 +77,11 @@ type messagesFlow struct {
 }
 
 func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
-	req, err := f.permitted(ctx, st, body, false)
+	req, err := f.routed(ctx, st, body, false)
 	if err != nil {
+		return nil, err
+	}
+	if req, err = permitted(st, req); err != nil {
 		return nil, err
 	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
@@ -86,18 +89,20 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	})
 }
 
-// permitted parses a Messages request (a token count's, count), routes
-// its model and leaves out what the model's configuration does not
-// permit.
-func (f messagesFlow) permitted(ctx context.Context, st parser, body []byte, count bool) (*api.MessagesRequest, error) {
+// routed parses a Messages request (a token count's, count) with the
+// client's version and betas, and routes its model.
+func (f messagesFlow) routed(ctx context.Context, st parser, body []byte, count bool) (*api.MessagesRequest, error) {
 	req, err := api.ParseMessagesRequest(body, count)
 	if err != nil {
 		return nil, err
 	}
 	req.Version, req.Beta = f.version, f.beta
-	if err := st.pick(ctx, req.Model); err != nil {
-		return nil, err
-	}
+	return req, st.pick(ctx, req.Model)
+}
+
+// permitted leaves out of a routed Messages request what the model's
+// configuration does not permit, and notes what the request asks for.
+func permitted(st parser, req *api.MessagesRequest) (*api.MessagesRequest, error) {
 	r := st.request()
 	req, left, err := req.Permitted(st.server().router.webSearch(r.model))
 	if err != nil {
@@ -114,13 +119,16 @@ func (f messagesFlow) permitted(ctx context.Context, st parser, body []byte, cou
 type countTokensFlow struct{ messagesFlow }
 
 func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer, error) {
-	req, err := f.permitted(ctx, st, body, true)
+	req, err := f.routed(ctx, st, body, true)
 	if err != nil {
 		return nil, err
 	}
 	if !st.server().router.countsTokens(req.Model, st.server().providers) {
 		n := promptEstimate(body)
 		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}, nil
+	}
+	if req, err = permitted(st, req); err != nil {
+		return nil, err
 	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if tr := p.CountTokens(t, req); tr != nil {
