@@ -1,5 +1,7 @@
 package translate
 
+import "bytes"
+
 // Dialect is the client API a translator's output is written in, which
 // decides the members that hold its text and its finish reasons.
 type Dialect uint8
@@ -45,7 +47,10 @@ func (o *Output) Scan(d Dialect, out []byte, status int, stream bool) {
 	if status >= 400 {
 		return
 	}
-	s := scanner{o: o, dialect: d, stream: stream, respDepth: 1}
+	// Chat and Messages streams are read by member names alone, so their
+	// nesting is not followed: the next string is found at IndexByte's
+	// speed.
+	s := scanner{o: o, dialect: d, stream: stream, respDepth: 1, nesting: !stream || d == Responses || d == Transcription}
 	if stream {
 		s.respDepth = 2 // the response object of response.completed and the like
 	}
@@ -67,7 +72,8 @@ type scanner struct {
 	o       *Output
 	dialect Dialect
 	stream  bool
-	depth   int // of objects and arrays open at the current byte
+	nesting bool // the depth is followed
+	depth   int  // of objects and arrays open at the current byte
 	// respDepth is the depth of a Responses answer's members: 1 in a
 	// whole answer, 2 in an event's response.
 	respDepth int
@@ -99,7 +105,9 @@ func (s *scanner) run(out []byte) {
 		if j >= len(out) || out[j] != ':' {
 			continue // a value, or an element of an array
 		}
-		s.key(out[start:end])
+		if s.dialect == Responses {
+			s.key(out[start:end])
+		}
 		j = skipSpace(out, j+1)
 		if j >= len(out) || out[j] != '"' {
 			i = j
@@ -116,6 +124,9 @@ func (s *scanner) run(out []byte) {
 // gap follows the nesting in the bytes up to the next string, and
 // returns the index of its quote (-1 when there is none).
 func (s *scanner) gap(b []byte) int {
+	if !s.nesting {
+		return bytes.IndexByte(b, '"')
+	}
 	for i, c := range b {
 		switch c {
 		case '"':
@@ -135,12 +146,9 @@ func (s *scanner) gap(b []byte) int {
 	return -1
 }
 
-// key notes a member's name whatever its value: a Responses answer's
-// incomplete_details is an object.
+// key notes a member's name of a Responses answer whatever its value:
+// its incomplete_details is an object.
 func (s *scanner) key(k []byte) {
-	if s.dialect != Responses {
-		return
-	}
 	switch s.depth {
 	case s.respDepth:
 		s.parent = k
@@ -156,6 +164,14 @@ func (s *scanner) inResponse() bool {
 
 // member reads one member whose value is the string out[vs:ve].
 func (s *scanner) member(k []byte, vs, ve int, out []byte) {
+	if s.dialect == Chat && s.stream { // most of what is scanned: one switch
+		if kind, ok := chatKind(k); ok {
+			s.text(vs, ve, kind)
+		} else if string(k) == "finish_reason" && ve < len(out) {
+			s.finish(out[vs:ve])
+		}
+		return
+	}
 	v := out[vs:ve]
 	if string(k) == "type" {
 		s.typ, s.typDepth = v, s.depth
