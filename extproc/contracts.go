@@ -13,6 +13,10 @@ import (
 	"modelgate/translate/providers"
 )
 
+// What the exchange's parts see of each other: where a request is routed
+// and how it is forwarded, the flow of its endpoint and the stream it
+// parses for, what a flow sees of the answer, and the phase.
+
 // route is where the request goes.
 type route struct {
 	target   translate.Target
@@ -29,9 +33,8 @@ type route struct {
 type flow interface {
 	// parse validates the client's body, routes the model it names
 	// (parser.pick) and hands over what builds the translator
-	// (parser.translator).
-	// A request the gateway answers itself once it is parsed (a token
-	// count it estimates) gives its answer instead.
+	// (parser.translator). A request the gateway answers itself once it
+	// is parsed (a token count it estimates) gives its answer instead.
 	parse(ctx context.Context, st parser, body []byte) (*localAnswer, error)
 	// answer is what the client gets of the translation of the answer's
 	// body, or of one chunk of a stream.

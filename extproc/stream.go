@@ -8,6 +8,10 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 )
 
+// The exchange's lifecycle: the messages of its stream in their phases,
+// around each reply, and at its end.
+
+// newExchange makes the exchange of a router-level stream.
 func (s *Server) newExchange() *exchange {
 	ex := &exchange{stream: stream{s: s, start: s.now(), route: route{via: direct{}}}}
 	ex.kind = ex
@@ -110,7 +114,7 @@ func (ex *exchange) finish(ctx context.Context) {
 }
 
 // afterPanic answers the message whose handling panicked. Before anything
-// reached the client the answer is an OpenAI 500; in a stream whose head
+// reached the client the answer is a 500 in its API's shape; in a stream whose head
 // went out, one error event ends it, and later chunks are dropped.
 func (ex *exchange) afterPanic(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
 	body, isBody := req.GetRequest().(*extprocv3.ProcessingRequest_ResponseBody)
