@@ -34,6 +34,9 @@ func (ex *exchange) requestHeaders(ctx context.Context, h *extprocv3.HttpHeaders
 	return resp
 }
 
+// admit dispatches the request to its endpoint and dialect, answers what
+// needs no key or no body (a signed image, HEAD /, what the gateway
+// serves itself once the key is checked), and readies the body's phase.
 func (ex *exchange) admit(ctx context.Context, hm headerMap, endOfStream bool) (*extprocv3.ProcessingResponse, error) {
 	ep, err := dispatch(hm.get(":method"), hm.get(":path"))
 	ex.req.endpoint, ex.req.path = ep, hm.get(":path")
