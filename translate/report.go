@@ -107,3 +107,36 @@ func (o *Output) Reset() {
 type Reporter interface {
 	Output() *Output
 }
+
+// Part says what a piece of a request's text is, as a guard reads it.
+type Part uint8
+
+const (
+	// PartUser is the user's text.
+	PartUser Part = iota
+	// PartSystem is the system's (and the developer's) instructions.
+	PartSystem
+	// PartAssistant is an earlier answer's text sent back.
+	PartAssistant
+	// PartToolResult is what a tool the client ran returned.
+	PartToolResult
+)
+
+var partNames = [...]string{"user", "system", "assistant", "tool_result"}
+
+func (p Part) String() string {
+	if int(p) < len(partNames) {
+		return partNames[p]
+	}
+	return "unknown"
+}
+
+// RequestText is one piece of the client's text in a request: the text
+// of a message, a content part or a tool's result, by the part it is.
+// What is not text the client wrote or a tool returned is never one: tool
+// inputs, thinking and its signatures, encrypted reasoning, cache
+// markers, images and files.
+type RequestText struct {
+	Part Part
+	Text string
+}

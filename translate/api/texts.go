@@ -1,0 +1,121 @@
+package api
+
+import (
+	"encoding/json"
+
+	"modelgate/translate"
+)
+
+// The client's text in a request of each API family, for rules that read
+// extracted text rather than raw JSON (guardrails). The requests were
+// validated when parsed; what does not decode here is left out.
+
+// ChatTexts is the text of a chat completions request's messages:
+// system and developer messages are PartSystem, user messages PartUser,
+// assistant messages PartAssistant (their content, not their tool
+// calls), tool and function messages PartToolResult. Content is a string
+// or text parts; image, audio and file parts are not text.
+func ChatTexts(r *ChatRequest) []translate.RequestText {
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(r.Members["messages"], &msgs) != nil {
+		return nil
+	}
+	var out []translate.RequestText
+	for _, m := range msgs {
+		part := translate.PartUser
+		switch m.Role {
+		case "system", "developer":
+			part = translate.PartSystem
+		case "assistant":
+			part = translate.PartAssistant
+		case "tool", "function":
+			part = translate.PartToolResult
+		}
+		out = appendTexts(out, part, m.Content, "text")
+	}
+	return out
+}
+
+// MessagesTexts is the text of a Messages API request: its system
+// (PartSystem), its messages' text blocks by their role (PartUser,
+// PartAssistant), and the content of tool_result blocks
+// (PartToolResult). tool_use inputs, thinking, images and documents are
+// not text.
+func MessagesTexts(r *MessagesRequest) []translate.RequestText {
+	out := appendTexts(nil, translate.PartSystem, r.Members["system"], "text")
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(r.Members["messages"], &msgs) != nil {
+		return out
+	}
+	for _, m := range msgs {
+		part := translate.PartUser
+		if m.Role == "assistant" {
+			part = translate.PartAssistant
+		}
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Text    string          `json:"text"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			out = appendTexts(out, part, m.Content, "text") // a string
+			continue
+		}
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				out = appendText(out, part, b.Text)
+			case "tool_result":
+				out = appendTexts(out, translate.PartToolResult, b.Content, "text")
+			}
+		}
+	}
+	return out
+}
+
+// appendTexts appends the text of content: a string, or an array of
+// parts whose type is one of types (with their text member).
+func appendTexts(out []translate.RequestText, part translate.Part, content json.RawMessage, types ...string) []translate.RequestText {
+	if len(content) == 0 {
+		return out
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return appendText(out, part, s)
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &parts) != nil {
+		return out
+	}
+	for _, p := range parts {
+		for _, t := range types {
+			if p.Type == t {
+				out = appendText(out, part, p.Text)
+			}
+		}
+	}
+	return out
+}
+
+// AppendTexts appends the text of content of the given part, as
+// appendTexts does, for the other API families' packages (the Responses
+// API's input_text and output_text parts).
+func AppendTexts(out []translate.RequestText, part translate.Part, content json.RawMessage, types ...string) []translate.RequestText {
+	return appendTexts(out, part, content, types...)
+}
+
+func appendText(out []translate.RequestText, part translate.Part, s string) []translate.RequestText {
+	if s == "" {
+		return out
+	}
+	return append(out, translate.RequestText{Part: part, Text: s})
+}

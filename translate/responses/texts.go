@@ -1,0 +1,50 @@
+package responses
+
+import (
+	"encoding/json"
+
+	"modelgate/translate"
+	"modelgate/translate/api"
+)
+
+// Texts is the client's text in a Responses API request: its
+// instructions (PartSystem); its input, a string (PartUser) or items:
+// messages by their role (user PartUser; system and developer
+// PartSystem; assistant PartAssistant) with their input_text and
+// output_text parts, and the outputs of the client's function and custom
+// tool calls (PartToolResult). Tool calls' arguments, reasoning items,
+// images and files are not text. A stored conversation the request
+// continues (previous_response_id) is not in the request.
+func Texts(r *Request) []translate.RequestText {
+	out := api.AppendTexts(nil, translate.PartSystem, r.Members["instructions"])
+	input := r.Members["input"]
+	var s string
+	if json.Unmarshal(input, &s) == nil {
+		return api.AppendTexts(out, translate.PartUser, input)
+	}
+	var items []struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Output  json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(input, &items) != nil {
+		return out
+	}
+	for _, it := range items {
+		switch it.Type {
+		case "", "message":
+			part := translate.PartUser
+			switch it.Role {
+			case "system", "developer":
+				part = translate.PartSystem
+			case "assistant":
+				part = translate.PartAssistant
+			}
+			out = api.AppendTexts(out, part, it.Content, "input_text", "output_text")
+		case "function_call_output", "custom_tool_call_output":
+			out = api.AppendTexts(out, translate.PartToolResult, it.Output, "input_text", "output_text")
+		}
+	}
+	return out
+}
