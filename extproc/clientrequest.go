@@ -25,6 +25,10 @@ type request struct {
 	// model's configuration (api.LeftOut), joined with the translator's
 	// warning in the answer's header.
 	warning string
+	// texts finds the client's text in the parsed request, for the
+	// guardrails; nil when no rule reads it (or for an endpoint they do
+	// not check).
+	texts func() []translate.RequestText
 	// answers is how many answers the request asks for (chat's n, which
 	// Gemini is sent as candidateCount): each is bounded by maxOutput, so
 	// the reservation counts it that many times. Zero means one.

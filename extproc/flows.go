@@ -25,6 +25,9 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	if err != nil {
 		return nil, err
 	}
+	if st.server().guarded() {
+		r.texts = func() []translate.RequestText { return api.ChatTexts(req) }
+	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
@@ -83,6 +86,9 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	}
 	if req, err = permitted(st, req); err != nil {
 		return nil, err
+	}
+	if st.server().guarded() {
+		st.request().texts = func() []translate.RequestText { return api.MessagesTexts(req) }
 	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.MessagesTranslator(t, req)

@@ -148,6 +148,9 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err != nil {
 		return nil, err
 	}
+	if err := ex.s.guardRequest(&ex.req); err != nil {
+		return nil, err
+	}
 	var up translate.Upstream
 	if local != nil {
 		// Until it is admitted the answer stands for nothing: a refusal

@@ -49,6 +49,9 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 		return nil, err
 	}
 	r.warning = left.Warning()
+	if s.guarded() {
+		r.texts = func() []translate.RequestText { return responses.Texts(req) }
+	}
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}

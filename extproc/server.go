@@ -65,6 +65,8 @@ type Config struct {
 	RequestLogSample float64
 	// Capture keeps exchanges' bodies, redacted; nil keeps none.
 	Capture *Capture
+	// Guardrails are the rules on requests, in order (guard.go).
+	Guardrails []GuardRule
 	// Tracer starts a span per exchange, a child of the request's W3C
 	// traceparent; nil traces nothing.
 	Tracer trace.Tracer

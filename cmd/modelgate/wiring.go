@@ -59,6 +59,9 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		out.ImageURLKey = []byte(key)
 	}
 	out.Routing = cfg.Routing()
+	for _, r := range cfg.Guardrails.Rules {
+		out.Guardrails = append(out.Guardrails, extproc.GuardRule{Name: r.Name, Patterns: r.Compiled(), Parts: r.TextParts()})
+	}
 	for _, b := range cfg.Backends {
 		creds, err := credentials(b, getenv)
 		if err != nil {

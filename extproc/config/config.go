@@ -46,6 +46,8 @@ type Config struct {
 	Prices Prices `json:"prices"`
 	// Observability is the request log, metrics and tracing.
 	Observability Observability `json:"observability"`
+	// Guardrails are the operator's rules on the traffic; see Guardrails.
+	Guardrails Guardrails `json:"guardrails"`
 }
 
 // Server holds the listen addresses of `modelgate serve` and how it stops.
@@ -533,6 +535,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate(p *problems) {
 	c.validateObservability(p)
+	c.Guardrails.validate(p)
 	if d := c.Storage.UsageRetentionDays; d < 0 || d > 100*366 {
 		p.add("storage.usage_retention_days", "must be 0 (keep all) or a number of days")
 	}

@@ -1,0 +1,90 @@
+package extproc_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"modelgate/cmd/mockprovider/replay"
+	"modelgate/extproc"
+	"modelgate/extproc/extproctest"
+	"modelgate/testdata"
+	"modelgate/translate"
+)
+
+// A request rule that blocks refuses a request whose text matches, on
+// every front door it checks (chat, Responses, Messages), in the client's
+// API's shape (400 content_filter; Anthropic's invalid_request_error), with
+// x-should-retry: false, naming the rule but never what matched; nothing
+// of it reaches a provider. A request that does not match, or matches
+// only in a part the rule does not read, goes on.
+func TestRequestGuardrailBlocks(t *testing.T) {
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream atomic.Int64
+	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstream.Add(1)
+		mock.ServeHTTP(w, r)
+	})
+	f := newFixture(t, extproctest.Config{Backends: map[string]http.Handler{"main": counting, "evil": counting}}, func(c *extproc.Config) {
+		c.Guardrails = []extproc.GuardRule{{Name: "no-forbidden", Patterns: []*regexp.Regexp{regexp.MustCompile(`(?i)forbidden-word`)},
+			Parts: []translate.Part{translate.PartUser, translate.PartToolResult}}}
+	})
+	for _, tt := range []struct {
+		name, path, body string
+		blocked          bool
+	}{
+		{"chat", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"say FORBIDDEN-WORD"}]}`, true},
+		{"chat, a tool's result", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+			{"role":"tool","tool_call_id":"c1","content":"forbidden-word"}]}`, true},
+		{"chat stream", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"forbidden-word"}]}]}`, true},
+		{"responses", "/v1/responses", `{"model":"gpt-4o","input":"forbidden-word"}`, true},
+		{"responses items", "/v1/responses", `{"model":"gpt-4o","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"a forbidden-word"}]}]}`, true},
+		{"messages", "/v1/messages", `{"model":"gpt-4o","max_tokens":100,"messages":[{"role":"user","content":"forbidden-word"}]}`, true},
+		{"messages stream", "/v1/messages", `{"model":"gpt-4o","max_tokens":100,"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"forbidden-word"}]}]}`, true},
+		// The rule reads user text and tool results, not the system.
+		{"chat, the system only", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"system","content":"forbidden-word"},{"role":"user","content":"Hello!"}]}`, false},
+		{"chat, clean", "/v1/chat/completions", chatBody, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := upstream.Load()
+			res := f.gw.Post(t, tt.path, f.keys["valid"], tt.body)
+			reached := upstream.Load() > before
+			if !tt.blocked {
+				if res.Status != 200 || !reached {
+					t.Fatalf("%d (reached the provider: %v) %s, want it to go on", res.Status, reached, res.Body)
+				}
+				return
+			}
+			if res.Status != 400 || reached {
+				t.Fatalf("%d (reached the provider: %v) %s, want 400 and no provider", res.Status, reached, res.Body)
+			}
+			if res.Header.Get("x-should-retry") != "false" {
+				t.Errorf("x-should-retry %q", res.Header.Get("x-should-retry"))
+			}
+			if strings.Contains(strings.ToLower(string(res.Body)), "forbidden-word") || !strings.Contains(string(res.Body), "no-forbidden") {
+				t.Errorf("the refusal %s holds what matched, or does not name the rule", res.Body)
+			}
+			var e struct {
+				Type  string
+				Error struct{ Type, Code string }
+			}
+			if err := json.Unmarshal(res.Body, &e); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(tt.path, "/v1/messages") {
+				if e.Type != "error" || e.Error.Type != "invalid_request_error" {
+					t.Errorf("a Messages client got %s", res.Body)
+				}
+			} else if e.Error.Type != "invalid_request_error" || e.Error.Code != "content_filter" {
+				t.Errorf("got %s, want invalid_request_error content_filter", res.Body)
+			}
+		})
+	}
+}
