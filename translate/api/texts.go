@@ -25,18 +25,24 @@ func ChatTexts(r *ChatRequest) []translate.RequestText {
 	}
 	var out []translate.RequestText
 	for _, m := range msgs {
-		part := translate.PartUser
-		switch m.Role {
-		case "system", "developer":
-			part = translate.PartSystem
-		case "assistant":
-			part = translate.PartAssistant
-		case "tool", "function":
-			part = translate.PartToolResult
-		}
-		out = appendTexts(out, part, m.Content, "text")
+		out = appendTexts(out, RolePart(m.Role), m.Content, "text")
 	}
 	return out
+}
+
+// RolePart is the part of the text of a message with role: system and
+// developer messages are PartSystem, assistant messages PartAssistant,
+// tool and function messages PartToolResult, the rest PartUser.
+func RolePart(role string) translate.Part {
+	switch role {
+	case "system", "developer":
+		return translate.PartSystem
+	case "assistant":
+		return translate.PartAssistant
+	case "tool", "function":
+		return translate.PartToolResult
+	}
+	return translate.PartUser
 }
 
 // MessagesTexts is the text of a Messages API request: its system

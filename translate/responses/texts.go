@@ -34,14 +34,7 @@ func Texts(r *Request) []translate.RequestText {
 	for _, it := range items {
 		switch it.Type {
 		case "", "message":
-			part := translate.PartUser
-			switch it.Role {
-			case "system", "developer":
-				part = translate.PartSystem
-			case "assistant":
-				part = translate.PartAssistant
-			}
-			out = api.AppendTexts(out, part, it.Content, "input_text", "output_text")
+			out = api.AppendTexts(out, api.RolePart(it.Role), it.Content, "input_text", "output_text")
 		case "function_call_output", "custom_tool_call_output":
 			out = api.AppendTexts(out, translate.PartToolResult, it.Output, "input_text", "output_text")
 		}
