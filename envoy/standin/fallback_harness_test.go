@@ -202,6 +202,20 @@ func (u *upstreamStub) serve(s extprocv3.ExternalProcessor_ProcessServer, first 
 	}
 }
 
+// waitEnds returns the ends of the upstream streams once n of them have
+// ended, or what there is after 10 s: Envoy closes an attempt's stream
+// as it moves on, which may come after the response reached the client.
+func (u *upstreamStub) waitEnds(n int) []error {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		u.mu.Lock()
+		ends := append([]error(nil), u.ends...)
+		u.mu.Unlock()
+		if len(ends) >= n || time.Now().After(deadline) {
+			return ends
+		}
+	}
+}
+
 func (u *upstreamStub) all() [][]*extprocv3.ProcessingRequest {
 	u.mu.Lock()
 	defer u.mu.Unlock()

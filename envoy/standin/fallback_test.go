@@ -381,7 +381,7 @@ func TestFallbackSharedHeaderMap(t *testing.T) {
 	if string(p0.bodies[0]) != "for-p0..." || string(p1.bodies[0]) != `{"model":` {
 		t.Errorf("bodies: P0 %q, P1 %q", p0.bodies[0], p1.bodies[0])
 	}
-	if ends := e.up.ends; len(ends) != 2 {
+	if ends := e.up.waitEnds(2); len(ends) != 2 {
 		t.Errorf("upstream stream ends %v: the retried attempt's stream must be closed", ends)
 	}
 }
