@@ -80,21 +80,44 @@ func (st *captureState) hidesText() bool {
 	return st != nil && slices.Contains(st.hidden[:], true)
 }
 
-// answer captures out, a piece of the answer the client gets; texts are
-// the generated text its translator reported in it (nil when the gateway
-// changed the translator's bytes), which the rules may hide.
-func (st *captureState) answer(out []byte, texts []translate.Text) {
+// answer captures out, a piece of the answer the client gets.
+func (st *captureState) answer(out []byte) {
+	if st != nil {
+		st.resp.add(out)
+	}
+}
+
+// translated captures out, what the client gets of the translation tout.
+// Where the rules hide generated text, the capture is tout with the text
+// its translator reported hidden (the spans are tout's), scrubbed as out
+// was (scrub, nil when it was not): the gateway adds nothing to an answer
+// with text but that (an image's URL replaces bytes of one without).
+func (st *captureState) translated(out, tout []byte, texts []translate.Text, scrub func([]byte) []byte) {
 	if st == nil {
 		return
 	}
+	if hidden, ok := st.hideText(tout, texts); ok {
+		if out = hidden; scrub != nil {
+			out = scrub(out)
+		}
+	}
+	st.resp.add(out)
+}
+
+// hideText is out with the generated text its translator reported in it
+// (texts) replaced where the rules hide it; false when they hide none.
+func (st *captureState) hideText(out []byte, texts []translate.Text) ([]byte, bool) {
+	var b []byte
 	last := 0
 	for _, t := range texts {
 		if !st.hidden[t.Kind] || t.Start < last || t.End > len(out) {
 			continue
 		}
-		st.resp.add(out[last:t.Start])
-		st.resp.add([]byte(redact.Redacted))
+		b = append(append(b, out[last:t.Start]...), redact.Redacted...)
 		last = t.End
 	}
-	st.resp.add(out[last:])
+	if b == nil {
+		return out, false
+	}
+	return append(b, out[last:]...), true
 }

@@ -65,7 +65,7 @@ func (ex *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	ex.phase = phaseDone
 	ex.answer.status, ex.answer.failure = apiErr.Status, apiErr
 	resp := errorResponse(apiErr, ex.req.dialect.errorBody(apiErr))
-	ex.capture.answer(resp.GetImmediateResponse().GetBody(), nil)
+	ex.capture.answer(resp.GetImmediateResponse().GetBody())
 	return resp
 }
 

@@ -194,23 +194,17 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 		texts = rep.Texts
 	}
 	out := tout
+	var scrub func([]byte) []byte
 	if ex.answer.head.Status >= 400 || ex.answer.head.Stream && bytes.Contains(out, []byte(`"error"`)) {
-		out = ex.s.scrubCredentials(out, ex.route.target.APIKey)
+		scrub = func(b []byte) []byte { return ex.s.scrubCredentials(b, ex.route.target.APIKey) }
+		out = scrub(out)
 	}
 	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log}
 	if out, err = ex.flow.answer(ctx, ac, out, eos); err != nil {
 		return nil, err
 	}
-	if !sameBytes(out, tout) { // the spans are the translator's
-		texts = nil
-	}
-	ex.capture.answer(out, texts)
+	ex.capture.translated(out, tout, texts, scrub)
 	return out, nil
-}
-
-// sameBytes reports that a and b are the same slice.
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // finishBody replies with out in place of the body or chunk (replace), or
