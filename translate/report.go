@@ -124,6 +124,9 @@ const (
 
 var partNames = [...]string{"user", "system", "assistant", "tool_result"}
 
+// Parts are the parts of a request's text, in order.
+var Parts = []Part{PartUser, PartSystem, PartAssistant, PartToolResult}
+
 func (p Part) String() string {
 	if int(p) < len(partNames) {
 		return partNames[p]

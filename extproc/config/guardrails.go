@@ -45,9 +45,14 @@ type GuardRegex struct {
 	Patterns []string `json:"patterns"`
 }
 
-// guardParts are the parts a rule may read, by their config names.
-var guardParts = map[string]translate.Part{"user": translate.PartUser, "system": translate.PartSystem,
-	"assistant": translate.PartAssistant, "tool_result": translate.PartToolResult}
+// guardPart is the part of the client's text a rule's parts name.
+func guardPart(name string) (translate.Part, bool) {
+	i := slices.IndexFunc(translate.Parts, func(p translate.Part) bool { return p.String() == name })
+	if i < 0 {
+		return 0, false
+	}
+	return translate.Parts[i], true
+}
 
 func (g Guardrails) validate(p *problems) {
 	names := map[string]bool{}
@@ -87,7 +92,7 @@ func (g Guardrails) validate(p *problems) {
 			p.add(at+".failure", "must be closed or open")
 		}
 		for j, part := range r.Parts {
-			if _, ok := guardParts[part]; !ok {
+			if _, ok := guardPart(part); !ok {
 				p.add(fmt.Sprintf("%s.parts[%d]", at, j), "must be one of user, system, assistant, tool_result")
 			}
 		}
@@ -110,7 +115,7 @@ func (r GuardRule) TextParts() []translate.Part {
 	}
 	var out []translate.Part
 	for _, name := range r.Parts {
-		if part, ok := guardParts[name]; ok && !slices.Contains(out, part) {
+		if part, ok := guardPart(name); ok && !slices.Contains(out, part) {
 			out = append(out, part)
 		}
 	}
