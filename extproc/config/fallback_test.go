@@ -1,24 +1,22 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
 
-const withFallback = `
-backends:
-  - {name: openai, provider: openai, base_url: https://api.openai.com, api_key_env: K, timeouts: {response_headers: 40s}}
-  - {name: claude, provider: anthropic, base_url: https://api.anthropic.com, api_key_env: K}
-models:
-  - id: gpt-4o
-    deployments:
-      - {backend: openai, model: gpt-4o}
-      - {backend: claude, model: claude-sonnet-4, priority: 1, weight: 2}
-    fallback: {retry_on: [connect-failure, 429], outlier: {consecutive: 2}}
-  - id: plain
-    deployments: [{backend: openai, model: gpt-4o-mini}]
-fallback: {retries: 3, max_retry_after: 20s, outlier: {base_ejection: 10s}}
-`
+// withFallback is a config of a model with fallback
+// (testdata/fallback.yaml, which cmd/modelgate/wiring's test reads too).
+var withFallback = mustRead("testdata/fallback.yaml")
+
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestFallbackConfigProblems(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{

@@ -1,6 +1,7 @@
 package wiring_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -14,20 +15,14 @@ import (
 	"modelgate/extproc/config"
 )
 
-const withFallback = `
-backends:
-  - {name: openai, provider: openai, base_url: https://api.openai.com, api_key_env: K, timeouts: {response_headers: 40s}}
-  - {name: claude, provider: anthropic, base_url: https://api.anthropic.com, api_key_env: K}
-models:
-  - id: gpt-4o
-    deployments:
-      - {backend: openai, model: gpt-4o}
-      - {backend: claude, model: claude-sonnet-4, priority: 1, weight: 2}
-    fallback: {retry_on: [connect-failure, 429], outlier: {consecutive: 2}}
-  - id: plain
-    deployments: [{backend: openai, model: gpt-4o-mini}]
-fallback: {retries: 3, max_retry_after: 20s, outlier: {base_ejection: 10s}}
-`
+// withFallback is the config file package's fallback example.
+var withFallback = func() string {
+	b, err := os.ReadFile("../../../extproc/config/testdata/fallback.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // A model's fallback takes its unset members from the top-level defaults
 // and reaches Envoy's configuration; 429 may be written as a number. Its
