@@ -8,6 +8,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"modelgate/envoy/routing"
+	"modelgate/extproc/guard"
 	"modelgate/translate"
 )
 
@@ -73,6 +74,9 @@ type answerTimes struct {
 type bodyState struct {
 	chunk    *chunkReply // the reply to a streamed chunk, made once
 	gathered []byte      // what arrived of a gathered answer
+	// guard holds and checks the answer's text for the response rules;
+	// nil when none reads it.
+	guard *guard.Answer
 }
 
 // envoyReplied takes one of Envoy's own replies with status as the
@@ -128,6 +132,8 @@ func (a *answer) settledBody(d *dialect) *extprocv3.ProcessingResponse {
 // timeouts of its route, stream whether the client asked for a stream.
 func (a *answer) brokenStatus(now time.Time, p phase, t routing.Timeouts, stream bool) int {
 	switch {
+	case a.body.guard != nil && a.body.guard.Blocked():
+		return a.status // the client got the whole refusal
 	case a.mode == bodyDropped:
 		return http.StatusInternalServerError
 	case a.delivery == late: // Envoy's own 504 (its message_timeout)

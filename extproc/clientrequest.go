@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"modelgate/authz"
+	"modelgate/extproc/guard"
 	"modelgate/translate"
 )
 
@@ -29,6 +30,13 @@ type request struct {
 	// guardrails; nil when no rule reads it (or for an endpoint they do
 	// not check).
 	texts func() []translate.RequestText
+	// answerDialect is the API of the answer, whose text the response
+	// rules read; zero when they read none (or for an endpoint they do
+	// not check). includeUsage: a chat stream's client asked for usage.
+	answerDialect translate.Dialect
+	includeUsage  bool
+	// guards are what each guardrail did to the exchange, as they ran.
+	guards []guard.Outcome
 	// answers is how many answers the request asks for (chat's n, which
 	// Gemini is sent as candidateCount): each is bounded by maxOutput, so
 	// the reservation counts it that many times. Zero means one.

@@ -65,6 +65,9 @@ type answerContext struct {
 	account string         // the principal's account
 	head    translate.Head // the answer's, as the client gets it
 	log     *exchangeLog
+	// refused: a guardrail blocked the answer, which ended with its
+	// API's refusal.
+	refused bool
 }
 
 // localAnswer is the gateway's own answer to a request it parsed, given

@@ -30,6 +30,7 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
+	r.answerDialect, r.includeUsage = translate.Chat, req.IncludeUsage
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.Chat(t, req), nil
 	})
@@ -90,6 +91,7 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if st.server().guarded() {
 		st.request().texts = func() []translate.RequestText { return api.MessagesTexts(req) }
 	}
+	st.request().answerDialect = translate.Messages
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		return p.MessagesTranslator(t, req)
 	})

@@ -3,50 +3,67 @@ package extproc
 import (
 	"fmt"
 	"net/http"
-	"regexp"
-	"slices"
 
+	"modelgate/extproc/guard"
 	"modelgate/translate"
 )
 
-// GuardRule is a guardrail on requests: a request whose text, in the
-// parts the rule reads, one of its patterns matches is refused before
-// any of it reaches a provider, with 400 content_filter in the client's
-// API's shape. A Fallback model's request is checked once, by the
-// router-level stream, not per attempt.
-type GuardRule struct {
-	// Name names the rule in the refusal and the logs.
-	Name     string
-	Patterns []*regexp.Regexp
-	// Parts are the parts of the client's text the rule reads.
-	Parts []translate.Part
+// Guardrails are the operator's rules on the traffic (package guard): the
+// request rules run once per request, a Fallback model's included, by
+// the router-level stream, before anything reaches a provider; the
+// response rules on the answer's text as the translator reports it, before
+// the client gets it.
+type Guardrails struct {
+	// Rules are the rules of both phases, in order.
+	Rules []*guard.Rule
+	// Window is how a streamed answer is checked.
+	Window guard.Window
+	// MaskKey makes masks (guard.Masker); random per process when empty.
+	MaskKey []byte
+}
+
+// rules are g's rules of phase p, in order.
+func (g *Guardrails) rules(p guard.Phase) []*guard.Rule {
+	var out []*guard.Rule
+	for _, r := range g.Rules {
+		if r.Phase == p {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // guarded reports that rules read the client's text: a flow then tells
 // the request how to find it (request.texts).
-func (s *Server) guarded() bool { return len(s.cfg.Guardrails) > 0 }
+func (s *Server) guarded() bool { return len(s.requestRules) > 0 }
 
-// guardRequest runs the rules on the request's text, in order; the
-// first that matches refuses it. The refusal names the rule, never what
-// matched.
+// guardRequest runs the request rules on the request's text, in order,
+// and notes what each did; the first that blocks refuses the request. The
+// refusal names the rule, never what matched.
 func (s *Server) guardRequest(r *request) error {
 	if r.texts == nil {
 		return nil
 	}
-	texts := r.texts()
-	for _, rule := range s.cfg.Guardrails {
-		for _, t := range texts {
-			if !slices.Contains(rule.Parts, t.Part) {
-				continue
-			}
-			for _, p := range rule.Patterns {
-				if p.MatchString(t.Text) {
-					return errContentFilter(rule.Name)
-				}
-			}
-		}
+	outcomes, blocked := guard.Check(s.requestRules, r.texts())
+	r.guards = append(r.guards, outcomes...)
+	if blocked != nil {
+		return errContentFilter(blocked.Name)
 	}
 	return nil
+}
+
+// guardAnswer is the guard of an answer the response rules read: a
+// successful one of an API whose text they know; nil for any other.
+func (s *Server) guardAnswer(r *request, status int, stream bool, usage func() translate.Usage) *guard.Answer {
+	if len(s.responseRules) == 0 || r.answerDialect == 0 || status/100 != 2 {
+		return nil
+	}
+	var account string
+	if r.principal != nil {
+		account = r.principal.AccountID
+	}
+	return guard.NewAnswer(guard.AnswerConfig{Rules: s.responseRules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect,
+		Stream: stream, Masker: guard.NewMasker(s.cfg.Guardrails.MaskKey, account), Usage: usage, IncludeUsage: r.includeUsage})
 }
 
 // errContentFilter is the refusal of a request a guardrail blocked:

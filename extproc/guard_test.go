@@ -11,6 +11,7 @@ import (
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
+	"modelgate/extproc/guard"
 	"modelgate/testdata"
 	"modelgate/translate"
 )
@@ -32,7 +33,7 @@ func TestRequestGuardrailBlocks(t *testing.T) {
 		mock.ServeHTTP(w, r)
 	})
 	f := newFixture(t, extproctest.Config{Backends: map[string]http.Handler{"main": counting, "evil": counting}}, func(c *extproc.Config) {
-		c.Guardrails = []extproc.GuardRule{{Name: "no-forbidden", Patterns: []*regexp.Regexp{regexp.MustCompile(`(?i)forbidden-word`)},
+		c.Guardrails.Rules = []*guard.Rule{{Name: "no-forbidden", Check: "regex", Patterns: []*regexp.Regexp{regexp.MustCompile(`(?i)forbidden-word`)},
 			Parts: []translate.Part{translate.PartUser, translate.PartToolResult}}}
 	})
 	for _, tt := range []struct {

@@ -29,6 +29,9 @@ type Metrics struct {
 	// (Envoy's retries, on the same deployment or a fallback).
 	attempts *prometheus.CounterVec
 	retries  *prometheus.CounterVec
+	// guards counts what guardrail rules did, by phase, check and
+	// result (never by rule: names are the operator's free text).
+	guards *prometheus.CounterVec
 	// genAI are the GenAI semantic conventions' histograms; accounts
 	// labels them by account too.
 	genAI    *genAIMetrics
@@ -112,9 +115,13 @@ func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, err
 			Name: "modelgate_extproc_upstream_retries_total",
 			Help: "Upstream attempts after a request's first (retries and fallbacks), by model and the backend Envoy chose.",
 		}, []string{"model", "backend"}),
+		guards: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_guardrail_results_total",
+			Help: "What guardrail rules did to exchanges, by phase (request, response), check (regex, secrets) and result (allowed, blocked, masked, monitored).",
+		}, []string{"phase", "check", "result"}),
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics,
-		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries}, m.genAI.collectors()...) {
+		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries, m.guards}, m.genAI.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -132,6 +139,9 @@ func (m *Metrics) observe(o *outcome) {
 	e := m.exchangeSeries(exchangeLabels{ep, o.provider, o.status})
 	e.requests.Inc()
 	e.duration.Observe(o.end.Sub(o.start).Seconds())
+	for _, g := range o.guards {
+		m.guards.WithLabelValues(g.Phase.String(), g.Check, string(g.Result)).Inc()
+	}
 	if !o.routed {
 		return
 	}

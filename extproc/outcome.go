@@ -8,6 +8,7 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/pricing"
+	"modelgate/extproc/guard"
 	"modelgate/translate"
 )
 
@@ -40,6 +41,8 @@ type outcome struct {
 	costKnown             bool
 	start, firstByte, end time.Time
 	finishReasons         []string
+	// guards are what each guardrail rule did, request rules first.
+	guards []guard.Outcome
 }
 
 // ledgered reports an outcome the usage ledger records: a routed request

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"modelgate/extproc/guard"
 	"modelgate/ratelimit"
 	"modelgate/translate/providers"
 )
@@ -146,7 +147,8 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		return nil, fmt.Errorf("building routes: %w", err)
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
-		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials)}
+		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials),
+		requestRules: cfg.Guardrails.rules(guard.Request), responseRules: cfg.Guardrails.rules(guard.Response)}
 	if err := s.keepFailedCharges(); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,10 @@ func (ex *exchange) record(ctx context.Context) {
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
 		status: ex.answer.status, errType: ex.answer.failure.typ(), errCode: ex.answer.failure.code(), routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
 		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.at.firstByte, end: end, finishReasons: ex.span.finishReasons,
+		guards: ex.req.guards,
+	}
+	if g := ex.answer.body.guard; g != nil {
+		o.guards = append(o.guards, g.Outcomes()...)
 	}
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)

@@ -71,6 +71,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		ex.answer.status = ex.answer.head.Status // the ledger, metrics and log say what the client got
 	}
 	ex.answer.mode = bodyTranslate
+	ex.answer.body.guard = ex.s.guardAnswer(&ex.req, ex.answer.status, ex.answer.head.Stream, func() translate.Usage {
+		u, _ := ex.answer.usageToCharge(&ex.req, ex.tr)
+		return u
+	})
 	switch {
 	case ex.answer.head.Stream:
 		ex.answer.mode, ex.answer.at.lastChunk = bodyStream, ex.s.now() // the stream's silence counts from its head
@@ -183,7 +187,8 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	// reasons, the text a capture hides.
 	var texts []translate.Text
 	countText := ex.answer.head.Stream || providerUsage(ex.tr).CompletionTokens == 0
-	if countText || ex.span.span != nil || ex.capture.hidesText() {
+	guard := ex.answer.body.guard
+	if countText || ex.span.span != nil || ex.capture.hidesText() || guard != nil {
 		rep := ex.tr.Output()
 		if ex.span.span != nil {
 			ex.span.noteFinishReasons(rep.FinishReasons)
@@ -192,6 +197,9 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 			ex.answer.generated += rep.TextBytes()
 		}
 		texts = rep.Texts
+		if guard != nil { // what the rules let through, when they do
+			tout, texts = guard.Next(tout, texts, eos)
+		}
 	}
 	out := tout
 	var scrub func([]byte) []byte
@@ -199,7 +207,7 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 		scrub = func(b []byte) []byte { return ex.s.scrubCredentials(b, ex.route.target.APIKey) }
 		out = scrub(out)
 	}
-	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log}
+	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log, refused: guard != nil && guard.Blocked()}
 	if out, err = ex.flow.answer(ctx, ac, out, eos); err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 		return nil, &api.RequestError{Param: "input", Code: "invalid_type", Message: "Invalid 'input'."}
 	}
 	f.req, f.inputs = req, len(history)+len(input)
-	r.stream, r.maxOutput = req.Stream, maxOutputTokens(req.Members)
+	r.stream, r.maxOutput, r.answerDialect = req.Stream, maxOutputTokens(req.Members), translate.Responses
 	id, created := newID("resp_", 24), s.now().Unix()
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		tr, err := p.ResponsesTranslator(t, req, history, id, created)
@@ -211,7 +211,9 @@ func (*responsesFlow) price(u pricing.Usage, _ bool) pricing.Usage { return u }
 // the client gets: the whole body, or in a stream the response.completed
 // event's response.
 func (f *responsesFlow) save(ctx context.Context, ac answerContext, out []byte, eos bool) {
-	if ac.s.cfg.Responses == nil || !f.req.Store {
+	if ac.s.cfg.Responses == nil || !f.req.Store || ac.refused {
+		// A response a guardrail blocked is not kept: its conversation
+		// holds what the rule blocked.
 		f.saved = true
 		return
 	}

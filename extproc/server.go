@@ -17,6 +17,7 @@ import (
 	"modelgate/authz/pricing"
 	"modelgate/authz/state"
 	"modelgate/envoy/routing"
+	"modelgate/extproc/guard"
 	"modelgate/extproc/redact"
 	"modelgate/ratelimit"
 	"modelgate/translate/providers"
@@ -65,8 +66,9 @@ type Config struct {
 	RequestLogSample float64
 	// Capture keeps exchanges' bodies, redacted; nil keeps none.
 	Capture *Capture
-	// Guardrails are the rules on requests, in order (guard.go).
-	Guardrails []GuardRule
+	// Guardrails are the operator's rules on requests and answers
+	// (guard.go).
+	Guardrails Guardrails
 	// Tracer starts a span per exchange, a child of the request's W3C
 	// traceparent; nil traces nothing.
 	Tracer trace.Tracer
@@ -153,8 +155,10 @@ type Server struct {
 	// secrets are the backends' credentials, which no provider error a
 	// client gets may quote (scrubCredentials).
 	secrets []string
-	log     *zap.Logger
-	now     func() time.Time
+	// requestRules and responseRules are the guardrails of each phase.
+	requestRules, responseRules []*guard.Rule
+	log                         *zap.Logger
+	now                         func() time.Time
 }
 
 // Defaults of Config for callers that leave them zero; the configuration
@@ -211,6 +215,10 @@ func withDefaults(cfg Config) Config {
 	if len(cfg.ImageURLKey) == 0 {
 		cfg.ImageURLKey = make([]byte, 32)
 		rand.Read(cfg.ImageURLKey) //nolint:errcheck // crypto/rand.Read never fails
+	}
+	if len(cfg.Guardrails.MaskKey) == 0 {
+		cfg.Guardrails.MaskKey = make([]byte, 32)
+		rand.Read(cfg.Guardrails.MaskKey) //nolint:errcheck // crypto/rand.Read never fails
 	}
 	if cfg.UsageTimeout <= 0 {
 		cfg.UsageTimeout = 5 * time.Second

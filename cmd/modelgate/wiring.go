@@ -20,6 +20,7 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/extproc"
 	"modelgate/extproc/config"
+	"modelgate/extproc/guard"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/translate/providers"
@@ -59,8 +60,8 @@ func extprocConfig(cfg *config.Config, getenv func(string) string, log *zap.Logg
 		out.ImageURLKey = []byte(key)
 	}
 	out.Routing = cfg.Routing()
-	for _, r := range cfg.Guardrails.Rules {
-		out.Guardrails = append(out.Guardrails, extproc.GuardRule{Name: r.Name, Patterns: r.Compiled(), Parts: r.TextParts()})
+	if out.Guardrails, err = guardrails(cfg.Guardrails, getenv); err != nil {
+		return extproc.Config{}, err
 	}
 	for _, b := range cfg.Backends {
 		creds, err := credentials(b, getenv)
@@ -281,4 +282,34 @@ func pingStore(store authz.Keys) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// guardrails are the config file's guardrails as the ext_proc server runs
+// them.
+func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardrails, error) {
+	w := g.WindowOrDefault()
+	out := extproc.Guardrails{Window: guard.Window{Size: w.Size, Overlap: w.Overlap}}
+	if env := g.MaskKeyEnv; env != "" {
+		key := getenv(env)
+		if len(key) < 32 {
+			return extproc.Guardrails{}, fmt.Errorf("guardrails.mask_key_env: environment variable %s must hold at least 32 characters", env)
+		}
+		out.MaskKey = []byte(key)
+	}
+	for _, r := range g.Rules {
+		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Patterns: r.Compiled()}
+		switch r.Action {
+		case "mask":
+			rule.Action = guard.Mask
+		case "monitor":
+			rule.Action = guard.Monitor
+		}
+		if r.Phase == "response" {
+			rule.Phase, rule.Kinds = guard.Response, r.TextKinds()
+		} else {
+			rule.Parts = r.TextParts()
+		}
+		out.Rules = append(out.Rules, rule)
+	}
+	return out, nil
 }

@@ -5,16 +5,38 @@ import (
 	"regexp"
 	"slices"
 
+	"modelgate/extproc/redact"
 	"modelgate/translate"
 )
 
-// Guardrails are the operator's rules on the traffic, in order. This
-// version takes request rules that block on a regular expression; the
-// other checks, actions and the response phase are refused with a problem
-// that says so, never accepted and ignored.
+// Guardrails are the operator's rules on the traffic, in order. What this
+// version does not do yet (guard services, masking a request) is refused
+// with a problem that says so, never accepted and ignored.
 type Guardrails struct {
 	Rules []GuardRule `json:"rules"`
+	// Window is how a streamed answer is checked; see GuardWindow.
+	Window GuardWindow `json:"window"`
+	// MaskKeyEnv names the environment variable holding the key masks
+	// are made with (at least 32 characters): replicas must share it for
+	// a value to mask the same way on each. Unset means a random key per
+	// process.
+	MaskKeyEnv string `json:"mask_key_env"`
 }
+
+// GuardWindow is how a streamed answer is checked: its text is read once
+// Size characters of it arrived unchecked, and the last Overlap
+// characters read are held until the next read, so a match no longer
+// than Overlap never reaches the client in part. Defaults: 128 and 64.
+type GuardWindow struct {
+	Size    int `json:"size"`
+	Overlap int `json:"overlap"`
+}
+
+// Defaults of GuardWindow.
+const (
+	DefaultGuardWindow  = 128
+	DefaultGuardOverlap = 64
+)
 
 // GuardRule is one rule.
 type GuardRule struct {
@@ -22,21 +44,30 @@ type GuardRule struct {
 	// the logs; unique.
 	Name string `json:"name"`
 	// Phase is when it runs: "request", on the client's text before any
-	// of it reaches a provider.
+	// of it reaches a provider; "response", on the answer's text before
+	// the client gets it.
 	Phase string `json:"phase"`
-	// Regex is the check: the rule matches when one of its patterns
-	// matches the text.
-	Regex *GuardRegex `json:"regex"`
+	// Regex and Secrets are the checks, one per rule: the rule matches
+	// where one of Regex's patterns matches, or where the credential
+	// formats payload capture hides are (Secrets: true).
+	Regex   *GuardRegex `json:"regex"`
+	Secrets bool        `json:"secrets"`
+	// Service names a guard service; not supported yet.
+	Service string `json:"service"`
 	// Action is what a match does: "block" refuses the request (400
-	// content_filter, in the client's API's shape).
+	// content_filter) or ends the answer with its API's refusal; "mask"
+	// replaces what matched in the answer; "monitor" records the match in
+	// the ledger and changes nothing.
 	Action string `json:"action"`
 	// Failure is what an error of the check does, "closed" or "open"; a
 	// regular expression does not fail.
 	Failure string `json:"failure"`
-	// Parts are the parts of the client's text the rule reads: user,
-	// system, assistant (earlier answers sent back), tool_result; default
-	// user. Tool calls' arguments, thinking, images and files are never
-	// read.
+	// Parts are the parts of the text the rule reads. A request rule:
+	// user, system, assistant (earlier answers sent back), tool_result;
+	// default user. A response rule: answer, reasoning, refusal,
+	// arguments (of the tool calls the model makes); default answer.
+	// Images, files, thinking signatures and encrypted reasoning are
+	// never read.
 	Parts []string `json:"parts"`
 }
 
@@ -45,7 +76,7 @@ type GuardRegex struct {
 	Patterns []string `json:"patterns"`
 }
 
-// guardPart is the part of the client's text a rule's parts name.
+// guardPart is the part of a request's text a request rule's parts name.
 func guardPart(name string) (translate.Part, bool) {
 	i := slices.IndexFunc(translate.Parts, func(p translate.Part) bool { return p.String() == name })
 	if i < 0 {
@@ -54,53 +85,93 @@ func guardPart(name string) (translate.Part, bool) {
 	return translate.Parts[i], true
 }
 
+// guardKind is the kind of generated text a response rule's parts name.
+func guardKind(name string) (translate.TextKind, bool) {
+	for k := translate.TextAnswer; k <= translate.TextArguments; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
 func (g Guardrails) validate(p *problems) {
 	names := map[string]bool{}
 	for i, r := range g.Rules {
-		at := fmt.Sprintf("guardrails.rules[%d]", i)
+		r.validate(p, fmt.Sprintf("guardrails.rules[%d]", i), names)
+	}
+	if g.Window.Size < 0 {
+		p.add("guardrails.window.size", "must be positive")
+	}
+	if g.Window.Overlap < 0 {
+		p.add("guardrails.window.overlap", "must be positive")
+	}
+}
+
+func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
+	switch {
+	case r.Name == "":
+		p.add(at+".name", "is required")
+	case names[r.Name]:
+		p.add(at+".name", "another rule is named %q", r.Name)
+	}
+	names[r.Name] = true
+	request := r.Phase == "request"
+	if !request && r.Phase != "response" {
+		p.add(at+".phase", "must be request or response")
+	}
+	checks := 0
+	if r.Regex != nil {
+		checks++
+		if len(r.Regex.Patterns) == 0 {
+			p.add(at+".regex.patterns", "are required")
+		}
+		for j, pat := range r.Regex.Patterns {
+			if _, err := regexp.Compile(pat); err != nil {
+				p.add(fmt.Sprintf("%s.regex.patterns[%d]", at, j), "is not a regular expression: %v", err)
+			}
+		}
+	}
+	if r.Secrets {
+		checks++
+	}
+	if r.Service != "" {
+		checks++
+		p.add(at+".service", "guard services are not supported yet: this version checks with regex and secrets")
+	}
+	if checks != 1 {
+		p.add(at, "must have one check: regex, secrets or service")
+	}
+	switch r.Action {
+	case "block", "monitor":
+	case "mask":
+		if request {
+			p.add(at+".action", "mask is not supported yet on requests: this version masks answers")
+		}
+	default:
+		p.add(at+".action", "must be block, mask or monitor")
+	}
+	if r.Failure != "" && r.Failure != "closed" && r.Failure != "open" {
+		p.add(at+".failure", "must be closed or open")
+	}
+	for j, part := range r.Parts {
+		_, isPart := guardPart(part)
+		_, isKind := guardKind(part)
 		switch {
-		case r.Name == "":
-			p.add(at+".name", "is required")
-		case names[r.Name]:
-			p.add(at+".name", "another rule is named %q", r.Name)
-		}
-		names[r.Name] = true
-		switch r.Phase {
-		case "request":
-		case "response":
-			p.add(at+".phase", "response rules are not supported yet: this version checks requests")
-		default:
-			p.add(at+".phase", "must be request")
-		}
-		if r.Regex == nil || len(r.Regex.Patterns) == 0 {
-			p.add(at+".regex.patterns", "are required: this version's check is a regular expression")
-		} else {
-			for j, pat := range r.Regex.Patterns {
-				if _, err := regexp.Compile(pat); err != nil {
-					p.add(fmt.Sprintf("%s.regex.patterns[%d]", at, j), "is not a regular expression: %v", err)
-				}
-			}
-		}
-		switch r.Action {
-		case "block":
-		case "mask", "monitor":
-			p.add(at+".action", "%s is not supported yet: this version blocks", r.Action)
-		default:
-			p.add(at+".action", "must be block")
-		}
-		if r.Failure != "" && r.Failure != "closed" && r.Failure != "open" {
-			p.add(at+".failure", "must be closed or open")
-		}
-		for j, part := range r.Parts {
-			if _, ok := guardPart(part); !ok {
-				p.add(fmt.Sprintf("%s.parts[%d]", at, j), "must be one of user, system, assistant, tool_result")
-			}
+		case request && !isPart:
+			p.add(fmt.Sprintf("%s.parts[%d]", at, j), "must be one of user, system, assistant, tool_result")
+		case !request && !isKind:
+			p.add(fmt.Sprintf("%s.parts[%d]", at, j), "must be one of answer, reasoning, refusal, arguments")
 		}
 	}
 }
 
 // Compiled are the rule's patterns, compiled; a valid config's compile.
+// The secrets check's are the credential formats capture hides.
 func (r GuardRule) Compiled() []*regexp.Regexp {
+	if r.Secrets {
+		return []*regexp.Regexp{redact.SecretPattern()}
+	}
 	out := make([]*regexp.Regexp, 0, len(r.Regex.Patterns))
 	for _, pat := range r.Regex.Patterns {
 		out = append(out, regexp.MustCompile(pat))
@@ -108,7 +179,18 @@ func (r GuardRule) Compiled() []*regexp.Regexp {
 	return out
 }
 
-// TextParts are the parts of the client's text the rule reads.
+// Check names the rule's check: regex, secrets or service.
+func (r GuardRule) Check() string {
+	switch {
+	case r.Secrets:
+		return "secrets"
+	case r.Service != "":
+		return "service"
+	}
+	return "regex"
+}
+
+// TextParts are the parts of a request's text a request rule reads.
 func (r GuardRule) TextParts() []translate.Part {
 	if len(r.Parts) == 0 {
 		return []translate.Part{translate.PartUser}
@@ -120,4 +202,30 @@ func (r GuardRule) TextParts() []translate.Part {
 		}
 	}
 	return out
+}
+
+// TextKinds are the kinds of generated text a response rule reads.
+func (r GuardRule) TextKinds() []translate.TextKind {
+	if len(r.Parts) == 0 {
+		return []translate.TextKind{translate.TextAnswer}
+	}
+	var out []translate.TextKind
+	for _, name := range r.Parts {
+		if k, ok := guardKind(name); ok && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// WindowOrDefault is the window with its defaults applied.
+func (g Guardrails) WindowOrDefault() GuardWindow {
+	w := g.Window
+	if w.Size == 0 {
+		w.Size = DefaultGuardWindow
+	}
+	if w.Overlap == 0 {
+		w.Overlap = DefaultGuardOverlap
+	}
+	return w
 }

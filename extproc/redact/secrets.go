@@ -133,6 +133,12 @@ var secretRE = func() *regexp.Regexp {
 	return regexp.MustCompile(strings.Join(alts, "|"))
 }()
 
+// SecretPattern is every credential format capture hides, in one
+// expression: a match's first capturing group, when it has one, is the
+// credential after its label. The guardrails' secrets check reads text
+// with it.
+func SecretPattern() *regexp.Regexp { return secretRE }
+
 // secretTriggers are substrings one of which every match of secretRE
 // holds: text without any of them is skipped without running the
 // expression. Lowercased; the text is searched lowercased too.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/jsonscan"
 	"modelgate/translate/openai"
@@ -390,6 +391,11 @@ func failedError(code *string, message string) map[string]any {
 func (s *Stream) failServer(msg string) {
 	code := "server_error"
 	s.fail(msg, &code, nil)
+}
+
+// Usage is u as a Responses answer states it.
+func Usage(u translate.Usage) map[string]any {
+	return responsesUsage(api.ChatUsage(u), u.CacheWriteTokens)
 }
 
 // responsesUsage maps chat usage to Responses usage, with the cached and

@@ -1,0 +1,390 @@
+package guard
+
+import (
+	"bytes"
+	"slices"
+	"unicode/utf8"
+
+	"modelgate/translate"
+	"modelgate/translate/jsonscan"
+)
+
+// Window is how a stream's answer text is checked: the rules read it
+// once Size characters of a kind arrived unchecked (or the answer ended),
+// and the last Overlap characters checked stay held until the next
+// check, so a match cut across chunks, events or a UTF-8 sequence is
+// found whole before any of it reaches the client when it is no longer
+// than Overlap.
+type Window struct {
+	Size, Overlap int
+}
+
+// Answer guards one answer as the translator returns it: it reads the
+// text each piece of output reports (translate.Output), holds the output
+// whose text is not checked yet, and releases it, masked where a rule
+// masks, once it is; a block ends the answer with the client API's own
+// refusal (refusal.go). Output is held in whole events, in order: an
+// event without text waits behind one with text held.
+//
+// Text of a kind a rule reads is released once checked with Overlap
+// characters checked after it; the arguments of tool calls, when a rule
+// reads them, at the end of the answer: the client runs a call once its
+// arguments are complete, so it waits no longer.
+type Answer struct {
+	rules   []*Rule
+	window  Window
+	dialect translate.Dialect
+	stream  bool
+	masker  Masker
+	usage   func() translate.Usage
+	// includeUsage: a chat stream's client asked for its usage chunk.
+	includeUsage bool
+
+	kinds   [numKinds]kindText
+	held    []segment
+	results []Result // per rule
+	blocked bool
+	// masked are the values masked so far, as JSON string bodies, and
+	// their masks: a Responses stream repeats its text in done events
+	// and its final response, which are masked by value.
+	masked [][2][]byte
+	// track: a rule may block a stream, whose refusal continues what the
+	// client got (refusal.go).
+	track   bool
+	refusal refusal
+	out     []byte
+	texts   []translate.Text
+}
+
+const numKinds = int(translate.TextArguments) + 1
+
+// kindText is the decoded text of one kind of the answer so far.
+type kindText struct {
+	read    bool   // a rule reads it
+	text    []byte // from base on
+	base    int    // the position of text[0] in the kind's text
+	scanned int    // where the rules' last check ended
+	runes   int    // characters unscanned
+	masks   []span // to apply to held text, in order
+}
+
+// span is [a, b) of a kind's text, masked: the mask goes where it starts.
+type span struct {
+	a, b int
+	mask []byte // JSON string body
+}
+
+// segment is held output: whole events, and the pieces of text in them.
+type segment struct {
+	raw    []byte
+	pieces []piece
+}
+
+// piece is a piece of text in a segment: raw[rawStart:rawEnd] (a JSON
+// string's contents) is [start, end) of its kind's text.
+type piece struct {
+	kind             translate.TextKind
+	rawStart, rawEnd int
+	start, end       int
+}
+
+// AnswerConfig is what an Answer needs to know of its exchange.
+type AnswerConfig struct {
+	Rules   []*Rule // the response rules
+	Window  Window
+	Dialect translate.Dialect
+	Stream  bool
+	Masker  Masker
+	// Usage is the answer's usage so far, which a refusal cutting a
+	// stream states.
+	Usage        func() translate.Usage
+	IncludeUsage bool
+}
+
+// NewAnswer guards an answer with c.
+func NewAnswer(c AnswerConfig) *Answer {
+	a := &Answer{rules: c.Rules, window: c.Window, dialect: c.Dialect, stream: c.Stream, masker: c.Masker,
+		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules))}
+	for i, r := range c.Rules {
+		a.results[i] = Allowed
+		a.track = a.track || c.Stream && r.Action == Block
+		for _, k := range r.Kinds {
+			a.kinds[k].read = true
+		}
+	}
+	return a
+}
+
+// Blocked reports that a rule blocked the answer.
+func (a *Answer) Blocked() bool { return a.blocked }
+
+// Outcomes are what each rule did.
+func (a *Answer) Outcomes() []Outcome {
+	out := make([]Outcome, len(a.rules))
+	for i, r := range a.rules {
+		out[i] = Outcome{Rule: r.Name, Check: r.Check, Phase: Response, Result: a.results[i]}
+	}
+	return out
+}
+
+// Next takes out, what one ResponseBody call returned, and texts, what
+// the translator reported of it, and returns the output to send the
+// client now and the text in that: held output of earlier calls
+// released, with out's or without. eos is the end of the answer: all is
+// checked and released. After a block it returns the refusal once, then
+// nothing. The result is valid until the next call.
+func (a *Answer) Next(out []byte, texts []translate.Text, eos bool) ([]byte, []translate.Text) {
+	if a.blocked {
+		return nil, nil
+	}
+	first := len(a.held)
+	a.split(out, texts)
+	if a.check(eos) {
+		return a.refuse(), nil
+	}
+	n := a.releasable(eos)
+	a.out, a.texts = a.out[:0], a.texts[:0]
+	for i := range n {
+		a.release(&a.held[i])
+	}
+	// What stays held may be the translator's buffer, which it reuses.
+	for i := max(n, first); i < len(a.held); i++ {
+		a.held[i].raw = bytes.Clone(a.held[i].raw)
+	}
+	a.held = append(a.held[:0], a.held[n:]...)
+	a.trim()
+	return a.out, a.texts
+}
+
+// split cuts out into segments, one after each piece of text a rule
+// reads (at the end of the event that holds it), and adds their text to
+// the kinds'. Pieces of kinds no rule reads are noted for who reads the
+// output's texts (a capture) but hold nothing.
+func (a *Answer) split(out []byte, texts []translate.Text) {
+	var seg segment
+	start, end := 0, -1 // the segment open, [start, end) once it has read text
+	for _, t := range texts {
+		if t.Start < start || t.End > len(out) {
+			continue
+		}
+		if end >= 0 && t.Start >= end { // the piece is in a later event
+			seg.raw = out[start:end]
+			a.held = append(a.held, seg)
+			seg, start, end = segment{}, end, -1
+		}
+		p := piece{kind: t.Kind, rawStart: t.Start - start, rawEnd: t.End - start, start: -1, end: -1}
+		if k := &a.kinds[t.Kind]; k.read {
+			var scratch []byte
+			text := jsonscan.Unquote(out[t.Start-1:t.End+1], &scratch)
+			p.start = k.base + len(k.text)
+			k.text = append(k.text, text...)
+			k.runes += utf8.RuneCount(text)
+			p.end = k.base + len(k.text)
+			if a.stream {
+				end = eventEnd(out, t.End)
+			}
+		}
+		seg.pieces = append(seg.pieces, p)
+	}
+	if end >= 0 {
+		seg.raw = out[start:end]
+		a.held = append(a.held, seg)
+		seg, start = segment{}, end
+	}
+	if start < len(out) || len(seg.pieces) > 0 {
+		seg.raw = out[start:]
+		a.held = append(a.held, seg)
+	}
+}
+
+// eventEnd is the end of the event that holds out[i]: after the blank
+// line that ends it, or the end of out.
+func eventEnd(out []byte, i int) int {
+	for {
+		j := bytes.IndexByte(out[i:], '\n')
+		if j < 0 {
+			return len(out)
+		}
+		i += j + 1
+		if i < len(out) && out[i] == '\n' {
+			return i + 1
+		}
+		if i+1 < len(out) && out[i] == '\r' && out[i+1] == '\n' {
+			return i + 2
+		}
+	}
+}
+
+// check runs the rules on the text not checked yet, of each kind that
+// has a window of it (or all at the end), and reports a block.
+func (a *Answer) check(eos bool) bool {
+	for k := range a.kinds {
+		kt := &a.kinds[k]
+		if !kt.read || kt.runes == 0 || kt.runes < a.window.Size && !eos {
+			continue
+		}
+		from := kt.back(kt.scanned, a.window.Overlap)
+		end := kt.base + len(kt.text)
+		text := kt.text[from-kt.base:]
+		for i, r := range a.rules {
+			if !r.reads(translate.TextKind(k)) {
+				continue
+			}
+			r.find(text, func(s, e int) {
+				s, e = s+from, e+from
+				if e <= kt.scanned { // found by an earlier check
+					return
+				}
+				if strength[matched(r.Action)] > strength[a.results[i]] {
+					a.results[i] = matched(r.Action)
+				}
+				switch r.Action {
+				case Block:
+					a.blocked = true
+				case Mask:
+					a.mask(kt, s, e)
+				}
+			})
+			if a.blocked {
+				return true
+			}
+		}
+		kt.scanned, kt.runes = end, 0
+	}
+	return false
+}
+
+// back is the position n characters before pos in the kind's text, at
+// the start of a character (never before what it keeps).
+func (kt *kindText) back(pos, n int) int {
+	i := pos - kt.base
+	for ; n > 0 && i > 0; n-- {
+		_, size := utf8.DecodeLastRune(kt.text[:i])
+		i -= size
+	}
+	return kt.base + i
+}
+
+// mask masks [s, e) of kt's text: merged with a mask it overlaps (a
+// match that grew as more text came), else a new one.
+func (a *Answer) mask(kt *kindText, s, e int) {
+	for i := range kt.masks {
+		m := &kt.masks[i]
+		if s < m.b && e > m.a {
+			m.a, m.b = min(m.a, s), max(m.b, e)
+			a.masked = append(a.masked, [2][]byte{appendBody(nil, kt.text[max(m.a, kt.base)-kt.base:m.b-kt.base]), m.mask})
+			return
+		}
+	}
+	value := kt.text[s-kt.base : e-kt.base]
+	mask := appendBody(nil, []byte(a.masker.Mask(value)))
+	kt.masks = append(kt.masks, span{a: s, b: e, mask: mask})
+	a.masked = append(a.masked, [2][]byte{appendBody(nil, value), mask})
+}
+
+// releasable is how many held segments may go: those whose text of every
+// kind read is checked, with Overlap characters checked after it; all at
+// the end.
+func (a *Answer) releasable(eos bool) int {
+	if eos {
+		return len(a.held)
+	}
+	var limit [numKinds]int
+	for k := range a.kinds {
+		kt := &a.kinds[k]
+		limit[k] = kt.back(kt.scanned, a.window.Overlap)
+	}
+	limit[translate.TextArguments] = -1
+	for i, seg := range a.held {
+		for _, p := range seg.pieces {
+			if p.end > limit[p.kind] {
+				return i
+			}
+		}
+	}
+	return len(a.held)
+}
+
+// release appends seg to the output, masked.
+func (a *Answer) release(seg *segment) {
+	if a.track {
+		a.refusal.note(a.dialect, seg.raw, true)
+	}
+	start := len(a.out)
+	at := 0
+	for _, p := range seg.pieces {
+		a.out = append(a.out, seg.raw[at:p.rawStart]...)
+		textStart := len(a.out)
+		a.out = appendMasked(a.out, &a.kinds[p.kind], p, seg.raw[p.rawStart:p.rawEnd])
+		a.texts = append(a.texts, translate.Text{Start: textStart, End: len(a.out), Kind: p.kind})
+		at = p.rawEnd
+	}
+	a.out = append(a.out, seg.raw[at:]...)
+	// A Responses stream repeats its text in done events and its final
+	// response: masked by value.
+	if len(a.masked) > 0 && a.dialect == translate.Responses {
+		released := a.out[start:]
+		for _, m := range a.masked {
+			if bytes.Contains(released, m[0]) {
+				released = bytes.ReplaceAll(released, m[0], m[1])
+			}
+		}
+		a.out = append(a.out[:start], released...)
+	}
+}
+
+// appendMasked appends raw, the JSON string contents of piece p, with
+// the masks of kt that cover it applied: a mask where its match starts,
+// the rest of the match left out.
+func appendMasked(dst []byte, kt *kindText, p piece, raw []byte) []byte {
+	if p.start < 0 || !slices.ContainsFunc(kt.masks, p.overlaps) {
+		return append(dst, raw...)
+	}
+	over := slices.DeleteFunc(slices.Clone(kt.masks), func(m span) bool { return !p.overlaps(m) })
+	slices.SortFunc(over, func(x, y span) int { return x.a - y.a })
+	text := kt.text[p.start-kt.base : p.end-kt.base]
+	at := p.start
+	for _, m := range over {
+		if m.a > at {
+			dst = appendBody(dst, text[at-p.start:m.a-p.start])
+		}
+		if m.a >= p.start {
+			dst = append(dst, m.mask...)
+		}
+		at = max(at, min(m.b, p.end))
+	}
+	return appendBody(dst, text[at-p.start:])
+}
+
+func (p piece) overlaps(m span) bool { return m.a < p.end && m.b > p.start }
+
+// appendBody appends text as the contents of a JSON string.
+func appendBody(dst, text []byte) []byte {
+	n := len(dst)
+	dst = jsonscan.AppendQuoted(dst, text)
+	return append(dst[:n], dst[n+1:len(dst)-1]...)
+}
+
+// trim drops the text of each kind no held piece and no later check
+// reads, and the masks of it.
+func (a *Answer) trim() {
+	for k := range a.kinds {
+		kt := &a.kinds[k]
+		keep := kt.back(kt.scanned, a.window.Overlap)
+		for _, seg := range a.held {
+			for _, p := range seg.pieces {
+				if int(p.kind) == k && p.start >= 0 {
+					keep = min(keep, p.start)
+				}
+			}
+		}
+		if drop := keep - kt.base; drop >= trimAt {
+			kt.text = append(kt.text[:0], kt.text[drop:]...)
+			kt.base = keep
+			kt.masks = slices.DeleteFunc(kt.masks, func(m span) bool { return m.b <= keep })
+		}
+	}
+}
+
+// trimAt is how much text the kinds keep before they drop it.
+const trimAt = 4096

@@ -1,0 +1,161 @@
+package guard
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"slices"
+
+	"modelgate/translate"
+)
+
+// Phase is when a rule runs.
+type Phase uint8
+
+const (
+	// Request rules read the client's text before any of it reaches a
+	// provider.
+	Request Phase = iota
+	// Response rules read the answer's text as it is generated, before
+	// the client gets it.
+	Response
+)
+
+func (p Phase) String() string {
+	if p == Response {
+		return "response"
+	}
+	return "request"
+}
+
+// Action is what a rule's match does.
+type Action uint8
+
+const (
+	// Block refuses the request, or ends the answer with the client API's
+	// own refusal.
+	Block Action = iota
+	// Mask replaces what matched (Masker) and lets the rest through.
+	Mask
+	// Monitor only records that the rule matched.
+	Monitor
+)
+
+// Result is what one rule did to one exchange, as the ledger records it.
+type Result string
+
+// The results, strongest last: a rule that matched several times records
+// the strongest.
+const (
+	Allowed   Result = "allowed"   // it ran and did not match
+	Monitored Result = "monitored" // it matched and only recorded so
+	Masked    Result = "masked"    // it matched and masked what matched
+	Blocked   Result = "blocked"   // it matched and refused the request or cut the answer
+)
+
+var strength = map[Result]int{Allowed: 1, Monitored: 2, Masked: 3, Blocked: 4}
+
+// Outcome is what one rule did to an exchange.
+type Outcome struct {
+	Rule   string
+	Check  string // the rule's (Rule.Check)
+	Phase  Phase
+	Result Result
+}
+
+// Rule is one guardrail: a check on the text of one phase, and what its
+// match does.
+type Rule struct {
+	// Name names the rule in refusals, the ledger and the logs.
+	Name string
+	// Check names what the rule checks with (regex, secrets), for the
+	// metrics.
+	Check  string
+	Phase  Phase
+	Action Action
+	// Patterns are the check: the rule matches where one of them
+	// matches. A regular expression with a capturing group masks the
+	// group's text alone (a credential after its label).
+	Patterns []*regexp.Regexp
+	// Parts are the parts of a request's text a request rule reads.
+	Parts []translate.Part
+	// Kinds are the kinds of generated text a response rule reads.
+	Kinds []translate.TextKind
+}
+
+// reads reports whether a response rule reads text of kind k.
+func (r *Rule) reads(k translate.TextKind) bool { return slices.Contains(r.Kinds, k) }
+
+// find calls add with every match of r's patterns in s, as [a, b) in s:
+// the first capturing group's that matched, when a pattern has groups.
+func (r *Rule) find(s []byte, add func(a, b int)) {
+	for _, p := range r.Patterns {
+		for _, m := range p.FindAllSubmatchIndex(s, -1) {
+			a, b := m[0], m[1]
+			for g := 2; g+1 < len(m); g += 2 {
+				if m[g] >= 0 {
+					a, b = m[g], m[g+1]
+					break
+				}
+			}
+			if b > a {
+				add(a, b)
+			}
+		}
+	}
+}
+
+// Masker masks the values one account's rules mask: the same value the
+// same way every time (an HMAC under the gateway's key and the account),
+// so an agent's history masked in one turn reads the same in the next,
+// and the provider's prompt cache still matches its prefix.
+type Masker struct {
+	key []byte
+}
+
+// NewMasker is a Masker for account under key.
+func NewMasker(key []byte, account string) Masker {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(account))
+	return Masker{key: mac.Sum(nil)}
+}
+
+// Mask is what value becomes: "[masked:" and eight hexadecimal digits of
+// its HMAC "]".
+func (m Masker) Mask(value []byte) string {
+	mac := hmac.New(sha256.New, m.key)
+	mac.Write(value)
+	return "[masked:" + hex.EncodeToString(mac.Sum(nil)[:4]) + "]"
+}
+
+// Check runs request rules on the client's text, in order, and returns
+// each rule's outcome and the first rule that blocked the request, if
+// one did; the rules after a block still record nothing.
+func Check(rules []*Rule, texts []translate.RequestText) (outcomes []Outcome, blocked *Rule) {
+	for _, rule := range rules {
+		result := Allowed
+		for _, t := range texts {
+			if result != Allowed || !slices.Contains(rule.Parts, t.Part) {
+				continue
+			}
+			rule.find([]byte(t.Text), func(int, int) { result = matched(rule.Action) })
+		}
+		outcomes = append(outcomes, Outcome{Rule: rule.Name, Check: rule.Check, Phase: Request, Result: result})
+		if result == Blocked {
+			return outcomes, rule
+		}
+	}
+	return outcomes, nil
+}
+
+// matched is the result of a match of a rule with action a.
+func matched(a Action) Result {
+	switch a {
+	case Mask:
+		return Masked
+	case Monitor:
+		return Monitored
+	}
+	return Blocked
+}
