@@ -29,7 +29,7 @@ type requestsData struct {
 
 // requestFilter is the requests page's filter form.
 type requestFilter struct {
-	AccountID, KeyID, Model, Outcome string
+	AccountID, KeyID, Model, Outcome, Guard string
 }
 
 // requestLine is a request with its account's name and its key's prefix.
@@ -51,13 +51,31 @@ func (l requestLine) Outcome() string {
 
 var outcomes = []string{"ok", "refused", "failed"}
 
+// guardResults are what a guardrail rule may have done to a request, the
+// values of the guard filter; the list marks the requests with any but
+// the first.
+var guardResults = []string{ledger.GuardAllowed, ledger.GuardBlocked, ledger.GuardMasked, ledger.GuardMonitored,
+	ledger.GuardErrorOpen, ledger.GuardErrorClosed}
+
+// GuardMarks are the results of guardResults, bar allowed, that a rule had
+// for the request: what the list marks it with.
+func (l requestLine) GuardMarks() []string {
+	var marks []string
+	for _, res := range guardResults[1:] {
+		if slices.ContainsFunc(l.Guardrails, func(g ledger.GuardOutcome) bool { return g.Result == res }) {
+			marks = append(marks, res)
+		}
+	}
+	return marks
+}
+
 func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, v view) error {
 	ctx := r.Context()
 	q, err := readRequestQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	d := requestsData{Filter: requestFilter{AccountID: q.AccountID, KeyID: q.KeyID, Model: q.Model, Outcome: q.Outcome}}
+	d := requestsData{Filter: requestFilter{AccountID: q.AccountID, KeyID: q.KeyID, Model: q.Model, Outcome: q.Outcome, Guard: q.Guard}}
 	rs, err := h.store.ListRequests(ctx, q)
 	if err != nil {
 		return err
@@ -70,7 +88,8 @@ func (h *Handler) requestsPage(w http.ResponseWriter, r *http.Request, v view) e
 	}
 	if cursor := nextRequests(rs, q.Limit); cursor != "" {
 		next := url.Values{"before": {cursor}}
-		for k, s := range map[string]string{"account_id": d.Filter.AccountID, "key_id": d.Filter.KeyID, "model": d.Filter.Model, "outcome": d.Filter.Outcome} {
+		for k, s := range map[string]string{"account_id": d.Filter.AccountID, "key_id": d.Filter.KeyID, "model": d.Filter.Model,
+			"outcome": d.Filter.Outcome, "guard": d.Filter.Guard} {
 			if s != "" {
 				next.Set(k, s)
 			}
@@ -170,6 +189,16 @@ type requestJSON struct {
 	// Cost is a decimal string; null when the model had no price.
 	Cost       *string `json:"cost"`
 	DurationMS int64   `json:"duration_ms"`
+	// Guardrails are what the guardrail rules that ran did, in order;
+	// empty when none ran.
+	Guardrails []guardJSON `json:"guardrails"`
+}
+
+// guardJSON is what one guardrail rule did to a request.
+type guardJSON struct {
+	Rule   string `json:"rule"`
+	Phase  string `json:"phase"`
+	Result string `json:"result"`
 }
 
 func requestOut(r ledger.UsageRecord) requestJSON {
@@ -178,7 +207,10 @@ func requestOut(r ledger.UsageRecord) requestJSON {
 		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CacheWriteTokens: r.CacheWriteTokens,
 		CacheWrite1hTokens: r.CacheWrite1hTokens, WebSearchRequests: r.WebSearchRequests,
 		Estimated:  r.Estimated,
-		DurationMS: r.Duration.Milliseconds()}
+		DurationMS: r.Duration.Milliseconds(), Guardrails: make([]guardJSON, len(r.Guardrails))}
+	for i, g := range r.Guardrails {
+		out.Guardrails[i] = guardJSON(g)
+	}
 	if r.CostKnown {
 		c := r.Cost.String()
 		out.Cost = &c
@@ -194,7 +226,8 @@ type requestsPageJSON struct {
 }
 
 // apiRequests lists the ledger's requests, newest first: account_id,
-// key_id, model, outcome (ok, refused, failed), limit, before.
+// key_id, model, outcome (ok, refused, failed), guard (a guardrail
+// result), limit, before.
 func (h *Handler) apiRequests(r *http.Request) (int, any, error) {
 	q, err := readRequestQuery(r.URL.Query())
 	if err != nil {
@@ -249,11 +282,15 @@ func (h *Handler) apiRequest(r *http.Request) (int, any, error) {
 
 // readRequestQuery reads the filter and page of a requests list, the
 // dashboard's or the admin API's: account_id, key_id, model, outcome,
-// limit and before (a cursor nextRequests gave).
+// guard, limit and before (a cursor nextRequests gave).
 func readRequestQuery(qv url.Values) (ledger.RequestQuery, error) {
-	q := ledger.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome")}
+	q := ledger.RequestQuery{AccountID: qv.Get("account_id"), KeyID: qv.Get("key_id"), Model: qv.Get("model"), Outcome: qv.Get("outcome"),
+		Guard: qv.Get("guard")}
 	if q.Outcome != "" && !slices.Contains(outcomes, q.Outcome) {
 		return q, badRequest("outcome: want ok, refused or failed, not %q", q.Outcome)
+	}
+	if q.Guard != "" && !slices.Contains(guardResults, q.Guard) {
+		return q, badRequest("guard: want one of %s, not %q", strings.Join(guardResults, ", "), q.Guard)
 	}
 	var err error
 	if q.Limit, err = readLimit(qv.Get("limit")); err != nil {

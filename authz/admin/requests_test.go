@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,5 +105,110 @@ func TestDashboardRequests(t *testing.T) {
 	}
 	if st := h.call(t, "GET", "/admin/v1/requests/nope", nil, &e); st != 404 {
 		t.Errorf("an unknown request: %d", st)
+	}
+}
+
+// The requests list marks the requests a guardrail rule blocked, masked,
+// monitored or failed on, filters them by what a rule did (a result it
+// does not know is a 400), keeps the filter in its pager, and a request's
+// page lists its rules, their names escaped; the admin API says the same.
+func TestDashboardRequestGuardrails(t *testing.T) {
+	h, b, _ := dashboardWith(t)
+	ctx := context.Background()
+	var a accountJSON
+	h.call(t, "POST", "/admin/v1/accounts", `{"name":"acme"}`, &a)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for i, rec := range []ledger.UsageRecord{
+		{RequestID: "req-blocked", Status: 403, Guardrails: []ledger.GuardOutcome{
+			{Rule: "<script>alert(1)</script> & co", Phase: "request", Result: ledger.GuardAllowed},
+			{Rule: "jailbreak", Phase: "request", Result: ledger.GuardBlocked}}},
+		{RequestID: "req-masked", Status: 200, Guardrails: []ledger.GuardOutcome{
+			{Rule: "pii", Phase: "response", Result: ledger.GuardMasked},
+			{Rule: "pii", Phase: "request", Result: ledger.GuardAllowed}}},
+		{RequestID: "req-none", Status: 200},
+	} {
+		rec.AccountID, rec.Endpoint, rec.Model, rec.At = a.ID, "chat.completions", "gpt-4o", at.Add(time.Duration(i)*time.Second)
+		if err := h.store.AppendUsage(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := regexp.MustCompile(`(?s)<a href="/admin/requests/(req-[a-z]+)">.*?</tr>`)
+	marks := regexp.MustCompile(`<span class="state guard-([a-z_]+)">`)
+	list := map[string][]string{}
+	for _, row := range rows.FindAllStringSubmatch(b.get(t, "/admin/requests").Body, -1) {
+		list[row[1]] = nil
+		for _, m := range marks.FindAllStringSubmatch(row[0], -1) {
+			list[row[1]] = append(list[row[1]], m[1])
+		}
+	}
+	if want := map[string][]string{"req-blocked": {"blocked"}, "req-masked": {"masked"}, "req-none": nil}; !reflect.DeepEqual(list, want) {
+		t.Errorf("the list's guardrail marks: %v, want %v", list, want)
+	}
+
+	ids := func(path string) []string {
+		t.Helper()
+		var out []string
+		for _, row := range rows.FindAllStringSubmatch(b.get(t, path).Body, -1) {
+			out = append(out, row[1])
+		}
+		return out
+	}
+	for guard, want := range map[string][]string{"blocked": {"req-blocked"}, "masked": {"req-masked"},
+		"allowed": {"req-masked", "req-blocked"}, "error_closed": nil} {
+		if got := ids("/admin/requests?guard=" + guard); !reflect.DeepEqual(got, want) {
+			t.Errorf("guard=%s: %v, want %v", guard, got, want)
+		}
+	}
+	if p := b.get(t, "/admin/requests?guard=blocked"); !strings.Contains(p.Body, `<option value="blocked" selected>`) {
+		t.Error("the guard filter does not show the result it filters by")
+	}
+	p := b.get(t, "/admin/requests?guard=allowed&limit=1")
+	next := regexp.MustCompile(`href="/admin/requests\?([^"]+)" rel="next"`).FindStringSubmatch(p.Body)
+	if next == nil || !strings.Contains(next[1], "guard=allowed") {
+		t.Fatalf("the next page's link does not keep the guard filter: %v", next)
+	}
+	if got := ids("/admin/requests?" + strings.ReplaceAll(next[1], "&amp;", "&")); !reflect.DeepEqual(got, []string{"req-blocked"}) {
+		t.Errorf("the next page of guard=allowed: %v", got)
+	}
+	for _, path := range []string{"/admin/requests?guard=maybe", "/admin/requests?guard=Blocked"} {
+		if p := b.get(t, path); p.StatusCode != 400 {
+			t.Errorf("%s: %d, want 400", path, p.StatusCode)
+		}
+	}
+	var e errorBody
+	if st := h.call(t, "GET", "/admin/v1/requests?guard=request", nil, &e); st != 400 || !strings.Contains(e.Error.Message, "guard") {
+		t.Errorf("API, a bad guard: %d %+v", st, e)
+	}
+
+	one := b.get(t, "/admin/requests/req-blocked")
+	section := regexp.MustCompile(`(?s)<h2>Guardrails</h2>\s*<table id="guardrails">.*?<tbody>(.*?)</tbody>`).FindStringSubmatch(one.Body)
+	cells := regexp.MustCompile(`<tr><td>(.*?)</td><td>(.*?)</td><td><span class="state guard-[a-z_]+">(.*?)</span></td></tr>`)
+	var got [][]string
+	if section != nil {
+		for _, c := range cells.FindAllStringSubmatch(section[1], -1) {
+			got = append(got, c[1:])
+		}
+	}
+	want := [][]string{{"&lt;script&gt;alert(1)&lt;/script&gt; &amp; co", "request", "allowed"}, {"jailbreak", "request", "blocked"}}
+	if !reflect.DeepEqual(got, want) || strings.Contains(one.Body, "<script>alert") {
+		t.Errorf("the request's guardrails: %q, want %q\n%s", got, want, one.Body)
+	}
+	if p := b.get(t, "/admin/requests/req-none"); strings.Contains(p.Body, "Guardrails</h2>") {
+		t.Error("a request no rule ran for has a guardrails section")
+	}
+
+	var page requestsPageJSON
+	h.call(t, "GET", "/admin/v1/requests?guard=masked", nil, &page)
+	if len(page.Data) != 1 || page.Data[0].RequestID != "req-masked" || !reflect.DeepEqual(page.Data[0].Guardrails,
+		[]guardJSON{{"pii", "response", "masked"}, {"pii", "request", "allowed"}}) {
+		t.Errorf("API guard=masked: %+v", page.Data)
+	}
+	var raw map[string]any
+	if h.call(t, "GET", "/admin/v1/requests/req-none", nil, &raw); !reflect.DeepEqual(raw["guardrails"], []any{}) {
+		t.Errorf("API, a request no rule ran for: guardrails %#v, want []", raw["guardrails"])
+	}
+	if h.call(t, "GET", "/admin/v1/requests/req-blocked", nil, &raw); !reflect.DeepEqual(raw["guardrails"].([]any)[1],
+		map[string]any{"rule": "jailbreak", "phase": "request", "result": "blocked"}) {
+		t.Errorf("API, a blocked request: guardrails %v", raw["guardrails"])
 	}
 }

@@ -57,7 +57,30 @@ type UsageRecord struct {
 	WebSearchRequests int64
 	Duration          time.Duration
 	At                time.Time
+	// Guardrails are what the guardrail rules that ran did, in the order
+	// they ran; empty when none ran.
+	Guardrails []GuardOutcome
 }
+
+// GuardOutcome is what one guardrail rule did to a request.
+type GuardOutcome struct {
+	// Rule is the rule's name, as the config file names it.
+	Rule string
+	// Phase is "request" or "response".
+	Phase string
+	// Result is one of the GuardResult values below.
+	Result string
+}
+
+// What a guardrail rule did (GuardOutcome.Result).
+const (
+	GuardAllowed     = "allowed"      // it ran and did not match
+	GuardBlocked     = "blocked"      // it matched and refused the request or cut the answer
+	GuardMasked      = "masked"       // it matched and masked what matched
+	GuardMonitored   = "monitored"    // it matched and only recorded so
+	GuardErrorOpen   = "error_open"   // its check failed and the request went on (failure: open)
+	GuardErrorClosed = "error_closed" // its check failed and the request was refused (failure: closed)
+)
 
 // UsageTotals sums usage records.
 type UsageTotals struct {
@@ -129,6 +152,9 @@ type RequestQuery struct {
 	// Outcome is "ok" (2xx and 3xx), "refused" (401, 403, 429), "failed"
 	// (the other errors) or empty for all.
 	Outcome string
+	// Guard, when set (GuardBlocked, …), returns only the requests one
+	// guardrail rule at least had that result for.
+	Guard string
 	// BeforeAt and BeforeID, when BeforeAt is not zero, return only the
 	// requests older than the one at BeforeAt with request id BeforeID:
 	// the cursor of the next page.

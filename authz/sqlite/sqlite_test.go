@@ -117,6 +117,12 @@ func TestUpgradeFromVersion3(t *testing.T) {
 		if u, err := s.UsageSince(ctx, "acct_old", time.UnixMilli(0)); err != nil || u.Requests != 1 || u.TotalTokens != 3 {
 			t.Errorf("UsageSince after upgrade = %+v, %v", u, err)
 		}
+		if rs, err := s.ListRequests(ctx, ledger.RequestQuery{RequestID: "r1"}); err != nil || len(rs) != 1 || rs[0].Guardrails != nil {
+			t.Errorf("a request recorded before guardrails: %+v, %v; want no outcomes", rs, err)
+		}
+		if rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: ledger.GuardAllowed}); err != nil || len(rs) != 0 {
+			t.Errorf("Guard filter over a request recorded before guardrails: %+v, %v; want none", rs, err)
+		}
 		var version int
 		if err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != len(ms) {
 			t.Errorf("schema version = %d, %v; want %d", version, err, len(ms))

@@ -14,16 +14,16 @@ import (
 // usageInsertHead is the usage INSERT up to its rows of parameters.
 const usageInsertHead = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at, cost_nanos,
-	audio_ms, images, client_request_id, cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests)
+	audio_ms, images, client_request_id, cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails)
 	VALUES `
 
-const usageColumns = 25
+const usageColumns = 26
 
 // usageGroups are the row counts of the usage INSERTs the Store prepares
 // at Open, largest first. A batch goes out in as many of the largest as
 // fit, then of the next, so any batch takes prepared statements only
 // (preparing one of a thousand parameters cost more than its rows), and
-// its last 63 records at most 3+3+3 executions. 64 rows carry 1600
+// its last 63 records at most 3+3+3 executions. 64 rows carry 1664
 // parameters, well under SQLite's 32766.
 var usageGroups = [...]int{64, 16, 4, 1}
 
@@ -50,7 +50,7 @@ func appendUsageArgs(args []any, r ledger.UsageRecord) []any {
 		reuse(prev, 4, r.Endpoint), reuse(prev, 5, r.Model), reuse(prev, 6, r.Backend), int64(r.Status),
 		r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated,
 		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli(), cost(r), r.Audio.Milliseconds(), r.Images, r.ClientRequestID,
-		r.CacheWriteTokens, r.CacheWrite1hTokens, r.SessionID, r.WebSearchRequests)
+		r.CacheWriteTokens, r.CacheWrite1hTokens, r.SessionID, r.WebSearchRequests, storesql.GuardArg(r.Guardrails))
 }
 
 // cost is a record's cost parameter: NULL when it is unknown.
@@ -148,4 +148,5 @@ var dialect = storesql.Dialect{
 	NoDay: `0`,
 	Param: func(int) string { return `?` },
 	Time:  func(t time.Time) any { return t.UnixMilli() },
+	Guard: `EXISTS (SELECT 1 FROM json_each(NULLIF(guardrails, '')) WHERE json_extract(value, '$[2]') = ?)`,
 }

@@ -40,6 +40,8 @@ func Ledger[S interface {
 		test[S]{"UsageIdempotent", testUsageIdempotent[S]},
 		test[S]{"UsageRetention", testUsageRetention[S]},
 		test[S]{"Requests", testRequests[S]},
+		test[S]{"RequestGuardrails", testRequestGuardrails[S]},
+		test[S]{"GuardrailsStorable", testGuardrailsStorable[S]},
 	)
 }
 
@@ -418,5 +420,81 @@ func testRequests[S ledgerStore](t *testing.T, s S) {
 	if len(rs) != 1 || rs[0].Cost != 5 || !rs[0].CostKnown || rs[0].Duration != 1500*time.Millisecond || !rs[0].At.Equal(at) ||
 		rs[0].TotalTokens != 10 || rs[0].KeyID != k.ID || rs[0].SessionID != "sess-1" || rs[0].WebSearchRequests != 3 {
 		t.Errorf("r1 = %+v", rs)
+	}
+}
+
+// testRequestGuardrails: a request's guardrail outcomes read back as
+// written, in order, whatever its rules' names hold, and the Guard filter
+// finds the requests one rule at least had its result for; a name that
+// spells a result or the stored form's quoting does not make it match.
+func testRequestGuardrails[S ledgerStore](t *testing.T, s S) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "guarded")
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	tricky := []ledger.GuardOutcome{
+		{Rule: "a,b:blocked", Phase: "request", Result: ledger.GuardAllowed},
+		{Rule: `x","request","blocked"],["`, Phase: "request", Result: ledger.GuardMonitored},
+		{Rule: "pii \"mask\"\t<b>&\\ é", Phase: "response", Result: ledger.GuardMasked},
+	}
+	recs := []ledger.UsageRecord{
+		{RequestID: "g1", AccountID: a.ID, Status: 200, At: at, Guardrails: tricky},
+		{RequestID: "g2", AccountID: a.ID, Status: 403, At: at.Add(time.Second),
+			Guardrails: []ledger.GuardOutcome{{Rule: "jailbreak", Phase: "request", Result: ledger.GuardBlocked}}},
+		{RequestID: "g3", AccountID: a.ID, Status: 200, At: at.Add(2 * time.Second)},
+		// a failed attempt is no request, whatever its rules did
+		{RequestID: "g3", AccountID: a.ID, Status: 503, Attempt: 1, At: at.Add(2 * time.Second),
+			Guardrails: []ledger.GuardOutcome{{Rule: "jailbreak", Phase: "request", Result: ledger.GuardErrorOpen}}},
+	}
+	if err := s.AppendUsage(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendUsageBatch(ctx, recs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[:3] {
+		rs, err := s.ListRequests(ctx, ledger.RequestQuery{RequestID: r.RequestID})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("ListRequests(%s) = %v, %v", r.RequestID, rs, err)
+		}
+		if diff := gocmp.Diff(r.Guardrails, rs[0].Guardrails); diff != "" {
+			t.Errorf("%s's guardrails (-want +got):\n%s", r.RequestID, diff)
+		}
+	}
+	for guard, want := range map[string][]string{
+		ledger.GuardBlocked:     {"g2"},
+		ledger.GuardMasked:      {"g1"},
+		ledger.GuardAllowed:     {"g1"},
+		ledger.GuardMonitored:   {"g1"},
+		ledger.GuardErrorOpen:   nil,
+		ledger.GuardErrorClosed: nil,
+		"request":               nil, // a phase, not a result
+		"a,b:blocked":           nil, // a rule's name
+	} {
+		rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: guard})
+		if err != nil {
+			t.Fatalf("Guard %q: %v", guard, err)
+		}
+		if got := names(rs, func(r ledger.UsageRecord) string { return r.RequestID }); gocmp.Diff(want, got) != "" {
+			t.Errorf("Guard %q: %v, want %v", guard, got, want)
+		}
+	}
+	rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: ledger.GuardBlocked, Outcome: "refused", AccountID: a.ID, Limit: 1})
+	if err != nil || len(rs) != 1 || rs[0].RequestID != "g2" {
+		t.Errorf("Guard with the other filters: %v, %v", rs, err)
+	}
+}
+
+// testGuardrailsStorable: a rule's name with a NUL or invalid UTF-8 is
+// stored as Storable makes it, and does not break the Guard filter.
+func testGuardrailsStorable[S ledgerStore](t *testing.T, s S) {
+	ctx := context.Background()
+	rec := ledger.UsageRecord{RequestID: "nul", Status: 200, At: time.UnixMilli(1_800_000_000_000).UTC(),
+		Guardrails: []ledger.GuardOutcome{{Rule: "bad\x00\xff", Phase: "request", Result: ledger.GuardBlocked}}}
+	if err := s.AppendUsageBatch(ctx, []ledger.UsageRecord{rec}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: ledger.GuardBlocked})
+	if err != nil || len(rs) != 1 || len(rs[0].Guardrails) != 1 || rs[0].Guardrails[0].Rule != "bad\uFFFD\uFFFD" {
+		t.Errorf("ListRequests = %+v, %v; want the rule named bad\uFFFD\uFFFD", rs, err)
 	}
 }

@@ -158,7 +158,7 @@ func (m millis) Scan(v any) error {
 	return nil
 }
 
-// Dialect is what the usage report query needs of a database.
+// Dialect is what the usage queries need of a database.
 type Dialect struct {
 	// Day is the expression of a row's day, and NoDay the constant
 	// selected in its place when the report is not grouped by day.
@@ -167,6 +167,9 @@ type Dialect struct {
 	Param func(n int) string
 	// Time is a time as an argument.
 	Time func(time.Time) any
+	// Guard is the condition that a row's guardrails column (GuardArg)
+	// holds an outcome whose result is the argument, its only ?.
+	Guard string
 }
 
 // UsageReport returns the query and arguments of a usage report. It
@@ -306,7 +309,7 @@ func JSONOf(s *string) json.RawMessage {
 // RequestDest (with the row's time scanned by the dialect's store).
 const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens, completion_tokens,
 	total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, cost_nanos, audio_ms, images, client_request_id,
-	cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, at`
+	cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails, at`
 
 // RequestDest are the Scan destinations of RequestColumns but the last
 // (at), into r; cost and duration need the scanners given.
@@ -314,7 +317,55 @@ func RequestDest(r *ledger.UsageRecord, cost *NullCost, duration *int64) []any {
 	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
 		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
 		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens,
-		&r.SessionID, &r.WebSearchRequests}
+		&r.SessionID, &r.WebSearchRequests, guardDest{&r.Guardrails}}
+}
+
+// GuardArg is the value of the guardrails column: the outcomes as a JSON
+// array of [rule, phase, result] arrays, empty for none. JSON quotes each
+// string, so a rule's name, whatever it holds, is never taken for the
+// result Dialect.Guard compares; the strings are made Storable, as
+// PostgreSQL's jsonb refuses the \u0000 that would stand for a NUL.
+func GuardArg(gs []ledger.GuardOutcome) string {
+	if len(gs) == 0 {
+		return ""
+	}
+	rows := make([][3]string, len(gs))
+	for i, g := range gs {
+		rows[i] = [3]string{ledger.Storable(g.Rule), ledger.Storable(g.Phase), ledger.Storable(g.Result)}
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return string(b)
+}
+
+// guardDest scans a guardrails column (GuardArg) into *gs: nil when empty.
+type guardDest struct{ gs *[]ledger.GuardOutcome }
+
+func (d guardDest) Scan(v any) error {
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("guardrails: unexpected %T", v)
+	}
+	*d.gs = nil
+	if text == "" {
+		return nil
+	}
+	var rows [][3]string
+	if err := json.Unmarshal([]byte(text), &rows); err != nil {
+		return fmt.Errorf("guardrails %s: %w", text, err)
+	}
+	*d.gs = make([]ledger.GuardOutcome, len(rows))
+	for i, r := range rows {
+		(*d.gs)[i] = ledger.GuardOutcome{Rule: r[0], Phase: r[1], Result: r[2]}
+	}
+	return nil
 }
 
 // NullCost scans a cost_nanos column.
@@ -364,6 +415,9 @@ func (d Dialect) Requests(q ledger.RequestQuery) (string, []any) {
 		where = append(where, "status IN (401, 403, 429)")
 	case "failed":
 		where = append(where, "NOT (status BETWEEN 200 AND 399 OR status IN (401, 403, 429))")
+	}
+	if q.Guard != "" {
+		add(d.Guard, q.Guard)
 	}
 	if !q.BeforeAt.IsZero() {
 		args = append(args, d.Time(q.BeforeAt), d.Time(q.BeforeAt), q.BeforeID)
