@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -503,7 +504,7 @@ func TestFallbackAttemptRecords(t *testing.T) {
 		{RequestID: "r9", ClientRequestID: "the-client's", AccountID: "a", Endpoint: "chat.completions", Model: "smart", Backend: "openai", Status: 0, Attempt: 2}} {
 		got := recs[i]
 		got.Duration, got.At = 0, time.Time{}
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("record %d: %+v, want %+v", i, got, want)
 		}
 	}

@@ -85,6 +85,9 @@ func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) 
 		Cost:               o.cost,
 		CostKnown:          o.costKnown,
 	}
+	for _, g := range o.guards {
+		rec.Guardrails = append(rec.Guardrails, ledger.GuardOutcome{Rule: g.Rule, Phase: g.Phase.String(), Result: string(g.Result)})
+	}
 	if err := s.usage.AppendUsage(ctx, rec); err != nil {
 		log.Error("recording usage", zap.Error(err))
 	}

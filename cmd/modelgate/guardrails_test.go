@@ -1,0 +1,381 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"modelgate/translate/api/spec"
+	"modelgate/translate/sse"
+)
+
+// guardConfig is a dev config of the scripted agent models on four
+// providers and a Fallback model over two of them, with the issue's two
+// rules, the response rule's action as given.
+func guardConfig(t *testing.T, action string) string {
+	t.Helper()
+	cfg := `backends:
+  - {name: mock, provider: openai, base_url: "http://unused", api_key_env: UNUSED}
+  - {name: mock-anthropic, provider: anthropic, base_url: "http://unused", api_key_env: UNUSED}
+  - {name: mock-gemini, provider: gemini, base_url: "http://unused", api_key_env: UNUSED}
+  - {name: mock-bedrock, provider: bedrock, base_url: "http://unused", region: us-east-1, api_key_env: UNUSED}
+models:
+  - {id: agent-gpt, deployments: [{backend: mock, model: mock-agent}]}
+  - {id: agent-claude, deployments: [{backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}]}
+  - {id: agent-gemini, deployments: [{backend: mock-gemini, model: gemini-3-mock-agent}]}
+  - {id: agent-bedrock, deployments: [{backend: mock-bedrock, model: "us.anthropic.claude-sonnet-4-5-mock-agent-v1:0"}]}
+  - id: agent-fallback
+    deployments:
+      - {backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}
+      - {backend: mock-gemini, model: gemini-3-mock-agent, priority: 1}
+    fallback: {retry_on: [5xx]}
+guardrails:
+  rules:
+    - {name: no-forbidden, phase: request, regex: {patterns: ["(?i)forbidden-word"]}, action: block}
+    - {name: no-zebra, phase: response, regex: {patterns: ["zebra-[0-9]+"]}, action: ` + action + `}
+`
+	path := filepath.Join(t.TempDir(), "guard.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var guardModels = []string{"agent-gpt", "agent-claude", "agent-gemini", "agent-bedrock", "agent-fallback"}
+
+// guardDoor is a front door, and what its answers' end looks like.
+type guardDoor struct {
+	name, path string
+	body       func(model, prompt string, stream bool) string
+}
+
+var guardDoors = []guardDoor{
+	{"chat", "/chat/completions", func(model, prompt string, stream bool) string {
+		extra := ""
+		if stream {
+			extra = `,"stream":true,"stream_options":{"include_usage":true}`
+		}
+		return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]%s}`, model, prompt, extra)
+	}},
+	{"responses", "/responses", func(model, prompt string, stream bool) string {
+		return fmt.Sprintf(`{"model":%q,"input":%q,"stream":%v}`, model, prompt, stream)
+	}},
+	{"messages", "/messages", func(model, prompt string, stream bool) string {
+		return fmt.Sprintf(`{"model":%q,"max_tokens":1000,"messages":[{"role":"user","content":%q}],"stream":%v}`, model, prompt, stream)
+	}},
+}
+
+// guardCall sends a request through the front door, with the client's
+// own credentials header and a client request id to find its record by.
+func guardCall(t *testing.T, a devAddrs, d guardDoor, body, requestID string) (*http.Response, []byte) {
+	t.Helper()
+	if d.name == "messages" {
+		return anthropicCall(t, "POST", a.Gateway+d.path, a.APIKey, body, "x-request-id", requestID)
+	}
+	return anthropicCall(t, "POST", a.Gateway+d.path, "", body, "authorization", "Bearer "+a.APIKey, "x-request-id", requestID)
+}
+
+// answerStrings are every JSON string the client got, each event's
+// data's in a stream, one per line: no byte of a match may be in any.
+func answerStrings(t *testing.T, body []byte, stream bool) string {
+	t.Helper()
+	docs := [][]byte{body}
+	if stream {
+		docs = nil
+		var dec sse.Decoder
+		for _, ev := range dec.Feed(body) {
+			if string(ev.Data) != "[DONE]" {
+				docs = append(docs, ev.Data)
+			}
+		}
+	}
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			b.WriteString(v + "\n")
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	for _, d := range docs {
+		var v any
+		if err := json.Unmarshal(d, &v); err != nil {
+			t.Fatalf("not JSON: %q", d)
+		}
+		walk(v)
+	}
+	return b.String()
+}
+
+// answerText is the generated text the client got: a JSON answer's, or
+// a stream's deltas joined.
+func answerText(t *testing.T, door string, body []byte, stream bool) string {
+	t.Helper()
+	if !stream {
+		var a struct {
+			Choices []struct{ Message struct{ Content string } }
+			Content []struct{ Text string }
+			Output  []struct{ Content []struct{ Text string } }
+		}
+		if err := json.Unmarshal(body, &a); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		var b strings.Builder
+		for _, c := range a.Choices {
+			b.WriteString(c.Message.Content)
+		}
+		for _, c := range a.Content {
+			b.WriteString(c.Text)
+		}
+		for _, o := range a.Output {
+			for _, c := range o.Content {
+				b.WriteString(c.Text)
+			}
+		}
+		return b.String()
+	}
+	var b strings.Builder
+	var dec sse.Decoder
+	for _, ev := range dec.Feed(body) {
+		var e struct {
+			Type    string
+			Delta   json.RawMessage
+			Choices []struct{ Delta struct{ Content string } }
+		}
+		if json.Unmarshal(ev.Data, &e) != nil {
+			continue
+		}
+		for _, c := range e.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+		var s string
+		var d struct{ Text string }
+		switch {
+		case e.Type == "response.output_text.delta" && json.Unmarshal(e.Delta, &s) == nil:
+			b.WriteString(s)
+		case e.Type == "content_block_delta" && json.Unmarshal(e.Delta, &d) == nil:
+			b.WriteString(d.Text)
+		}
+	}
+	return b.String()
+}
+
+// endOf is how the answer ended, in its API's words: chat's last
+// finish_reason, a Responses answer's status and incomplete reason, a
+// Messages answer's stop_reason.
+func endOf(t *testing.T, door string, body []byte, stream bool) string {
+	t.Helper()
+	type end struct {
+		Choices           []struct{ FinishReason string `json:"finish_reason"` }
+		Status            string
+		IncompleteDetails *struct{ Reason string } `json:"incomplete_details"`
+		StopReason        string                   `json:"stop_reason"`
+		Delta             struct {
+			StopReason string `json:"stop_reason"`
+		}
+		Response *end
+	}
+	read := func(e end) string {
+		switch {
+		case len(e.Choices) > 0 && e.Choices[0].FinishReason != "":
+			return e.Choices[0].FinishReason
+		case e.Status != "" && e.IncompleteDetails != nil:
+			return e.Status + "/" + e.IncompleteDetails.Reason
+		case e.Status != "":
+			return e.Status
+		case e.StopReason != "":
+			return e.StopReason
+		case e.Delta.StopReason != "":
+			return e.Delta.StopReason
+		case e.Response != nil && e.Response.Status != "" && e.Response.Status != "in_progress":
+			e := *e.Response
+			if e.IncompleteDetails != nil {
+				return e.Status + "/" + e.IncompleteDetails.Reason
+			}
+			return e.Status
+		}
+		return ""
+	}
+	if !stream {
+		var e end
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return read(e)
+	}
+	last := ""
+	var dec sse.Decoder
+	for _, ev := range dec.Feed(body) {
+		var e end
+		if json.Unmarshal(ev.Data, &e) == nil {
+			if r := read(e); r != "" {
+				last = r
+			}
+		}
+	}
+	return last
+}
+
+var guardRequests atomic.Int64
+
+// A request rule refuses a request on every front door in its client's
+// shape before any of it reaches a provider; a response rule that blocks
+// ends the answer with each client API's own refusal, and no byte of the
+// match reaches the client, JSON and streamed, on every model, a Fallback
+// model's included. The ledger records what each rule did.
+func TestGuardrailsBlockOnEveryDoor(t *testing.T) {
+	a := startDev(t, func(string) string { return "" }, "--config", guardConfig(t, "block"))
+	for _, model := range guardModels {
+		for _, d := range guardDoors {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/stream=%v", model, d.name, stream), func(t *testing.T) {
+					before := len(a.Mock.Requests())
+					id := fmt.Sprintf("guard-%d", guardRequests.Add(1))
+					res, body := guardCall(t, a, d, d.body(model, "say FORBIDDEN-WORD please", stream), id)
+					if res.StatusCode != 400 || len(a.Mock.Requests()) != before {
+						t.Fatalf("forbidden: %d, %d requests reached the mock: %s", res.StatusCode, len(a.Mock.Requests())-before, body)
+					}
+					var e struct {
+						Error struct{ Type, Code string }
+					}
+					json.Unmarshal(body, &e) //nolint:errcheck // checked below
+					want := "invalid_request_error/content_filter"
+					if d.name == "messages" {
+						want = "invalid_request_error/"
+					}
+					if got := e.Error.Type + "/" + e.Error.Code; got != want || res.Header.Get("x-should-retry") != "false" {
+						t.Errorf("forbidden: %s, x-should-retry %q", body, res.Header.Get("x-should-retry"))
+					}
+					checkRecord(t, a, id, "no-forbidden/request/blocked")
+
+					id = fmt.Sprintf("guard-%d", guardRequests.Add(1))
+					res, body = guardCall(t, a, d, d.body(model, "repeat zebra-42 twice", stream), id)
+					if res.StatusCode != 200 {
+						t.Fatalf("zebra: %d %s", res.StatusCode, body)
+					}
+					if strings.Contains(answerStrings(t, body, stream), "zebra-42") {
+						t.Fatalf("the match reached the client: %s", body)
+					}
+					want = map[string]string{"chat": "content_filter", "responses": "incomplete/content_filter", "messages": "refusal"}[d.name]
+					if got := endOf(t, d.name, body, stream); got != want {
+						t.Errorf("the answer ended %q, want %q: %s", got, want, body)
+					}
+					validateDoor(t, d.name, body, stream)
+					checkRecord(t, a, id, "no-forbidden/request/allowed", "no-zebra/response/blocked")
+				})
+			}
+		}
+	}
+}
+
+// validateDoor checks an OpenAI API's answer against the specification.
+func validateDoor(t *testing.T, door string, body []byte, stream bool) {
+	t.Helper()
+	switch {
+	case door == "chat" && stream:
+		spec.ValidateSSE(t, "CreateChatCompletionStreamResponse", body)
+	case door == "chat":
+		spec.ValidateT(t, "CreateChatCompletionResponse", body)
+	case door == "responses" && stream:
+		spec.ValidateSSE(t, "ResponseStreamEvent", body)
+	case door == "responses":
+		spec.ValidateT(t, "Response", body)
+	case stream: // Messages: the documented sequence of events
+		messageOfEvents(t, parseEvents(t, body))
+	}
+}
+
+// checkRecord waits for the ledger record of the request the client
+// named id and checks what its rules did, as rule/phase/result.
+func checkRecord(t *testing.T, a devAddrs, id string, want ...string) {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body := a.admin(t, "GET", "/admin/v1/requests?limit=20", "")
+		var page struct {
+			Data []struct {
+				ClientRequestID string `json:"client_request_id"`
+				Guardrails      []struct{ Rule, Phase, Result string }
+			}
+		}
+		json.Unmarshal(body, &page) //nolint:errcheck // an empty page waits
+		for _, r := range page.Data {
+			if r.ClientRequestID != id {
+				continue
+			}
+			got = got[:0]
+			for _, g := range r.Guardrails {
+				got = append(got, g.Rule+"/"+g.Phase+"/"+g.Result)
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("the record says %v, want %v", got, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no record of %s", id)
+}
+
+// Masking returns the answer with the match masked, the same mask on
+// every door; monitoring returns it untouched and the record says
+// monitored.
+func TestGuardrailsMaskAndMonitor(t *testing.T) {
+	for _, action := range []string{"mask", "monitor"} {
+		t.Run(action, func(t *testing.T) {
+			a := startDev(t, func(string) string { return "" }, "--config", guardConfig(t, action))
+			masks := map[string]bool{}
+			for _, model := range guardModels {
+				for _, d := range guardDoors {
+					for _, stream := range []bool{false, true} {
+						t.Run(fmt.Sprintf("%s/%s/stream=%v", model, d.name, stream), func(t *testing.T) {
+							id := fmt.Sprintf("guard-%d", guardRequests.Add(1))
+							res, body := guardCall(t, a, d, d.body(model, "repeat zebra-42 twice", stream), id)
+							if res.StatusCode != 200 {
+								t.Fatalf("%d %s", res.StatusCode, body)
+							}
+							text := answerText(t, d.name, body, stream)
+							if !strings.HasPrefix(text, "You said: repeat ") || !strings.HasSuffix(text, " twice") {
+								t.Fatalf("the answer %q", text)
+							}
+							middle := strings.TrimSuffix(strings.TrimPrefix(text, "You said: repeat "), " twice")
+							switch action {
+							case "mask":
+								if !strings.HasPrefix(middle, "[masked:") || strings.Contains(answerStrings(t, body, stream), "zebra-42") {
+									t.Errorf("the match reached the client: %s", body)
+								}
+								masks[middle] = true
+								checkRecord(t, a, id, "no-forbidden/request/allowed", "no-zebra/response/masked")
+							case "monitor":
+								if middle != "zebra-42" {
+									t.Errorf("monitored answer %q", text)
+								}
+								checkRecord(t, a, id, "no-forbidden/request/allowed", "no-zebra/response/monitored")
+							}
+							if end := endOf(t, d.name, body, stream); end != "stop" && end != "completed" && end != "end_turn" {
+								t.Errorf("the answer ended %q", end)
+							}
+							validateDoor(t, d.name, body, stream)
+						})
+					}
+				}
+			}
+			if action == "mask" && len(masks) != 1 {
+				t.Errorf("the match was masked %d ways: %v", len(masks), masks)
+			}
+		})
+	}
+}
