@@ -62,6 +62,10 @@ type GuardRule struct {
 	// Failure is what an error of the check does, "closed" or "open"; a
 	// regular expression does not fail.
 	Failure string `json:"failure"`
+	// Optional rules run only on the requests of keys, accounts or
+	// groups that add them by name (their guardrails lists); the others
+	// run on every request, and nothing turns them off.
+	Optional bool `json:"optional"`
 	// Parts are the parts of the text the rule reads. A request rule:
 	// user, system, assistant (earlier answers sent back), tool_result;
 	// default user. A response rule: answer, reasoning, refusal,

@@ -82,6 +82,25 @@ type Rule struct {
 	Parts []translate.Part
 	// Kinds are the kinds of generated text a response rule reads.
 	Kinds []translate.TextKind
+	// Optional: the rule runs only on the requests of keys, accounts or
+	// groups that add it by name; the others run on every request.
+	Optional bool
+}
+
+// For are the rules of rules that run on a request whose key, account
+// and group add the optional rules named, in order: rules itself when it
+// has none optional.
+func For(rules []*Rule, named []string) []*Rule {
+	if !slices.ContainsFunc(rules, func(r *Rule) bool { return r.Optional }) {
+		return rules
+	}
+	out := make([]*Rule, 0, len(rules))
+	for _, r := range rules {
+		if !r.Optional || slices.Contains(named, r.Name) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // reads reports whether a response rule reads text of kind k.
