@@ -50,7 +50,9 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 	}
 	r.warning = left.Warning()
 	if s.guarded() {
-		r.texts = func() []translate.RequestText { return responses.Texts(req) }
+		// The conversation the provider gets: the stored one it
+		// continues, then the request's.
+		r.texts = func() []translate.RequestText { return append(responses.ItemTexts(history), responses.Texts(req)...) }
 	}
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)

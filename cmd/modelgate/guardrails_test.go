@@ -379,3 +379,45 @@ func TestGuardrailsMaskAndMonitor(t *testing.T) {
 		})
 	}
 }
+
+// A conversation rule reads the stored conversation a Responses request
+// continues: a match split across previous_response_id turns is blocked.
+// A rule that reads each message alone lets it pass.
+func TestGuardrailsConversationAcrossTurns(t *testing.T) {
+	for _, conversation := range []bool{true, false} {
+		t.Run(fmt.Sprintf("conversation=%v", conversation), func(t *testing.T) {
+			cfg := fmt.Sprintf(`backends:
+  - {name: mock, provider: openai, base_url: "http://unused", api_key_env: UNUSED}
+  - {name: mock-anthropic, provider: anthropic, base_url: "http://unused", api_key_env: UNUSED}
+models:
+  - {id: agent-gpt, deployments: [{backend: mock, model: mock-agent}]}
+  - {id: agent-claude, deployments: [{backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}]}
+guardrails:
+  rules:
+    - {name: no-forbidden, phase: request, regex: {patterns: ["forbidden-word"]}, action: block, conversation: %v}
+`, conversation)
+			path := filepath.Join(t.TempDir(), "guard.yaml")
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a := startDev(t, func(string) string { return "" }, "--config", path)
+			for _, model := range []string{"agent-gpt", "agent-claude"} { // passthrough and bridge
+				status, body := a.call(t, "POST", "/responses", a.APIKey, fmt.Sprintf(`{"model":%q,"input":"remember: forbidden-"}`, model))
+				var first struct{ ID string }
+				if json.Unmarshal(body, &first) != nil || status != 200 || first.ID == "" {
+					t.Fatalf("%s turn 1: %d %s", model, status, body)
+				}
+				status, body = a.call(t, "POST", "/responses", a.APIKey, fmt.Sprintf(`{"model":%q,"previous_response_id":%q,"input":"word"}`, model, first.ID))
+				if blocked := status == 400 && strings.Contains(string(body), "content_filter"); blocked != conversation {
+					t.Errorf("%s turn 2: %d %s", model, status, body)
+				}
+			}
+			// One chat request, the match split across its user messages.
+			status, body := a.call(t, "POST", "/chat/completions", a.APIKey, `{"model":"agent-gpt","messages":[{"role":"user","content":"forbidden-"},
+				{"role":"assistant","content":"ok"},{"role":"user","content":"word"}]}`)
+			if blocked := status == 400; blocked != conversation {
+				t.Errorf("chat: %d %s", status, body)
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type GuardRule struct {
 	// Failure is what an error of the check does, "closed" or "open"; a
 	// regular expression does not fail.
 	Failure string `json:"failure"`
+	// Conversation: a request rule reads each part's text of the whole
+	// conversation joined (a stored one a Responses request continues
+	// included), so a match split across messages or turns is found.
+	Conversation bool `json:"conversation"`
 	// Optional rules run only on the requests of keys, accounts or
 	// groups that add them by name (their guardrails lists); the others
 	// run on every request, and nothing turns them off.
@@ -154,6 +158,9 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 		}
 	default:
 		p.add(at+".action", "must be block, mask or monitor")
+	}
+	if r.Conversation && !request {
+		p.add(at+".conversation", "is for request rules: a response rule reads the answer as it is generated")
 	}
 	if r.Failure != "" && r.Failure != "closed" && r.Failure != "open" {
 		p.add(at+".failure", "must be closed or open")

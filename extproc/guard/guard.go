@@ -82,6 +82,11 @@ type Rule struct {
 	Parts []translate.Part
 	// Kinds are the kinds of generated text a response rule reads.
 	Kinds []translate.TextKind
+	// Conversation: a request rule reads the text of each part of the
+	// whole conversation joined, so a match split across messages or
+	// turns (a stored conversation continued) is found; otherwise each
+	// message's text is read alone.
+	Conversation bool
 	// Optional: the rule runs only on the requests of keys, accounts or
 	// groups that add it by name; the others run on every request.
 	Optional bool
@@ -154,11 +159,24 @@ func (m Masker) Mask(value []byte) string {
 func Check(rules []*Rule, texts []translate.RequestText) (outcomes []Outcome, blocked *Rule) {
 	for _, rule := range rules {
 		result := Allowed
+		hit := func(int, int) { result = matched(rule.Action) }
+		var joined [][]byte // a conversation rule's text, by part
+		if rule.Conversation {
+			joined = make([][]byte, len(translate.Parts))
+		}
 		for _, t := range texts {
-			if result != Allowed || !slices.Contains(rule.Parts, t.Part) {
-				continue
+			switch {
+			case result != Allowed || !slices.Contains(rule.Parts, t.Part):
+			case rule.Conversation:
+				joined[t.Part] = append(joined[t.Part], t.Text...)
+			default:
+				rule.find([]byte(t.Text), hit)
 			}
-			rule.find([]byte(t.Text), func(int, int) { result = matched(rule.Action) })
+		}
+		for _, text := range joined {
+			if result == Allowed && text != nil {
+				rule.find(text, hit)
+			}
 		}
 		outcomes = append(outcomes, Outcome{Rule: rule.Name, Check: rule.Check, Phase: Request, Result: result})
 		if result == Blocked {

@@ -8,13 +8,9 @@ import (
 )
 
 // Texts is the client's text in a Responses API request: its
-// instructions (PartSystem); its input, a string (PartUser) or items:
-// messages by their role (user PartUser; system and developer
-// PartSystem; assistant PartAssistant) with their input_text and
-// output_text parts, and the outputs of the client's function and custom
-// tool calls (PartToolResult). Tool calls' arguments, reasoning items,
-// images and files are not text. A stored conversation the request
-// continues (previous_response_id) is not in the request.
+// instructions (PartSystem); its input, a string (PartUser) or items
+// (ItemTexts). A stored conversation the request continues
+// (previous_response_id) is not in the request: see ItemTexts.
 func Texts(r *Request) []translate.RequestText {
 	out := api.AppendTexts(nil, translate.PartSystem, r.Members["instructions"])
 	input := r.Members["input"]
@@ -22,16 +18,31 @@ func Texts(r *Request) []translate.RequestText {
 	if json.Unmarshal(input, &s) == nil {
 		return api.AppendTexts(out, translate.PartUser, input)
 	}
-	var items []struct {
-		Type    string          `json:"type"`
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-		Output  json.RawMessage `json:"output"`
-	}
+	var items []json.RawMessage
 	if json.Unmarshal(input, &items) != nil {
 		return out
 	}
-	for _, it := range items {
+	return append(out, ItemTexts(items)...)
+}
+
+// ItemTexts is the client's text in input items (a request's, or a
+// stored conversation's): messages by their role (user PartUser; system
+// and developer PartSystem; assistant PartAssistant) with their
+// input_text and output_text parts, and the outputs of the client's
+// function and custom tool calls (PartToolResult). Tool calls'
+// arguments, reasoning items, images and files are not text.
+func ItemTexts(items []json.RawMessage) []translate.RequestText {
+	var out []translate.RequestText
+	for _, raw := range items {
+		var it struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(raw, &it) != nil {
+			continue
+		}
 		switch it.Type {
 		case "", "message":
 			out = api.AppendTexts(out, api.RolePart(it.Role), it.Content, "input_text", "output_text")
