@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"modelgate/cmd/mockprovider/replay"
+	"modelgate/envoy/routing"
 	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 	"modelgate/extproc/guard"
@@ -87,5 +88,48 @@ func TestRequestGuardrailBlocks(t *testing.T) {
 				t.Errorf("got %s, want invalid_request_error content_filter", res.Body)
 			}
 		})
+	}
+}
+
+// An answer larger than Envoy's buffer, which the server gathers from a
+// stream (bodyGather), is checked whole before any of it goes: blocked,
+// or masked.
+func TestResponseGuardrailGatheredAnswer(t *testing.T) {
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := strings.Repeat("a long prompt, echoed back. ", 200) + "zebra-42 " + strings.Repeat("and more. ", 50)
+	body := `{"model":"agent","messages":[{"role":"user","content":"` + prompt + `"}]}`
+	for _, action := range []guard.Action{guard.Block, guard.Mask} {
+		f := newFixture(t, extproctest.Config{Backends: map[string]http.Handler{"main": mock}}, func(c *extproc.Config) {
+			c.MaxBufferedResponseBytes = 1024
+			c.Routing.Models = append(c.Routing.Models, routing.Model{ID: "agent", OwnedBy: "test", Deployments: []routing.Deployment{{Backend: "main", Model: "mock-agent"}}})
+			c.Guardrails.Rules = []*guard.Rule{{Name: "no-zebra", Check: "regex", Phase: guard.Response, Action: action,
+				Patterns: []*regexp.Regexp{regexp.MustCompile(`zebra-[0-9]+`)}, Kinds: []translate.TextKind{translate.TextAnswer}}}
+			c.Guardrails.Window = guard.Window{Size: 64, Overlap: 32}
+		})
+		res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body)
+		if res.Status != 200 || len(res.Body) < 4096 && action == guard.Mask {
+			t.Fatalf("%v: %d, %d bytes: %.300s", action, res.Status, len(res.Body), res.Body)
+		}
+		var a struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+				Message      struct{ Content *string }
+			}
+		}
+		if err := json.Unmarshal(res.Body, &a); err != nil || len(a.Choices) != 1 {
+			t.Fatalf("%v: %v %.300s", action, err, res.Body)
+		}
+		c := a.Choices[0]
+		switch {
+		case strings.Contains(string(res.Body), "zebra-42"):
+			t.Errorf("%v: the match reached the client", action)
+		case action == guard.Block && (c.FinishReason != "content_filter" || c.Message.Content != nil):
+			t.Errorf("blocked: %s, %v", c.FinishReason, c.Message.Content)
+		case action == guard.Mask && (c.FinishReason != "stop" || !strings.Contains(*c.Message.Content, " [masked:")):
+			t.Errorf("masked: %s, %.200s", c.FinishReason, *c.Message.Content)
+		}
 	}
 }
