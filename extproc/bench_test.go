@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -16,7 +17,9 @@ import (
 	"modelgate/authz/sqlite"
 	"modelgate/envoy/routing"
 	"modelgate/extproc"
+	"modelgate/extproc/guard"
 	"modelgate/extproc/wire"
+	"modelgate/translate"
 )
 
 // benchClient is an ext_proc client on loopback gRPC playing Envoy's
@@ -26,7 +29,7 @@ type benchClient struct {
 	key    string
 }
 
-func newBenchClient(b *testing.B) *benchClient {
+func newBenchClient(b *testing.B, rules ...*guard.Rule) *benchClient {
 	b.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "b.db"))
@@ -40,6 +43,7 @@ func newBenchClient(b *testing.B) *benchClient {
 		Routing: routing.Table{Backends: []routing.Backend{{Name: "main", Provider: "openai"}},
 			Models: []routing.Model{{ID: "gpt-4o", Deployments: []routing.Deployment{{Backend: "main", Model: "gpt-4o-2024-08-06"}}}}},
 		Credentials: map[string]extproc.Credentials{"main": {APIKey: "provider"}},
+		Guardrails:  extproc.Guardrails{Rules: rules, Window: guard.Window{Size: 128, Overlap: 64}},
 	}, authz.NewAuthenticator(store, authz.AuthenticatorConfig{}), store)
 	if err != nil {
 		b.Fatal(err)
@@ -115,8 +119,19 @@ func BenchmarkBufferedChat(b *testing.B) {
 	}
 }
 
-func BenchmarkStream200Chunks(b *testing.B) {
-	c := newBenchClient(b)
+func BenchmarkStream200Chunks(b *testing.B) { benchStream(b, newBenchClient(b)) }
+
+// BenchmarkStream200ChunksGuarded is BenchmarkStream200Chunks with a
+// regular expression on the request's user text and one on the streamed
+// answer, neither matching: the cost of guardrails that let all through.
+func BenchmarkStream200ChunksGuarded(b *testing.B) {
+	never := []*regexp.Regexp{regexp.MustCompile(`(?i)forbidden-word|zebra-[0-9]+`)}
+	benchStream(b, newBenchClient(b,
+		&guard.Rule{Name: "in", Check: "regex", Phase: guard.Request, Action: guard.Block, Patterns: never, Parts: []translate.Part{translate.PartUser}},
+		&guard.Rule{Name: "out", Check: "regex", Phase: guard.Response, Action: guard.Block, Patterns: never, Kinds: []translate.TextKind{translate.TextAnswer}}))
+}
+
+func benchStream(b *testing.B, c *benchClient) {
 	body := []byte(benchRequest[:len(benchRequest)-1] + `,"stream":true}`)
 	chunk := []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1755137933,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":null,"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}],"usage":null,"obfuscation":"LcdzdJdMMgDHt6"}` + "\n\n")
 	chunks := make([][]byte, 0, 202)
