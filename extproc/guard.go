@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"modelgate/authz"
 	"modelgate/extproc/guard"
 	"modelgate/translate"
 )
@@ -44,7 +45,7 @@ func (s *Server) guardRequest(r *request) error {
 	if r.texts == nil {
 		return nil
 	}
-	outcomes, blocked := guard.Check(s.requestRules, r.texts())
+	outcomes, blocked := guard.Check(guard.For(s.requestRules, r.model, addedRules(r.principal)), r.texts())
 	r.guards = append(r.guards, outcomes...)
 	if blocked != nil {
 		return errContentFilter(blocked.Name)
@@ -58,11 +59,15 @@ func (s *Server) guardAnswer(r *request, status int, stream bool, usage func() t
 	if len(s.responseRules) == 0 || r.answerDialect == 0 || status/100 != 2 {
 		return nil
 	}
+	rules := guard.For(s.responseRules, r.model, addedRules(r.principal))
+	if len(rules) == 0 {
+		return nil
+	}
 	var account string
 	if r.principal != nil {
 		account = r.principal.AccountID
 	}
-	return guard.NewAnswer(guard.AnswerConfig{Rules: s.responseRules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect,
+	return guard.NewAnswer(guard.AnswerConfig{Rules: rules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect,
 		Stream: stream, Masker: guard.NewMasker(s.cfg.Guardrails.MaskKey, account), Usage: usage, IncludeUsage: r.includeUsage})
 }
 
@@ -73,4 +78,13 @@ func (s *Server) guardAnswer(r *request, status int, stream bool, usage func() t
 func errContentFilter(rule string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "content_filter", noRetry: true,
 		Message: fmt.Sprintf("The request was blocked by the gateway's guardrail %q.", quoted(rule))}
+}
+
+// addedRules are the optional rules the principal's key, account and
+// group add by name.
+func addedRules(p *authz.Principal) []string {
+	if p == nil {
+		return nil
+	}
+	return nil
 }

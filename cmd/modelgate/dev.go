@@ -175,6 +175,18 @@ models:
   - id: groq-whisper
     owned_by: modelgate-mock
     deployments: [{backend: mock-groq, model: whisper-large-v3-turbo}]
+` + devGuardrails
+
+// devGuardrails are example guardrails on two of the scripted models,
+// which answer "You said: " and the prompt: a prompt with forbidden-word
+// is refused, zebra-42 in an answer is masked, a credential in an answer
+// is recorded (docs/guardrails.md).
+const devGuardrails = `
+guardrails:
+  rules:
+    - {name: example-no-forbidden, phase: request, regex: {patterns: ["(?i)forbidden-word"]}, action: block, models: [agent-gpt, agent-claude]}
+    - {name: example-mask-zebra, phase: response, regex: {patterns: ["zebra-[0-9]+"]}, action: mask, models: [agent-gpt, agent-claude]}
+    - {name: example-credentials, phase: response, secrets: true, action: monitor, models: [agent-gpt, agent-claude]}
 `
 
 // devBackends are the built-in mock backends, name and provider: the one

@@ -297,7 +297,7 @@ func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardr
 		out.MaskKey = []byte(key)
 	}
 	for _, r := range g.Rules {
-		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Patterns: r.Compiled(), Optional: r.Optional, Conversation: r.Conversation}
+		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Patterns: r.Compiled(), Optional: r.Optional, Conversation: r.Conversation, Models: r.Models}
 		switch r.Action {
 		case "mask":
 			rule.Action = guard.Mask

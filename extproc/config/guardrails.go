@@ -70,6 +70,9 @@ type GuardRule struct {
 	// groups that add them by name (their guardrails lists); the others
 	// run on every request, and nothing turns them off.
 	Optional bool `json:"optional"`
+	// Models are the model ids (of models:) the rule runs on; empty
+	// means every model.
+	Models []string `json:"models"`
 	// Parts are the parts of the text the rule reads. A request rule:
 	// user, system, assistant (earlier answers sent back), tool_result;
 	// default user. A response rule: answer, reasoning, refusal,
@@ -103,10 +106,16 @@ func guardKind(name string) (translate.TextKind, bool) {
 	return 0, false
 }
 
-func (g Guardrails) validate(p *problems) {
+func (g Guardrails) validate(p *problems, models []Model) {
 	names := map[string]bool{}
 	for i, r := range g.Rules {
-		r.validate(p, fmt.Sprintf("guardrails.rules[%d]", i), names)
+		at := fmt.Sprintf("guardrails.rules[%d]", i)
+		r.validate(p, at, names)
+		for j, id := range r.Models {
+			if !slices.ContainsFunc(models, func(m Model) bool { return m.ID == id }) {
+				p.add(fmt.Sprintf("%s.models[%d]", at, j), "names no model: %q is not in models", id)
+			}
+		}
 	}
 	if g.Window.Size < 0 {
 		p.add("guardrails.window.size", "must be positive")

@@ -90,18 +90,23 @@ type Rule struct {
 	// Optional: the rule runs only on the requests of keys, accounts or
 	// groups that add it by name; the others run on every request.
 	Optional bool
+	// Models are the public model ids the rule runs on; empty means all.
+	Models []string
 }
 
-// For are the rules of rules that run on a request whose key, account
-// and group add the optional rules named, in order: rules itself when it
-// has none optional.
-func For(rules []*Rule, named []string) []*Rule {
-	if !slices.ContainsFunc(rules, func(r *Rule) bool { return r.Optional }) {
+// scoped reports a rule that runs on some requests only.
+func (r *Rule) scoped() bool { return r.Optional || len(r.Models) > 0 }
+
+// For are the rules of rules that run on a request for model whose key,
+// account and group add the optional rules named, in order: rules itself
+// when every rule runs on every request.
+func For(rules []*Rule, model string, named []string) []*Rule {
+	if !slices.ContainsFunc(rules, (*Rule).scoped) {
 		return rules
 	}
 	out := make([]*Rule, 0, len(rules))
 	for _, r := range rules {
-		if !r.Optional || slices.Contains(named, r.Name) {
+		if (!r.Optional || slices.Contains(named, r.Name)) && (len(r.Models) == 0 || slices.Contains(r.Models, model)) {
 			out = append(out, r)
 		}
 	}

@@ -56,18 +56,19 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// Optional rules run only where a key, account or group names them; the
-// others always.
+// Optional rules run only where a key, account or group names them, a
+// rule with models on those models only; the others always.
 func TestFor(t *testing.T) {
 	a, b, c := &guard.Rule{Name: "a"}, &guard.Rule{Name: "b", Optional: true}, &guard.Rule{Name: "c", Optional: true}
-	rules := []*guard.Rule{a, b, c}
-	if got := guard.For(rules, nil); len(got) != 1 || got[0] != a {
+	m := &guard.Rule{Name: "m", Models: []string{"gpt"}}
+	rules := []*guard.Rule{a, b, c, m}
+	if got := guard.For(rules, "claude", nil); len(got) != 1 || got[0] != a {
 		t.Errorf("none named: %v", got)
 	}
-	if got := guard.For(rules, []string{"c", "unknown"}); len(got) != 2 || got[0] != a || got[1] != c {
-		t.Errorf("c named: %v", got)
+	if got := guard.For(rules, "gpt", []string{"c", "unknown"}); len(got) != 3 || got[0] != a || got[1] != c || got[2] != m {
+		t.Errorf("c named, on gpt: %v", got)
 	}
-	if got := guard.For([]*guard.Rule{a}, []string{"b"}); len(got) != 1 {
-		t.Errorf("no optional rule: %v", got)
+	if got := guard.For([]*guard.Rule{a}, "gpt", []string{"b"}); len(got) != 1 {
+		t.Errorf("no scoped rule: %v", got)
 	}
 }
