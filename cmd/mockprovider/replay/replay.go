@@ -51,6 +51,7 @@ import (
 	"sync"
 	"time"
 
+	"modelgate/cmd/mockprovider/guards"
 	"modelgate/cmd/mockprovider/scripted"
 )
 
@@ -97,6 +98,9 @@ type Request struct {
 type Server struct {
 	cfg Config
 	mux *http.ServeMux
+	// guards are the guard services' emulators, under /guard: they check
+	// their own credentials (package guards).
+	guards http.Handler
 
 	// methods serve further operations on the shared Gemini, Vertex and
 	// Bedrock routes, keyed "gemini:<method>", "vertex:<method>" and
@@ -114,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Recordings == nil {
 		return nil, fmt.Errorf("replay: Recordings is required")
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), methods: map[string][]func(http.ResponseWriter, *http.Request, []byte) bool{}}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), guards: guards.Handler(cfg.PathPrefix + "/guard"), methods: map[string][]func(http.ResponseWriter, *http.Request, []byte) bool{}}
 	s.embeddingRoutes()
 	s.imageRoutes()
 	s.audioRoutes()
@@ -204,6 +208,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.record(r, body, int64(len(body)))
 	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if strings.HasPrefix(r.URL.Path, s.cfg.PathPrefix+"/guard/") {
+		s.guards.ServeHTTP(w, r)
+		return
+	}
 	if s.cfg.APIKey != "" && !s.authorized(r.Header) && r.URL.Path != s.cfg.PathPrefix+"/token" {
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return
