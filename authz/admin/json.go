@@ -77,8 +77,8 @@ type keyJSON struct {
 func (h *Handler) keyOut(k authz.Key) keyJSON { return keyAt(k, h.cfg.Now()) }
 
 func keyAt(k authz.Key, now time.Time) keyJSON {
-	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), nonNil(k.Guardrails), k.Disabled, keyState(k, now), k.Budget,
-		k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
+	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), nonNil(k.Guardrails), k.Disabled, keyState(k, now),
+		k.Budget, k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
 }
 
 // CommandActor is the audit log's actor of changes made with the
