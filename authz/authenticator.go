@@ -324,6 +324,7 @@ func (a *Authenticator) lookup(ctx context.Context, hash [32]byte, now time.Time
 		GroupID: g.ID, GroupName: g.Name, Limits: acct.Limits.Within(g.Limits),
 		KeyBudget: k.Budget, AccountBudget: acct.Budget, GroupBudget: g.Budget}
 	p.Models, p.NoModels = EffectiveModels(k.Models, acct.Models, g.Models)
+	p.Guardrails = UnionNames(g.Guardrails, acct.Guardrails, k.Guardrails)
 	return k, p, k.ExpiresAt, nil
 }
 

@@ -3,8 +3,12 @@ package authz
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors. They know nothing of HTTP.
@@ -30,6 +34,11 @@ type Group struct {
 	// Models are the public model ids the group's accounts may use; empty
 	// means all.
 	Models []string
+	// Guardrails name the optional guardrail rules of the config file
+	// that run on the requests of the group's accounts besides the global
+	// ones, in order and each once (as CleanGuardrails writes them); see
+	// Principal.Guardrails.
+	Guardrails []string
 	// Limits apply to each account of the group: an account may narrow
 	// them, never widen them.
 	Limits Limits
@@ -47,8 +56,11 @@ type Account struct {
 	GroupID string
 	// Models narrow the group's models for this account; empty means no
 	// narrowing at this level.
-	Models   []string
-	Disabled bool
+	Models []string
+	// Guardrails name the optional guardrail rules the account adds to
+	// its group's, in order and each once; see Principal.Guardrails.
+	Guardrails []string
+	Disabled   bool
 	// Limits narrow the group's limits field by field.
 	Limits Limits
 	// Budget is what the account may spend, within its group's; nil means
@@ -110,8 +122,12 @@ type Key struct {
 	Hash [32]byte
 	// Models are the public model ids the key may use, within its account's
 	// and group's; empty means no narrowing at this level.
-	Models   []string
-	Disabled bool
+	Models []string
+	// Guardrails name the optional guardrail rules the key adds to its
+	// account's and group's, in order and each once; see
+	// Principal.Guardrails.
+	Guardrails []string
+	Disabled   bool
 	// Budget is what the key may spend, within its account's; nil means
 	// none at this level.
 	Budget *Budget
@@ -140,6 +156,13 @@ type Principal struct {
 	// NoModels is set when the levels restrict models with nothing in
 	// common, so that no model is allowed.
 	NoModels bool
+	// Guardrails name the optional ("named") guardrail rules of the config
+	// file that run on the principal's requests besides the global ones:
+	// the union of the group's, the account's and the key's lists, in that
+	// order, each name once; nil when none adds any. A level only adds
+	// rules: none turns a global rule off. The gateway ignores (and logs)
+	// names its config does not have.
+	Guardrails []string
 	// Limits are the effective limits: the account's within the
 	// group's.
 	Limits Limits
@@ -178,6 +201,50 @@ func EffectiveModels(levels ...[]string) (models []string, none bool) {
 		return nil, true
 	}
 	return models, false
+}
+
+// UnionNames returns the names of every list, each once, in the order
+// they first appear; nil when there are none.
+func UnionNames(levels ...[]string) []string {
+	var names []string
+	for _, level := range levels {
+		for _, name := range level {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// MaxGuardrailNameLen bounds, in characters, the name of a guardrail rule
+// a key, account or group adds.
+const MaxGuardrailNameLen = 100
+
+// CleanGuardrails trims the names of the guardrail rules a level adds and
+// drops repeats, keeping their order. Each must be 1 to
+// MaxGuardrailNameLen characters without control characters or commas
+// (lists of them are written comma-separated). It does not check that
+// the config has the rules: the gateway ignores those it does not have.
+func CleanGuardrails(names []string) ([]string, error) {
+	var out []string
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+			return nil, errors.New("a guardrail rule name must not be empty")
+		case utf8.RuneCountInString(name) > MaxGuardrailNameLen:
+			return nil, fmt.Errorf("a guardrail rule name may have at most %d characters", MaxGuardrailNameLen)
+		case strings.ContainsFunc(name, unicode.IsControl):
+			return nil, fmt.Errorf("guardrail rule name %q has a control character", name)
+		case strings.Contains(name, ","):
+			return nil, fmt.Errorf("guardrail rule name %q has a comma, which separates names", name)
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // AuditEntry is one change an admin made.

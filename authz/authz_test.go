@@ -33,6 +33,41 @@ func TestEffectiveModels(t *testing.T) {
 	}
 }
 
+func TestUnionNames(t *testing.T) {
+	tests := []struct {
+		name   string
+		levels [][]string
+		want   []string
+	}{
+		{"no levels", nil, nil},
+		{"all empty", [][]string{nil, {}, nil}, nil},
+		{"one level", [][]string{nil, {"pii", "secrets"}, nil}, []string{"pii", "secrets"}},
+		{"group's, account's, key's, each once", [][]string{{"b", "a"}, {"c", "a"}, {"d", "b", "c"}}, []string{"b", "a", "c", "d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, authz.UnionNames(tt.levels...)); diff != "" {
+				t.Errorf("UnionNames(%v) (-want +got):\n%s", tt.levels, diff)
+			}
+		})
+	}
+}
+
+func TestCleanGuardrails(t *testing.T) {
+	got, err := authz.CleanGuardrails([]string{" pii ", "no secrets", "pii", strings.Repeat("é", 100)})
+	if want := []string{"pii", "no secrets", strings.Repeat("é", 100)}; err != nil || !cmp.Equal(want, got) {
+		t.Errorf("CleanGuardrails = %q, %v; want %q, trimmed, in order, each once", got, err, want)
+	}
+	if got, err := authz.CleanGuardrails(nil); got != nil || err != nil {
+		t.Errorf("CleanGuardrails(nil) = %q, %v", got, err)
+	}
+	for _, bad := range []string{"", " ", strings.Repeat("x", 101), "a\nb", "a\x00b", "a,b"} {
+		if _, err := authz.CleanGuardrails([]string{"ok", bad}); err == nil {
+			t.Errorf("CleanGuardrails(%q) accepted it", bad)
+		}
+	}
+}
+
 func TestLimitsOr(t *testing.T) {
 	account := authz.Limits{RequestsPerMinute: new(int64(10)), TokensPerDay: new(int64(0))}
 	group := authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerMinute: new(int64(1000)), TokensPerDay: new(int64(5000))}

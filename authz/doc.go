@@ -1,12 +1,15 @@
 // Package authz holds who may use the gateway and what it keeps about
-// them: groups, accounts and API keys, with their model lists, limits and
-// budgets; the principals keys authenticate as, and the Authenticator that
-// checks presented keys (with a cache in front of the store); and Store,
-// the storage interfaces of all it keeps, one a concern.
+// them: groups, accounts and API keys, with their model lists, limits,
+// budgets and the guardrail rules they add; the principals keys
+// authenticate as, and the Authenticator that checks presented keys (with
+// a cache in front of the store); and Store, the storage interfaces of all
+// it keeps, one a concern.
 //
 // A key's access is the intersection of its group's, its account's and its
 // own model lists, an empty list restricting nothing at its level; its
-// limits are the account's overrides, else the group's. Keys are
+// limits are the account's overrides, else the group's; the optional
+// guardrail rules that run on its requests are the union of the three
+// levels' lists. Keys are
 // high-entropy secrets shown once; only their SHA-256 is stored, with a
 // short visible prefix for identification.
 //

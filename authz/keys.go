@@ -62,9 +62,9 @@ func CreateKey(ctx context.Context, s Keys, accountID, name string, models []str
 	return IssueKey(ctx, s, Key{AccountID: accountID, Name: name, Models: models})
 }
 
-// IssueKey generates a secret for k (its account, name, models, disabled
-// flag and expiry), stores its hash and prefix and returns the secret,
-// which is never available again.
+// IssueKey generates a secret for k (its account, name, models,
+// guardrails, disabled flag, expiry and budget), stores its hash and
+// prefix and returns the secret, which is never available again.
 func IssueKey(ctx context.Context, s Keys, k Key) (string, Key, error) {
 	secret, err := GenerateKey()
 	if err != nil {

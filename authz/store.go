@@ -47,8 +47,8 @@ type Accounts interface {
 	AccountByName(ctx context.Context, name string) (Account, error)
 	// ListAccounts returns every account, by name.
 	ListAccounts(ctx context.Context) ([]Account, error)
-	// UpdateAccount sets the name, group, models, disabled flag and limits
-	// of the account with a.ID. ErrNotFound for an unknown account or
+	// UpdateAccount sets the name, group, models, guardrails, disabled
+	// flag, limits and budget of the account with a.ID. ErrNotFound for an unknown account or
 	// group, ErrExists if the name is taken.
 	UpdateAccount(ctx context.Context, a Account) error
 	// SetAccountDisabled disables or enables an account.
@@ -66,7 +66,8 @@ type Groups interface {
 	GroupByName(ctx context.Context, name string) (Group, error)
 	// ListGroups returns every group, by name.
 	ListGroups(ctx context.Context) ([]Group, error)
-	// UpdateGroup sets the name, models and limits of the group with g.ID.
+	// UpdateGroup sets the name, models, guardrails, limits and budget of
+	// the group with g.ID.
 	// ErrExists if the name is taken.
 	UpdateGroup(ctx context.Context, g Group) error
 }
@@ -86,8 +87,9 @@ type Keys interface {
 	KeyByPrefix(ctx context.Context, prefix string) (Key, error)
 	// ListKeys returns an account's keys, oldest first.
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)
-	// UpdateKey sets the name, models, disabled flag and expiry of the key
-	// with k.ID; its secret, account and revocation stay.
+	// UpdateKey sets the name, models, guardrails, disabled flag, expiry
+	// and budget of the key with k.ID; its secret, account and revocation
+	// stay.
 	UpdateKey(ctx context.Context, k Key) error
 	// SetKeyDisabled disables or enables a key.
 	SetKeyDisabled(ctx context.Context, id string, disabled bool) error

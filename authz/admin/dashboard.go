@@ -58,7 +58,7 @@ func (h *Handler) renderGroups(w http.ResponseWriter, r *http.Request, v view, s
 
 // formGroup reads a group's form fields over g.
 func formGroup(r *http.Request, g *authz.Group) (err error) {
-	g.Name, g.Models = r.PostFormValue("name"), formModels(r)
+	g.Name, g.Models, g.Guardrails = r.PostFormValue("name"), formModels(r), formGuardrails(r)
 	if g.Limits, err = formLimits(r); err != nil {
 		return err
 	}
@@ -199,8 +199,8 @@ type accountData struct {
 	Keys  []authz.Key
 	// Usage sums the account's last 30 days.
 	Usage ledger.UsageTotals
-	// Effective are the models and limits the account's keys get: its
-	// own within its group's.
+	// Effective are the models, guardrails and limits the account's keys
+	// get: its own with its group's.
 	Effective effective
 	// Spent is what the account's budget, and its group's, have spent
 	// this period.
@@ -214,7 +214,9 @@ type accountData struct {
 type effective struct {
 	Models   []string
 	NoModels bool
-	Limits   authz.Limits
+	// Guardrails are the group's and the account's, before the key's.
+	Guardrails []string
+	Limits     authz.Limits
 }
 
 // Allowed are the models the account's keys may be narrowed to: the
@@ -230,13 +232,13 @@ func (e effective) Allowed(configured []string) []string {
 }
 
 func effectiveOf(a authz.Account, g *authz.Group) effective {
-	var gm []string
+	var gm, gg []string
 	var gl authz.Limits
 	if g != nil {
-		gm, gl = g.Models, g.Limits
+		gm, gg, gl = g.Models, g.Guardrails, g.Limits
 	}
 	m, none := authz.EffectiveModels(a.Models, gm)
-	return effective{Models: m, NoModels: none, Limits: a.Limits.Within(gl)}
+	return effective{Models: m, NoModels: none, Guardrails: authz.UnionNames(gg, a.Guardrails), Limits: a.Limits.Within(gl)}
 }
 
 func (h *Handler) accountData(r *http.Request, id string) (accountData, error) {
@@ -278,6 +280,7 @@ func (h *Handler) accountUpdate(w http.ResponseWriter, r *http.Request, v view) 
 		return err
 	}
 	a.Name, a.GroupID, a.Models = r.PostFormValue("name"), r.PostFormValue("group_id"), formModels(r)
+	a.Guardrails = formGuardrails(r)
 	if a.Limits, err = formLimits(r); err == nil {
 		if a.Budget, err = formBudget(r); err == nil {
 			err = h.updateAccount(r.Context(), a)
@@ -319,7 +322,8 @@ func (h *Handler) accountAction(w http.ResponseWriter, r *http.Request, _ view) 
 // once: the secret waits in this process's memory for that one page, and
 // is in no URL, store or later page.
 func (h *Handler) keyCreate(w http.ResponseWriter, r *http.Request, v view) error {
-	k := authz.Key{AccountID: r.PathValue("id"), Name: r.PostFormValue("name"), Models: formModels(r)}
+	k := authz.Key{AccountID: r.PathValue("id"), Name: r.PostFormValue("name"), Models: formModels(r),
+		Guardrails: formGuardrails(r)}
 	var err error
 	var secret string
 	if k.ExpiresAt, err = formTime(r, "expires_at", "Expires"); err == nil {
@@ -423,7 +427,7 @@ func (h *Handler) keyUpdate(w http.ResponseWriter, r *http.Request, v view) erro
 	if err != nil {
 		return err
 	}
-	k.Name, k.Models = r.PostFormValue("name"), formModels(r)
+	k.Name, k.Models, k.Guardrails = r.PostFormValue("name"), formModels(r), formGuardrails(r)
 	if k.ExpiresAt, err = formTime(r, "expires_at", "Expires"); err == nil {
 		if k.Budget, err = formBudget(r); err == nil {
 			err = h.updateKey(r.Context(), k)
@@ -490,6 +494,18 @@ func formModels(r *http.Request) []string {
 	var out []string
 	for _, v := range r.PostForm["models"] {
 		out = append(out, strings.Split(v, ",")...)
+	}
+	return out
+}
+
+// formGuardrails reads the comma-separated names of the guardrail rules a
+// level adds; empty names between commas are none.
+func formGuardrails(r *http.Request) []string {
+	var out []string
+	for name := range strings.SplitSeq(r.PostFormValue("guardrails"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -20,42 +20,51 @@ type limitsJSON struct {
 	ConcurrentRequests *int64 `json:"concurrent_requests"`
 }
 
+// Guardrails, in the shapes of groups, accounts and keys, name the
+// optional guardrail rules of the gateway's config that the level adds to
+// its requests. The admin does not know the config's rules: the gateway
+// ignores (and logs) names it does not have.
+
 type groupJSON struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	Models    []string      `json:"models"`
-	Limits    limitsJSON    `json:"limits"`
-	Budget    *authz.Budget `json:"budget"`
-	CreatedAt time.Time     `json:"created_at"`
+	ID         string        `json:"id"`
+	Name       string        `json:"name"`
+	Models     []string      `json:"models"`
+	Guardrails []string      `json:"guardrails"`
+	Limits     limitsJSON    `json:"limits"`
+	Budget     *authz.Budget `json:"budget"`
+	CreatedAt  time.Time     `json:"created_at"`
 }
 
 func groupOut(g authz.Group) groupJSON {
-	return groupJSON{g.ID, g.Name, nonNil(g.Models), limitsJSON(g.Limits), g.Budget, g.CreatedAt}
+	return groupJSON{g.ID, g.Name, nonNil(g.Models), nonNil(g.Guardrails), limitsJSON(g.Limits), g.Budget, g.CreatedAt}
 }
 
 type accountJSON struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	GroupID   string        `json:"group_id"`
-	Models    []string      `json:"models"`
-	Disabled  bool          `json:"disabled"`
-	Limits    limitsJSON    `json:"limits"`
-	Budget    *authz.Budget `json:"budget"`
-	CreatedAt time.Time     `json:"created_at"`
+	ID         string        `json:"id"`
+	Name       string        `json:"name"`
+	GroupID    string        `json:"group_id"`
+	Models     []string      `json:"models"`
+	Guardrails []string      `json:"guardrails"`
+	Disabled   bool          `json:"disabled"`
+	Limits     limitsJSON    `json:"limits"`
+	Budget     *authz.Budget `json:"budget"`
+	CreatedAt  time.Time     `json:"created_at"`
 }
 
 func accountOut(a authz.Account) accountJSON {
-	return accountJSON{a.ID, a.Name, a.GroupID, nonNil(a.Models), a.Disabled, limitsJSON(a.Limits), a.Budget, a.CreatedAt}
+	return accountJSON{a.ID, a.Name, a.GroupID, nonNil(a.Models), nonNil(a.Guardrails), a.Disabled, limitsJSON(a.Limits),
+		a.Budget, a.CreatedAt}
 }
 
 // keyJSON never holds the secret or its hash: only the visible prefix.
 type keyJSON struct {
-	ID        string   `json:"id"`
-	AccountID string   `json:"account_id"`
-	Name      string   `json:"name"`
-	Prefix    string   `json:"prefix"`
-	Models    []string `json:"models"`
-	Disabled  bool     `json:"disabled"`
+	ID         string   `json:"id"`
+	AccountID  string   `json:"account_id"`
+	Name       string   `json:"name"`
+	Prefix     string   `json:"prefix"`
+	Models     []string `json:"models"`
+	Guardrails []string `json:"guardrails"`
+	Disabled   bool     `json:"disabled"`
 	// State is active, disabled, expired or revoked.
 	State      string        `json:"state"`
 	Budget     *authz.Budget `json:"budget"`
@@ -68,8 +77,8 @@ type keyJSON struct {
 func (h *Handler) keyOut(k authz.Key) keyJSON { return keyAt(k, h.cfg.Now()) }
 
 func keyAt(k authz.Key, now time.Time) keyJSON {
-	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), k.Disabled, keyState(k, now), k.Budget,
-		k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
+	return keyJSON{k.ID, k.AccountID, k.Name, k.Prefix, nonNil(k.Models), nonNil(k.Guardrails), k.Disabled, keyState(k, now),
+		k.Budget, k.ExpiresAt, k.RevokedAt, k.CreatedAt, k.LastUsedAt}
 }
 
 // CommandActor is the audit log's actor of changes made with the
@@ -150,9 +159,10 @@ func nonNil(s []string) []string {
 // zero value.
 
 type groupBody struct {
-	Name   *string     `json:"name"`
-	Models *[]string   `json:"models"`
-	Limits *limitsJSON `json:"limits"`
+	Name       *string     `json:"name"`
+	Models     *[]string   `json:"models"`
+	Guardrails *[]string   `json:"guardrails"`
+	Limits     *limitsJSON `json:"limits"`
 	// Budget null removes the budget.
 	Budget optional[authz.Budget] `json:"budget"`
 }
@@ -160,6 +170,7 @@ type groupBody struct {
 func (b groupBody) apply(g *authz.Group) {
 	set(&g.Name, b.Name)
 	set(&g.Models, b.Models)
+	set(&g.Guardrails, b.Guardrails)
 	if b.Limits != nil {
 		g.Limits = authz.Limits(*b.Limits)
 	}
@@ -169,10 +180,11 @@ func (b groupBody) apply(g *authz.Group) {
 type accountBody struct {
 	Name *string `json:"name"`
 	// GroupID "" takes the account out of its group.
-	GroupID  *string     `json:"group_id"`
-	Models   *[]string   `json:"models"`
-	Limits   *limitsJSON `json:"limits"`
-	Disabled *bool       `json:"disabled"`
+	GroupID    *string     `json:"group_id"`
+	Models     *[]string   `json:"models"`
+	Guardrails *[]string   `json:"guardrails"`
+	Limits     *limitsJSON `json:"limits"`
+	Disabled   *bool       `json:"disabled"`
 	// Budget null removes the budget.
 	Budget optional[authz.Budget] `json:"budget"`
 }
@@ -182,6 +194,7 @@ func (b accountBody) apply(a *authz.Account) {
 	set(&a.Name, b.Name)
 	set(&a.GroupID, b.GroupID)
 	set(&a.Models, b.Models)
+	set(&a.Guardrails, b.Guardrails)
 	set(&a.Disabled, b.Disabled)
 	if b.Limits != nil {
 		a.Limits = authz.Limits(*b.Limits)
@@ -189,9 +202,10 @@ func (b accountBody) apply(a *authz.Account) {
 }
 
 type keyBody struct {
-	Name     *string   `json:"name"`
-	Models   *[]string `json:"models"`
-	Disabled *bool     `json:"disabled"`
+	Name       *string   `json:"name"`
+	Models     *[]string `json:"models"`
+	Guardrails *[]string `json:"guardrails"`
+	Disabled   *bool     `json:"disabled"`
 	// ExpiresAt null clears the expiry.
 	ExpiresAt optionalTime `json:"expires_at"`
 	// Budget null removes the budget.
@@ -202,6 +216,7 @@ func (b keyBody) apply(k *authz.Key) {
 	b.Budget.apply(&k.Budget)
 	set(&k.Name, b.Name)
 	set(&k.Models, b.Models)
+	set(&k.Guardrails, b.Guardrails)
 	set(&k.Disabled, b.Disabled)
 	if b.ExpiresAt.Set {
 		k.ExpiresAt = b.ExpiresAt.Time

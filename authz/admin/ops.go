@@ -54,6 +54,18 @@ func (h *Handler) cleanModels(models []string) ([]string, error) {
 	return out, nil
 }
 
+// cleanGuardrails checks the names of the guardrail rules a level adds
+// (authz.CleanGuardrails), not that the config has them: the admin does
+// not know the gateway's rules, and the gateway ignores (and logs) names
+// it does not have.
+func cleanGuardrails(names []string) ([]string, error) {
+	names, err := authz.CleanGuardrails(names)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return names, nil
+}
+
 func checkLimits(l authz.Limits) error {
 	for _, v := range []*int64{l.RequestsPerMinute, l.TokensPerMinute, l.TokensPerDay, l.ConcurrentRequests} {
 		if v != nil && *v < 0 {
@@ -80,6 +92,9 @@ func (h *Handler) checkGroup(g *authz.Group) (err error) {
 	if g.Models, err = h.cleanModels(g.Models); err != nil {
 		return err
 	}
+	if g.Guardrails, err = cleanGuardrails(g.Guardrails); err != nil {
+		return err
+	}
 	if err := checkBudget(g.Budget); err != nil {
 		return err
 	}
@@ -91,6 +106,9 @@ func (h *Handler) checkAccount(ctx context.Context, a *authz.Account) (err error
 		return err
 	}
 	if a.Models, err = h.cleanModels(a.Models); err != nil {
+		return err
+	}
+	if a.Guardrails, err = cleanGuardrails(a.Guardrails); err != nil {
 		return err
 	}
 	if a.GroupID != "" {
@@ -145,7 +163,7 @@ func (h *Handler) createAccount(ctx context.Context, a authz.Account) (authz.Acc
 		return authz.Account{}, fmt.Errorf("account %q: %w", a.Name, err)
 	}
 	a.ID, a.CreatedAt = created.ID, created.CreatedAt
-	if a.GroupID != "" || len(a.Models) > 0 || a.Disabled || a.Limits != (authz.Limits{}) || a.Budget != nil {
+	if a.GroupID != "" || len(a.Models) > 0 || len(a.Guardrails) > 0 || a.Disabled || a.Limits != (authz.Limits{}) || a.Budget != nil {
 		if err := h.store.UpdateAccount(ctx, a); err != nil {
 			h.audit(ctx, "account.create", a.ID, nil, accountOut(created))
 			return created, fmt.Errorf("setting up account %s: %w", a.ID, err)
@@ -180,6 +198,9 @@ func (h *Handler) issueKey(ctx context.Context, k authz.Key) (string, authz.Key,
 	if k.Models, err = h.cleanModels(k.Models); err != nil {
 		return "", authz.Key{}, err
 	}
+	if k.Guardrails, err = cleanGuardrails(k.Guardrails); err != nil {
+		return "", authz.Key{}, err
+	}
 	if err := checkBudget(k.Budget); err != nil {
 		return "", authz.Key{}, err
 	}
@@ -193,7 +214,8 @@ func (h *Handler) issueKey(ctx context.Context, k authz.Key) (string, authz.Key,
 	return secret, k, err
 }
 
-// updateKey saves a key's name, models, disabled flag and expiry.
+// updateKey saves a key's name, models, guardrails, disabled flag, expiry
+// and budget.
 func (h *Handler) updateKey(ctx context.Context, k authz.Key) error {
 	if k.RevokedAt != nil {
 		return errRevoked
@@ -203,6 +225,9 @@ func (h *Handler) updateKey(ctx context.Context, k authz.Key) error {
 		return err
 	}
 	if k.Models, err = h.cleanModels(k.Models); err != nil {
+		return err
+	}
+	if k.Guardrails, err = cleanGuardrails(k.Guardrails); err != nil {
 		return err
 	}
 	if err := checkBudget(k.Budget); err != nil {
@@ -265,7 +290,7 @@ func (h *Handler) rotateKey(ctx context.Context, id string, grace time.Duration)
 			Message: "the key has expired; create a new one"}
 	}
 	secret, next, err := h.issueKey(ctx, authz.Key{AccountID: old.AccountID, Name: old.Name, Models: old.Models,
-		Disabled: old.Disabled, ExpiresAt: old.ExpiresAt, Budget: old.Budget})
+		Guardrails: old.Guardrails, Disabled: old.Disabled, ExpiresAt: old.ExpiresAt, Budget: old.Budget})
 	if err != nil {
 		return "", authz.Key{}, err
 	}

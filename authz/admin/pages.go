@@ -192,6 +192,7 @@ func (h *Handler) funcs() template.FuncMap {
 		},
 		"fromInput": fromInput,
 		"limits":    limitsText,
+		"ruleNames": func(n []string) string { return cmp.Or(strings.Join(n, ", "), "none") },
 		"typedBudget": func(p pageData, form string, f budgetForm) budgetForm {
 			if p.Form != form || p.Typed == nil {
 				return f

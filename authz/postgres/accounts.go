@@ -10,7 +10,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, budget, created_at`
+const accountColumns = `id, name, group_id, models, guardrails, disabled, ` + limitColumns + `, budget, created_at`
 
 // CreateAccount implements authz.Accounts.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
@@ -43,9 +43,9 @@ func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
 	if a.GroupID != "" {
 		group = &a.GroupID
 	}
-	err := s.update(ctx, `UPDATE accounts SET name = $2, group_id = $3, models = $4, disabled = $5, requests_per_minute = $6,
-		tokens_per_minute = $7, tokens_per_day = $8, concurrent_requests = $9, budget = $10 WHERE id = $1`,
-		append([]any{a.ID, a.Name, group, modelsArg(a.Models), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget))...)...)
+	err := s.update(ctx, `UPDATE accounts SET name = $2, group_id = $3, models = $4, guardrails = $5, disabled = $6,
+		requests_per_minute = $7, tokens_per_minute = $8, tokens_per_day = $9, concurrent_requests = $10, budget = $11 WHERE id = $1`,
+		append([]any{a.ID, a.Name, group, namesArg(a.Models), namesArg(a.Guardrails), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget))...)...)
 	switch pgCode(err) {
 	case uniqueViolation:
 		return fmt.Errorf("account %q: %w", a.Name, authz.ErrExists)
@@ -69,13 +69,13 @@ func (s *Store) account(ctx context.Context, sql, arg string) (authz.Account, er
 func scanAccount(row pgx.Row) (authz.Account, error) {
 	var a authz.Account
 	var group *string
-	dests := append([]any{&a.ID, &a.Name, &group, &a.Models, &a.Disabled}, append(limitDests(&a.Limits), storesql.BudgetDest(&a.Budget), &a.CreatedAt)...)
+	dests := append([]any{&a.ID, &a.Name, &group, &a.Models, &a.Guardrails, &a.Disabled}, append(limitDests(&a.Limits), storesql.BudgetDest(&a.Budget), &a.CreatedAt)...)
 	if err := row.Scan(dests...); err != nil {
 		return authz.Account{}, err
 	}
 	if group != nil {
 		a.GroupID = *group
 	}
-	a.Models, a.CreatedAt = modelsOf(a.Models), a.CreatedAt.UTC()
+	a.Models, a.Guardrails, a.CreatedAt = namesOf(a.Models), namesOf(a.Guardrails), a.CreatedAt.UTC()
 	return a, nil
 }

@@ -10,7 +10,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const groupColumns = `id, name, models, ` + limitColumns + `, budget, created_at`
+const groupColumns = `id, name, models, guardrails, ` + limitColumns + `, budget, created_at`
 
 // CreateGroup implements authz.Groups.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
@@ -21,8 +21,8 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 		g.CreatedAt = s.now()
 	}
 	g.CreatedAt = ms(g.CreatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		append([]any{g.ID, g.Name, modelsArg(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.CreatedAt)...)...)
+	_, err := s.pool.Exec(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		append([]any{g.ID, g.Name, namesArg(g.Models), namesArg(g.Guardrails)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.CreatedAt)...)...)
 	if err != nil {
 		return authz.Group{}, exists(err, "group", g.Name)
 	}
@@ -46,9 +46,9 @@ func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
 
 // UpdateGroup implements authz.Groups.
 func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
-	err := s.update(ctx, `UPDATE groups SET name = $2, models = $3, requests_per_minute = $4, tokens_per_minute = $5,
-		tokens_per_day = $6, concurrent_requests = $7, budget = $8 WHERE id = $1`,
-		append([]any{g.ID, g.Name, modelsArg(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget))...)...)
+	err := s.update(ctx, `UPDATE groups SET name = $2, models = $3, guardrails = $4, requests_per_minute = $5,
+		tokens_per_minute = $6, tokens_per_day = $7, concurrent_requests = $8, budget = $9 WHERE id = $1`,
+		append([]any{g.ID, g.Name, namesArg(g.Models), namesArg(g.Guardrails)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget))...)...)
 	if pgCode(err) == uniqueViolation {
 		return fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
 	}
@@ -63,10 +63,10 @@ func (s *Store) group(ctx context.Context, sql string, arg string) (authz.Group,
 
 func scanGroup(row pgx.Row) (authz.Group, error) {
 	var g authz.Group
-	dests := append([]any{&g.ID, &g.Name, &g.Models}, append(limitDests(&g.Limits), storesql.BudgetDest(&g.Budget), &g.CreatedAt)...)
+	dests := append([]any{&g.ID, &g.Name, &g.Models, &g.Guardrails}, append(limitDests(&g.Limits), storesql.BudgetDest(&g.Budget), &g.CreatedAt)...)
 	if err := row.Scan(dests...); err != nil {
 		return authz.Group{}, err
 	}
-	g.Models, g.CreatedAt = modelsOf(g.Models), g.CreatedAt.UTC()
+	g.Models, g.Guardrails, g.CreatedAt = namesOf(g.Models), namesOf(g.Guardrails), g.CreatedAt.UTC()
 	return g, nil
 }

@@ -11,7 +11,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
+const keyColumns = `id, account_id, name, prefix, hash, models, guardrails, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
 // CreateKey implements authz.Keys.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
@@ -22,10 +22,10 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.CreatedAt = s.now()
 	}
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
-	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, disabled, expires_at, created_at, budget)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], modelsArg(k.Models), k.Disabled, k.ExpiresAt, k.CreatedAt,
-		storesql.BudgetArg(k.Budget))
+	_, err := s.pool.Exec(ctx, `INSERT INTO keys (id, account_id, name, prefix, hash, models, guardrails, disabled, expires_at, created_at, budget)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], namesArg(k.Models), namesArg(k.Guardrails), k.Disabled, k.ExpiresAt,
+		k.CreatedAt, storesql.BudgetArg(k.Budget))
 	switch pgCode(err) {
 	case "":
 		return k, err
@@ -69,8 +69,9 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, er
 
 // UpdateKey implements authz.Keys.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
-	return s.update(ctx, `UPDATE keys SET name = $2, models = $3, disabled = $4, expires_at = $5, budget = $6 WHERE id = $1`,
-		k.ID, k.Name, modelsArg(k.Models), k.Disabled, msPtr(k.ExpiresAt), storesql.BudgetArg(k.Budget))
+	return s.update(ctx, `UPDATE keys SET name = $2, models = $3, guardrails = $4, disabled = $5, expires_at = $6, budget = $7
+		WHERE id = $1`,
+		k.ID, k.Name, namesArg(k.Models), namesArg(k.Guardrails), k.Disabled, msPtr(k.ExpiresAt), storesql.BudgetArg(k.Budget))
 }
 
 // SetKeyDisabled implements authz.Keys.
@@ -98,12 +99,12 @@ func (s *Store) key(ctx context.Context, sql string, arg any) (authz.Key, error)
 func scanKey(row pgx.Row) (authz.Key, error) {
 	var k authz.Key
 	var hash []byte
-	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &k.Models, &k.Disabled, &k.ExpiresAt, &k.RevokedAt,
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &k.Models, &k.Guardrails, &k.Disabled, &k.ExpiresAt, &k.RevokedAt,
 		&k.CreatedAt, &k.LastUsedAt, storesql.BudgetDest(&k.Budget)); err != nil {
 		return authz.Key{}, err
 	}
 	copy(k.Hash[:], hash)
-	k.Models, k.CreatedAt = modelsOf(k.Models), k.CreatedAt.UTC()
+	k.Models, k.Guardrails, k.CreatedAt = namesOf(k.Models), namesOf(k.Guardrails), k.CreatedAt.UTC()
 	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = utcPtr(k.ExpiresAt), utcPtr(k.RevokedAt), utcPtr(k.LastUsedAt)
 	return k, nil
 }

@@ -190,20 +190,20 @@ func utcPtr(t *time.Time) *time.Time {
 	return new(t.UTC())
 }
 
-// Model lists are text[]; nil and empty both mean no restriction, read
-// back as nil.
-func modelsArg(models []string) []string {
-	if models == nil {
+// Lists of model ids and of guardrail rule names are text[]; nil and
+// empty are the same (no restriction, no rule added), read back as nil.
+func namesArg(names []string) []string {
+	if names == nil {
 		return []string{}
 	}
-	return models
+	return names
 }
 
-func modelsOf(models []string) []string {
-	if len(models) == 0 {
+func namesOf(names []string) []string {
+	if len(names) == 0 {
 		return nil
 	}
-	return models
+	return names
 }
 
 // limitColumns are the nullable limit columns of groups and accounts.

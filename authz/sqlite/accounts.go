@@ -9,7 +9,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const accountColumns = `id, name, group_id, models, disabled, ` + limitColumns + `, budget, created_at`
+const accountColumns = `id, name, group_id, models, guardrails, disabled, ` + limitColumns + `, budget, created_at`
 
 // CreateAccount implements authz.Accounts.
 func (s *Store) CreateAccount(ctx context.Context, name string) (authz.Account, error) {
@@ -41,8 +41,8 @@ func (s *Store) ListAccounts(ctx context.Context) ([]authz.Account, error) {
 
 // UpdateAccount implements authz.Accounts.
 func (s *Store) UpdateAccount(ctx context.Context, a authz.Account) error {
-	err := s.update(ctx, `UPDATE accounts SET name = ?, group_id = ?, models = ?, disabled = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
-		append([]any{a.Name, nullString(a.GroupID), joinModels(a.Models), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget), a.ID)...)...)
+	err := s.update(ctx, `UPDATE accounts SET name = ?, group_id = ?, models = ?, guardrails = ?, disabled = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
+		append([]any{a.Name, nullString(a.GroupID), joinNames(a.Models), joinNames(a.Guardrails), a.Disabled}, append(limitArgs(a.Limits), storesql.BudgetArg(a.Budget), a.ID)...)...)
 	switch {
 	case isUnique(err):
 		return fmt.Errorf("account %q: %w", a.Name, authz.ErrExists)
@@ -60,12 +60,13 @@ func (s *Store) SetAccountDisabled(ctx context.Context, id string, disabled bool
 func scanAccount(row scanner) (authz.Account, error) {
 	var a authz.Account
 	var group sql.NullString
-	var models string
+	var models, guardrails string
 	var lim limits
 	var created int64
-	if err := row.Scan(&a.ID, &a.Name, &group, &models, &a.Disabled, &lim[0], &lim[1], &lim[2], &lim[3], storesql.BudgetDest(&a.Budget), &created); err != nil {
+	if err := row.Scan(&a.ID, &a.Name, &group, &models, &guardrails, &a.Disabled, &lim[0], &lim[1], &lim[2], &lim[3], storesql.BudgetDest(&a.Budget), &created); err != nil {
 		return authz.Account{}, err
 	}
-	a.GroupID, a.Models, a.Limits, a.CreatedAt = group.String, splitModels(models), lim.Limits(), fromMS(created)
+	a.GroupID, a.Models, a.Guardrails = group.String, splitNames(models), splitNames(guardrails)
+	a.Limits, a.CreatedAt = lim.Limits(), fromMS(created)
 	return a, nil
 }

@@ -8,7 +8,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const groupColumns = `id, name, models, ` + limitColumns + `, budget, created_at`
+const groupColumns = `id, name, models, guardrails, ` + limitColumns + `, budget, created_at`
 
 // CreateGroup implements authz.Groups.
 func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, error) {
@@ -19,8 +19,8 @@ func (s *Store) CreateGroup(ctx context.Context, g authz.Group) (authz.Group, er
 		g.CreatedAt = s.now()
 	}
 	g.CreatedAt = ms(g.CreatedAt)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		append([]any{g.ID, g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.CreatedAt.UnixMilli())...)...)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO groups (`+groupColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		append([]any{g.ID, g.Name, joinNames(g.Models), joinNames(g.Guardrails)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.CreatedAt.UnixMilli())...)...)
 	if isUnique(err) {
 		return authz.Group{}, fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
 	}
@@ -46,8 +46,8 @@ func (s *Store) ListGroups(ctx context.Context) ([]authz.Group, error) {
 
 // UpdateGroup implements authz.Groups.
 func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
-	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
-		append([]any{g.Name, joinModels(g.Models)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.ID)...)...)
+	err := s.update(ctx, `UPDATE groups SET name = ?, models = ?, guardrails = ?, `+limitAssignments+`, budget = ? WHERE id = ?`,
+		append([]any{g.Name, joinNames(g.Models), joinNames(g.Guardrails)}, append(limitArgs(g.Limits), storesql.BudgetArg(g.Budget), g.ID)...)...)
 	if isUnique(err) {
 		return fmt.Errorf("group %q: %w", g.Name, authz.ErrExists)
 	}
@@ -56,12 +56,12 @@ func (s *Store) UpdateGroup(ctx context.Context, g authz.Group) error {
 
 func scanGroup(row scanner) (authz.Group, error) {
 	var g authz.Group
-	var models string
+	var models, guardrails string
 	var lim limits
 	var created int64
-	if err := row.Scan(&g.ID, &g.Name, &models, &lim[0], &lim[1], &lim[2], &lim[3], storesql.BudgetDest(&g.Budget), &created); err != nil {
+	if err := row.Scan(&g.ID, &g.Name, &models, &guardrails, &lim[0], &lim[1], &lim[2], &lim[3], storesql.BudgetDest(&g.Budget), &created); err != nil {
 		return authz.Group{}, err
 	}
-	g.Models, g.Limits, g.CreatedAt = splitModels(models), lim.Limits(), fromMS(created)
+	g.Models, g.Guardrails, g.Limits, g.CreatedAt = splitNames(models), splitNames(guardrails), lim.Limits(), fromMS(created)
 	return g, nil
 }

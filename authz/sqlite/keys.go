@@ -10,7 +10,7 @@ import (
 	"modelgate/authz/internal/storesql"
 )
 
-const keyColumns = `id, account_id, name, prefix, hash, models, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
+const keyColumns = `id, account_id, name, prefix, hash, models, guardrails, disabled, expires_at, revoked_at, created_at, last_used_at, budget`
 
 // CreateKey implements authz.Keys.
 func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
@@ -21,8 +21,8 @@ func (s *Store) CreateKey(ctx context.Context, k authz.Key) (authz.Key, error) {
 		k.CreatedAt = s.now()
 	}
 	k.CreatedAt, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = ms(k.CreatedAt), msPtr(k.ExpiresAt), nil, nil
-	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
-		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt),
+	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, ?)`,
+		k.ID, k.AccountID, k.Name, k.Prefix, k.Hash[:], joinNames(k.Models), joinNames(k.Guardrails), k.Disabled, nullMS(k.ExpiresAt),
 		k.CreatedAt.UnixMilli(), storesql.BudgetArg(k.Budget))
 	switch {
 	case isUnique(err):
@@ -65,8 +65,8 @@ func (s *Store) ListKeys(ctx context.Context, accountID string) ([]authz.Key, er
 
 // UpdateKey implements authz.Keys.
 func (s *Store) UpdateKey(ctx context.Context, k authz.Key) error {
-	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, disabled = ?, expires_at = ?, budget = ? WHERE id = ?`,
-		k.Name, joinModels(k.Models), k.Disabled, nullMS(k.ExpiresAt), storesql.BudgetArg(k.Budget), k.ID)
+	return s.update(ctx, `UPDATE keys SET name = ?, models = ?, guardrails = ?, disabled = ?, expires_at = ?, budget = ? WHERE id = ?`,
+		k.Name, joinNames(k.Models), joinNames(k.Guardrails), k.Disabled, nullMS(k.ExpiresAt), storesql.BudgetArg(k.Budget), k.ID)
 }
 
 // SetKeyDisabled implements authz.Keys.
@@ -92,15 +92,16 @@ func (s *Store) key(ctx context.Context, query string, arg any) (authz.Key, erro
 func scanKey(row scanner) (authz.Key, error) {
 	var k authz.Key
 	var hash []byte
-	var models string
+	var models, guardrails string
 	var expires, revoked, lastUsed sql.NullInt64
 	var created int64
-	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &models, &k.Disabled, &expires, &revoked,
+	if err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &hash, &models, &guardrails, &k.Disabled, &expires, &revoked,
 		&created, &lastUsed, storesql.BudgetDest(&k.Budget)); err != nil {
 		return authz.Key{}, err
 	}
 	copy(k.Hash[:], hash)
-	k.Models, k.ExpiresAt, k.RevokedAt, k.LastUsedAt = splitModels(models), fromNullMS(expires), fromNullMS(revoked), fromNullMS(lastUsed)
+	k.Models, k.Guardrails = splitNames(models), splitNames(guardrails)
+	k.ExpiresAt, k.RevokedAt, k.LastUsedAt = fromNullMS(expires), fromNullMS(revoked), fromNullMS(lastUsed)
 	k.CreatedAt = fromMS(created)
 	return k, nil
 }

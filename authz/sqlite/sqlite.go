@@ -186,11 +186,12 @@ func nullString(s string) any {
 	return s
 }
 
-// Model lists are stored comma-separated; model ids hold no commas.
+// Lists of model ids and of guardrail rule names are stored
+// comma-separated; neither holds commas.
 
-func joinModels(models []string) string { return strings.Join(models, ",") }
+func joinNames(names []string) string { return strings.Join(names, ",") }
 
-func splitModels(s string) []string {
+func splitNames(s string) []string {
 	if s == "" {
 		return nil
 	}

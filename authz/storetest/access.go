@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ type principalStore interface {
 }
 
 // Principals tests what an Authenticator makes of the keys, accounts and
-// groups a store holds: effective models, limits and budgets, and the
-// states, expiry and last use of keys.
+// groups a store holds: effective models, guardrails, limits and budgets,
+// and the states, expiry and last use of keys.
 func Principals[S interface {
 	authz.Accounts
 	authz.Groups
@@ -29,6 +30,7 @@ func Principals[S interface {
 }](t *testing.T, newStore func(t *testing.T) S) {
 	run(t, newStore,
 		test[S]{"EffectiveAccess", testEffectiveAccess[S]},
+		test[S]{"EffectiveGuardrails", testEffectiveGuardrails[S]},
 		test[S]{"Budgets", testBudgets[S]},
 		test[S]{"GroupLimitsAreACap", testGroupLimitsAreACap[S]},
 		test[S]{"AuthenticateStates", testAuthenticateStates[S]},
@@ -105,6 +107,56 @@ func testEffectiveAccess[S principalStore](t *testing.T, s S) {
 				if p.Allows(m) {
 					t.Errorf("Allows(%q) = true, want false", m)
 				}
+			}
+		})
+	}
+}
+
+// testEffectiveGuardrails checks that a principal's guardrails are the
+// group's, then the account's, then the key's, each name once, and that a
+// change to a level reaches it once the cache is invalidated.
+func testEffectiveGuardrails[S principalStore](t *testing.T, s S) {
+	ctx := context.Background()
+	tests := []struct {
+		name                      string
+		group, account, key, want []string
+	}{
+		{name: "none anywhere"},
+		{name: "key only", key: []string{"pii"}, want: []string{"pii"}},
+		{name: "account only, no group", account: []string{"tone", "pii"}, want: []string{"tone", "pii"}},
+		{name: "group's, account's, key's, each once", group: []string{"pii", "tone"}, account: []string{"secrets", "pii"},
+			key: []string{"jailbreak", "tone", "secrets"}, want: []string{"pii", "tone", "secrets", "jailbreak"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := mustAccount(t, s, "acct"+string(rune('a'+i)))
+			a.Guardrails = tt.account
+			if tt.group != nil {
+				a.GroupID = mustGroup(t, s, authz.Group{Name: "team" + string(rune('a'+i)), Guardrails: tt.group}).ID
+			}
+			mustUpdateAccount(t, s, a)
+			secret, k, err := authz.IssueKey(ctx, s, authz.Key{AccountID: a.ID, Guardrails: tt.key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			auth := authz.NewAuthenticator(s, authz.AuthenticatorConfig{TTL: time.Hour})
+			p, err := auth.Authenticate(ctx, secret)
+			if err != nil {
+				t.Fatalf("Authenticate: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, p.Guardrails); diff != "" {
+				t.Errorf("guardrails (-want +got):\n%s", diff)
+			}
+			k.Guardrails = append(k.Guardrails, "added")
+			if err := s.UpdateKey(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			auth.Invalidate()
+			if p, err = auth.Authenticate(ctx, secret); err != nil {
+				t.Fatalf("Authenticate after UpdateKey: %v", err)
+			}
+			if want := append(slices.Clone(tt.want), "added"); !slices.Equal(want, p.Guardrails) {
+				t.Errorf("after the key added a rule: guardrails %q, want %q", p.Guardrails, want)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ func testAccounts[S authz.Accounts](t *testing.T, s S) {
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}
-	if a.ID == "" || a.CreatedAt.IsZero() || a.GroupID != "" || a.Models != nil || a.Limits != (authz.Limits{}) {
+	if a.ID == "" || a.CreatedAt.IsZero() || a.GroupID != "" || a.Models != nil || a.Guardrails != nil || a.Limits != (authz.Limits{}) {
 		t.Errorf("CreateAccount = %+v, want an id, a creation time and nothing else set", a)
 	}
 	if _, err := s.CreateAccount(ctx, "acme"); !errors.Is(err, authz.ErrExists) {
@@ -82,6 +82,7 @@ func testUpdateAccount[S accountStore](t *testing.T, s S) {
 	a := mustAccount(t, s, "acme")
 	mustAccount(t, s, "taken")
 	a.Name, a.GroupID, a.Models, a.Disabled = "acme-2", g.ID, []string{"gpt-4o", "o3"}, true
+	a.Guardrails = []string{"secrets", "pii"}
 	a.Limits = authz.Limits{RequestsPerMinute: new(int64(60)), TokensPerDay: new(int64(1_000_000))}
 	if err := s.UpdateAccount(ctx, a); err != nil {
 		t.Fatalf("UpdateAccount: %v", err)
@@ -90,7 +91,7 @@ func testUpdateAccount[S accountStore](t *testing.T, s S) {
 	if diff := cmp.Diff(a, got); err != nil || diff != "" {
 		t.Errorf("AccountByID after UpdateAccount: %v (-want +got):\n%s", err, diff)
 	}
-	a.GroupID, a.Models, a.Limits = "", nil, authz.Limits{}
+	a.GroupID, a.Models, a.Guardrails, a.Limits = "", nil, nil, authz.Limits{}
 	if err := s.UpdateAccount(ctx, a); err != nil {
 		t.Fatalf("UpdateAccount(clearing): %v", err)
 	}

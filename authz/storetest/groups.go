@@ -20,7 +20,8 @@ func testGroups[S authz.Groups](t *testing.T, s S) {
 	ctx := context.Background()
 	limits := authz.Limits{RequestsPerMinute: new(int64(100)), TokensPerMinute: new(int64(20_000)),
 		TokensPerDay: new(int64(5_000_000)), ConcurrentRequests: new(int64(8))}
-	g, err := s.CreateGroup(ctx, authz.Group{Name: "team", Models: []string{"gpt-4o", "claude"}, Limits: limits})
+	g, err := s.CreateGroup(ctx, authz.Group{Name: "team", Models: []string{"gpt-4o", "claude"},
+		Guardrails: []string{"pii", "no secrets"}, Limits: limits})
 	if err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
@@ -39,12 +40,19 @@ func testGroups[S authz.Groups](t *testing.T, s S) {
 			t.Errorf("%s: %v (-created +got):\n%s", name, err, diff)
 		}
 	}
-	g.Name, g.Models, g.Limits = "team-2", nil, authz.Limits{ConcurrentRequests: new(int64(2))}
+	g.Name, g.Models, g.Guardrails, g.Limits = "team-2", nil, []string{"tone"}, authz.Limits{ConcurrentRequests: new(int64(2))}
 	if err := s.UpdateGroup(ctx, g); err != nil {
 		t.Fatalf("UpdateGroup: %v", err)
 	}
 	if got, err := s.GroupByID(ctx, g.ID); err != nil || cmp.Diff(g, got) != "" {
 		t.Errorf("GroupByID after UpdateGroup: %v (-want +got):\n%s", err, cmp.Diff(g, got))
+	}
+	g.Guardrails = nil
+	if err := s.UpdateGroup(ctx, g); err != nil {
+		t.Fatalf("UpdateGroup(clearing guardrails): %v", err)
+	}
+	if got, err := s.GroupByName(ctx, "team-2"); err != nil || cmp.Diff(g, got) != "" {
+		t.Errorf("GroupByName after clearing guardrails: %v (-want +got):\n%s", err, cmp.Diff(g, got))
 	}
 	mustGroup(t, s, authz.Group{Name: "admins"})
 	if err := s.UpdateGroup(ctx, authz.Group{ID: g.ID, Name: "admins"}); !errors.Is(err, authz.ErrExists) {

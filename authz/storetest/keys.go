@@ -38,7 +38,7 @@ func testKeys[S keyStore](t *testing.T, s S) {
 	// Nanoseconds that the store must drop like it drops them on read.
 	expires := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond).Add(123456 * time.Nanosecond)
 	secret, k, err := authz.IssueKey(ctx, s, authz.Key{AccountID: a.ID, Name: "ci", Models: []string{"gpt-4o", "gpt-4o-mini"},
-		ExpiresAt: &expires})
+		Guardrails: []string{"pii", "no secrets"}, ExpiresAt: &expires})
 	if err != nil {
 		t.Fatalf("IssueKey: %v", err)
 	}
@@ -90,8 +90,9 @@ func testKeys[S keyStore](t *testing.T, s S) {
 	if err != nil {
 		t.Fatalf("ListKeys: %v", err)
 	}
-	if diff := cmp.Diff(want, names(list, func(k authz.Key) string { return k.ID })); diff != "" || list[1].Models != nil {
-		t.Errorf("ListKeys ids, oldest first (-want +got):\n%s\nsecond key's models = %#v, want nil", diff, list[1].Models)
+	if diff := cmp.Diff(want, names(list, func(k authz.Key) string { return k.ID })); diff != "" || list[1].Models != nil || list[1].Guardrails != nil {
+		t.Errorf("ListKeys ids, oldest first (-want +got):\n%s\nsecond key's models = %#v, guardrails = %#v; want nil",
+			diff, list[1].Models, list[1].Guardrails)
 	}
 	if list, err := s.ListKeys(ctx, "acct_other"); err != nil || len(list) != 0 {
 		t.Errorf("ListKeys(other account) = %v, %v; want none", list, err)
@@ -160,6 +161,7 @@ func testUpdateKey[S keyStore](t *testing.T, s S) {
 	revoked, _ := s.KeyByID(ctx, k.ID)
 	want := revoked
 	want.Name, want.Models, want.Disabled, want.ExpiresAt = "new", []string{"o3", "gpt-5"}, true, new(time.UnixMilli(1_900_000_000_123).UTC())
+	want.Guardrails = []string{"tone", "pii"}
 	// What UpdateKey must leave alone, whatever the caller passes.
 	in := want
 	in.AccountID, in.Prefix, in.Hash, in.RevokedAt, in.CreatedAt = "acct_other", "x", [32]byte{1}, nil, time.Unix(1, 0)
@@ -170,7 +172,7 @@ func testUpdateKey[S keyStore](t *testing.T, s S) {
 	if diff := cmp.Diff(want, got); err != nil || diff != "" {
 		t.Errorf("KeyByID after UpdateKey: %v (-want +got):\n%s", err, diff)
 	}
-	want.Models, want.ExpiresAt = nil, nil
+	want.Models, want.Guardrails, want.ExpiresAt = nil, nil, nil
 	if err := s.UpdateKey(ctx, want); err != nil {
 		t.Fatalf("UpdateKey(clearing): %v", err)
 	}

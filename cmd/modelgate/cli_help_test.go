@@ -22,7 +22,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"keys", "-h"}, []string{"usage: modelgate keys <subcommand>"}},
 		{[]string{"keys", "help"}, []string{"usage: modelgate keys <subcommand>"}},
 		{[]string{"keys", "create", "--help"}, []string{"usage: modelgate keys create --config F --account NAME",
-			"prints\nits secret", "flags:\n", "--account NAME ", "--config F ", "--models a,b ", "--name LABEL ",
+			"prints\nits secret", "flags:\n", "--account NAME ", "--config F ", "--guardrails a,b ", "--models a,b ", "--name LABEL ",
 			"example:\n  modelgate keys create --config modelgate.yaml --account acme"}},
 		{[]string{"keys", "create", "--config", "c.yaml", "-h"}, []string{"usage: modelgate keys create"}},
 		{[]string{"keys", "help", "create"}, []string{"usage: modelgate keys create"}},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -157,6 +158,39 @@ func TestKeysCommands(t *testing.T) {
 	k, err := store.KeyByHash(context.Background(), authz.HashKey(secret))
 	if err != nil || !k.Disabled || k.RevokedAt == nil {
 		t.Errorf("stored key = %+v, %v; want disabled and revoked", k, err)
+	}
+}
+
+// keys create --guardrails adds optional guardrail rules to the key by
+// name, each once; a name the admin would refuse is refused before
+// anything is made.
+func TestKeysCreateGuardrails(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("storage: {sqlite_path: "+filepath.Join(dir, "k.db")+"}\n"), 0o644)
+	if _, _, err := runCmd(t, "keys", "create", "--config", cfg, "--account", "other", "--guardrails", "pii,"+strings.Repeat("x", 101)); err == nil ||
+		!strings.Contains(err.Error(), "--guardrails: a guardrail rule name may have at most 100 characters") {
+		t.Errorf("keys create with a 101-character rule name: %v, want a refusal", err)
+	}
+	secret, _, err := runCmd(t, "keys", "create", "--config", cfg, "--account", "acme", "--guardrails", "pii, tone,,pii")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := runCmd(t, "keys", "list", "--config", cfg, "--account", "acme")
+	if err != nil || !strings.Contains(list, "GUARDRAILS") || !strings.Contains(list, " pii,tone ") {
+		t.Errorf("keys list = %q, %v; want the key's guardrails", list, err)
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "k.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	k, err := store.KeyByHash(context.Background(), authz.HashKey(strings.TrimSpace(secret)))
+	if err != nil || strings.Join(k.Guardrails, "|") != "pii|tone" {
+		t.Errorf("stored key = %+v, %v; want guardrails pii, tone", k, err)
+	}
+	if a, err := store.AccountByName(context.Background(), "other"); !errors.Is(err, authz.ErrNotFound) {
+		t.Errorf("the refused create made its account: %+v, %v", a, err)
 	}
 }
 

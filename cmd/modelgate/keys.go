@@ -21,7 +21,8 @@ printed once, when it is created.
 
 subcommands:
   create   create a key for an account and print its secret once
-  list     list an account's keys: id, visible prefix, name, state, models
+  list     list an account's keys: id, visible prefix, name, state, models,
+           guardrails
   disable  refuse a key until it is enabled again
   enable   accept a disabled key again
   revoke   refuse a key for good
@@ -37,15 +38,17 @@ example:
 // keysHelp is each keys subcommand's help.
 var keysHelp = map[string]cmdHelp{
 	"create": {
-		synopsis: "modelgate keys create --config F --account NAME [--name LABEL] [--models a,b]",
+		synopsis: "modelgate keys create --config F --account NAME [--name LABEL] [--models a,b] [--guardrails a,b]",
 		about: `Creates an API key for an account, creating the account if needed, and prints
 its secret on stdout. Only its hash is stored, so this is the only time the
-secret is shown; the key's id and visible prefix go to stderr.`,
-		example: "modelgate keys create --config modelgate.yaml --account acme --name ci --models gpt-4o,gpt-4o-mini",
+secret is shown; the key's id and visible prefix go to stderr. --guardrails
+names optional guardrail rules of the config to run on the key's requests
+besides those that always run; the gateway ignores names it does not have.`,
+		example: "modelgate keys create --config modelgate.yaml --account acme --name ci --models gpt-4o,gpt-4o-mini --guardrails pii",
 	},
 	"list": {
 		synopsis: "modelgate keys list --config F --account NAME",
-		about:    "Lists an account's keys: id, visible prefix, name, state, models and creation time.\nSecrets are never shown.",
+		about:    "Lists an account's keys: id, visible prefix, name, state, models, guardrails and\ncreation time. Secrets are never shown.",
 		example:  "modelgate keys list --config modelgate.yaml --account acme",
 	},
 	"disable": {
@@ -89,12 +92,13 @@ func runKeys(ctx context.Context, args []string, e env) error {
 	}
 	c := newCommand("keys "+sub, e, h)
 	path := c.String("config", "", "`F` the configuration file; its storage section names the store (required)")
-	var account, name, models *string
+	var account, name, models, guardrails *string
 	switch sub {
 	case "create":
 		account = c.String("account", "", "`NAME` the account the key belongs to, created if needed (required)")
 		name = c.String("name", "", "`LABEL` a label for the key, shown by keys list and the dashboard")
 		models = c.String("models", "", "`a,b` the model ids the key may use (default: all the account may use)")
+		guardrails = c.String("guardrails", "", "`a,b` optional guardrail rules of the config the key adds, by name (default: none)")
 	case "list":
 		account = c.String("account", "", "`NAME` the account whose keys to list (required)")
 	}
@@ -125,7 +129,7 @@ func runKeys(ctx context.Context, args []string, e env) error {
 	defer store.Close()
 	switch sub {
 	case "create":
-		return createKey(ctx, store, e, *account, *name, splitList(*models))
+		return createKey(ctx, store, e, authz.Key{Name: *name, Models: splitList(*models), Guardrails: splitList(*guardrails)}, *account)
 	case "list":
 		return listKeys(ctx, store, e, *account)
 	}
@@ -162,9 +166,15 @@ func audit(ctx context.Context, store authz.Audit, e env, action, target string,
 	}
 }
 
-func createKey(ctx context.Context, store authz.Store, e env, account, name string, models []string) error {
+// createKey issues k (its name, models and guardrails) for the named
+// account.
+func createKey(ctx context.Context, store authz.Store, e env, k authz.Key, account string) error {
 	if account == "" {
 		return fmt.Errorf("keys create: --account is required")
+	}
+	var err error
+	if k.Guardrails, err = authz.CleanGuardrails(k.Guardrails); err != nil {
+		return fmt.Errorf("keys create: --guardrails: %w", err)
 	}
 	a, created, err := ensureAccount(ctx, store, account)
 	if err != nil {
@@ -173,7 +183,8 @@ func createKey(ctx context.Context, store authz.Store, e env, account, name stri
 	if created {
 		audit(ctx, store, e, "account.create", a.ID, nil, a)
 	}
-	secret, k, err := authz.CreateKey(ctx, store, a.ID, name, models)
+	k.AccountID = a.ID
+	secret, k, err := authz.IssueKey(ctx, store, k)
 	if err != nil {
 		return err
 	}
@@ -196,10 +207,10 @@ func listKeys(ctx context.Context, store authz.Store, e env, account string) err
 		return err
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPREFIX\tNAME\tSTATE\tMODELS\tCREATED")
+	fmt.Fprintln(w, "ID\tPREFIX\tNAME\tSTATE\tMODELS\tGUARDRAILS\tCREATED")
 	for _, k := range keys {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, keyState(k),
-			strings.Join(k.Models, ","), k.CreatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, keyState(k),
+			strings.Join(k.Models, ","), strings.Join(k.Guardrails, ","), k.CreatedAt.UTC().Format(time.RFC3339))
 	}
 	return w.Flush()
 }
