@@ -86,5 +86,5 @@ func addedRules(p *authz.Principal) []string {
 	if p == nil {
 		return nil
 	}
-	return nil
+	return p.Guardrails
 }

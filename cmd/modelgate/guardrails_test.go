@@ -180,7 +180,9 @@ func answerText(t *testing.T, door string, body []byte, stream bool) string {
 func endOf(t *testing.T, door string, body []byte, stream bool) string {
 	t.Helper()
 	type end struct {
-		Choices           []struct{ FinishReason string `json:"finish_reason"` }
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+		}
 		Status            string
 		IncompleteDetails *struct{ Reason string } `json:"incomplete_details"`
 		StopReason        string                   `json:"stop_reason"`
@@ -419,5 +421,49 @@ guardrails:
 				t.Errorf("chat: %d %s", status, body)
 			}
 		})
+	}
+}
+
+// An optional rule runs on the requests of the key that adds it by name
+// and of no other: two streams at once, one key's answer blocked, the
+// other key's untouched.
+func TestGuardrailsOptionalRuleOnOneKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "guard.yaml")
+	cfg := `backends:
+  - {name: mock, provider: openai, base_url: "http://unused", api_key_env: UNUSED}
+models:
+  - {id: agent-gpt, deployments: [{backend: mock, model: mock-agent}]}
+guardrails:
+  rules:
+    - {name: no-zebra, phase: response, regex: {patterns: ["zebra-[0-9]+"]}, action: block, optional: true}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startDev(t, func(string) string { return "" }, "--config", path)
+	_, body := a.admin(t, "GET", "/admin/v1/accounts", "")
+	var accounts struct{ Data []struct{ ID string } }
+	if json.Unmarshal(body, &accounts) != nil || len(accounts.Data) == 0 {
+		t.Fatalf("accounts: %s", body)
+	}
+	status, body := a.admin(t, "POST", "/admin/v1/accounts/"+accounts.Data[0].ID+"/keys", `{"name":"guarded","guardrails":["no-zebra"]}`)
+	var created struct{ Secret string }
+	if json.Unmarshal(body, &created) != nil || status != 201 && status != 200 || created.Secret == "" {
+		t.Fatalf("creating a key: %d %s", status, body)
+	}
+	stream := `{"model":"agent-gpt","stream":true,"messages":[{"role":"user","content":"repeat zebra-42 twice"}]}`
+	results := make(chan [2]string, 2)
+	for _, key := range []string{a.APIKey, created.Secret} {
+		go func() {
+			_, body := send(t, "POST", a.Gateway+"/chat/completions", key, "application/json", stream)
+			results <- [2]string{key, string(body)}
+		}()
+	}
+	for range 2 {
+		r := <-results
+		blocked := endOf(t, "chat", []byte(r[1]), true) == "content_filter"
+		if guarded := r[0] == created.Secret; blocked != guarded || guarded && strings.Contains(r[1], "zebra-42") {
+			t.Errorf("the guarded key's stream (%v) ended blocked: %v\n%s", guarded, blocked, r[1])
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"modelgate/extproc/redact"
 	"modelgate/translate"
@@ -131,6 +132,8 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 		p.add(at+".name", "is required")
 	case names[r.Name]:
 		p.add(at+".name", "another rule is named %q", r.Name)
+	case r.Optional && strings.ContainsRune(r.Name, ','):
+		p.add(at+".name", "an optional rule's name has no comma: keys, accounts and groups list the rules they add separated by commas")
 	}
 	names[r.Name] = true
 	request := r.Phase == "request"
