@@ -30,6 +30,9 @@ type request struct {
 	// guardrails; nil when no rule reads it (or for an endpoint they do
 	// not check).
 	texts func() []translate.RequestText
+	// maskTexts replaces the texts texts found, in their order, with
+	// masked: the request a provider gets is the masked one.
+	maskTexts func(masked []string)
 	// answerDialect is the API of the answer, whose text the response
 	// rules read; zero when they read none (or for an endpoint they do
 	// not check). includeUsage: a chat stream's client asked for usage.

@@ -1,8 +1,10 @@
 package extproc
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"modelgate/authz"
 	"modelgate/extproc/guard"
@@ -21,6 +23,10 @@ type Guardrails struct {
 	Window guard.Window
 	// MaskKey makes masks (guard.Masker); random per process when empty.
 	MaskKey []byte
+	// Budget bounds the checks of one phase (a request's, a window of an
+	// answer): the services asked at once, each within its own timeout
+	// too. Zero: each service's timeout alone.
+	Budget time.Duration
 }
 
 // rules are g's rules of phase p, in order.
@@ -39,18 +45,42 @@ func (g *Guardrails) rules(p guard.Phase) []*guard.Rule {
 func (s *Server) guarded() bool { return len(s.requestRules) > 0 }
 
 // guardRequest runs the request rules on the request's text, in order,
-// and notes what each did; the first that blocks refuses the request. The
-// refusal names the rule, never what matched.
-func (s *Server) guardRequest(r *request) error {
+// within the request phase's budget, and notes what each did; the first
+// that blocks refuses the request (the refusal names the rule, never
+// what matched), a service that fails closed makes it a 503, and what
+// mask rules matched is masked in the request before it is translated.
+func (s *Server) guardRequest(ctx context.Context, r *request) error {
 	if r.texts == nil {
 		return nil
 	}
-	outcomes, blocked := guard.Check(guard.For(s.requestRules, r.model, addedRules(r.principal)), r.texts())
-	r.guards = append(r.guards, outcomes...)
-	if blocked != nil {
-		return errContentFilter(blocked.Name)
+	rules := guard.For(s.requestRules, r.model, addedRules(r.principal))
+	if len(rules) == 0 {
+		return nil
+	}
+	if b := s.cfg.Guardrails.Budget; b > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b)
+		defer cancel()
+	}
+	texts := r.texts()
+	checked := guard.Check(ctx, rules, texts, s.guardCache, guard.NewMasker(s.cfg.Guardrails.MaskKey, accountOf(r.principal)))
+	r.guards = append(r.guards, checked.Outcomes...)
+	switch {
+	case checked.Blocked != nil:
+		return errContentFilter(checked.Blocked.Name)
+	case checked.Failed != nil:
+		return errGuardUnavailable(checked.Failed.Name, nil)
+	case checked.Masked != nil && r.maskTexts != nil:
+		r.maskTexts(checked.Masked)
 	}
 	return nil
+}
+
+func accountOf(p *authz.Principal) string {
+	if p == nil {
+		return ""
+	}
+	return p.AccountID
 }
 
 // guardAnswer is the guard of an answer the response rules read: a
@@ -63,12 +93,9 @@ func (s *Server) guardAnswer(r *request, status int, stream bool, usage func() t
 	if len(rules) == 0 {
 		return nil
 	}
-	var account string
-	if r.principal != nil {
-		account = r.principal.AccountID
-	}
-	return guard.NewAnswer(guard.AnswerConfig{Rules: rules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect,
-		Stream: stream, Masker: guard.NewMasker(s.cfg.Guardrails.MaskKey, account), Usage: usage, IncludeUsage: r.includeUsage})
+	return guard.NewAnswer(guard.AnswerConfig{Rules: rules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect, Stream: stream,
+		Masker: guard.NewMasker(s.cfg.Guardrails.MaskKey, accountOf(r.principal)), Usage: usage, IncludeUsage: r.includeUsage,
+		Budget: s.cfg.Guardrails.Budget})
 }
 
 // errContentFilter is the refusal of a request a guardrail blocked:
@@ -88,3 +115,18 @@ func addedRules(p *authz.Principal) []string {
 	}
 	return p.Guardrails
 }
+
+// errGuardUnavailable is the refusal of an exchange whose guardrail's
+// service failed with failure closed: the text could not be checked, so
+// it does not pass. A retry may find the service back.
+func errGuardUnavailable(rule string, cause error) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "guardrail_unavailable", Cause: cause,
+		Message: fmt.Sprintf("The gateway's guardrail %q could not check the text: its guard service did not answer.", quoted(rule))}
+}
+
+// The verdict cache's size and how long a verdict is kept: an agent's
+// history is sent again every turn of a session.
+const (
+	guardCacheSize = 100_000
+	guardCacheTTL  = time.Hour
+)

@@ -148,7 +148,8 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: auth, usage: usage, router: r, log: cfg.Logger, now: time.Now,
 		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials),
-		requestRules: cfg.Guardrails.rules(guard.Request), responseRules: cfg.Guardrails.rules(guard.Response)}
+		requestRules: cfg.Guardrails.rules(guard.Request), responseRules: cfg.Guardrails.rules(guard.Response),
+		guardCache: guard.NewCache(guardCacheSize, guardCacheTTL)}
 	if err := s.keepFailedCharges(); err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err != nil {
 		return nil, err
 	}
-	if err := ex.s.guardRequest(&ex.req); err != nil {
+	if err := ex.s.guardRequest(ctx, &ex.req); err != nil {
 		return nil, err
 	}
 	var up translate.Upstream

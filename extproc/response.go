@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"modelgate/envoy/routing"
+	"modelgate/extproc/guard"
 	"modelgate/translate"
 	"modelgate/translate/api"
 )
@@ -187,8 +188,8 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 	// reasons, the text a capture hides.
 	var texts []translate.Text
 	countText := ex.answer.head.Stream || providerUsage(ex.tr).CompletionTokens == 0
-	guard := ex.answer.body.guard
-	if countText || ex.span.span != nil || ex.capture.hidesText() || guard != nil {
+	g := ex.answer.body.guard
+	if countText || ex.span.span != nil || ex.capture.hidesText() || g != nil {
 		rep := ex.tr.Output()
 		if ex.span.span != nil {
 			ex.span.noteFinishReasons(rep.FinishReasons)
@@ -197,8 +198,14 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 			ex.answer.generated += rep.TextBytes()
 		}
 		texts = rep.Texts
-		if guard != nil { // what the rules let through, when they do
-			tout, texts = guard.Next(tout, texts, eos)
+		if g != nil { // what the rules let through, when they do
+			if tout, texts, err = g.Next(ctx, tout, texts, eos); err != nil {
+				var u *guard.Unavailable
+				if !errors.As(err, &u) {
+					return nil, err
+				}
+				return nil, errGuardUnavailable(u.Rule, err)
+			}
 		}
 	}
 	out := tout
@@ -207,7 +214,7 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 		scrub = func(b []byte) []byte { return ex.s.scrubCredentials(b, ex.route.target.APIKey) }
 		out = scrub(out)
 	}
-	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log, refused: guard != nil && guard.Blocked()}
+	ac := answerContext{s: ex.s, account: ex.req.principal.AccountID, head: ex.answer.head, log: &ex.log, refused: g != nil && g.Blocked()}
 	if out, err = ex.flow.answer(ctx, ac, out, eos); err != nil {
 		return nil, err
 	}

@@ -157,6 +157,8 @@ type Server struct {
 	secrets []string
 	// requestRules and responseRules are the guardrails of each phase.
 	requestRules, responseRules []*guard.Rule
+	// guardCache keeps the services' verdicts on requests' texts.
+	guardCache *guard.Cache
 	log                         *zap.Logger
 	now                         func() time.Time
 }

@@ -2,7 +2,11 @@ package guard
 
 import (
 	"bytes"
+	"context"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"modelgate/translate"
@@ -44,6 +48,9 @@ type Answer struct {
 	held    []segment
 	results []Result // per rule
 	blocked bool
+	failed  *Unavailable // a rule's service failed closed
+	// budget bounds the services' checks of one window.
+	budget time.Duration
 	// masked are the values masked so far, as JSON string bodies, and
 	// their masks: a Responses stream repeats its text in done events
 	// and its final response, which are masked by value.
@@ -99,12 +106,15 @@ type AnswerConfig struct {
 	// stream states.
 	Usage        func() translate.Usage
 	IncludeUsage bool
+	// Budget bounds the services' checks of one window; zero for none
+	// but each service's own timeout.
+	Budget time.Duration
 }
 
 // NewAnswer guards an answer with c.
 func NewAnswer(c AnswerConfig) *Answer {
 	a := &Answer{rules: c.Rules, window: c.Window, dialect: c.Dialect, stream: c.Stream, masker: c.Masker,
-		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules))}
+		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules)), budget: c.Budget}
 	for i, r := range c.Rules {
 		a.results[i] = Allowed
 		a.track = a.track || c.Stream && r.Action == Block
@@ -132,15 +142,21 @@ func (a *Answer) Outcomes() []Outcome {
 // client now and the text in that: held output of earlier calls
 // released, with out's or without. eos is the end of the answer: all is
 // checked and released. After a block it returns the refusal once, then
-// nothing. The result is valid until the next call.
-func (a *Answer) Next(out []byte, texts []translate.Text, eos bool) ([]byte, []translate.Text) {
-	if a.blocked {
-		return nil, nil
+// nothing; a service that failed closed is an *Unavailable error once,
+// then nothing. ctx bounds the services' checks. The result is valid
+// until the next call.
+func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, eos bool) ([]byte, []translate.Text, error) {
+	if a.blocked || a.failed != nil {
+		return nil, nil, nil
 	}
 	first := len(a.held)
 	a.split(out, texts)
-	if a.check(eos) {
-		return a.refuse(), nil
+	if a.check(ctx, eos) {
+		if a.failed != nil {
+			a.held = nil
+			return nil, nil, a.failed
+		}
+		return a.refuse(), nil, nil
 	}
 	n := a.releasable(eos)
 	a.out, a.texts = a.out[:0], a.texts[:0]
@@ -153,7 +169,7 @@ func (a *Answer) Next(out []byte, texts []translate.Text, eos bool) ([]byte, []t
 	}
 	a.held = append(a.held[:0], a.held[n:]...)
 	a.trim()
-	return a.out, a.texts
+	return a.out, a.texts, nil
 }
 
 // split cuts out into segments, one after each piece of text a rule
@@ -216,43 +232,108 @@ func eventEnd(out []byte, i int) int {
 }
 
 // check runs the rules on the text not checked yet, of each kind that
-// has a window of it (or all at the end), and reports a block.
-func (a *Answer) check(eos bool) bool {
+// has a window of it (or all at the end): the services of the rules that
+// read a kind are asked at once, within the answer's budget. It reports a
+// block or a service that failed closed (a.failed).
+func (a *Answer) check(ctx context.Context, eos bool) bool {
 	for k := range a.kinds {
 		kt := &a.kinds[k]
 		if !kt.read || kt.runes == 0 || kt.runes < a.window.Size && !eos {
 			continue
 		}
 		from := kt.back(kt.scanned, a.window.Overlap)
-		end := kt.base + len(kt.text)
 		text := kt.text[from-kt.base:]
+		verdicts := a.ask(ctx, translate.TextKind(k), text)
 		for i, r := range a.rules {
-			if !r.reads(translate.TextKind(k)) {
-				continue
-			}
-			r.find(text, func(s, e int) {
-				s, e = s+from, e+from
-				if e <= kt.scanned { // found by an earlier check
-					return
-				}
-				if strength[matched(r.Action)] > strength[a.results[i]] {
-					a.results[i] = matched(r.Action)
-				}
-				switch r.Action {
-				case Block:
-					a.blocked = true
-				case Mask:
-					a.mask(kt, s, e)
-				}
-			})
-			if a.blocked {
+			if r.reads(translate.TextKind(k)) && a.apply(i, kt, from, text, verdicts[i]) {
 				return true
 			}
 		}
-		kt.scanned, kt.runes = end, 0
+		kt.scanned, kt.runes = kt.base+len(kt.text), 0
 	}
 	return false
 }
+
+// verdict is a service's answer on a window.
+type verdict struct {
+	Verdict
+	err error
+}
+
+// ask has the services of the rules that read kind k check text, in
+// parallel.
+func (a *Answer) ask(ctx context.Context, k translate.TextKind, text []byte) []verdict {
+	out := make([]verdict, len(a.rules))
+	if a.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.budget)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	for i, r := range a.rules {
+		if r.Backend == nil || !r.reads(k) {
+			continue
+		}
+		wg.Go(func() {
+			v, err := r.Backend.check(ctx, Input{Phase: Response, Text: string(text), Kind: k})
+			out[i] = verdict{v, err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// apply does what rule i found in text, the window of kt from from on,
+// and reports a block or a failure closed.
+func (a *Answer) apply(i int, kt *kindText, from int, text []byte, v verdict) bool {
+	r := a.rules[i]
+	hit := func(s, e int) {
+		s, e = s+from, e+from
+		if e <= kt.scanned { // found by an earlier check
+			return
+		}
+		a.results[i] = raise(a.results[i], matched(r.Action))
+		switch r.Action {
+		case Block:
+			a.blocked = true
+		case Mask:
+			a.mask(kt, s, e)
+		}
+	}
+	switch {
+	case r.Backend == nil:
+		r.find(text, hit)
+	case v.err != nil && r.Failure == Open:
+		a.results[i] = raise(a.results[i], ErrorOpen)
+	case v.err != nil:
+		a.results[i], a.failed = raise(a.results[i], ErrorClosed), &Unavailable{Rule: r.Name, Err: v.err}
+		return true
+	case v.Flagged && len(v.Spans) == 0 && r.Action != Monitor:
+		// What the service flagged has no place to mask: blocked.
+		a.results[i], a.blocked = raise(a.results[i], Blocked), true
+	case v.Flagged && len(v.Spans) == 0:
+		a.results[i] = raise(a.results[i], Monitored)
+	case v.Flagged:
+		for _, sp := range v.Spans {
+			hit(sp[0], sp[1])
+		}
+	}
+	return a.blocked
+}
+
+// Unavailable is the error of an answer whose rule's service failed
+// with failure closed: the exchange ends as the service's unavailability
+// says (503, or an error event in a stream).
+type Unavailable struct {
+	Rule string
+	Err  error
+}
+
+func (u *Unavailable) Error() string {
+	return "guardrail " + strconv.Quote(u.Rule) + ": " + u.Err.Error()
+}
+
+func (u *Unavailable) Unwrap() error { return u.Err }
 
 // back is the position n characters before pos in the kind's text, at
 // the start of a character (never before what it keeps).

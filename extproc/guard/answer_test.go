@@ -2,6 +2,7 @@ package guard_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -193,7 +194,9 @@ func play(t *testing.T, d door, g *guard.Answer, seed uint64) played {
 		}
 		texts := tr.Output().Texts
 		if g != nil {
-			out, texts = g.Next(out, texts, eos)
+			if out, texts, err = g.Next(context.Background(), out, texts, eos); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, tx := range texts {
 			if tx.Kind != translate.TextAnswer {
@@ -500,7 +503,10 @@ func TestAnswerToolArguments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, _ = g.Next(out, tr.Output().Texts, eos)
+			out, _, err = g.Next(context.Background(), out, tr.Output().Texts, eos)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !eos && tt.held && bytes.Contains(out, []byte(`"arguments":"{`)) {
 				t.Fatalf("arguments released before the end: %s", out)
 			}

@@ -48,13 +48,34 @@ type Result string
 // The results, strongest last: a rule that matched several times records
 // the strongest.
 const (
-	Allowed   Result = "allowed"   // it ran and did not match
-	Monitored Result = "monitored" // it matched and only recorded so
-	Masked    Result = "masked"    // it matched and masked what matched
-	Blocked   Result = "blocked"   // it matched and refused the request or cut the answer
+	Allowed     Result = "allowed"      // it ran and did not match
+	ErrorOpen   Result = "error_open"   // its service failed, and the text went on (Open)
+	Monitored   Result = "monitored"    // it matched and only recorded so
+	Masked      Result = "masked"       // it matched and masked what matched
+	ErrorClosed Result = "error_closed" // its service failed, and the exchange was refused (Closed)
+	Blocked     Result = "blocked"      // it matched and refused the request or cut the answer
 )
 
-var strength = map[Result]int{Allowed: 1, Monitored: 2, Masked: 3, Blocked: 4}
+var strength = map[Result]int{Allowed: 1, ErrorOpen: 2, Monitored: 3, Masked: 4, ErrorClosed: 5, Blocked: 6}
+
+// raise is r, or next when that is stronger.
+func raise(r, next Result) Result {
+	if strength[next] > strength[r] {
+		return next
+	}
+	return r
+}
+
+// Failure is what a rule whose service fails does.
+type Failure uint8
+
+const (
+	// Closed refuses the exchange: 503 before an answer, an error event
+	// in a stream.
+	Closed Failure = iota
+	// Open lets the text through, and says which rule was skipped.
+	Open
+)
 
 // Outcome is what one rule did to an exchange.
 type Outcome struct {
@@ -78,6 +99,10 @@ type Rule struct {
 	// matches. A regular expression with a capturing group masks the
 	// group's text alone (a credential after its label).
 	Patterns []*regexp.Regexp
+	// Backend, when set, is the check instead: a guard service.
+	Backend *Backend
+	// Failure is what a failing service does.
+	Failure Failure
 	// Parts are the parts of a request's text a request rule reads.
 	Parts []translate.Part
 	// Kinds are the kinds of generated text a response rule reads.
@@ -156,39 +181,6 @@ func (m Masker) Mask(value []byte) string {
 	mac := hmac.New(sha256.New, m.key)
 	mac.Write(value)
 	return "[masked:" + hex.EncodeToString(mac.Sum(nil)[:4]) + "]"
-}
-
-// Check runs request rules on the client's text, in order, and returns
-// each rule's outcome and the first rule that blocked the request, if
-// one did; the rules after a block still record nothing.
-func Check(rules []*Rule, texts []translate.RequestText) (outcomes []Outcome, blocked *Rule) {
-	for _, rule := range rules {
-		result := Allowed
-		hit := func(int, int) { result = matched(rule.Action) }
-		var joined [][]byte // a conversation rule's text, by part
-		if rule.Conversation {
-			joined = make([][]byte, len(translate.Parts))
-		}
-		for _, t := range texts {
-			switch {
-			case result != Allowed || !slices.Contains(rule.Parts, t.Part):
-			case rule.Conversation:
-				joined[t.Part] = append(joined[t.Part], t.Text...)
-			default:
-				rule.find([]byte(t.Text), hit)
-			}
-		}
-		for _, text := range joined {
-			if result == Allowed && text != nil {
-				rule.find(text, hit)
-			}
-		}
-		outcomes = append(outcomes, Outcome{Rule: rule.Name, Check: rule.Check, Phase: Request, Result: result})
-		if result == Blocked {
-			return outcomes, rule
-		}
-	}
-	return outcomes, nil
 }
 
 // matched is the result of a match of a rule with action a.

@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"context"
 	"regexp"
 	"testing"
 
@@ -36,7 +37,8 @@ func TestCheck(t *testing.T) {
 			rule("c", guard.Block, false, translate.PartSystem)}, whole, []guard.Result{guard.Monitored, guard.Blocked}, "b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			outcomes, blocked := guard.Check(tt.rules, tt.texts)
+			c := guard.Check(context.Background(), tt.rules, tt.texts, nil, guard.NewMasker([]byte("k"), "a"))
+			outcomes, blocked := c.Outcomes, c.Blocked
 			var got []guard.Result
 			for _, o := range outcomes {
 				got = append(got, o.Result)
