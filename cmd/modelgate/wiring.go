@@ -21,6 +21,7 @@ import (
 	"modelgate/extproc"
 	"modelgate/extproc/config"
 	"modelgate/extproc/guard"
+	"modelgate/extproc/guard/services"
 	"modelgate/ratelimit/memory"
 	redislimit "modelgate/ratelimit/redis"
 	"modelgate/translate/providers"
@@ -288,7 +289,7 @@ func pingStore(store authz.Keys) func(context.Context) error {
 // them.
 func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardrails, error) {
 	w := g.WindowOrDefault()
-	out := extproc.Guardrails{Window: guard.Window{Size: w.Size, Overlap: w.Overlap}}
+	out := extproc.Guardrails{Window: guard.Window{Size: w.Size, Overlap: w.Overlap}, Budget: g.BudgetOrDefault()}
 	if env := g.MaskKeyEnv; env != "" {
 		key := getenv(env)
 		if len(key) < 32 {
@@ -296,8 +297,24 @@ func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardr
 		}
 		out.MaskKey = []byte(key)
 	}
+	backends := map[string]*guard.Backend{}
+	for _, sc := range g.Services {
+		b, err := guardBackend(sc, getenv)
+		if err != nil {
+			return extproc.Guardrails{}, err
+		}
+		backends[sc.Name] = b
+	}
 	for _, r := range g.Rules {
-		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Patterns: r.Compiled(), Optional: r.Optional, Conversation: r.Conversation, Models: r.Models}
+		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Optional: r.Optional, Conversation: r.Conversation, Models: r.Models}
+		if b := backends[r.Service]; b != nil {
+			rule.Backend, rule.Check = b, b.Type
+		} else {
+			rule.Patterns = r.Compiled()
+		}
+		if r.Failure == "open" {
+			rule.Failure = guard.Open
+		}
 		switch r.Action {
 		case "mask":
 			rule.Action = guard.Mask
@@ -312,4 +329,47 @@ func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardr
 		out.Rules = append(out.Rules, rule)
 	}
 	return out, nil
+}
+
+// guardBackend is the guard service sc configures, its credentials read
+// from the environment: a variable it names that is not set refuses the
+// start, naming it.
+func guardBackend(sc config.GuardService, getenv func(string) string) (*guard.Backend, error) {
+	spec := services.Spec{Name: sc.Name, Type: sc.Type, URL: sc.URL, Language: sc.Language, Entities: sc.Entities,
+		ScoreThreshold: sc.ScoreThreshold, Model: sc.Model, GuardrailID: sc.GuardrailID, GuardrailVersion: sc.GuardrailVersion,
+		Region: sc.Region, SeverityThreshold: sc.SeverityThreshold, Template: sc.Template, ProjectID: sc.ProjectID}
+	secret := func(field, env string, required bool) (string, error) {
+		if env == "" {
+			return "", nil
+		}
+		v := getenv(env)
+		if v == "" && required {
+			return "", fmt.Errorf("guardrails service %q: %s: environment variable %s is not set", sc.Name, field, env)
+		}
+		return v, badCredential("guard service "+sc.Name, env, v)
+	}
+	var err error
+	if spec.APIKey, err = secret("api_key_env", sc.APIKeyEnv, true); err != nil {
+		return nil, err
+	}
+	if spec.ServiceAccount, err = secret("service_account_env", sc.ServiceAccountEnv, true); err != nil {
+		return nil, err
+	}
+	if sc.Type == "bedrock_guardrail" {
+		id, key := or(sc.AWSAccessKeyIDEnv, "AWS_ACCESS_KEY_ID"), or(sc.AWSSecretAccessKeyEnv, "AWS_SECRET_ACCESS_KEY")
+		if spec.AWSAccessKeyID, err = secret("aws_access_key_id_env", id, true); err != nil {
+			return nil, err
+		}
+		if spec.AWSSecretAccessKey, err = secret("aws_secret_access_key_env", key, true); err != nil {
+			return nil, err
+		}
+		if spec.AWSSessionToken, err = secret("aws_session_token_env", or(sc.AWSSessionTokenEnv, "AWS_SESSION_TOKEN"), false); err != nil {
+			return nil, err
+		}
+	}
+	svc, err := services.New(spec)
+	if err != nil {
+		return nil, err
+	}
+	return guard.NewBackend(sc.Name, sc.Type, svc, sc.TimeoutOrDefault(), sc.ConcurrencyOrDefault()), nil
 }

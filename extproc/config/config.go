@@ -535,7 +535,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c *Config) validate(p *problems) {
 	c.validateObservability(p)
-	c.Guardrails.validate(p, c.Models)
+	c.Guardrails.validate(p, c.Models, c.Envoy.MessageTimeout.Duration)
 	if d := c.Storage.UsageRetentionDays; d < 0 || d > 100*366 {
 		p.add("storage.usage_retention_days", "must be 0 (keep all) or a number of days")
 	}

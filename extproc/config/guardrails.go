@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"modelgate/extproc/redact"
 	"modelgate/translate"
@@ -14,7 +15,13 @@ import (
 // version does not do yet (guard services, masking a request) is refused
 // with a problem that says so, never accepted and ignored.
 type Guardrails struct {
-	Rules []GuardRule `json:"rules"`
+	// Services are the guard services rules may check with.
+	Services []GuardService `json:"services"`
+	Rules    []GuardRule    `json:"rules"`
+	// Budget bounds the checks of one phase (a request's, a window of an
+	// answer), the services asked at once; default 2s, at most Envoy's
+	// message timeout.
+	Budget Duration `json:"budget"`
 	// Window is how a streamed answer is checked; see GuardWindow.
 	Window GuardWindow `json:"window"`
 	// MaskKeyEnv names the environment variable holding the key masks
@@ -83,6 +90,127 @@ type GuardRule struct {
 	Parts []string `json:"parts"`
 }
 
+// GuardService is a guard service, by its contract (Type); see
+// docs/guardrails.md for each contract's fields.
+type GuardService struct {
+	// Name is what rules call it; unique.
+	Name string `json:"name"`
+	// Type is its contract: presidio, openai_moderation, lakera, http,
+	// azure_content_safety, azure_prompt_shields, bedrock_guardrail,
+	// model_armor, llm_judge.
+	Type string `json:"type"`
+	// URL is its base URL (http: the whole endpoint; llm_judge: an
+	// OpenAI base URL ending in /v1); Bedrock's and Model Armor's default
+	// to their regional endpoints.
+	URL string `json:"url"`
+	// APIKeyEnv names the environment variable holding its key.
+	APIKeyEnv string `json:"api_key_env"`
+	// Timeout bounds each call; default 2s, at most Envoy's message
+	// timeout. MaxConcurrency bounds the calls at once; default 64.
+	Timeout        Duration `json:"timeout"`
+	MaxConcurrency int      `json:"max_concurrency"`
+	// Presidio: the language (default en), the entities, the lowest
+	// score that counts.
+	Language       string   `json:"language"`
+	Entities       []string `json:"entities"`
+	ScoreThreshold float64  `json:"score_threshold"`
+	// Model is OpenAI moderation's (default omni-moderation-latest) and
+	// the LLM judge's.
+	Model string `json:"model"`
+	// Bedrock ApplyGuardrail: the guardrail, its version, the region, and
+	// the credentials' variables (default AWS_ACCESS_KEY_ID and so on).
+	GuardrailID           string `json:"guardrail_id"`
+	GuardrailVersion      string `json:"guardrail_version"`
+	Region                string `json:"region"`
+	AWSAccessKeyIDEnv     string `json:"aws_access_key_id_env"`
+	AWSSecretAccessKeyEnv string `json:"aws_secret_access_key_env"`
+	AWSSessionTokenEnv    string `json:"aws_session_token_env"`
+	// SeverityThreshold is Azure AI Content Safety's lowest flagging
+	// severity (0, 2, 4, 6); default 4.
+	SeverityThreshold int `json:"severity_threshold"`
+	// Model Armor: the template (projects/P/locations/L/templates/T) and
+	// the variable holding a service account's JSON key.
+	Template          string `json:"template"`
+	ServiceAccountEnv string `json:"service_account_env"`
+	// ProjectID is Lakera Guard's project, whose policy applies.
+	ProjectID string `json:"project_id"`
+}
+
+// guardServiceTypes are the contracts, and whether each says where in
+// the text it found what it flags (so a rule can mask with it).
+var guardServiceTypes = map[string]bool{"presidio": true, "http": true, "bedrock_guardrail": true,
+	"openai_moderation": false, "lakera": false, "azure_content_safety": false, "azure_prompt_shields": false,
+	"model_armor": false, "llm_judge": false}
+
+// Defaults of a guard service and of the phase budget.
+const (
+	DefaultGuardTimeout     = 2 * time.Second
+	DefaultGuardConcurrency = 64
+	DefaultGuardBudget      = 2 * time.Second
+)
+
+func (s GuardService) validate(p *problems, at string, messageTimeout time.Duration) {
+	_, known := guardServiceTypes[s.Type]
+	if !known {
+		p.add(at+".type", "must be one of presidio, openai_moderation, lakera, http, azure_content_safety, azure_prompt_shields, bedrock_guardrail, model_armor, llm_judge")
+	}
+	if s.Timeout.Duration < 0 || s.Timeout.Duration > messageTimeout {
+		p.add(at+".timeout", "must be at most Envoy's message timeout (%v): a longer check would have Envoy fail the exchange first", messageTimeout)
+	}
+	if s.MaxConcurrency < 0 {
+		p.add(at+".max_concurrency", "must be positive")
+	}
+	switch s.Type {
+	case "bedrock_guardrail":
+		if s.GuardrailID == "" || s.GuardrailVersion == "" || s.Region == "" {
+			p.add(at, "a bedrock_guardrail needs guardrail_id, guardrail_version and region")
+		}
+	case "model_armor":
+		if s.Template == "" || s.ServiceAccountEnv == "" {
+			p.add(at, "a model_armor service needs template and service_account_env")
+		}
+	case "presidio", "http":
+		if s.URL == "" {
+			p.add(at+".url", "is required")
+		}
+	default:
+		if s.URL == "" && known {
+			p.add(at+".url", "is required")
+		}
+		if s.APIKeyEnv == "" && known {
+			p.add(at+".api_key_env", "is required: the service takes a key")
+		}
+	}
+	if s.Type == "llm_judge" && s.Model == "" {
+		p.add(at+".model", "is required: the model that judges")
+	}
+}
+
+// TimeoutOrDefault is the service's timeout, its default applied.
+func (s GuardService) TimeoutOrDefault() time.Duration {
+	if s.Timeout.Duration == 0 {
+		return DefaultGuardTimeout
+	}
+	return s.Timeout.Duration
+}
+
+// ConcurrencyOrDefault is the service's bound on calls at once, its
+// default applied.
+func (s GuardService) ConcurrencyOrDefault() int {
+	if s.MaxConcurrency == 0 {
+		return DefaultGuardConcurrency
+	}
+	return s.MaxConcurrency
+}
+
+// BudgetOrDefault is the phase budget, its default applied.
+func (g Guardrails) BudgetOrDefault() time.Duration {
+	if g.Budget.Duration == 0 {
+		return DefaultGuardBudget
+	}
+	return g.Budget.Duration
+}
+
 // GuardRegex is a check by regular expressions (Go's syntax).
 type GuardRegex struct {
 	Patterns []string `json:"patterns"`
@@ -107,11 +235,34 @@ func guardKind(name string) (translate.TextKind, bool) {
 	return 0, false
 }
 
-func (g Guardrails) validate(p *problems, models []Model) {
+func (g Guardrails) validate(p *problems, models []Model, messageTimeout time.Duration) {
+	services := map[string]string{}
+	for i, s := range g.Services {
+		at := fmt.Sprintf("guardrails.services[%d]", i)
+		switch _, dup := services[s.Name]; {
+		case s.Name == "":
+			p.add(at+".name", "is required")
+		case dup:
+			p.add(at+".name", "another service is named %q", s.Name)
+		}
+		services[s.Name] = s.Type
+		s.validate(p, at, messageTimeout)
+	}
+	if g.Budget.Duration < 0 || g.Budget.Duration > messageTimeout || g.Budget.Duration == 0 && DefaultGuardBudget > messageTimeout {
+		p.add("guardrails.budget", "must be at most Envoy's message timeout (%v): a longer check would have Envoy fail the exchange first", messageTimeout)
+	}
 	names := map[string]bool{}
 	for i, r := range g.Rules {
 		at := fmt.Sprintf("guardrails.rules[%d]", i)
 		r.validate(p, at, names)
+		if r.Service != "" {
+			switch typ, ok := services[r.Service]; {
+			case !ok:
+				p.add(at+".service", "names no service: %q is not in guardrails.services", r.Service)
+			case r.Action == "mask" && !guardServiceTypes[typ]:
+				p.add(at+".action", "mask needs a service that says where it found what it flags (presidio, http, bedrock_guardrail), not %s", typ)
+			}
+		}
 		for j, id := range r.Models {
 			if !slices.ContainsFunc(models, func(m Model) bool { return m.ID == id }) {
 				p.add(fmt.Sprintf("%s.models[%d]", at, j), "names no model: %q is not in models", id)
@@ -157,7 +308,6 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 	}
 	if r.Service != "" {
 		checks++
-		p.add(at+".service", "guard services are not supported yet: this version checks with regex and secrets")
 	}
 	if checks != 1 {
 		p.add(at, "must have one check: regex, secrets or service")
@@ -165,9 +315,6 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 	switch r.Action {
 	case "block", "monitor":
 	case "mask":
-		if request {
-			p.add(at+".action", "mask is not supported yet on requests: this version masks answers")
-		}
 	default:
 		p.add(at+".action", "must be block, mask or monitor")
 	}
