@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"modelgate/authz"
@@ -95,7 +96,7 @@ func (s *Server) guardAnswer(r *request, status int, stream bool, usage func() t
 	}
 	return guard.NewAnswer(guard.AnswerConfig{Rules: rules, Window: s.cfg.Guardrails.Window, Dialect: r.answerDialect, Stream: stream,
 		Masker: guard.NewMasker(s.cfg.Guardrails.MaskKey, accountOf(r.principal)), Usage: usage, IncludeUsage: r.includeUsage,
-		Budget: s.cfg.Guardrails.Budget})
+		Budget: s.cfg.Guardrails.Budget, Now: s.now})
 }
 
 // errContentFilter is the refusal of a request a guardrail blocked:
@@ -130,3 +131,20 @@ const (
 	guardCacheSize = 100_000
 	guardCacheTTL  = time.Hour
 )
+
+// guardSkippedHeader names, on an answer, the request rules whose
+// service failed with failure open: the request went on unchecked by
+// them.
+const guardSkippedHeader = "x-modelgate-guardrail-skipped"
+
+// skippedRules are the rules of outcomes that failed open, comma
+// separated; empty when none did.
+func skippedRules(outcomes []guard.Outcome) string {
+	var names []string
+	for _, o := range outcomes {
+		if o.Result == guard.ErrorOpen {
+			names = append(names, o.Rule)
+		}
+	}
+	return strings.Join(names, ",")
+}

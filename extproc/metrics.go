@@ -1,8 +1,10 @@
 package extproc
 
 import (
+	"modelgate/extproc/guard"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -32,6 +34,10 @@ type Metrics struct {
 	// guards counts what guardrail rules did, by phase, check and
 	// result (never by rule: names are the operator's free text).
 	guards *prometheus.CounterVec
+	// guardCalls times guard services' calls, by type, phase and result
+	// (ok, error); guardHold the time a stream's first text was held.
+	guardCalls *prometheus.HistogramVec
+	guardHold  prometheus.Histogram
 	// genAI are the GenAI semantic conventions' histograms; accounts
 	// labels them by account too.
 	genAI    *genAIMetrics
@@ -119,9 +125,19 @@ func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, err
 			Name: "modelgate_extproc_guardrail_results_total",
 			Help: "What guardrail rules did to exchanges, by phase (request, response), check (regex, secrets) and result (allowed, blocked, masked, monitored).",
 		}, []string{"phase", "check", "result"}),
+		guardCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "modelgate_extproc_guardrail_service_duration_seconds",
+			Help:    "Calls to guard services, by service type, phase and result (ok, error: failed or timed out).",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"type", "phase", "result"}),
+		guardHold: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "modelgate_extproc_guardrail_hold_seconds",
+			Help:    "How long response rules held a stream's first text before the client got it (the time to first token they add).",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		}),
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics,
-		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries, m.guards}, m.genAI.collectors()...) {
+		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries, m.guards, m.guardCalls, m.guardHold}, m.genAI.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -141,6 +157,9 @@ func (m *Metrics) observe(o *outcome) {
 	e.duration.Observe(o.end.Sub(o.start).Seconds())
 	for _, g := range o.guards {
 		m.guards.WithLabelValues(g.Phase.String(), g.Check, string(g.Result)).Inc()
+	}
+	if o.guardHold > 0 {
+		m.guardHold.Observe(o.guardHold.Seconds())
 	}
 	if !o.routed {
 		return
@@ -229,4 +248,13 @@ func statusLabel(status int) string {
 		return statusLabels[status]
 	}
 	return strconv.Itoa(status)
+}
+
+// observeGuardCall records one call to a guard service.
+func (m *Metrics) observeGuardCall(b *guard.Backend, p guard.Phase, took time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.guardCalls.WithLabelValues(b.Type, p.String(), result).Observe(took.Seconds())
 }

@@ -41,8 +41,10 @@ type outcome struct {
 	costKnown             bool
 	start, firstByte, end time.Time
 	finishReasons         []string
-	// guards are what each guardrail rule did, request rules first.
-	guards []guard.Outcome
+	// guards are what each guardrail rule did, request rules first;
+	// guardHold how long response rules held a stream's first text.
+	guards    []guard.Outcome
+	guardHold time.Duration
 }
 
 // ledgered reports an outcome the usage ledger records: a routed request

@@ -150,6 +150,11 @@ func New(cfg Config, auth Authenticator, usage UsageRecorder) (*Server, error) {
 		providers: map[string]providers.Provider{}, secrets: providerSecrets(cfg.Credentials),
 		requestRules: cfg.Guardrails.rules(guard.Request), responseRules: cfg.Guardrails.rules(guard.Response),
 		guardCache: guard.NewCache(guardCacheSize, guardCacheTTL)}
+	for _, r := range cfg.Guardrails.Rules {
+		if r.Backend != nil && cfg.Metrics != nil {
+			r.Backend.Observe = cfg.Metrics.observeGuardCall
+		}
+	}
 	if err := s.keepFailedCharges(); err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func (ex *exchange) record(ctx context.Context) {
 		guards: ex.req.guards,
 	}
 	if g := ex.answer.body.guard; g != nil {
-		o.guards = append(o.guards, g.Outcomes()...)
+		o.guards, o.guardHold = append(o.guards, g.Outcomes()...), g.HoldTime()
 	}
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)

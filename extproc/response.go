@@ -67,6 +67,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		mut.Set(translate.WarningHeader, w)
 	}
 	rateHeaders(ex.meter.limit, &mut)
+	if skipped := skippedRules(ex.req.guards); skipped != "" {
+		mut.Set(guardSkippedHeader, skipped)
+	}
 	if ex.answer.head.Status != ex.answer.status {
 		mut.Set(":status", strconv.Itoa(ex.answer.head.Status))
 		ex.answer.status = ex.answer.head.Status // the ledger, metrics and log say what the client got

@@ -121,6 +121,11 @@ func (sp *exchangeSpan) end(o *outcome) {
 		attrs = append(attrs, attribute.Float64("gen_ai.server.time_to_first_token", ttft.Seconds()))
 		span.AddEvent("gen_ai.first_token", trace.WithTimestamp(o.firstByte))
 	}
+	for _, g := range o.guards { // never what a rule matched
+		span.AddEvent("modelgate.guardrail", trace.WithAttributes(attribute.String("modelgate.guardrail.rule", g.Rule),
+			attribute.String("modelgate.guardrail.phase", g.Phase.String()), attribute.String("modelgate.guardrail.check", g.Check),
+			attribute.String("modelgate.guardrail.result", string(g.Result))))
+	}
 	if o.status >= 400 || o.status == 0 {
 		errType := o.errType
 		if errType == "" {

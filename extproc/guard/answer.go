@@ -51,6 +51,10 @@ type Answer struct {
 	failed  *Unavailable // a rule's service failed closed
 	// budget bounds the services' checks of one window.
 	budget time.Duration
+	// now is the clock; textAt is when the first text came, releasedAt
+	// when the client first got text.
+	now                func() time.Time
+	textAt, releasedAt time.Time
 	// masked are the values masked so far, as JSON string bodies, and
 	// their masks: a Responses stream repeats its text in done events
 	// and its final response, which are masked by value.
@@ -109,12 +113,17 @@ type AnswerConfig struct {
 	// Budget bounds the services' checks of one window; zero for none
 	// but each service's own timeout.
 	Budget time.Duration
+	// Now is the clock HoldTime reads; nil means time.Now.
+	Now func() time.Time
 }
 
 // NewAnswer guards an answer with c.
 func NewAnswer(c AnswerConfig) *Answer {
 	a := &Answer{rules: c.Rules, window: c.Window, dialect: c.Dialect, stream: c.Stream, masker: c.Masker,
-		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules)), budget: c.Budget}
+		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules)), budget: c.Budget, now: c.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
 	for i, r := range c.Rules {
 		a.results[i] = Allowed
 		a.track = a.track || c.Stream && r.Action == Block
@@ -150,6 +159,9 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 		return nil, nil, nil
 	}
 	first := len(a.held)
+	if a.textAt.IsZero() && len(texts) > 0 {
+		a.textAt = a.now()
+	}
 	a.split(out, texts)
 	if a.check(ctx, eos) {
 		if a.failed != nil {
@@ -169,7 +181,19 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 	}
 	a.held = append(a.held[:0], a.held[n:]...)
 	a.trim()
+	if a.releasedAt.IsZero() && len(a.texts) > 0 {
+		a.releasedAt = a.now()
+	}
 	return a.out, a.texts, nil
+}
+
+// HoldTime is how long the answer's first text was held before the
+// client got it; zero when it got none.
+func (a *Answer) HoldTime() time.Duration {
+	if a.releasedAt.IsZero() {
+		return 0
+	}
+	return a.releasedAt.Sub(a.textAt)
 }
 
 // split cuts out into segments, one after each piece of text a rule
