@@ -159,8 +159,8 @@ type Server struct {
 	requestRules, responseRules []*guard.Rule
 	// guardCache keeps the services' verdicts on requests' texts.
 	guardCache *guard.Cache
-	log                         *zap.Logger
-	now                         func() time.Time
+	log        *zap.Logger
+	now        func() time.Time
 }
 
 // Defaults of Config for callers that leave them zero; the configuration

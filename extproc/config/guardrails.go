@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"modelgate/extproc/redact"
 	"modelgate/translate"
@@ -283,6 +284,8 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 		p.add(at+".name", "is required")
 	case names[r.Name]:
 		p.add(at+".name", "another rule is named %q", r.Name)
+	case len(r.Name) > 100 || strings.ContainsFunc(r.Name, unicode.IsControl):
+		p.add(at+".name", "must be at most 100 characters, without control characters: it is sent in headers and shown on the dashboard")
 	case r.Optional && strings.ContainsRune(r.Name, ','):
 		p.add(at+".name", "an optional rule's name has no comma: keys, accounts and groups list the rules they add separated by commas")
 	}

@@ -55,6 +55,7 @@ type Answer struct {
 	// when the client first got text.
 	now                func() time.Time
 	textAt, releasedAt time.Time
+	sentAt             time.Time // when the client last got bytes
 	// masked are the values masked so far, as JSON string bodies, and
 	// their masks: a Responses stream repeats its text in done events
 	// and its final response, which are masked by value.
@@ -124,6 +125,7 @@ func NewAnswer(c AnswerConfig) *Answer {
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.sentAt = a.now()
 	for i, r := range c.Rules {
 		a.results[i] = Allowed
 		a.track = a.track || c.Stream && r.Action == Block
@@ -181,10 +183,30 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 	}
 	a.held = append(a.held[:0], a.held[n:]...)
 	a.trim()
+	now := a.now()
 	if a.releasedAt.IsZero() && len(a.texts) > 0 {
-		a.releasedAt = a.now()
+		a.releasedAt = now
+	}
+	if len(a.out) == 0 && len(a.held) > 0 && a.stream && now.Sub(a.sentAt) >= KeepAlive {
+		a.out = a.keepAlive(a.out)
+	}
+	if len(a.out) > 0 {
+		a.sentAt = now
 	}
 	return a.out, a.texts, nil
+}
+
+// KeepAlive is how long a stream may go without a byte to its client
+// while its text is held: then a reply that releases nothing carries the
+// API's keep-alive instead (a Messages ping, an SSE comment), so that a
+// client's idle timeout does not fire.
+const KeepAlive = 5 * time.Second
+
+func (a *Answer) keepAlive(out []byte) []byte {
+	if a.dialect == translate.Messages {
+		return append(out, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
+	}
+	return append(out, ": keep-alive\n\n"...)
 }
 
 // HoldTime is how long the answer's first text was held before the

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"modelgate/extproc/guard"
@@ -536,3 +537,34 @@ func TestMasker(t *testing.T) {
 func sameIDs(b []byte) []byte { return msgID.ReplaceAll(b, []byte(`"msg_"`)) }
 
 var msgID = regexp.MustCompile(`"msg_[0-9a-f]{24}"`)
+
+// A stream whose text is held sends its client its API's keep-alive when
+// it got nothing for KeepAlive, and only then.
+func TestAnswerKeepAlive(t *testing.T) {
+	for _, d := range doors()[:3] { // chat twice, Messages
+		now := time.Unix(0, 0)
+		g := guard.NewAnswer(guard.AnswerConfig{Rules: []*guard.Rule{{Name: "r", Action: guard.Block, Patterns: []*regexp.Regexp{zebra},
+			Kinds: []translate.TextKind{translate.TextAnswer}}}, Window: guard.Window{Size: 1000, Overlap: 10}, Dialect: d.dialect, Stream: true,
+			Masker: guard.NewMasker(nil, ""), Usage: func() translate.Usage { return translate.Usage{} }, Now: func() time.Time { return now }})
+		tr := d.newTr(t)
+		tr.ResponseHeaders(200, d.ct)
+		var pings []int
+		for i, c := range cut(d.answer(answer), 1) {
+			now = now.Add(time.Second)
+			out, err := tr.ResponseBody(c, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _, err := g.Next(context.Background(), out, tr.Output().Texts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(rel, []byte("ping")) || bytes.HasPrefix(rel, []byte(": keep-alive")) {
+				pings = append(pings, i)
+			}
+		}
+		if len(pings) < 2 || pings[1]-pings[0] != int(guard.KeepAlive/time.Second) {
+			t.Errorf("%s: keep-alives at chunks %v, want one every %v", d.name, pings, guard.KeepAlive)
+		}
+	}
+}
