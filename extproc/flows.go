@@ -46,6 +46,11 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if err := st.pick(ctx, req.Model); err != nil {
 		return nil, err
 	}
+	if st.server().guarded() {
+		r := st.request()
+		r.texts = func() []translate.RequestText { return api.EmbeddingsTexts(req) }
+		r.maskTexts = func(m []string) { api.MapEmbeddingsTexts(req, inOrder(m)) }
+	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointEmbeddings)

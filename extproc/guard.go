@@ -148,3 +148,17 @@ func skippedRules(outcomes []guard.Outcome) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// inOrder is the function a Map function of the request's API calls for
+// each text, in the order its reader found them: the masked texts, one a
+// call.
+func inOrder(masked []string) func(translate.RequestText) string {
+	i := 0
+	return func(t translate.RequestText) string {
+		if i >= len(masked) {
+			return t.Text
+		}
+		i++
+		return masked[i-1]
+	}
+}

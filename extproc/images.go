@@ -138,6 +138,11 @@ func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localA
 		return nil, err
 	}
 	f.req = req
+	if st.server().guarded() {
+		r := st.request()
+		r.texts = func() []translate.RequestText { return api.ImagesTexts(req) }
+		r.maskTexts = func(m []string) { api.MapImagesTexts(req, inOrder(m)) }
+	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Images == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointImages)

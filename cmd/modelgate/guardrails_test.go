@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -465,5 +466,63 @@ guardrails:
 		if guarded := r[0] == created.Secret; blocked != guarded || guarded && strings.Contains(r[1], "zebra-42") {
 			t.Errorf("the guarded key's stream (%v) ended blocked: %v\n%s", guarded, blocked, r[1])
 		}
+	}
+}
+
+// Request rules hold on every front door that takes the client's text: a
+// block refuses it before any provider, a mask reaches the provider as
+// the mask, the same one on every door, and nothing of what matched.
+func TestGuardrailsRequestMaskOnEveryDoor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "guard.yaml")
+	cfg := `backends:
+  - {name: mock, provider: openai, base_url: "http://unused", api_key_env: UNUSED}
+  - {name: mock-anthropic, provider: anthropic, base_url: "http://unused", api_key_env: UNUSED}
+models:
+  - {id: agent-gpt, deployments: [{backend: mock, model: mock-agent}]}
+  - {id: agent-claude, deployments: [{backend: mock-anthropic, model: claude-sonnet-4-5-mock-agent}]}
+  - {id: text-embedding-3-small, deployments: [{backend: mock, model: text-embedding-3-small}]}
+  - {id: dall-e-3, deployments: [{backend: mock, model: dall-e-3}]}
+guardrails:
+  rules:
+    - {name: no-forbidden, phase: request, regex: {patterns: ["(?i)forbidden-word"]}, action: block}
+    - {name: mask-zebra, phase: request, regex: {patterns: ["zebra-[0-9]+"]}, action: mask, parts: [user, tool_result]}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startDev(t, func(string) string { return "" }, "--config", path)
+	masks := map[string]bool{}
+	for _, tt := range []struct{ name, path, body string }{
+		{"chat", "/chat/completions", `{"model":"agent-gpt","messages":[{"role":"user","content":"keep %s safe"}]}`},
+		{"chat on Anthropic", "/chat/completions", `{"model":"agent-claude","messages":[{"role":"user","content":[{"type":"text","text":"keep %s safe"}]}]}`},
+		{"responses", "/responses", `{"model":"agent-gpt","input":"keep %s safe"}`},
+		{"responses bridge", "/responses", `{"model":"agent-claude","input":[{"role":"user","content":[{"type":"input_text","text":"keep %s safe"}]}]}`},
+		{"messages", "/messages", `{"model":"agent-claude","max_tokens":100,"messages":[{"role":"user","content":"keep %s safe"}]}`},
+		{"messages bridge", "/messages", `{"model":"agent-gpt","max_tokens":100,"messages":[{"role":"user","content":[{"type":"text","text":"keep %s safe"}]}]}`},
+		{"embeddings", "/embeddings", `{"model":"text-embedding-3-small","input":["first","keep %s safe"]}`},
+		{"images", "/images/generations", `{"model":"dall-e-3","prompt":"keep %s safe"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := guardDoor{name: strings.TrimPrefix(tt.path, "/"), path: tt.path}
+			before := len(a.Mock.Requests())
+			res, body := guardCall(t, a, d, fmt.Sprintf(tt.body, "forbidden-word"), "")
+			if res.StatusCode != 400 || len(a.Mock.Requests()) != before || !strings.Contains(string(body), "no-forbidden") {
+				t.Fatalf("forbidden: %d, reached the mock: %v, %s", res.StatusCode, len(a.Mock.Requests()) != before, body)
+			}
+			res, body = guardCall(t, a, d, fmt.Sprintf(tt.body, "zebra-42"), "")
+			reqs := a.Mock.Requests()
+			if res.StatusCode != 200 || len(reqs) != before+1 {
+				t.Fatalf("zebra: %d %s", res.StatusCode, body)
+			}
+			up := string(reqs[len(reqs)-1].Body)
+			mask := regexp.MustCompile(`\[masked:[0-9a-f]{8}\]`).FindString(up)
+			if strings.Contains(up, "zebra-42") || mask == "" || !strings.Contains(up, "keep "+mask+" safe") {
+				t.Fatalf("the provider got %s", up)
+			}
+			masks[mask] = true
+		})
+	}
+	if len(masks) != 1 {
+		t.Errorf("masks %v, want one for the one value", masks)
 	}
 }
