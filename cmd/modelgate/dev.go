@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"modelgate/authz"
+	"modelgate/cmd/mockprovider/guards"
 	"modelgate/cmd/mockprovider/replay"
 	"modelgate/cmd/modelgate/wiring"
 	"modelgate/envoy"
@@ -308,6 +309,10 @@ func (d *devStack) start(ctx context.Context, path, listen, adminListen, dataDir
 			return mockKey
 		case devVertexSAEnv:
 			return vertexSA
+		case devGuardAWSKeyEnv:
+			return guards.AWSAccessKeyID
+		case devGuardAWSSecretEnv:
+			return guards.AWSSecretAccessKey
 		}
 		return d.e.getenv(name)
 	}
@@ -346,6 +351,10 @@ const devShutdownGrace = 5 * time.Second
 const (
 	devMockKeyEnv  = "MODELGATE_DEV_MOCK_KEY"
 	devVertexSAEnv = "MODELGATE_DEV_VERTEX_SERVICE_ACCOUNT"
+	// devGuardAWSKeyEnv and devGuardAWSSecretEnv hold the credentials the
+	// Bedrock guardrail emulator checks signatures with.
+	devGuardAWSKeyEnv    = "MODELGATE_DEV_GUARD_AWS_KEY"
+	devGuardAWSSecretEnv = "MODELGATE_DEV_GUARD_AWS_SECRET"
 )
 
 // devServiceAccount makes a service-account key file for the mock's token
@@ -385,7 +394,32 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 			cfg.Backends[i].BaseURL, cfg.Backends[i].ServiceAccountEnv = mockURL, devVertexSAEnv
 		}
 	}
+	for i := range cfg.Guardrails.Services {
+		devGuardService(&cfg.Guardrails.Services[i], mockURL)
+	}
 	return cfg, nil
+}
+
+// devGuardService wires a guard service whose url is "mock", or starts
+// with "mock/", to the mock provider's emulator of its contract
+// (cmd/mockprovider/guards: "mock/faults/hang" is the hanging one), with
+// the credentials the emulators take.
+func devGuardService(s *config.GuardService, mockURL string) {
+	rest, ok := strings.CutPrefix(s.URL, "mock")
+	if !ok || rest != "" && rest[0] != '/' {
+		return
+	}
+	s.URL = mockURL + "/guard" + rest
+	switch s.Type {
+	case "bedrock_guardrail":
+		s.AWSAccessKeyIDEnv, s.AWSSecretAccessKeyEnv = devGuardAWSKeyEnv, devGuardAWSSecretEnv
+	case "model_armor":
+		s.ServiceAccountEnv = devVertexSAEnv
+	default:
+		if s.APIKeyEnv == "" {
+			s.APIKeyEnv = devMockKeyEnv
+		}
+	}
 }
 
 func devModelsWithBackend(mockURL string) string {
