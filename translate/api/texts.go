@@ -2,13 +2,37 @@ package api
 
 import (
 	"encoding/json"
+	"slices"
 
 	"modelgate/translate"
 )
 
 // The client's text in a request of each API family, for rules that read
 // extracted text rather than raw JSON (guardrails). The requests were
-// validated when parsed; what does not decode here is left out.
+// validated when parsed; what does not decode here is left out. The
+// writers of the same text are in masktexts.go: they decode what these
+// do, with the same types, to find the same pieces.
+
+// message is a chat or Messages API message as the readers decode it.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// contentPart is a part of a content array: its text is text when its
+// type is one of those read.
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// contentBlock is a Messages API content block: a text block's text, a
+// tool_result's content.
+type contentBlock struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"`
+}
 
 // ChatTexts is the text of a chat completions request's messages:
 // system and developer messages are PartSystem, user messages PartUser,
@@ -16,10 +40,7 @@ import (
 // calls), tool and function messages PartToolResult. Content is a string
 // or text parts; image, audio and file parts are not text.
 func ChatTexts(r *ChatRequest) []translate.RequestText {
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
+	var msgs []message
 	if json.Unmarshal(r.Members["messages"], &msgs) != nil {
 		return nil
 	}
@@ -45,6 +66,15 @@ func RolePart(role string) translate.Part {
 	return translate.PartUser
 }
 
+// turnPart is the part of the text of a Messages API turn with role:
+// PartAssistant for the assistant's, else PartUser.
+func turnPart(role string) translate.Part {
+	if role == "assistant" {
+		return translate.PartAssistant
+	}
+	return translate.PartUser
+}
+
 // MessagesTexts is the text of a Messages API request: its system
 // (PartSystem), its messages' text blocks by their role (PartUser,
 // PartAssistant), and the content of tool_result blocks
@@ -52,23 +82,13 @@ func RolePart(role string) translate.Part {
 // not text.
 func MessagesTexts(r *MessagesRequest) []translate.RequestText {
 	out := appendTexts(nil, translate.PartSystem, r.Members["system"], "text")
-	var msgs []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
+	var msgs []message
 	if json.Unmarshal(r.Members["messages"], &msgs) != nil {
 		return out
 	}
 	for _, m := range msgs {
-		part := translate.PartUser
-		if m.Role == "assistant" {
-			part = translate.PartAssistant
-		}
-		var blocks []struct {
-			Type    string          `json:"type"`
-			Text    string          `json:"text"`
-			Content json.RawMessage `json:"content"`
-		}
+		part := turnPart(m.Role)
+		var blocks []contentBlock
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			out = appendTexts(out, part, m.Content, "text") // a string
 			continue
@@ -95,18 +115,13 @@ func appendTexts(out []translate.RequestText, part translate.Part, content json.
 	if json.Unmarshal(content, &s) == nil {
 		return appendText(out, part, s)
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if json.Unmarshal(content, &parts) != nil {
 		return out
 	}
 	for _, p := range parts {
-		for _, t := range types {
-			if p.Type == t {
-				out = appendText(out, part, p.Text)
-			}
+		if slices.Contains(types, p.Type) {
+			out = appendText(out, part, p.Text)
 		}
 	}
 	return out

@@ -25,6 +25,18 @@ func Texts(r *Request) []translate.RequestText {
 	return append(out, ItemTexts(items)...)
 }
 
+// textItem is an input item as ItemTexts and its writer, MapItemTexts,
+// decode it.
+type textItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// textTypes are the types of the content parts that are text.
+var textTypes = []string{"input_text", "output_text"}
+
 // ItemTexts is the client's text in input items (a request's, or a
 // stored conversation's): messages by their role (user PartUser; system
 // and developer PartSystem; assistant PartAssistant) with their
@@ -34,20 +46,15 @@ func Texts(r *Request) []translate.RequestText {
 func ItemTexts(items []json.RawMessage) []translate.RequestText {
 	var out []translate.RequestText
 	for _, raw := range items {
-		var it struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Output  json.RawMessage `json:"output"`
-		}
+		var it textItem
 		if json.Unmarshal(raw, &it) != nil {
 			continue
 		}
 		switch it.Type {
 		case "", "message":
-			out = api.AppendTexts(out, api.RolePart(it.Role), it.Content, "input_text", "output_text")
+			out = api.AppendTexts(out, api.RolePart(it.Role), it.Content, textTypes...)
 		case "function_call_output", "custom_tool_call_output":
-			out = api.AppendTexts(out, translate.PartToolResult, it.Output, "input_text", "output_text")
+			out = api.AppendTexts(out, translate.PartToolResult, it.Output, textTypes...)
 		}
 	}
 	return out
