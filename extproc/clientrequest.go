@@ -31,8 +31,13 @@ type request struct {
 	// not check).
 	texts func() []translate.RequestText
 	// maskTexts replaces the texts texts found, in their order, with
-	// masked: the request a provider gets is the masked one.
-	maskTexts func(masked []string)
+	// masked, and returns the request's body as masked: the request a
+	// provider gets is the masked one.
+	maskTexts func(masked []string) []byte
+	// maskedBody is the body as masked, which a Fallback model's
+	// router-level stream sends on in place of the client's; nil when no
+	// rule masked.
+	maskedBody []byte
 	// answerDialect is the API of the answer, whose text the response
 	// rules read; zero when they read none (or for an endpoint they do
 	// not check). includeUsage: a chat stream's client asked for usage.

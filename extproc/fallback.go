@@ -125,8 +125,9 @@ func (v viaEnvoy) prepare(s *Server, r *request, _ translate.Translator, body []
 	return translate.Upstream{}, nil
 }
 
-// send hands the client's body to Envoy unchanged, with the model's
-// route headers and the request's context for the upstream streams.
+// send hands the client's body to Envoy unchanged (but for what a rule
+// masked), with the model's route headers and the request's context for
+// the upstream streams.
 func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*extprocv3.ProcessingResponse, error) {
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
@@ -143,9 +144,14 @@ func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*
 	if err != nil { // cannot happen: strings only
 		return nil, err
 	}
+	var body *extprocv3.BodyMutation
+	if r.maskedBody != nil { // what a rule masked: the attempts take the request apart again
+		h.SetInt("content-length", int64(len(r.maskedBody)))
+		body = bodyMutation(r.maskedBody)
+	}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
-			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), ClearRouteCache: true},
+			Response: &extprocv3.CommonResponse{HeaderMutation: h.mutation(), BodyMutation: body, ClearRouteCache: true},
 		}},
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
 			s.cfg.MetadataNamespace: structpb.NewStructValue(rc),

@@ -27,6 +27,10 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	}
 	if st.server().guarded() {
 		r.texts = func() []translate.RequestText { return api.ChatTexts(req) }
+		r.maskTexts = func(m []string) []byte {
+			api.MapChatTexts(req, inOrder(m))
+			return bodyOr(req.Body, req.Members)
+		}
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.answers = req.Stream, maxOutputTokens(req.Members), api.PositiveInteger(req.Members, "n")
@@ -49,7 +53,10 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if st.server().guarded() {
 		r := st.request()
 		r.texts = func() []translate.RequestText { return api.EmbeddingsTexts(req) }
-		r.maskTexts = func(m []string) { api.MapEmbeddingsTexts(req, inOrder(m)) }
+		r.maskTexts = func(m []string) []byte {
+			api.MapEmbeddingsTexts(req, inOrder(m))
+			return mustJSON(req.Members)
+		}
 	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Embeddings == nil {
@@ -95,6 +102,10 @@ func (f messagesFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	}
 	if st.server().guarded() {
 		st.request().texts = func() []translate.RequestText { return api.MessagesTexts(req) }
+		st.request().maskTexts = func(m []string) []byte {
+			api.MapMessagesTexts(req, inOrder(m))
+			return bodyOr(req.Body, req.Members)
+		}
 	}
 	st.request().answerDialect = translate.Messages
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {

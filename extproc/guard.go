@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -50,7 +51,7 @@ func (s *Server) guarded() bool { return len(s.requestRules) > 0 }
 // that blocks refuses the request (the refusal names the rule, never
 // what matched), a service that fails closed makes it a 503, and what
 // mask rules matched is masked in the request before it is translated.
-func (s *Server) guardRequest(ctx context.Context, r *request) error {
+func (s *Server) guardRequest(ctx context.Context, r *request, body []byte) error {
 	if r.texts == nil {
 		return nil
 	}
@@ -72,7 +73,7 @@ func (s *Server) guardRequest(ctx context.Context, r *request) error {
 	case checked.Failed != nil:
 		return errGuardUnavailable(checked.Failed.Name, nil)
 	case checked.Masked != nil && r.maskTexts != nil:
-		r.maskTexts(checked.Masked)
+		r.maskedBody = r.maskTexts(checked.Masked)
 	}
 	return nil
 }
@@ -161,4 +162,22 @@ func inOrder(masked []string) func(translate.RequestText) string {
 		i++
 		return masked[i-1]
 	}
+}
+
+// mustJSON is v, members of a request, as JSON.
+func mustJSON(v map[string]json.RawMessage) []byte {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen: members read from JSON
+		panic(err)
+	}
+	return b
+}
+
+// bodyOr is body, the request as masked, when the parser kept it, else
+// its members as JSON.
+func bodyOr(body []byte, members map[string]json.RawMessage) []byte {
+	if body != nil {
+		return body
+	}
+	return mustJSON(members)
 }

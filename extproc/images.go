@@ -141,7 +141,10 @@ func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localA
 	if st.server().guarded() {
 		r := st.request()
 		r.texts = func() []translate.RequestText { return api.ImagesTexts(req) }
-		r.maskTexts = func(m []string) { api.MapImagesTexts(req, inOrder(m)) }
+		r.maskTexts = func(m []string) []byte {
+			api.MapImagesTexts(req, inOrder(m))
+			return mustJSON(req.Members)
+		}
 	}
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Images == nil {

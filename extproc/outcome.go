@@ -49,10 +49,11 @@ type outcome struct {
 
 // ledgered reports an outcome the usage ledger records: a routed request
 // of a known principal, a Fallback model's also when no deployment
-// answered (Envoy's 503 after every attempt failed), and a refusal of a
-// model the principal may not use, beside its successes.
+// answered (Envoy's 503 after every attempt failed), a refusal of a
+// model the principal may not use, and a request guardrails checked,
+// beside its successes.
 func (o *outcome) ledgered(unanswered bool) bool {
-	return o.principal != nil && (o.routed || unanswered || o.refusedModel)
+	return o.principal != nil && (o.routed || unanswered || o.refusedModel || len(o.guards) > 0)
 }
 
 // request writes the line each exchange ends with: of every refusal and

@@ -148,8 +148,13 @@ func (ex *exchange) routeBody(ctx context.Context, body []byte) (*extprocv3.Proc
 	if err != nil {
 		return nil, err
 	}
-	if err := ex.s.guardRequest(ctx, &ex.req); err != nil {
+	if err := ex.s.guardRequest(ctx, &ex.req, body); err != nil {
 		return nil, err
+	}
+	if local == nil && ex.route.build != nil {
+		if ex.tr, err = ex.route.via.translator(&ex.route, ex.route.build); err != nil {
+			return nil, err
+		}
 	}
 	var up translate.Upstream
 	if local != nil {
@@ -231,14 +236,14 @@ func sendUpstream(h *headers, up translate.Upstream, path, contentType string) *
 	}}
 }
 
-// translator keeps build and makes the translator for the deployment
-// the request goes to. The router-level stream of a Fallback model makes
-// it only once the answer names the deployment that gave it.
+// translator keeps build, which makes the translator for the deployment
+// the request goes to once the request rules let it go (routeBody): a
+// translator may take its request apart when it is made, and what a rule
+// masks must be masked in it. The router-level stream of a Fallback
+// model makes it only once the answer names the deployment that gave it.
 func (ex *exchange) translator(build builder) error {
 	ex.route.build = build
-	tr, err := ex.route.via.translator(&ex.route, build)
-	ex.tr = tr
-	return err
+	return nil
 }
 
 func (direct) translator(rt *route, build builder) (translate.Translator, error) {

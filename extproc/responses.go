@@ -53,6 +53,12 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 		// The conversation the provider gets: the stored one it
 		// continues, then the request's.
 		r.texts = func() []translate.RequestText { return append(responses.ItemTexts(history), responses.Texts(req)...) }
+		r.maskTexts = func(m []string) []byte {
+			next := inOrder(m)
+			responses.MapItemTexts(history, next)
+			responses.MapTexts(req, next)
+			return mustJSON(req.Members)
+		}
 	}
 	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)

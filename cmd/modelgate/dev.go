@@ -416,9 +416,7 @@ func devGuardService(s *config.GuardService, mockURL string) {
 	case "model_armor":
 		s.ServiceAccountEnv = devVertexSAEnv
 	default:
-		if s.APIKeyEnv == "" {
-			s.APIKeyEnv = devMockKeyEnv
-		}
+		s.APIKeyEnv = devMockKeyEnv
 	}
 }
 
