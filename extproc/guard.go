@@ -11,6 +11,7 @@ import (
 	"modelgate/authz"
 	"modelgate/extproc/guard"
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 )
 
 // Guardrails are the operator's rules on the traffic (package guard): the
@@ -58,6 +59,9 @@ func (s *Server) guardRequest(ctx context.Context, r *request, body []byte) erro
 	rules := guard.For(s.requestRules, r.model, addedRules(r.principal))
 	if len(rules) == 0 {
 		return nil
+	}
+	if jsonscan.AmbiguousKeys(body) { // the rules could read a text a provider does not
+		return errAmbiguousMembers()
 	}
 	if b := s.cfg.Guardrails.Budget; b > 0 {
 		var cancel context.CancelFunc
@@ -180,4 +184,13 @@ func bodyOr(body []byte, members map[string]json.RawMessage) []byte {
 		return body
 	}
 	return mustJSON(members)
+}
+
+// errAmbiguousMembers refuses a request whose JSON names a member twice
+// in any case: the gateway's rules read the last of them in any case, a
+// provider may read another, so what a rule checked might not be what the
+// provider gets.
+func errAmbiguousMembers() *APIError {
+	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "invalid_json", noRetry: true,
+		Message: "The request names a member twice in one object (in any case): the gateway's guardrails cannot tell which one a provider reads."}
 }

@@ -133,3 +133,28 @@ func TestResponseGuardrailGatheredAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A request whose JSON names a member twice in any case is refused when
+// rules read it: the rules would read one text, a provider another.
+func TestRequestGuardrailAmbiguousMembers(t *testing.T) {
+	mock, err := replay.New(replay.Config{Recordings: testdata.Recordings, APIKey: providerKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := &guard.Rule{Name: "no-secret", Check: "regex", Patterns: []*regexp.Regexp{regexp.MustCompile(`secret`)}, Parts: []translate.Part{translate.PartUser}}
+	f := newFixture(t, extproctest.Config{Backends: map[string]http.Handler{"main": mock}}, func(c *extproc.Config) {
+		c.Guardrails.Rules = []*guard.Rule{rule}
+	})
+	for _, body := range []string{
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"secret","Content":"benign"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"benign"}],"MESSAGES":[{"role":"user","content":"secret"}]}`,
+	} {
+		res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], body)
+		if res.Status != 400 || !strings.Contains(string(res.Body), "names a member twice") {
+			t.Errorf("%s: %d %s", body, res.Status, res.Body)
+		}
+	}
+	if res := f.gw.Post(t, "/v1/chat/completions", f.keys["valid"], chatBody); res.Status != 200 {
+		t.Errorf("a plain request: %d %s", res.Status, res.Body)
+	}
+}
