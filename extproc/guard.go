@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"modelgate/authz"
+	"modelgate/authz/pricing"
 	"modelgate/extproc/guard"
 	"modelgate/translate"
 	"modelgate/translate/jsonscan"
@@ -193,4 +194,13 @@ func bodyOr(body []byte, members map[string]json.RawMessage) []byte {
 func errAmbiguousMembers() *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "invalid_json", noRetry: true,
 		Message: "The request names a member twice in one object (in any case): the gateway's guardrails cannot tell which one a provider reads."}
+}
+
+// guardsCost is what the guard services' calls of outcomes cost.
+func guardsCost(outcomes []guard.Outcome) pricing.Nanos {
+	var c pricing.Nanos
+	for _, o := range outcomes {
+		c += o.Cost
+	}
+	return c
 }

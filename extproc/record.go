@@ -46,9 +46,11 @@ func (ex *exchange) record(ctx context.Context) {
 	}
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)
-	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, o.usage) })
+	guards := guardsCost(o.guards) // the guard services' calls, priced
+	ex.meter.settle(ctx, o.usage.TotalTokens, func() int64 { return ex.s.spentCost(&ex.req, ex.flow, o.usage) + int64(guards) })
 	if o.ledgered(ex.route.via.unanswered()) {
 		o.cost, o.costKnown = ex.s.cost(ex.req.model, pricingUsage(ex.flow, o.usage), o.end)
+		o.cost += guards
 		ex.s.appendUsage(ex.bookkeeping(ctx), &o, &ex.log)
 	}
 	ex.log.request(&o, ex.s.cfg.RequestLogSample, ex.s.cfg.Currency)

@@ -28,15 +28,16 @@ var guardServiceTypes = []struct {
 func guardServicesConfig(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("backends:\n  - {name: mock, provider: openai, base_url: \"http://unused\", api_key_env: UNUSED}\nmodels:\n")
-	var services, rules strings.Builder
+	var services, rules, prices strings.Builder
 	for _, s := range guardServiceTypes {
 		for _, m := range []string{"block", "mask", "answer", "open", "closed", "hang"} {
 			fmt.Fprintf(&b, "  - {id: %s-%s, deployments: [{backend: mock, model: mock-agent}]}\n", s.typ, m)
 		}
 		for _, v := range []struct{ suffix, url, timeout string }{{"", s.url, "2s"}, {"-500", "mock/faults/500" + strings.TrimPrefix(s.url, "mock"), "2s"},
 			{"-hang", "mock/faults/hang" + strings.TrimPrefix(s.url, "mock"), "300ms"}} {
-			fmt.Fprintf(&services, "    - {name: %s%s, type: %s, url: %q, timeout: %s, %s}\n", s.typ, v.suffix, s.typ, v.url, v.timeout, s.extra)
+			fmt.Fprintf(&services, "    - {name: %s%s, type: %s, url: %q, timeout: %s, price_per_call: \"0.001\", %s}\n", s.typ, v.suffix, s.typ, v.url, v.timeout, s.extra)
 		}
+		fmt.Fprintf(&prices, "    - {model: %s-block, input: \"0\", output: \"0\"}\n", s.typ)
 		rule := func(name, phase, service, action, failure, model string) {
 			fmt.Fprintf(&rules, "    - {name: %s-%s, phase: %s, service: %s, action: %s, failure: %s, models: [%s-%s]}\n",
 				s.typ, name, phase, service, action, failure, s.typ, model)
@@ -50,6 +51,7 @@ func guardServicesConfig(t *testing.T) string {
 		rule("closed", "request", s.typ+"-500", "block", "closed", "closed")
 		rule("hang", "request", s.typ+"-hang", "block", "closed", "hang")
 	}
+	b.WriteString("prices:\n  models:\n" + prices.String())
 	b.WriteString("guardrails:\n  services:\n" + services.String() + "  rules:\n" + rules.String())
 	path := filepath.Join(t.TempDir(), "services.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -80,6 +82,9 @@ func TestGuardServices(t *testing.T) {
 				t.Errorf("block: %d %s", status, body)
 			}
 			checkRecord(t, a, h["id"], s.typ+"-block/request/blocked")
+			if cost := recordCost(t, a, h["id"]); cost != "0.001" { // one call, at 0.001; the model is free
+				t.Errorf("the blocked request cost %q, want the service's call", cost)
+			}
 			if status, body, h, _ = chat(s.typ+"-block", "hello there", false); status != 200 {
 				t.Errorf("clean: %d %s", status, body)
 			}
@@ -129,4 +134,24 @@ func TestGuardServices(t *testing.T) {
 			checkRecord(t, a, h["id"], s.typ+"-hang/request/error_closed")
 		})
 	}
+}
+
+// recordCost is the cost the ledger records for the request the client
+// named id.
+func recordCost(t *testing.T, a devAddrs, id string) string {
+	t.Helper()
+	_, body := a.admin(t, "GET", "/admin/v1/requests?limit=50", "")
+	var page struct {
+		Data []struct {
+			ClientRequestID string `json:"client_request_id"`
+			Cost            *string
+		}
+	}
+	json.Unmarshal(body, &page) //nolint:errcheck // none found fails the caller
+	for _, r := range page.Data {
+		if r.ClientRequestID == id && r.Cost != nil {
+			return *r.Cost
+		}
+	}
+	return ""
 }

@@ -371,5 +371,7 @@ func guardBackend(sc config.GuardService, getenv func(string) string) (*guard.Ba
 	if err != nil {
 		return nil, err
 	}
-	return guard.NewBackend(sc.Name, sc.Type, svc, sc.TimeoutOrDefault(), sc.ConcurrencyOrDefault()), nil
+	b := guard.NewBackend(sc.Name, sc.Type, svc, sc.TimeoutOrDefault(), sc.ConcurrencyOrDefault())
+	b.Price, _ = sc.Price() // checked when the config was read
+	return b, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"modelgate/authz/pricing"
 	"modelgate/extproc/redact"
 	"modelgate/translate"
 )
@@ -110,6 +111,9 @@ type GuardService struct {
 	// timeout. MaxConcurrency bounds the calls at once; default 64.
 	Timeout        Duration `json:"timeout"`
 	MaxConcurrency int      `json:"max_concurrency"`
+	// PricePerCall is what one call costs, in prices.currency (a decimal
+	// such as "0.0015"), added to the request's cost and budgets.
+	PricePerCall string `json:"price_per_call"`
 	// Presidio: the language (default en), the entities, the lowest
 	// score that counts.
 	Language       string   `json:"language"`
@@ -161,6 +165,9 @@ func (s GuardService) validate(p *problems, at string, messageTimeout time.Durat
 	if s.MaxConcurrency < 0 {
 		p.add(at+".max_concurrency", "must be positive")
 	}
+	if _, err := s.Price(); err != nil {
+		p.add(at+".price_per_call", "%v", err)
+	}
 	switch s.Type {
 	case "bedrock_guardrail":
 		if s.GuardrailID == "" || s.GuardrailVersion == "" || s.Region == "" {
@@ -185,6 +192,14 @@ func (s GuardService) validate(p *problems, at string, messageTimeout time.Durat
 	if s.Type == "llm_judge" && s.Model == "" {
 		p.add(at+".model", "is required: the model that judges")
 	}
+}
+
+// Price is what one call costs; zero when no price is set.
+func (s GuardService) Price() (pricing.Nanos, error) {
+	if s.PricePerCall == "" {
+		return 0, nil
+	}
+	return pricing.ParseAmount(s.PricePerCall)
 }
 
 // TimeoutOrDefault is the service's timeout, its default applied.

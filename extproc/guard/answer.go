@@ -47,6 +47,7 @@ type Answer struct {
 	kinds   [numKinds]kindText
 	held    []segment
 	results []Result // per rule
+	calls   []int    // per rule, to its service
 	blocked bool
 	failed  *Unavailable // a rule's service failed closed
 	// budget bounds the services' checks of one window.
@@ -121,7 +122,7 @@ type AnswerConfig struct {
 // NewAnswer guards an answer with c.
 func NewAnswer(c AnswerConfig) *Answer {
 	a := &Answer{rules: c.Rules, window: c.Window, dialect: c.Dialect, stream: c.Stream, masker: c.Masker,
-		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules)), budget: c.Budget, now: c.Now}
+		usage: c.Usage, includeUsage: c.IncludeUsage, results: make([]Result, len(c.Rules)), calls: make([]int, len(c.Rules)), budget: c.Budget, now: c.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -143,7 +144,7 @@ func (a *Answer) Blocked() bool { return a.blocked }
 func (a *Answer) Outcomes() []Outcome {
 	out := make([]Outcome, len(a.rules))
 	for i, r := range a.rules {
-		out[i] = Outcome{Rule: r.Name, Check: r.Check, Phase: Response, Result: a.results[i]}
+		out[i] = Outcome{Rule: r.Name, Check: r.Check, Phase: Response, Result: a.results[i], Cost: r.callsCost(a.calls[i])}
 	}
 	return out
 }
@@ -320,6 +321,7 @@ func (a *Answer) ask(ctx context.Context, k translate.TextKind, text []byte) []v
 		if r.Backend == nil || !r.reads(k) {
 			continue
 		}
+		a.calls[i]++
 		wg.Go(func() {
 			v, err := r.Backend.check(ctx, Input{Phase: Response, Text: string(text), Kind: k})
 			out[i] = verdict{v, err}

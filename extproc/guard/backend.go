@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"modelgate/authz/pricing"
 	"sync"
 	"time"
 )
@@ -22,6 +23,9 @@ type Backend struct {
 	// Observe, when set, is told of each call: how long it took and
 	// whether it failed.
 	Observe func(b *Backend, phase Phase, took time.Duration, err error)
+	// Price is what one call costs, added to the request's cost and
+	// budgets; zero for none.
+	Price pricing.Nanos
 }
 
 // NewBackend is service s, named name and of contract typ, called with
@@ -124,15 +128,16 @@ func (c *Cache) put(k [sha256.Size]byte, v Verdict) {
 	c.entries[k] = cached{v: v, at: c.now()}
 }
 
-// checkCached is b's verdict on in, from c when it has it.
-func (b *Backend) checkCached(ctx context.Context, c *Cache, in Input) (Verdict, error) {
+// checkCached is b's verdict on in, from c when it has it; called
+// reports a call made (and paid for).
+func (b *Backend) checkCached(ctx context.Context, c *Cache, in Input) (v Verdict, called bool, err error) {
 	k := cacheKey(b, in)
 	if v, ok := c.get(k); ok {
-		return v, nil
+		return v, false, nil
 	}
-	v, err := b.check(ctx, in)
+	v, err = b.check(ctx, in)
 	if err == nil {
 		c.put(k, v)
 	}
-	return v, err
+	return v, true, err
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"modelgate/authz/pricing"
 	"regexp"
 	"slices"
 
@@ -83,6 +84,16 @@ type Outcome struct {
 	Check  string // the rule's (Rule.Check)
 	Phase  Phase
 	Result Result
+	// Cost is what the calls to the rule's service cost (Backend.Price).
+	Cost pricing.Nanos
+}
+
+// callsCost is what n calls to r's service cost.
+func (r *Rule) callsCost(n int) pricing.Nanos {
+	if r.Backend == nil {
+		return 0
+	}
+	return r.Backend.Price * pricing.Nanos(n)
 }
 
 // Rule is one guardrail: a check on the text of one phase, and what its

@@ -43,7 +43,7 @@ func Check(ctx context.Context, rules []*Rule, texts []translate.RequestText, ca
 		case hits.err != nil:
 			res = ErrorClosed
 		}
-		c.Outcomes = append(c.Outcomes, Outcome{Rule: r.Name, Check: r.Check, Phase: Request, Result: res})
+		c.Outcomes = append(c.Outcomes, Outcome{Rule: r.Name, Check: r.Check, Phase: Request, Result: res, Cost: r.callsCost(hits.calls)})
 		switch res {
 		case Blocked:
 			c.Blocked = r
@@ -109,6 +109,7 @@ type found struct {
 	flagged bool
 	spans   []pieceSpan
 	err     error // a service's, when none of its answers flagged
+	calls   int   // made to its service (not answered from the cache)
 }
 
 // ask checks each rule's inputs: patterns at once, services in parallel.
@@ -123,9 +124,12 @@ func ask(ctx context.Context, rules []*Rule, inputs [][]input, cache *Cache) []f
 				continue
 			}
 			wg.Go(func() {
-				v, err := r.Backend.checkCached(ctx, cache, Input{Phase: Request, Text: in.text, Part: in.part})
+				v, called, err := r.Backend.checkCached(ctx, cache, Input{Phase: Request, Text: in.text, Part: in.part})
 				mu.Lock()
 				defer mu.Unlock()
+				if called {
+					out[i].calls++
+				}
 				switch {
 				case err != nil:
 					out[i].err = err
