@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"modelgate/cmd/mockprovider/replay"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -67,12 +66,8 @@ func newExchangeLog(t *testing.T, a devAddrs) *agentLog {
 		defer l.mu.Unlock()
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		before := len(a.Mock.Requests())
 		rp.ServeHTTP(w, r)
-		p := proxied{path: r.URL.Path, header: r.Header.Clone(), body: body}
-		for _, up := range a.Mock.Requests()[before:] {
-			p.upstream = append(p.upstream, up.Body)
-		}
+		p := proxied{path: r.URL.Path, header: r.Header.Clone(), body: body, upstream: providerGot(a, w.Header().Get("x-request-id"))}
 		l.seen = append(l.seen, p)
 	}))
 	t.Cleanup(l.proxy.Close)
@@ -95,29 +90,21 @@ func (l *agentLog) replayed(t *testing.T, a devAddrs, model, plain string) {
 		}
 		req, _ := http.NewRequest("POST", strings.TrimSuffix(a.Gateway, "/v1")+p.path, bytes.NewReader(bytes.Replace(p.body, from, to, 1)))
 		req.Header = p.header.Clone()
-		before := len(a.Mock.Requests())
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
-		after := a.Mock.Requests()[before:]
-		if len(after) != 1 || !bytes.Equal(after[0].Body, p.upstream[0]) {
-			t.Errorf("%s %s: the provider got, under monitor rules:\n%s\nwithout rules:\n%s", model, p.path, p.upstream[0], bodyOf(after))
+		after := providerGot(a, res.Header.Get("x-request-id"))
+		if len(after) != 1 || !bytes.Equal(after[0], p.upstream[0]) {
+			t.Errorf("%s %s: the provider got, under monitor rules:\n%s\nwithout rules:\n%q", model, p.path, p.upstream[0], after)
 		}
 		n++
 	}
 	if n < 2 {
 		t.Errorf("%s: %d requests compared, want the tool loop's", model, n)
 	}
-}
-
-func bodyOf(rs []replay.Request) string {
-	if len(rs) == 0 {
-		return "(none)"
-	}
-	return string(rs[0].Body)
 }
 
 // masked checks that no provider request of the log's for model holds

@@ -17,6 +17,12 @@ var guardServiceTypes = []struct {
 	typ, url, extra string
 	spans           bool
 }{
+	{"presidio", "mock", "language: en", true},
+	{"http", "mock/http/check", "api_key_env: UNUSED", true},
+	{"openai_moderation", "mock", "api_key_env: UNUSED", false},
+	{"lakera", "mock", "api_key_env: UNUSED", false},
+	{"azure_content_safety", "mock", "api_key_env: UNUSED", false},
+	{"azure_prompt_shields", "mock", "api_key_env: UNUSED", false},
 	{"bedrock_guardrail", "mock", "guardrail_id: g1, guardrail_version: '1', region: us-east-1", true},
 	{"model_armor", "mock", "template: projects/p/locations/us-central1/templates/t, service_account_env: UNUSED", false},
 	{"llm_judge", "mock/judge/v1", "model: llama-guard, api_key_env: UNUSED", false},
@@ -30,7 +36,7 @@ func guardServicesConfig(t *testing.T) string {
 	b.WriteString("backends:\n  - {name: mock, provider: openai, base_url: \"http://unused\", api_key_env: UNUSED}\nmodels:\n")
 	var services, rules, prices strings.Builder
 	for _, s := range guardServiceTypes {
-		for _, m := range []string{"block", "mask", "answer", "open", "closed", "hang"} {
+		for _, m := range []string{"block", "mask", "answer", "open", "closed", "hang", "answer-open", "answer-closed"} {
 			fmt.Fprintf(&b, "  - {id: %s-%s, deployments: [{backend: mock, model: mock-agent}]}\n", s.typ, m)
 		}
 		for _, v := range []struct{ suffix, url, timeout string }{{"", s.url, "2s"}, {"-500", "mock/faults/500" + strings.TrimPrefix(s.url, "mock"), "2s"},
@@ -50,6 +56,8 @@ func guardServicesConfig(t *testing.T) string {
 		rule("open", "request", s.typ+"-500", "block", "open", "open")
 		rule("closed", "request", s.typ+"-500", "block", "closed", "closed")
 		rule("hang", "request", s.typ+"-hang", "block", "closed", "hang")
+		rule("answer-open", "response", s.typ+"-500", "block", "open", "answer-open")
+		rule("answer-closed", "response", s.typ+"-500", "block", "closed", "answer-closed")
 	}
 	b.WriteString("prices:\n  models:\n" + prices.String())
 	b.WriteString("guardrails:\n  services:\n" + services.String() + "  rules:\n" + rules.String())
@@ -73,12 +81,13 @@ func TestGuardServices(t *testing.T) {
 		start := time.Now()
 		res, body := guardCall(t, a, guardDoors[0], guardDoors[0].body(model, prompt, stream), id)
 		took := time.Since(start)
-		return res.StatusCode, string(body), map[string]string{"id": id, "skipped": res.Header.Get("x-modelgate-guardrail-skipped")}, took
+		return res.StatusCode, string(body), map[string]string{"id": id, "skipped": res.Header.Get("x-modelgate-guardrail-skipped"),
+			"gateway": res.Header.Get("x-request-id")}, took
 	}
 	for _, s := range guardServiceTypes {
 		t.Run(s.typ, func(t *testing.T) {
 			status, body, h, _ := chat(s.typ+"-block", "say forbidden-word please", false)
-			if status != 400 || !strings.Contains(body, "content_filter") {
+			if status != 400 || !strings.Contains(body, "content_filter") || len(providerGot(a, h["gateway"])) != 0 {
 				t.Errorf("block: %d %s", status, body)
 			}
 			checkRecord(t, a, h["id"], s.typ+"-block/request/blocked")
@@ -91,14 +100,8 @@ func TestGuardServices(t *testing.T) {
 			checkRecord(t, a, h["id"], s.typ+"-block/request/allowed")
 
 			if s.spans {
-				before := len(a.Mock.Requests())
 				status, body, h, _ = chat(s.typ+"-mask", "keep zebra-42 safe", false)
-				var model [][]byte // the model's requests, not the guard service's
-				for _, r := range a.Mock.Requests()[before:] {
-					if !strings.HasPrefix(r.Path, "/guard/") {
-						model = append(model, r.Body)
-					}
-				}
+				model := providerGot(a, h["gateway"]) // the model's requests, not the guard service's
 				if status != 200 || len(model) != 1 || strings.Contains(string(model[0]), "zebra-42") || !maskRE.Match(model[0]) {
 					t.Errorf("mask: %d %s; the model got %q", status, body, model)
 				}
@@ -124,6 +127,19 @@ func TestGuardServices(t *testing.T) {
 				t.Errorf("failure closed: %d %s", status, body)
 			}
 			checkRecord(t, a, h["id"], s.typ+"-closed/request/error_closed")
+
+			// A failing service on a streamed answer: open lets it through,
+			// closed ends it with an error event, and nothing of it.
+			status, body, h, _ = chat(s.typ+"-answer-open", "repeat zebra-42 please", true)
+			if status != 200 || !strings.Contains(answerText(t, "chat", []byte(body), true), "zebra-42") || endOf(t, "chat", []byte(body), true) != "stop" {
+				t.Errorf("answer, failure open: %d %s", status, body)
+			}
+			checkRecord(t, a, h["id"], s.typ+"-answer-open/response/error_open")
+			status, body, h, _ = chat(s.typ+"-answer-closed", "repeat zebra-42 please", true)
+			if status != 200 || strings.Contains(body, "zebra-42") || !strings.Contains(body, `"guardrail_unavailable"`) || strings.Contains(body, "[DONE]") {
+				t.Errorf("answer, failure closed: %d %s", status, body)
+			}
+			checkRecord(t, a, h["id"], s.typ+"-answer-closed/response/error_closed")
 
 			// The hanging service's timeout is 300ms: far from Envoy's
 			// 10s message timeout, or a hang's forever.

@@ -13,6 +13,7 @@
 package guards
 
 import (
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -70,6 +71,9 @@ func faulty(h http.HandlerFunc) http.HandlerFunc {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`null`)) //nolint:errcheck // the client went away
 		case "hang":
+			// The server notices a client that left only once the body
+			// is read.
+			io.Copy(io.Discard, r.Body) //nolint:errcheck // a hang either way
 			<-r.Context().Done()
 		default:
 			http.Error(w, "unknown fault", http.StatusNotFound)
