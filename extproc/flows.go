@@ -76,6 +76,7 @@ func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 	if err := st.pick(ctx, req.Model); err != nil {
 		return nil, err
 	}
+	st.request().answerDialect = translate.Transcription // response rules read what was heard
 	return nil, st.translator(func(p providers.Provider, t translate.Target) (translate.Translator, error) {
 		if p.Transcription == nil {
 			return nil, errEndpointNotSupported(req.Model, endpointTranscriptions)

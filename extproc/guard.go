@@ -114,6 +114,15 @@ func errContentFilter(rule string) *APIError {
 		Message: fmt.Sprintf("The request was blocked by the gateway's guardrail %q.", quoted(rule))}
 }
 
+// errAnswerFiltered is the error of an answer a guardrail blocked whose
+// API has no refusal of its own (a transcription's): content_filter, as
+// a request's.
+func errAnswerFiltered(rule string) *APIError {
+	e := errContentFilter(rule)
+	e.Message = fmt.Sprintf("The answer was blocked by the gateway's guardrail %q.", quoted(rule))
+	return e
+}
+
 // addedRules are the optional rules the principal's key, account and
 // group add by name.
 func addedRules(p *authz.Principal) []string {

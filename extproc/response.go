@@ -204,10 +204,14 @@ func (ex *exchange) translateBody(ctx context.Context, body []byte, eos bool) ([
 		if g != nil { // what the rules let through, when they do
 			if tout, texts, err = g.Next(ctx, tout, texts, eos); err != nil {
 				var u *guard.Unavailable
-				if !errors.As(err, &u) {
-					return nil, err
+				var r *guard.Refused
+				switch {
+				case errors.As(err, &u):
+					return nil, errGuardUnavailable(u.Rule, err)
+				case errors.As(err, &r):
+					return nil, errAnswerFiltered(r.Rule)
 				}
-				return nil, errGuardUnavailable(u.Rule, err)
+				return nil, err
 			}
 		}
 	}

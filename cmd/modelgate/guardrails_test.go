@@ -537,3 +537,43 @@ func providerGot(a devAddrs, id string) [][]byte {
 	}
 	return out
 }
+
+// Response rules read what a transcription heard, in every format: a
+// mask masks it (segments and subtitles too), a block is the
+// content_filter error (its API has no refusal of its own).
+func TestGuardrailsTranscription(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "guard.yaml")
+	cfg := `backends:
+  - {name: mock, provider: openai, base_url: "http://unused", api_key_env: UNUSED}
+models:
+  - {id: whisper-1, deployments: [{backend: mock, model: whisper-1}]}
+  - {id: whisper-blocked, deployments: [{backend: mock, model: whisper-1}]}
+guardrails:
+  rules:
+    - {name: mask-sun, phase: response, regex: {patterns: ["(?i)\\bsun\\b"]}, action: mask, models: [whisper-1]}
+    - {name: heard-block, phase: response, regex: {patterns: ["(?i)\\bsun\\b"]}, action: block, models: [whisper-blocked]}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startDev(t, func(string) string { return "" }, "--config", path)
+	form := func(model, format string) string {
+		return "--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n" + model + "\r\n" +
+			"--b\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\n" + format + "\r\n" +
+			"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFF\x24\x08\x00\x00WAVEfmt \r\n--b--\r\n"
+	}
+	sun := regexp.MustCompile(`(?i)\bsun\b`)
+	for _, format := range []string{"json", "text", "srt", "vtt", "verbose_json"} {
+		status, body := send(t, http.MethodPost, a.Gateway+"/audio/transcriptions", a.APIKey, "multipart/form-data; boundary=b", form("whisper-1", format))
+		if status != 200 || sun.Match(body) || !maskRE.Match(body) || !strings.Contains(string(body), "rises") {
+			t.Errorf("%s, masked: %d %s", format, status, body)
+		}
+		if strings.HasSuffix(format, "json") && !json.Valid(body) {
+			t.Errorf("%s: not JSON: %s", format, body)
+		}
+		status, body = send(t, http.MethodPost, a.Gateway+"/audio/transcriptions", a.APIKey, "multipart/form-data; boundary=b", form("whisper-blocked", format))
+		if status != 400 || !strings.Contains(string(body), "content_filter") || !strings.Contains(string(body), "answer was blocked") || sun.Match(body) {
+			t.Errorf("%s, blocked: %d %s", format, status, body)
+		}
+	}
+}

@@ -99,6 +99,7 @@ type piece struct {
 	kind             translate.TextKind
 	rawStart, rawEnd int
 	start, end       int
+	plain            bool // plain text (a transcription's srt), not a JSON string's contents
 }
 
 // AnswerConfig is what an Answer needs to know of its exchange.
@@ -171,6 +172,10 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 			a.held = nil
 			return nil, nil, a.failed
 		}
+		if a.dialect == translate.Transcription { // no refusal of its own: the exchange's error
+			a.held = nil
+			return nil, nil, &Refused{Rule: a.rules[slices.Index(a.results, Blocked)].Name}
+		}
 		return a.refuse(), nil, nil
 	}
 	n := a.releasable(eos)
@@ -235,10 +240,14 @@ func (a *Answer) split(out []byte, texts []translate.Text) {
 			a.held = append(a.held, seg)
 			seg, start, end = segment{}, end, -1
 		}
-		p := piece{kind: t.Kind, rawStart: t.Start - start, rawEnd: t.End - start, start: -1, end: -1}
+		p := piece{kind: t.Kind, rawStart: t.Start - start, rawEnd: t.End - start, start: -1, end: -1,
+			plain: t.Start == 0 || t.End >= len(out) || out[t.Start-1] != '"' || out[t.End] != '"'}
 		if k := &a.kinds[t.Kind]; k.read {
-			var scratch []byte
-			text := jsonscan.Unquote(out[t.Start-1:t.End+1], &scratch)
+			text := out[t.Start:t.End]
+			if !p.plain {
+				var scratch []byte
+				text = jsonscan.Unquote(out[t.Start-1:t.End+1], &scratch)
+			}
 			p.start = k.base + len(k.text)
 			k.text = append(k.text, text...)
 			k.runes += utf8.RuneCount(text)
@@ -369,6 +378,13 @@ func (a *Answer) apply(i int, kt *kindText, from int, text []byte, v verdict) bo
 	return a.blocked
 }
 
+// Refused is the error of an answer a rule blocked whose API has no
+// refusal of its own (a transcription's): the exchange ends with the
+// content_filter error.
+type Refused struct{ Rule string }
+
+func (r *Refused) Error() string { return "guardrail " + strconv.Quote(r.Rule) + " blocked the answer" }
+
 // Unavailable is the error of an answer whose rule's service failed
 // with failure closed: the exchange ends as the service's unavailability
 // says (503, or an error event in a stream).
@@ -450,8 +466,9 @@ func (a *Answer) release(seg *segment) {
 	}
 	a.out = append(a.out, seg.raw[at:]...)
 	// A Responses stream repeats its text in done events and its final
-	// response: masked by value.
-	if len(a.masked) > 0 && a.dialect == translate.Responses {
+	// response, a transcription in its done event or segments: masked by
+	// value.
+	if len(a.masked) > 0 && (a.dialect == translate.Responses || a.dialect == translate.Transcription) {
 		released := a.out[start:]
 		for _, m := range a.masked {
 			if bytes.Contains(released, m[0]) {
@@ -472,17 +489,21 @@ func appendMasked(dst []byte, kt *kindText, p piece, raw []byte) []byte {
 	over := slices.DeleteFunc(slices.Clone(kt.masks), func(m span) bool { return !p.overlaps(m) })
 	slices.SortFunc(over, func(x, y span) int { return x.a - y.a })
 	text := kt.text[p.start-kt.base : p.end-kt.base]
+	add := appendBody
+	if p.plain {
+		add = func(dst, text []byte) []byte { return append(dst, text...) }
+	}
 	at := p.start
 	for _, m := range over {
 		if m.a > at {
-			dst = appendBody(dst, text[at-p.start:m.a-p.start])
+			dst = add(dst, text[at-p.start:m.a-p.start])
 		}
 		if m.a >= p.start {
-			dst = append(dst, m.mask...)
+			dst = append(dst, m.mask...) // ASCII, the same in JSON and plain text
 		}
 		at = max(at, min(m.b, p.end))
 	}
-	return appendBody(dst, text[at-p.start:])
+	return add(dst, text[at-p.start:])
 }
 
 func (p piece) overlaps(m span) bool { return m.a < p.end && m.b > p.start }
