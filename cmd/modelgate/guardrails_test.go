@@ -14,6 +14,7 @@ import (
 
 	"modelgate/translate/api/spec"
 	"modelgate/translate/sse"
+	"modelgate/translate/translatetest/clienttext"
 )
 
 // guardConfig is a dev config of the scripted agent models on four
@@ -80,46 +81,6 @@ func guardCall(t *testing.T, a devAddrs, d guardDoor, body, requestID string) (*
 		return anthropicCall(t, "POST", a.Gateway+d.path, a.APIKey, body, "x-request-id", requestID)
 	}
 	return anthropicCall(t, "POST", a.Gateway+d.path, "", body, "authorization", "Bearer "+a.APIKey, "x-request-id", requestID)
-}
-
-// answerStrings are every JSON string the client got, each event's
-// data's in a stream, one per line: no byte of a match may be in any.
-func answerStrings(t *testing.T, body []byte, stream bool) string {
-	t.Helper()
-	docs := [][]byte{body}
-	if stream {
-		docs = nil
-		var dec sse.Decoder
-		for _, ev := range dec.Feed(body) {
-			if string(ev.Data) != "[DONE]" {
-				docs = append(docs, ev.Data)
-			}
-		}
-	}
-	var b strings.Builder
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v + "\n")
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	for _, d := range docs {
-		var v any
-		if err := json.Unmarshal(d, &v); err != nil {
-			t.Fatalf("not JSON: %q", d)
-		}
-		walk(v)
-	}
-	return b.String()
 }
 
 // answerText is the generated text the client got: a JSON answer's, or
@@ -269,7 +230,7 @@ func TestGuardrailsBlockOnEveryDoor(t *testing.T) {
 					if res.StatusCode != 200 {
 						t.Fatalf("zebra: %d %s", res.StatusCode, body)
 					}
-					if strings.Contains(answerStrings(t, body, stream), "zebra-42") {
+					if strings.Contains(clienttext.Strings(t, body, stream), "zebra-42") {
 						t.Fatalf("the match reached the client: %s", body)
 					}
 					want = map[string]string{"chat": "content_filter", "responses": "incomplete/content_filter", "messages": "refusal"}[d.name]
@@ -356,7 +317,7 @@ func TestGuardrailsMaskAndMonitor(t *testing.T) {
 							middle := strings.TrimSuffix(strings.TrimPrefix(text, "You said: repeat "), " twice")
 							switch action {
 							case "mask":
-								if !strings.HasPrefix(middle, "[masked:") || strings.Contains(answerStrings(t, body, stream), "zebra-42") {
+								if !strings.HasPrefix(middle, "[masked:") || strings.Contains(clienttext.Strings(t, body, stream), "zebra-42") {
 									t.Errorf("the match reached the client: %s", body)
 								}
 								masks[middle] = true

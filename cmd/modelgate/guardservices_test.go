@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"modelgate/translate/translatetest/clienttext"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,7 +110,7 @@ func TestGuardServices(t *testing.T) {
 			}
 
 			status, body, h, _ = chat(s.typ+"-answer", "repeat zebra-42 please", true)
-			if status != 200 || strings.Contains(answerStrings(t, []byte(body), true), "zebra-42") || endOf(t, "chat", []byte(body), true) != "content_filter" {
+			if status != 200 || strings.Contains(clienttext.Strings(t, []byte(body), true), "zebra-42") || endOf(t, "chat", []byte(body), true) != "content_filter" {
 				t.Errorf("answer: %d %s", status, body)
 			}
 			checkRecord(t, a, h["id"], s.typ+"-answer/response/blocked")

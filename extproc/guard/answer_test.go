@@ -19,6 +19,7 @@ import (
 	"modelgate/translate/providers"
 	"modelgate/translate/responses"
 	"modelgate/translate/sse"
+	"modelgate/translate/translatetest/clienttext"
 )
 
 // The answer the provider streams: long enough for windows to release
@@ -239,47 +240,6 @@ func newAnswer(d door, action guard.Action, kinds ...translate.TextKind) *guard.
 		Usage: func() translate.Usage { return translate.Usage{PromptTokens: 9, CompletionTokens: 60, TotalTokens: 69} }})
 }
 
-// strings of every JSON document the client got (each event's data),
-// joined: no byte of a match may be in any of them, in any event.
-func allStrings(t *testing.T, out []byte, stream bool) string {
-	t.Helper()
-	docs := [][]byte{out}
-	if stream {
-		docs = nil
-		var dec sse.Decoder
-		for _, ev := range dec.Feed(out) {
-			if string(ev.Data) != "[DONE]" {
-				docs = append(docs, ev.Data)
-			}
-		}
-	}
-	var b strings.Builder
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v)
-			b.WriteByte('\n')
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range v {
-				walk(e)
-			}
-		}
-	}
-	for _, d := range docs {
-		var v any
-		if err := json.Unmarshal(d, &v); err != nil {
-			t.Fatalf("not JSON: %q", d)
-		}
-		walk(v)
-	}
-	return b.String()
-}
-
 // A response rule that blocks ends the answer with its client API's own
 // refusal, and no byte of the match reaches the client: not in a piece of
 // text, not in a done event or final object, not split across chunks or
@@ -298,7 +258,7 @@ func TestAnswerBlock(t *testing.T) {
 				if !g.Blocked() {
 					t.Fatal("not blocked")
 				}
-				if zebra.MatchString(p.text) || strings.Contains(allStrings(t, p.out, d.stream), "bra-42") {
+				if zebra.MatchString(p.text) || strings.Contains(clienttext.Strings(t, p.out, d.stream), "bra-42") {
 					t.Fatalf("the match reached the client:\n%s", p.out)
 				}
 				if d.stream && (p.first < 0 || p.first >= p.chunk) {
@@ -418,7 +378,7 @@ func TestAnswerMask(t *testing.T) {
 				if p.text != want {
 					t.Fatalf("the client got %q\nwant %q", p.text, want)
 				}
-				if all := allStrings(t, p.out, d.stream); strings.Contains(all, "bra-42") || !strings.Contains(all, mask) {
+				if all := clienttext.Strings(t, p.out, d.stream); strings.Contains(all, "bra-42") || !strings.Contains(all, mask) {
 					t.Errorf("the match reached the client, or its mask did not:\n%s", p.out)
 				}
 				if d.stream && (p.first < 0 || p.first >= p.chunk) {
@@ -513,7 +473,7 @@ func TestAnswerToolArguments(t *testing.T) {
 			}
 			client = append(client, out...)
 		}
-		masked := strings.Contains(allStrings(t, client, true), "[masked:")
+		masked := strings.Contains(clienttext.Strings(t, client, true), "[masked:")
 		if masked != tt.held || tt.held && strings.Contains(string(client), "bra-42") {
 			t.Errorf("kinds %v: %s", tt.kinds, client)
 		}

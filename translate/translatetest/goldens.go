@@ -17,6 +17,7 @@ import (
 	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
 	"modelgate/translate/sse"
+	"modelgate/translate/translatetest/clienttext"
 )
 
 // Endpoint names the OpenAPI component schemas of what one endpoint's
@@ -251,18 +252,8 @@ func (r reported) add(t testing.TB, tr translate.Translator, out []byte) {
 // chunks), by kind, as a client reads it.
 func answerText(t testing.TB, out []byte, stream bool) reported {
 	t.Helper()
-	docs := [][]byte{out}
-	if stream {
-		docs = nil
-		var dec sse.Decoder
-		for _, ev := range dec.Feed(out) {
-			if string(ev.Data) != "[DONE]" {
-				docs = append(docs, ev.Data)
-			}
-		}
-	}
 	want := reported{}
-	for _, d := range docs {
+	for _, d := range clienttext.Docs(out, stream) {
 		var c struct {
 			Choices []struct {
 				Delta, Message *struct {
