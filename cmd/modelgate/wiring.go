@@ -306,7 +306,7 @@ func guardrails(g config.Guardrails, getenv func(string) string) (extproc.Guardr
 		backends[sc.Name] = b
 	}
 	for _, r := range g.Rules {
-		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Optional: r.Optional, Conversation: r.Conversation, Models: r.Models}
+		rule := &guard.Rule{Name: r.Name, Check: r.Check(), Optional: r.Optional, Conversation: r.Conversation, Models: r.Models, Whole: r.Whole}
 		if b := backends[r.Service]; b != nil {
 			rule.Backend, rule.Check = b, b.Type
 		} else {

@@ -72,6 +72,9 @@ type GuardRule struct {
 	// Failure is what an error of the check does, "closed" or "open"; a
 	// regular expression does not fail.
 	Failure string `json:"failure"`
+	// Whole: a response rule reads the answer's text whole, at its end,
+	// holding the answer until then.
+	Whole bool `json:"whole"`
 	// Conversation: a request rule reads each part's text of the whole
 	// conversation joined (a stored one a Responses request continues
 	// included), so a match split across messages or turns is found.
@@ -335,6 +338,9 @@ func (r GuardRule) validate(p *problems, at string, names map[string]bool) {
 	case "mask":
 	default:
 		p.add(at+".action", "must be block, mask or monitor")
+	}
+	if r.Whole && request {
+		p.add(at+".whole", "is for response rules: a request rule reads the whole request")
 	}
 	if r.Conversation && !request {
 		p.add(at+".conversation", "is for request rules: a response rule reads the answer as it is generated")

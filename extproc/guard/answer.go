@@ -74,6 +74,7 @@ const numKinds = int(translate.TextArguments) + 1
 // kindText is the decoded text of one kind of the answer so far.
 type kindText struct {
 	read    bool   // a rule reads it
+	whole   bool   // a rule reads it whole, at the answer's end (Rule.Whole)
 	text    []byte // from base on
 	base    int    // the position of text[0] in the kind's text
 	scanned int    // where the rules' last check ended
@@ -133,6 +134,7 @@ func NewAnswer(c AnswerConfig) *Answer {
 		a.track = a.track || c.Stream && r.Action == Block
 		for _, k := range r.Kinds {
 			a.kinds[k].read = true
+			a.kinds[k].whole = a.kinds[k].whole || r.Whole
 		}
 	}
 	return a
@@ -298,10 +300,13 @@ func (a *Answer) check(ctx context.Context, eos bool) bool {
 			continue
 		}
 		from := kt.back(kt.scanned, a.window.Overlap)
+		if eos && kt.whole {
+			from = kt.base // kept whole (trim)
+		}
 		text := kt.text[from-kt.base:]
-		verdicts := a.ask(ctx, translate.TextKind(k), text)
+		verdicts := a.ask(ctx, translate.TextKind(k), text, eos)
 		for i, r := range a.rules {
-			if r.reads(translate.TextKind(k)) && a.apply(i, kt, from, text, verdicts[i]) {
+			if r.reads(translate.TextKind(k)) && (!r.Whole || eos) && a.apply(i, kt, from, text, verdicts[i]) {
 				return true
 			}
 		}
@@ -318,7 +323,7 @@ type verdict struct {
 
 // ask has the services of the rules that read kind k check text, in
 // parallel.
-func (a *Answer) ask(ctx context.Context, k translate.TextKind, text []byte) []verdict {
+func (a *Answer) ask(ctx context.Context, k translate.TextKind, text []byte, eos bool) []verdict {
 	out := make([]verdict, len(a.rules))
 	if a.budget > 0 {
 		var cancel context.CancelFunc
@@ -327,7 +332,7 @@ func (a *Answer) ask(ctx context.Context, k translate.TextKind, text []byte) []v
 	}
 	var wg sync.WaitGroup
 	for i, r := range a.rules {
-		if r.Backend == nil || !r.reads(k) {
+		if r.Backend == nil || !r.reads(k) || r.Whole && !eos {
 			continue
 		}
 		a.calls[i]++
@@ -440,6 +445,11 @@ func (a *Answer) releasable(eos bool) int {
 		limit[k] = kt.back(kt.scanned, a.window.Overlap)
 	}
 	limit[translate.TextArguments] = -1
+	for k := range a.kinds {
+		if a.kinds[k].whole {
+			limit[k] = -1
+		}
+	}
 	for i, seg := range a.held {
 		for _, p := range seg.pieces {
 			if p.end > limit[p.kind] {
@@ -520,6 +530,9 @@ func appendBody(dst, text []byte) []byte {
 func (a *Answer) trim() {
 	for k := range a.kinds {
 		kt := &a.kinds[k]
+		if kt.whole { // a rule reads it all at the end
+			continue
+		}
 		keep := kt.back(kt.scanned, a.window.Overlap)
 		for _, seg := range a.held {
 			for _, p := range seg.pieces {

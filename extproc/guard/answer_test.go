@@ -528,3 +528,21 @@ func TestAnswerKeepAlive(t *testing.T) {
 		}
 	}
 }
+
+// A rule that reads the answer whole holds it to its end and finds a
+// match far longer than any window; without it, windows release the text
+// and do not see a match that long (the documented limit of overlap).
+func TestAnswerWhole(t *testing.T) {
+	long := regexp.MustCompile(`The quick(?s:.*)zébra-42`) // the whole answer up to the match
+	for _, whole := range []bool{true, false} {
+		d := doors()[0]
+		rule := &guard.Rule{Name: "long", Phase: guard.Response, Action: guard.Block, Patterns: []*regexp.Regexp{long},
+			Kinds: []translate.TextKind{translate.TextAnswer}, Whole: whole}
+		g := guard.NewAnswer(guard.AnswerConfig{Rules: []*guard.Rule{rule}, Window: guard.Window{Size: 32, Overlap: 16}, Dialect: d.dialect,
+			Stream: true, Masker: guard.NewMasker(nil, ""), Usage: func() translate.Usage { return translate.Usage{} }})
+		p := play(t, d, g, 4)
+		if g.Blocked() != whole || (p.text != "") == whole {
+			t.Errorf("whole %v: blocked %v, the client got %q", whole, g.Blocked(), p.text)
+		}
+	}
+}

@@ -118,6 +118,10 @@ type Rule struct {
 	Parts []translate.Part
 	// Kinds are the kinds of generated text a response rule reads.
 	Kinds []translate.TextKind
+	// Whole: a response rule reads the answer's text whole, at its end,
+	// which holds the answer until then (a check that needs all of it);
+	// the others read it in windows as it streams.
+	Whole bool
 	// Conversation: a request rule reads the text of each part of the
 	// whole conversation joined, so a match split across messages or
 	// turns (a stored conversation continued) is found; otherwise each
