@@ -164,6 +164,9 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 	if a.blocked || a.failed != nil {
 		return nil, nil, nil
 	}
+	if len(out) == 0 && !eos { // nothing new: the held wait
+		return a.idle(), nil, nil
+	}
 	first := len(a.held)
 	if a.textAt.IsZero() && len(texts) > 0 {
 		a.textAt = a.now()
@@ -191,17 +194,30 @@ func (a *Answer) Next(ctx context.Context, out []byte, texts []translate.Text, e
 	}
 	a.held = append(a.held[:0], a.held[n:]...)
 	a.trim()
+	if len(a.out) == 0 {
+		return a.idle(), nil, nil
+	}
 	now := a.now()
 	if a.releasedAt.IsZero() && len(a.texts) > 0 {
 		a.releasedAt = now
 	}
-	if len(a.out) == 0 && len(a.held) > 0 && a.stream && now.Sub(a.sentAt) >= KeepAlive {
-		a.out = a.keepAlive(a.out)
-	}
-	if len(a.out) > 0 {
-		a.sentAt = now
-	}
+	a.sentAt = now
 	return a.out, a.texts, nil
+}
+
+// idle is the reply to a call that releases nothing: the API's
+// keep-alive once the client has had no byte for KeepAlive while text is
+// held, else nothing.
+func (a *Answer) idle() []byte {
+	if len(a.held) == 0 || !a.stream {
+		return nil
+	}
+	now := a.now()
+	if now.Sub(a.sentAt) < KeepAlive {
+		return nil
+	}
+	a.sentAt = now
+	return a.keepAlive(a.out[:0])
 }
 
 // KeepAlive is how long a stream may go without a byte to its client
