@@ -25,9 +25,12 @@ func ambiguousIn(doc []byte, at, depth int) bool {
 	if !ok || depth > maxAmbiguousDepth {
 		return false
 	}
-	var seen map[string]bool
-	var first string // most objects have few members: a map only past one
-	for n := 0; ; n++ {
+	// Most objects have a few members: compared pairwise, on the stack;
+	// past that, by folded name in a map.
+	var few [16][]byte
+	n := 0
+	var many map[string]bool
+	for {
 		m, more := it.Next()
 		if !more {
 			return false
@@ -38,29 +41,37 @@ func ambiguousIn(doc []byte, at, depth int) bool {
 		if !it.Object {
 			continue
 		}
-		key := foldKey(m.Key)
-		switch {
-		case n == 0:
-			first = key
-		case seen == nil:
-			if key == first {
-				return true
-			}
-			seen = map[string]bool{first: true, key: true}
-		case seen[key]:
-			return true
-		default:
-			seen[key] = true
+		key := m.Key
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var scratch []byte
+			key = Unquote(append(append([]byte{'"'}, key...), '"'), &scratch)
 		}
+		if n < len(few) {
+			for _, k := range few[:n] {
+				if bytes.EqualFold(k, key) {
+					return true
+				}
+			}
+			few[n] = key
+			n++
+			continue
+		}
+		if many == nil {
+			many = make(map[string]bool, 2*len(few))
+			for _, k := range few {
+				many[fold(k)] = true
+			}
+		}
+		f := fold(key)
+		if many[f] {
+			return true
+		}
+		many[f] = true
 	}
 }
 
-// foldKey is a member's name unescaped and case-folded, so that names
-// encoding/json takes for one field fold the same.
-func foldKey(key []byte) string {
-	if bytes.IndexByte(key, '\\') >= 0 {
-		var scratch []byte
-		key = Unquote(append(append([]byte{'"'}, key...), '"'), &scratch)
-	}
+// fold is a member's name case-folded, so that names bytes.EqualFold
+// takes for one fold the same.
+func fold(key []byte) string {
 	return strings.ToUpper(strings.ToLower(string(key)))
 }

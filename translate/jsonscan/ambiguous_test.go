@@ -95,3 +95,25 @@ func referenceAmbiguous(t *testing.T, doc []byte) bool {
 		}
 	}
 }
+
+// BenchmarkAmbiguousKeys reads a 100-turn conversation of about 60 KB,
+// as an agent sends every turn.
+func BenchmarkAmbiguousKeys(b *testing.B) {
+	var doc bytes.Buffer
+	doc.WriteString(`{"model":"m","stream":true,"max_tokens":1000,"messages":[`)
+	for i := range 100 {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		doc.WriteString(`{"role":"user","content":[{"type":"text","text":"Run the tests and tell me what failed, with the file names.","cache_control":{"type":"ephemeral"}}]},`)
+		doc.WriteString(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"go test ./...","description":"run"}}]}`)
+	}
+	doc.WriteString(`]}`)
+	b.SetBytes(int64(doc.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if AmbiguousKeys(doc.Bytes()) {
+			b.Fatal("ambiguous")
+		}
+	}
+}
