@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"modelgate/authz/ledger"
 	"modelgate/authz/sqlite"
 )
 
@@ -59,9 +61,11 @@ func modelgateBinary(tb testing.TB) string {
 	return builtBin
 }
 
-// Both servers take every exchange of both scenarios as Envoy needs
-// (the driver checks each reply), and the gateway charges each one
-// with the answer's tokens: what the benchmark measures is real work.
+// Both servers take every exchange of every scenario as Envoy needs
+// (the driver checks each reply, and that a streamed answer's text
+// reaches the client), and the gateway charges each one with the answer's
+// tokens and runs the rules of its model, which let it through: what the
+// benchmark measures is real work.
 func TestDriverAgainstBothServers(t *testing.T) {
 	bin := modelgateBinary(t)
 	ctx := context.Background()
@@ -72,7 +76,8 @@ func TestDriverAgainstBothServers(t *testing.T) {
 	}
 	t.Cleanup(func() { b.close() }) //nolint:errcheck // checked below when the test gets there
 	const n = 12
-	tokens := map[string]int64{"json": 152, "stream": 195} // the answers' total_tokens
+	tokens := map[string]int64{"json": 152, "stream": 195, // the answers' total_tokens
+		"json+regex": 152, "stream+regex": 195, "stream+service": 195}
 	var want int64
 	for _, sc := range scenarios() {
 		for _, c := range []int{1, 4} {
@@ -83,6 +88,9 @@ func TestDriverAgainstBothServers(t *testing.T) {
 				}
 				if r.exchanges != n {
 					t.Errorf("%s %s c=%d: %d exchanges, want %d", s.name, sc.name, c, r.exchanges, n)
+				}
+				if (r.ttft > 0) != sc.streamed {
+					t.Errorf("%s %s c=%d: time to first text %v", s.name, sc.name, c, r.ttft)
 				}
 			}
 			want += n * tokens[sc.name]
@@ -104,17 +112,45 @@ func TestDriverAgainstBothServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Requests != 2*2*n || got.TotalTokens != want {
-		t.Errorf("ledger: %d requests, %d tokens; want %d, %d", got.Requests, got.TotalTokens, 2*2*n, want)
+	requests := int64(len(scenarios()) * 2 * n)
+	if got.Requests != requests || got.TotalTokens != want {
+		t.Errorf("ledger: %d requests, %d tokens; want %d, %d", got.Requests, got.TotalTokens, requests, want)
+	}
+	recs, err := store.ListRequests(ctx, ledger.RequestQuery{AccountID: acct.ID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGuardrails(t, recs, int(requests))
+}
+
+// checkGuardrails checks that each of the n requests recs holds ran its
+// model's two rules, both allowing it, and other models' none.
+func checkGuardrails(t *testing.T, recs []ledger.UsageRecord, n int) {
+	t.Helper()
+	if len(recs) != n {
+		t.Fatalf("ledger: %d request records, want %d", len(recs), n)
+	}
+	allowed := func(in, out string) []ledger.GuardOutcome {
+		return []ledger.GuardOutcome{{Rule: in, Phase: "request", Result: ledger.GuardAllowed}, {Rule: out, Phase: "response", Result: ledger.GuardAllowed}}
+	}
+	want := map[string][]ledger.GuardOutcome{"gpt-4o": nil,
+		"gpt-4o-regex": allowed("in-regex", "out-regex"), "gpt-4o-service": allowed("in-service", "out-service")}
+	for _, r := range recs {
+		w, ok := want[r.Model]
+		if !ok || !slices.Equal(r.Guardrails, w) {
+			t.Errorf("%s (%s): guardrails %v, want %v", r.RequestID, r.Model, r.Guardrails, w)
+		}
 	}
 }
 
 // BenchmarkFloor runs b.N exchanges against each server per scenario and
-// concurrency and reports both servers' CPU per exchange and the
-// gateway's ratios to the no-op server (cmd/extprocbench prints the same
-// as a table, over rounds):
+// concurrency and reports both servers' CPU per exchange, the gateway's
+// ratios to the no-op server and, of streamed answers, both servers' time
+// to first text (cmd/extprocbench prints the same as a table, over
+// rounds). An exchange of stream+service takes some 270 ms (its guard
+// service's answers): leave it out of long runs.
 //
-//	go test ./cmd/extprocbench -run XXX -bench Floor -benchtime 3000x -count 3
+//	go test ./cmd/extprocbench -run XXX -bench 'Floor/^(json|stream)$' -benchtime 3000x -count 3
 func BenchmarkFloor(b *testing.B) {
 	bin := modelgateBinary(b)
 	ctx := context.Background()
@@ -138,6 +174,10 @@ func BenchmarkFloor(b *testing.B) {
 				b.ReportMetric(rs[1].cpuPerExchange(), "cpu-µs/exch")
 				b.ReportMetric(rs[1].cpuPerExchange()/rs[0].cpuPerExchange(), "cpu-ratio")
 				b.ReportMetric(rs[1].throughput()/rs[0].throughput(), "throughput-ratio")
+				if sc.streamed {
+					b.ReportMetric(rs[0].ttftMillis(), "noop-ttft-ms")
+					b.ReportMetric(rs[1].ttftMillis(), "ttft-ms")
+				}
 			})
 		}
 	}

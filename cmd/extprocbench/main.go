@@ -11,6 +11,14 @@
 // An exchange is one HTTP request: request headers, buffered request body,
 // response headers and the response body, buffered (chat JSON) or
 // streamed in 310 pieces cut at random places (a 100-chunk chat stream).
+// Scenarios json and stream are those exchanges unguarded; json+regex and
+// stream+regex the same read by guardrail rules of regular expressions,
+// stream+service by a guard service that answers in 50 ms (served by
+// this process), none of them matching. Of streamed answers it also
+// reports the median time to first text: from the request's headers to
+// the reply that lets the answer's first text through to the client. The
+// driver sends all of an answer's pieces at once, so that is the server's
+// own time, not a model's.
 package main
 
 import (
@@ -19,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -49,12 +58,13 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured traffic before each measurement")
 	conc := flag.String("concurrency", "1,16", "concurrent exchanges, comma-separated")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write CPU profiles of both servers and of the driver (first round) to this folder")
-	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (json or stream)")
+	flag.StringVar(&o.scenario, "scenario", "", "run only this scenario (json, stream, json+regex, stream+regex or stream+service)")
 	flag.IntVar(&envoyWorkers, "connections", envoyWorkers, "gRPC connections to each server (Envoy: one per worker thread, as many as the machine's hardware threads)")
 	flag.StringVar(&floorKind, "floor", "", `the floor: "" the cheapest legal ext_proc server, "proto" the former one (gRPC's defaults, extproctest.Noop)`)
 	flag.StringVar(&floorGOGC, "noop-gogc", "", "the floor's GOGC (default: noopGOGC)")
 	flag.Parse()
-	if envoyWorkers < 1 || (floorKind != "" && floorKind != "proto") {
+	known := slices.ContainsFunc(scenarios(), func(sc scenario) bool { return sc.name == o.scenario })
+	if envoyWorkers < 1 || (floorKind != "" && floorKind != "proto") || (o.scenario != "" && !known) {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -124,8 +134,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(os.Stderr, "round %d %-9s %-6s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange (driver %.1f µs, machine idle %2.0f%%, server RSS %.0f MiB)\n",
-						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange(),
+					fmt.Fprintf(os.Stderr, "round %d %-9s %-14s c=%-3d %8.0f exchanges/s %8.1f µs CPU/exchange, ttft %.2f ms (driver %.1f µs, machine idle %2.0f%%, server RSS %.0f MiB)\n",
+						round+1, s.name, sc.name, c, r.throughput(), r.cpuPerExchange(), r.ttftMillis(),
 						float64(r.driverCPU.Microseconds())/float64(max(r.exchanges, 1)), 100*r.idle, float64(r.rss)/(1<<20))
 					results = append(results, r)
 				}
@@ -136,24 +146,32 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// bench is the two servers under test.
+// bench is the two servers under test, and the guard service the
+// gateway's rules call.
 type bench struct {
 	noop, modelgate *server
+	guards          *http.Server
 	closeOnce       sync.Once
 	closeErr        error
 }
 
 func newBench(ctx context.Context, bin, dir string) (*bench, error) {
+	guardSrv, judgeURL, err := startGuards()
+	if err != nil {
+		return nil, err
+	}
 	noop, err := startNoop(ctx)
 	if err != nil {
+		guardSrv.Close()
 		return nil, err
 	}
-	mg, err := startModelgate(ctx, bin, dir)
+	mg, err := startModelgate(ctx, bin, dir, judgeURL)
 	if err != nil {
 		noop.stop() //nolint:errcheck // failing anyway
+		guardSrv.Close()
 		return nil, err
 	}
-	return &bench{noop: noop, modelgate: mg}, nil
+	return &bench{noop: noop, modelgate: mg, guards: guardSrv}, nil
 }
 
 // close stops both servers; later calls return the first one's error.
@@ -164,7 +182,7 @@ func (b *bench) close() error {
 		if err2 != nil {
 			err2 = fmt.Errorf("%w\n%s", err2, b.modelgate.stderr.String())
 		}
-		b.closeErr = errors.Join(err1, err2)
+		b.closeErr = errors.Join(err1, err2, b.guards.Close())
 	})
 	return b.closeErr
 }
@@ -183,6 +201,9 @@ type result struct {
 	// rss is the server's largest resident set seen meanwhile (sampled
 	// every 100 ms).
 	rss int64
+	// ttft is the median time to first text of a streamed answer's
+	// exchanges (driver.exchange); zero for a JSON answer.
+	ttft time.Duration
 }
 
 func (r result) cpuPerExchange() float64 {
@@ -191,12 +212,14 @@ func (r result) cpuPerExchange() float64 {
 
 func (r result) throughput() float64 { return float64(r.exchanges) / r.wall.Seconds() }
 
+func (r result) ttftMillis() float64 { return float64(r.ttft) / float64(time.Millisecond) }
+
 // measure runs c workers playing exchanges against s: for warmup
 // unmeasured, then until duration has passed or, if n > 0, n exchanges
 // are done. With profile set, it records a CPU profile meanwhile.
 func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, duration time.Duration, n int64, profile string) (result, error) {
 	if warmup > 0 {
-		if _, err := drive(ctx, s, sc, c, time.Now().Add(warmup), 0); err != nil {
+		if _, _, err := drive(ctx, s, sc, c, time.Now().Add(warmup), 0); err != nil {
 			return result{}, err
 		}
 	}
@@ -228,7 +251,7 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 	busy0, total0 := machineCPU()
 	stopRSS, rss := s.sampleRSS()
 	start := time.Now()
-	done, err := drive(ctx, s, sc, c, start.Add(duration), n)
+	done, ttft, err := drive(ctx, s, sc, c, start.Add(duration), n)
 	wall := time.Since(start)
 	stopRSS()
 	if err != nil {
@@ -253,17 +276,23 @@ func measure(ctx context.Context, s *server, sc *scenario, c int, warmup, durati
 		}
 	}
 	return result{server: s.name, scenario: sc.name, concurrency: c, exchanges: done, cpu: cpu1 - cpu0, wall: wall,
-		driverCPU: driver1 - driver0, idle: idle, rss: rss.Load()}, nil
+		driverCPU: driver1 - driver0, idle: idle, rss: rss.Load(), ttft: ttft}, nil
 }
 
+// exchangeSeq numbers the exchanges of the process, so that each has a
+// request id (and, in a unique scenario, a request text) of its own.
+var exchangeSeq atomic.Int64
+
 // drive runs c workers until deadline or, with n > 0, until n exchanges
-// are done; it returns how many were, and the first failure.
-func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Time, n int64) (int64, error) {
+// are done; it returns how many were, their median time to first text
+// (streamed answers) and the first failure.
+func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Time, n int64) (int64, time.Duration, error) {
 	var (
 		done, next atomic.Int64
 		wg         sync.WaitGroup
 		errOnce    sync.Once
 		firstErr   error
+		ttfts      = make([][]float64, c) // each worker's
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -276,13 +305,17 @@ func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Ti
 				if n > 0 && i > n {
 					return
 				}
-				if err := s.driver.exchange(ctx, sc, w, "bench-"+strconv.Itoa(w)+"-"+strconv.FormatInt(i, 10)); err != nil {
+				ttft, err := s.driver.exchange(ctx, sc, w, "bench-"+strconv.Itoa(w)+"-"+strconv.FormatInt(exchangeSeq.Add(1), 10))
+				if err != nil {
 					if ctx.Err() == nil {
 						errOnce.Do(func() { firstErr = fmt.Errorf("%s, %s, exchange %d: %w", s.name, sc.name, i, err); cancel() })
 					}
 					return
 				}
 				done.Add(1)
+				if sc.streamed {
+					ttfts[w] = append(ttfts[w], float64(ttft))
+				}
 			}
 		}()
 	}
@@ -290,7 +323,7 @@ func drive(ctx context.Context, s *server, sc *scenario, c int, deadline time.Ti
 	if firstErr == nil && ctx.Err() != nil && n == 0 {
 		firstErr = ctx.Err()
 	}
-	return done.Load(), firstErr
+	return done.Load(), time.Duration(medianOf(slices.Concat(ttfts...))), firstErr
 }
 
 // writeTable prints the medians of the rounds: throughput and CPU per
@@ -312,15 +345,25 @@ func writeTable(out io.Writer, results []result, rounds int) {
 	}
 	fmt.Fprintf(out, "\nmedians of %d round(s); the ratios are the medians of each round's\n", rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tconcurrency\tno-op exch/s\tmodelgate exch/s\tthroughput ratio\tno-op CPU µs/exch\tmodelgate CPU µs/exch\tCPU ratio\t")
+	fmt.Fprintln(tw, "scenario\tconcurrency\tno-op exch/s\tmodelgate exch/s\tthroughput ratio\tno-op CPU µs/exch\tmodelgate CPU µs/exch\tCPU ratio\tno-op ttft ms\tmodelgate ttft ms\t")
 	for _, k := range cells {
 		noop, mg := by[k]["no-op"], by[k]["modelgate"]
 		nt, mt := median(noop, result.throughput), median(mg, result.throughput)
 		nc, mc := median(noop, result.cpuPerExchange), median(mg, result.cpuPerExchange)
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t\n", k.scenario, k.c, nt, mt,
-			pairedRatio(noop, mg, result.throughput), nc, mc, pairedRatio(noop, mg, result.cpuPerExchange))
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.2f\t%s\t%s\t\n", k.scenario, k.c, nt, mt,
+			pairedRatio(noop, mg, result.throughput), nc, mc, pairedRatio(noop, mg, result.cpuPerExchange),
+			ttftCell(noop), ttftCell(mg))
 	}
 	tw.Flush()
+}
+
+// ttftCell is the median time to first text of rs in ms, "-" for a JSON
+// answer's.
+func ttftCell(rs []result) string {
+	if len(rs) == 0 || rs[0].ttft == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(median(rs, result.ttftMillis), 'f', 2, 64)
 }
 
 // pairedRatio is the median of f's ratio of mg to noop within each

@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"modelgate/cmd/mockprovider/guards"
 )
 
 // server is one ext_proc server under test, in a process of its own.
@@ -48,7 +50,11 @@ func freeAddr() (string, error) {
 
 // benchConfig is a gateway as `modelgate serve` runs it: SQLite store,
 // the usage ledger, in-memory rate limits that every request passes
-// through (high enough never to refuse), one OpenAI backend.
+// through (high enough never to refuse), one OpenAI backend. Its
+// guardrails read models gpt-4o-regex and gpt-4o-service, gpt-4o's
+// deployment under other ids: a request rule and a response rule of
+// regular expressions, and the same with an LLM judge (its URL the last
+// argument) as the check. gpt-4o has none.
 const benchConfig = `server:
   grpc_listen: %s
   admin_listen: %s
@@ -68,10 +74,27 @@ models:
     owned_by: openai
     deployments:
       - {backend: openai-main, model: gpt-4o-2024-08-06}
+  - id: gpt-4o-regex
+    owned_by: openai
+    deployments:
+      - {backend: openai-main, model: gpt-4o-2024-08-06}
+  - id: gpt-4o-service
+    owned_by: openai
+    deployments:
+      - {backend: openai-main, model: gpt-4o-2024-08-06}
+guardrails:
+  services:
+    - {name: slow-judge, type: llm_judge, url: %q, model: judge, api_key_env: EXTPROCBENCH_OPENAI_KEY, timeout: 2s}
+  rules:
+    - {name: in-regex, phase: request, regex: {patterns: ["(?i)forbidden-word|zebra-[0-9]+"]}, action: block, models: [gpt-4o-regex]}
+    - {name: out-regex, phase: response, regex: {patterns: ["(?i)forbidden-word|zebra-[0-9]+"]}, action: block, models: [gpt-4o-regex]}
+    - {name: in-service, phase: request, service: slow-judge, action: block, models: [gpt-4o-service]}
+    - {name: out-service, phase: response, service: slow-judge, action: block, models: [gpt-4o-service]}
 `
 
-// startModelgate runs `modelgate serve` from bin with a key of its own.
-func startModelgate(ctx context.Context, bin, dir string) (*server, error) {
+// startModelgate runs `modelgate serve` from bin with a key of its own,
+// its guard service the LLM judge at judgeURL.
+func startModelgate(ctx context.Context, bin, dir, judgeURL string) (*server, error) {
 	grpcAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -82,7 +105,7 @@ func startModelgate(ctx context.Context, bin, dir string) (*server, error) {
 	}
 	cfg := filepath.Join(dir, "modelgate.yaml")
 	db := filepath.Join(dir, "modelgate.db")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, grpcAddr, adminAddr, db), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, benchConfig, grpcAddr, adminAddr, db, judgeURL), 0o600); err != nil {
 		return nil, err
 	}
 	env := append(os.Environ(), "EXTPROCBENCH_OPENAI_KEY=sk-upstream-bench", "MODELGATE_PPROF=1")
@@ -101,6 +124,20 @@ func startModelgate(ctx context.Context, bin, dir string) (*server, error) {
 	}
 	s.driver = &driver{clients: s.clients(), key: strings.TrimSpace(string(out)), translates: true}
 	return s, nil
+}
+
+// startGuards serves the guard services' emulators
+// (cmd/mockprovider/guards) on a loopback port of this process. It
+// returns the server and the base URL of the LLM judge's slow fault
+// switch, which answers after guards.Slow.
+func startGuards() (*http.Server, string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: guards.Handler("/guard"), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) //nolint:errcheck // ErrServerClosed once closed
+	return srv, "http://" + l.Addr().String() + "/guard/faults/slow/judge/v1", nil
 }
 
 // startNoop runs the no-op server in a child process of this program.

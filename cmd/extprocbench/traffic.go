@@ -17,6 +17,9 @@ const chatRequest = `{"model":"gpt-4o","messages":[` +
 	`{"role":"user","content":"Hello! I ordered \"The Left Hand of Darkness\" last week and the tracking page still says it has not shipped. My order number is 118-4432-0097. Can you tell me what is going on and when it will arrive? I need it for a reading group on Thursday."}],` +
 	`"temperature":0.7,"top_p":1,"max_completion_tokens":256,"user":"customer-4432"}`
 
+// orderNumber is in chatRequest's user text, once.
+const orderNumber = "118-4432-0097"
+
 // streamRequest asks for the same answer as a stream, with usage.
 var streamRequest = chatRequest[:len(chatRequest)-1] + `,"stream":true,"stream_options":{"include_usage":true}}`
 
@@ -50,6 +53,10 @@ func streamBody() []byte {
 	b.WriteString("data: [DONE]\n\n")
 	return []byte(b.String())
 }
+
+// firstTextMark is where streamBody's first text starts: its first
+// content chunk's delta (the role chunk before it has no text).
+const firstTextMark = `"delta":{"content":`
 
 // streamPieces is how many body messages the streamed answer arrives in.
 const streamPieces = 310
