@@ -176,24 +176,24 @@ func (r *Rule) find(s []byte, add func(a, b int)) {
 }
 
 // Masker masks the values one account's rules mask: the same value the
-// same way every time (an HMAC under the gateway's key and the account),
-// so an agent's history masked in one turn reads the same in the next,
-// and the provider's prompt cache still matches its prefix.
+// same way every time (an HMAC under a key made of the gateway's key and
+// the account), so an agent's history masked in one turn reads the same
+// in the next, and the provider's prompt cache still matches its prefix.
+// Making one costs nothing; the key is made at the first mask.
 type Masker struct {
-	key []byte
+	key     []byte
+	account string
 }
 
 // NewMasker is a Masker for account under key.
-func NewMasker(key []byte, account string) Masker {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(account))
-	return Masker{key: mac.Sum(nil)}
-}
+func NewMasker(key []byte, account string) Masker { return Masker{key: key, account: account} }
 
 // Mask is what value becomes: "[masked:" and eight hexadecimal digits of
 // its HMAC "]".
 func (m Masker) Mask(value []byte) string {
 	mac := hmac.New(sha256.New, m.key)
+	mac.Write([]byte(m.account))
+	mac = hmac.New(sha256.New, mac.Sum(nil))
 	mac.Write(value)
 	return "[masked:" + hex.EncodeToString(mac.Sum(nil)[:4]) + "]"
 }

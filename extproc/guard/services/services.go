@@ -78,10 +78,20 @@ func New(s Spec) (guard.Service, error) {
 		return nil, fmt.Errorf("guard service %q: unknown type %q", s.Name, s.Type)
 	}
 	if s.Client == nil {
-		s.Client = &http.Client{}
+		s.Client = &http.Client{Transport: transport()}
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
 	return c(s)
+}
+
+// transport is a service's own: Go's default but for the idle
+// connections it keeps to the service, which are as many as the calls a
+// service takes at once (the default's two would make most calls open a
+// connection).
+func transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+	return t
 }
