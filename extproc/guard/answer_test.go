@@ -483,8 +483,9 @@ func TestAnswerToolArguments(t *testing.T) {
 // Masks are the same for the same value and account, and differ between
 // accounts and values.
 func TestMasker(t *testing.T) {
-	a, b := guard.NewMasker([]byte("key"), "a"), guard.NewMasker([]byte("key"), "b")
-	if a.Mask([]byte("x")) != a.Mask([]byte("x")) || a.Mask([]byte("x")) == b.Mask([]byte("x")) || a.Mask([]byte("x")) == a.Mask([]byte("y")) {
+	a, again, b := guard.NewMasker([]byte("key"), "a"), guard.NewMasker([]byte("key"), "a"), guard.NewMasker([]byte("key"), "b")
+	x := a.Mask([]byte("x"))
+	if again.Mask([]byte("x")) != x || b.Mask([]byte("x")) == x || a.Mask([]byte("y")) == x || guard.NewMasker([]byte("other"), "a").Mask([]byte("x")) == x {
 		t.Error("masks")
 	}
 	if m := a.Mask([]byte("x")); !strings.HasPrefix(m, "[masked:") || !utf8.ValidString(m) {
