@@ -76,7 +76,7 @@ func (s *Server) guardRequest(ctx context.Context, r *request, body []byte) erro
 	case checked.Blocked != nil:
 		return errContentFilter(checked.Blocked.Name)
 	case checked.Failed != nil:
-		return errGuardUnavailable(checked.Failed.Name, nil)
+		return errGuardUnavailable(checked.Failed.Name, checked.Err)
 	case checked.Masked != nil && r.maskTexts != nil:
 		r.maskedBody = r.maskTexts(checked.Masked)
 	}

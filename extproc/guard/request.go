@@ -13,7 +13,9 @@ type Checked struct {
 	Outcomes []Outcome
 	// Blocked is the rule that blocked the request; Failed the rule whose
 	// service failed with failure closed: the first of them, in order.
+	// Err is Failed's service's error, for the logs.
 	Blocked, Failed *Rule
+	Err             error
 	// Masked are the texts with what mask rules matched masked, one for
 	// each text checked, in order; nil when nothing was masked.
 	Masked []string
@@ -49,7 +51,7 @@ func Check(ctx context.Context, rules []*Rule, texts []translate.RequestText, ca
 			c.Blocked = r
 			return c
 		case ErrorClosed:
-			c.Failed = r
+			c.Failed, c.Err = r, hits.err
 			return c
 		case Masked:
 			if masks == nil {
