@@ -114,7 +114,7 @@ func TestDashboardGuardrails(t *testing.T) {
 		t.Fatalf("stored group = %+v, %v", g, err)
 	}
 	if page := b.get(t, "/admin/groups/"+g.ID); !strings.Contains(page.Body, `name="guardrails" value="pii, tone"`) ||
-		!strings.Contains(page.Body, "Names the config does not have are ignored") {
+		!strings.Contains(page.Body, "A name the config does not have adds nothing") {
 		t.Error("the group's form does not show its guardrails and what unknown names do")
 	}
 	var a accountJSON
