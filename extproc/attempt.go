@@ -154,8 +154,8 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 // router-level stream checked the key and its models; the model is
 // looked up again only to find the deployment.
 func (st *attemptStream) pick(ctx context.Context, model string) error {
-	m, ok := st.s.router.models[model]
-	if !ok {
+	m := st.s.router.resolve(model)
+	if m == nil {
 		return errModelNotFound(model)
 	}
 	d, ok := deploymentOn(m, st.a.backend)

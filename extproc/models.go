@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"modelgate/authz"
 	"modelgate/envoy/routing"
@@ -39,6 +40,16 @@ type router struct {
 	models   map[string]*routing.Model
 	order    []*routing.Model // config order, for /v1/models
 	backends map[string]backend
+	// aliases are the models' exact aliases; prefixes their aliases
+	// ending in *, longest first.
+	aliases  map[string]*routing.Model
+	prefixes []prefixAlias
+}
+
+// prefixAlias is an alias ending in *: the names that start with prefix.
+type prefixAlias struct {
+	prefix string
+	model  *routing.Model
 }
 
 // newRouter builds the routing table. A model without a Created time is
@@ -86,16 +97,56 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 		r.models[m.ID] = m
 		r.order = append(r.order, m)
 	}
-	return r, nil
+	return r, r.alias()
+}
+
+// alias indexes the models' aliases; two models claiming one name or one
+// prefix are an error (the config refuses them first).
+func (r *router) alias() error {
+	r.aliases = map[string]*routing.Model{}
+	seen := map[string]*routing.Model{}
+	for _, m := range r.order {
+		for _, a := range m.Aliases {
+			if other := seen[a]; other != nil && other != m {
+				return fmt.Errorf("models %q and %q both claim the alias %q", other.ID, m.ID, a)
+			}
+			seen[a] = m
+			if prefix, ok := strings.CutSuffix(a, "*"); ok {
+				r.prefixes = append(r.prefixes, prefixAlias{prefix: prefix, model: m})
+			} else {
+				r.aliases[a] = m
+			}
+		}
+	}
+	slices.SortStableFunc(r.prefixes, func(a, b prefixAlias) int { return len(b.prefix) - len(a.prefix) })
+	return nil
+}
+
+// resolve is the model a client's name means: the model of that id, else
+// the one with that exact alias, else the one with the longest prefix
+// alias the name starts with; nil for none.
+func (r *router) resolve(name string) *routing.Model {
+	if m, ok := r.models[name]; ok {
+		return m
+	}
+	if m, ok := r.aliases[name]; ok {
+		return m
+	}
+	for _, a := range r.prefixes {
+		if strings.HasPrefix(name, a.prefix) {
+			return a.model
+		}
+	}
+	return nil
 }
 
 // lookup finds a model the principal may use.
 func (r *router) lookup(p *authz.Principal, model string) (*routing.Model, error) {
-	m, ok := r.models[model]
-	if !ok {
+	m := r.resolve(model)
+	if m == nil {
 		return nil, errModelNotFound(model)
 	}
-	if !p.Allows(model) {
+	if !p.Allows(m.ID) { // per-key access is to the model an alias names
 		return nil, errModelNotAllowed(model)
 	}
 	return m, nil
@@ -156,8 +207,8 @@ func weight(d routing.Deployment) int { return max(d.Weight, 1) }
 // provider's own search: what the model's requests are permitted beyond
 // answering (api.LeftOut).
 func (r *router) webSearch(model string) bool {
-	m, ok := r.models[model]
-	return ok && m.WebSearch
+	m := r.resolve(model)
+	return m != nil && m.WebSearch
 }
 
 // countsTokens reports whether every deployment of the model is on a
@@ -165,8 +216,8 @@ func (r *router) webSearch(model string) bool {
 // Bedrock): the gateway estimates the others' counts itself, before
 // routing (whichever deployment a Fallback model's attempts reach).
 func (r *router) countsTokens(model string, ps map[string]providers.Provider) bool {
-	m, ok := r.models[model]
-	if !ok {
+	m := r.resolve(model)
+	if m == nil {
 		return false
 	}
 	for _, d := range m.Deployments {

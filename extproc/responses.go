@@ -60,7 +60,7 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 			return mustJSON(req.Members)
 		}
 	}
-	if window := s.router.models[req.Model].ContextWindow; window > 0 && req.Truncation() == "auto" {
+	if window := s.router.models[r.model].ContextWindow; window > 0 && req.Truncation() == "auto" {
 		history = responses.Truncate(history, req.Reserved(), window)
 	}
 	input, err := req.Items()

@@ -149,6 +149,10 @@ type Model struct {
 	ID      string
 	OwnedBy string
 	Created int64
+	// Aliases are other names clients may send for the model: exact
+	// names, and prefixes ending in * (the longest matching one wins;
+	// the model's own id and exact aliases win over any prefix).
+	Aliases []string
 	// Deployments serve the model, each on a backend of the Table.
 	Deployments []Deployment
 	// ContextWindow is the model's context in tokens; Responses requests

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 
@@ -250,6 +251,12 @@ type Model struct {
 	OwnedBy     string       `json:"owned_by"`
 	Created     int64        `json:"created"`
 	Deployments []Deployment `json:"deployments"`
+	// Aliases are other names clients may send for the model, such as
+	// an agent's vendor ids: exact names, and prefixes ending in *
+	// ("claude-sonnet-4-5*"). A model's id wins over an exact alias,
+	// which wins over the longest prefix. Aliases are not listed by GET
+	// /v1/models.
+	Aliases []string `json:"aliases"`
 	// ContextWindow is the model's context in tokens, for Responses
 	// requests with truncation "auto"; zero leaves conversations whole.
 	ContextWindow int `json:"context_window"`
@@ -602,10 +609,12 @@ func (c *Config) validate(p *problems) {
 		names[b.Name], providers[b.Name] = true, b.Provider
 	}
 	ids := map[string]bool{}
+	aliases := map[string]string{} // an alias, as written, to its model
 	c.Fallback.validate(p, "fallback")
 	for i, m := range c.Models {
 		at := fmt.Sprintf("models[%d]", i)
 		m.validate(p, at, names)
+		m.validateAliases(p, at, aliases)
 		for j, d := range m.Deployments {
 			if provider := providers[d.Backend]; m.WebSearch && names[d.Backend] && !contains(webSearchProviders(), provider) {
 				p.add(fmt.Sprintf("%s.deployments[%d].backend", at, j), "web_search needs a provider with its own web search (%s), not %s", strings.Join(webSearchProviders(), ", "), provider)
@@ -675,6 +684,29 @@ func (b Backend) validate(p *problems, at string) {
 		}
 		if b.ServiceAccountFile != "" && b.ServiceAccountEnv != "" {
 			p.add(at, "provider %s takes one of service_account_file and service_account_env (neither uses Application Default Credentials)", b.Provider)
+		}
+	}
+}
+
+// validateAliases checks the model's aliases against those of the models
+// before it (claimed, alias to model id): two models cannot claim one
+// exact name or one prefix, and a * stands only at the end.
+func (m Model) validateAliases(p *problems, at string, claimed map[string]string) {
+	for j, a := range m.Aliases {
+		where := fmt.Sprintf("%s.aliases[%d]", at, j)
+		prefix, pattern := strings.CutSuffix(a, "*")
+		switch {
+		case prefix == "" || strings.ContainsFunc(a, unicode.IsControl):
+			p.add(where, "must be a name, or a prefix before a final *, without control characters")
+		case strings.Contains(prefix, "*"):
+			p.add(where, "%q: a * stands only at the end, after a prefix", a)
+		case claimed[a] != "" && claimed[a] != m.ID:
+			p.add(where, "%q is claimed by model %q too: the gateway could not tell which one a client means", a, claimed[a])
+		case !pattern && a == m.ID:
+			p.add(where, "%q is the model's own id", a)
+		}
+		if claimed[a] == "" {
+			claimed[a] = m.ID
 		}
 	}
 }

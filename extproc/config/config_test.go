@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,5 +309,37 @@ models:
 	models := cfg.Routing().Models
 	if len(models) != 2 || !models[0].AutoCache || models[1].AutoCache {
 		t.Errorf("routed models: %+v", models)
+	}
+}
+
+// Aliases are names or prefixes before a final *; two models cannot
+// claim one, and a model's alias is not its own id.
+func TestModelAliases(t *testing.T) {
+	const base = `
+backends:
+  - {name: openai, provider: openai, base_url: https://api.openai.com}
+models:
+`
+	cfg, err := Parse([]byte(base + `  - {id: g, aliases: ["gpt-5-codex*", "codex"], deployments: [{backend: openai, model: gpt-4o}]}
+  - {id: h, aliases: ["gpt-5*", "g"], deployments: [{backend: openai, model: gpt-4o}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Routing(); len(r.Models) != 2 || !slices.Equal(r.Models[0].Aliases, []string{"gpt-5-codex*", "codex"}) {
+		t.Errorf("routing %+v", r.Models)
+	}
+	for _, tt := range []struct{ models, want string }{
+		{`  - {id: g, aliases: ["gpt-*x*"], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: "gpt-*x*": a * stands only at the end, after a prefix`},
+		{`  - {id: g, aliases: ["*"], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: must be a name, or a prefix before a final *, without control characters`},
+		{`  - {id: g, aliases: [g], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: "g" is the model's own id`},
+		{"  - {id: g, aliases: [\"c*\"], deployments: [{backend: openai, model: gpt-4o}]}\n  - {id: h, aliases: [\"c*\"], deployments: [{backend: openai, model: gpt-4o}]}",
+			`models[1].aliases[0]: "c*" is claimed by model "g" too: the gateway could not tell which one a client means`},
+	} {
+		_, err := Parse([]byte(base + tt.models + "\n"))
+		var cerr *Error
+		if !errors.As(err, &cerr) || len(cerr.Problems) != 1 || cerr.Problems[0] != tt.want {
+			t.Errorf("%s: %v, want %q", tt.models, err, tt.want)
+		}
 	}
 }

@@ -13,7 +13,7 @@ func (cfg *Config) Routing() routing.Table {
 	}
 	for _, m := range cfg.Models {
 		rm := routing.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
-			ReasoningEfforts: m.ReasoningEfforts, WebSearch: m.WebSearch, AutoCache: m.AutoCache,
+			ReasoningEfforts: m.ReasoningEfforts, WebSearch: m.WebSearch, AutoCache: m.AutoCache, Aliases: m.Aliases,
 			Timeouts: m.Timeouts.resolved()}
 		for _, d := range m.Deployments {
 			rm.Deployments = append(rm.Deployments, routing.Deployment(d))
