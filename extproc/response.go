@@ -75,10 +75,12 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 		ex.answer.status = ex.answer.head.Status // the ledger, metrics and log say what the client got
 	}
 	ex.answer.mode = bodyTranslate
-	ex.answer.body.guard = ex.s.guardAnswer(&ex.req, ex.answer.status, ex.answer.head.Stream, func() translate.Usage {
-		u, _ := ex.answer.usageToCharge(&ex.req, ex.tr)
-		return u
-	})
+	if len(ex.s.responseRules) > 0 { // no closure made for an exchange no rule reads
+		ex.answer.body.guard = ex.s.guardAnswer(&ex.req, ex.answer.status, ex.answer.head.Stream, func() translate.Usage {
+			u, _ := ex.answer.usageToCharge(&ex.req, ex.tr)
+			return u
+		})
+	}
 	switch {
 	case ex.answer.head.Stream:
 		ex.answer.mode, ex.answer.at.lastChunk = bodyStream, ex.s.now() // the stream's silence counts from its head
