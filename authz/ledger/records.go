@@ -19,11 +19,18 @@ type UsageRecord struct {
 	// SessionID is the agent session the request belongs to, as the
 	// client names it (Claude Code's x-claude-code-session-id, Codex's
 	// session_id): usage per session.
-	SessionID        string
-	KeyID            string
-	AccountID        string
-	Endpoint         string
+	SessionID string
+	KeyID     string
+	AccountID string
+	Endpoint  string
+	// Model is the configured model the request resolved to;
+	// RequestedModel the name the client sent for it (an alias, or Model
+	// itself; empty on records from before aliases), and ProviderModel
+	// the provider's own id of the model the request was sent to, its
+	// deployment's upstream name.
 	Model            string
+	RequestedModel   string
+	ProviderModel    string
 	Backend          string
 	Status           int
 	PromptTokens     int64
@@ -147,8 +154,11 @@ type UsageRow struct {
 // RequestQuery selects requests from the usage ledger, a page at a time.
 type RequestQuery struct {
 	// RequestID selects one request's record.
-	RequestID               string
-	AccountID, KeyID, Model string
+	RequestID        string
+	AccountID, KeyID string
+	// Model selects the requests that resolved to it or were asked for
+	// by that name: an alias finds the requests that sent it.
+	Model string
 	// Outcome is "ok" (2xx and 3xx), "refused" (401, 403, 429), "failed"
 	// (the other errors) or empty for all.
 	Outcome string

@@ -146,7 +146,8 @@ func (l *Ledger) Close(ctx context.Context) error {
 // every one of them, since most come from what a client sent
 // (TestSanitizeUsageCoversEveryString holds new fields to it).
 func sanitizeUsage(r *ledger.UsageRecord) {
-	for _, s := range []*string{&r.ID, &r.RequestID, &r.ClientRequestID, &r.SessionID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend} {
+	for _, s := range []*string{&r.ID, &r.RequestID, &r.ClientRequestID, &r.SessionID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model,
+		&r.RequestedModel, &r.ProviderModel, &r.Backend} {
 		storable(s)
 	}
 }

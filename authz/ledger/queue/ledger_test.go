@@ -453,12 +453,14 @@ func TestLedgerConcurrentAppendsAndClose(t *testing.T) {
 	}
 }
 
-// Strings PostgreSQL would refuse are made storable.
+// Strings PostgreSQL would refuse are made storable, the model name the
+// client sent too.
 func TestLedgerSanitizesStrings(t *testing.T) {
 	store := &batchStore{}
 	l, _ := newLedger(t, store, queue.Config{})
 	r := usageRec(0)
 	r.RequestID = "bad\xff\x00id"
+	r.RequestedModel, r.ProviderModel = "claude\x00\xfe", "upstream\xff"
 	if err := l.AppendUsage(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +468,11 @@ func TestLedgerSanitizesStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := store.requestIDs(); len(got) != 1 || got[0] != "bad\uFFFD\uFFFDid" {
-		t.Errorf("stored request ids %q", got)
+		t.Fatalf("stored request ids %q", got)
+	}
+	got := store.batches[0][0]
+	if got.RequestedModel != "claude\uFFFD\uFFFD" || got.ProviderModel != "upstream\uFFFD" {
+		t.Errorf("stored model names %q, %q; want %q, %q", got.RequestedModel, got.ProviderModel, "claude\uFFFD\uFFFD", "upstream\uFFFD")
 	}
 }
 
