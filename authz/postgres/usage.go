@@ -16,7 +16,7 @@ import (
 var usageColumns = []string{"record_id", "request_id", "key_id", "account_id", "endpoint", "model", "backend", "status", "prompt_tokens",
 	"completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens", "estimated", "attempt", "duration_ms", "at",
 	"cost_nanos", "audio_ms", "images", "client_request_id", "cache_write_tokens",
-	"cache_write_1h_tokens", "session_id", "web_search_requests", "guardrails"}
+	"cache_write_1h_tokens", "session_id", "web_search_requests", "guardrails", "requested_model", "provider_model"}
 
 func usageValues(r ledger.UsageRecord) []any {
 	var id *string // NULL when unset: such records may repeat
@@ -30,7 +30,7 @@ func usageValues(r ledger.UsageRecord) []any {
 	return []any{id, r.RequestID, r.KeyID, r.AccountID, r.Endpoint, r.Model, r.Backend, int32(r.Status), r.PromptTokens,
 		r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated, int32(r.Attempt), r.Duration.Milliseconds(), ms(r.At),
 		cost, r.Audio.Milliseconds(), r.Images, r.ClientRequestID, r.CacheWriteTokens, r.CacheWrite1hTokens,
-		r.SessionID, r.WebSearchRequests, storesql.GuardArg(r.Guardrails)}
+		r.SessionID, r.WebSearchRequests, storesql.GuardArg(r.Guardrails), r.RequestedModel, r.ProviderModel}
 }
 
 // AppendUsage implements ledger.UsageStore.

@@ -43,7 +43,8 @@ func usageBatch(first, n int) []ledger.UsageRecord {
 		k := first + i
 		recs[i] = ledger.UsageRecord{ID: "rec-" + strconv.Itoa(k), RequestID: "req-" + strconv.Itoa(k),
 			KeyID: "key_" + strconv.Itoa(k%3), AccountID: "acct_" + strconv.Itoa(k%2), Endpoint: "chat.completions",
-			Model: "gpt-4o", Backend: "openai", Status: 200 + k%5, PromptTokens: int64(800 + k), CompletionTokens: int64(k),
+			Model: "gpt-4o", RequestedModel: "gpt-4o" + []string{"", "-latest"}[k%2], ProviderModel: "gpt-4o-2024-08-06",
+			Backend: "openai", Status: 200 + k%5, PromptTokens: int64(800 + k), CompletionTokens: int64(k),
 			TotalTokens: int64(800 + 2*k), CachedTokens: int64(k % 7), ReasoningTokens: int64(k % 11), Estimated: k%4 == 0,
 			Attempt: k % 3, Duration: time.Duration(1000+k) * time.Millisecond, At: time.UnixMilli(1700000000000 + int64(k)).UTC()}
 	}
@@ -123,6 +124,10 @@ func TestUpgradeFromVersion3(t *testing.T) {
 		if rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: ledger.GuardAllowed}); err != nil || len(rs) != 0 {
 			t.Errorf("Guard filter over a request recorded before guardrails: %+v, %v; want none", rs, err)
 		}
+		if rs, err := s.ListRequests(ctx, ledger.RequestQuery{Model: "gpt-4o"}); err != nil || len(rs) != 1 ||
+			rs[0].RequestedModel != "" || rs[0].ProviderModel != "" {
+			t.Errorf("a request recorded before model names, by its model: %+v, %v; want r1 with none", rs, err)
+		}
 		var version int
 		if err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version); err != nil || version != len(ms) {
 			t.Errorf("schema version = %d, %v; want %d", version, err, len(ms))
@@ -191,9 +196,9 @@ func TestAppendUsageBatchSizes(t *testing.T) {
 // storedUsage reads every usage row in the order it was inserted.
 func storedUsage(t *testing.T, s *Store) []ledger.UsageRecord {
 	t.Helper()
-	rows, err := s.db.Query(`SELECT record_id, request_id, key_id, account_id, endpoint, model, backend, status,
-		prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at
-		FROM usage ORDER BY rowid`)
+	rows, err := s.db.Query(`SELECT record_id, request_id, key_id, account_id, endpoint, model, requested_model, provider_model,
+		backend, status, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt,
+		duration_ms, at FROM usage ORDER BY rowid`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +208,8 @@ func storedUsage(t *testing.T, s *Store) []ledger.UsageRecord {
 		var r ledger.UsageRecord
 		var id sql.NullString
 		var duration, at int64
-		if err := rows.Scan(&id, &r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status,
+		if err := rows.Scan(&id, &r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.RequestedModel, &r.ProviderModel,
+			&r.Backend, &r.Status,
 			&r.PromptTokens, &r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated,
 			&r.Attempt, &duration, &at); err != nil {
 			t.Fatal(err)

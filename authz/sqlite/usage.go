@@ -14,16 +14,17 @@ import (
 // usageInsertHead is the usage INSERT up to its rows of parameters.
 const usageInsertHead = `INSERT INTO usage (record_id, request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens,
 	completion_tokens, total_tokens, cached_tokens, reasoning_tokens, estimated, attempt, duration_ms, at, cost_nanos,
-	audio_ms, images, client_request_id, cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails)
+	audio_ms, images, client_request_id, cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails,
+	requested_model, provider_model)
 	VALUES `
 
-const usageColumns = 26
+const usageColumns = 28
 
 // usageGroups are the row counts of the usage INSERTs the Store prepares
 // at Open, largest first. A batch goes out in as many of the largest as
 // fit, then of the next, so any batch takes prepared statements only
 // (preparing one of a thousand parameters cost more than its rows), and
-// its last 63 records at most 3+3+3 executions. 64 rows carry 1664
+// its last 63 records at most 3+3+3 executions. 64 rows carry 1792
 // parameters, well under SQLite's 32766.
 var usageGroups = [...]int{64, 16, 4, 1}
 
@@ -34,8 +35,8 @@ func usageInsert(n int) string {
 }
 
 // appendUsageArgs appends r's parameters to args. The key, account,
-// endpoint, model and backend are mostly those of the record before it
-// in args: their boxes are reused rather than allocated again. Ints are
+// endpoint, model names and backend are mostly those of the record before
+// it in args: their boxes are reused rather than allocated again. Ints are
 // passed as int64, which database/sql takes without converting.
 func appendUsageArgs(args []any, r ledger.UsageRecord) []any {
 	var id any // NULL when unset: such records may repeat
@@ -50,7 +51,8 @@ func appendUsageArgs(args []any, r ledger.UsageRecord) []any {
 		reuse(prev, 4, r.Endpoint), reuse(prev, 5, r.Model), reuse(prev, 6, r.Backend), int64(r.Status),
 		r.PromptTokens, r.CompletionTokens, r.TotalTokens, r.CachedTokens, r.ReasoningTokens, r.Estimated,
 		int64(r.Attempt), r.Duration.Milliseconds(), r.At.UnixMilli(), cost(r), r.Audio.Milliseconds(), r.Images, r.ClientRequestID,
-		r.CacheWriteTokens, r.CacheWrite1hTokens, r.SessionID, r.WebSearchRequests, storesql.GuardArg(r.Guardrails))
+		r.CacheWriteTokens, r.CacheWrite1hTokens, r.SessionID, r.WebSearchRequests, storesql.GuardArg(r.Guardrails),
+		reuse(prev, 26, r.RequestedModel), reuse(prev, 27, r.ProviderModel))
 }
 
 // cost is a record's cost parameter: NULL when it is unknown.

@@ -42,6 +42,7 @@ func Ledger[S interface {
 		test[S]{"Requests", testRequests[S]},
 		test[S]{"RequestGuardrails", testRequestGuardrails[S]},
 		test[S]{"GuardrailsStorable", testGuardrailsStorable[S]},
+		test[S]{"RequestModelNames", testRequestModelNames[S]},
 	)
 }
 
@@ -496,5 +497,57 @@ func testGuardrailsStorable[S ledgerStore](t *testing.T, s S) {
 	rs, err := s.ListRequests(ctx, ledger.RequestQuery{Guard: ledger.GuardBlocked})
 	if err != nil || len(rs) != 1 || len(rs[0].Guardrails) != 1 || rs[0].Guardrails[0].Rule != "bad\uFFFD\uFFFD" {
 		t.Errorf("ListRequests = %+v, %v; want the rule named bad\uFFFD\uFFFD", rs, err)
+	}
+}
+
+// testRequestModelNames: a request's three model names (the one the
+// client sent, the configured one it resolved to, the provider's) read
+// back as written, and the Model filter finds a request by the first two,
+// never by the provider's.
+func testRequestModelNames[S ledgerStore](t *testing.T, s S) {
+	ctx := context.Background()
+	a := mustAccount(t, s, "aliased")
+	at := time.UnixMilli(1_800_000_000_000).UTC()
+	recs := []ledger.UsageRecord{
+		{RequestID: "n1", AccountID: a.ID, Status: 200, At: at,
+			Model: "g-claude", RequestedModel: "claude-sonnet-4-5-20250929", ProviderModel: "claude-sonnet-4-5-mock-agent"},
+		{RequestID: "n2", AccountID: a.ID, Status: 200, At: at.Add(time.Second),
+			Model: "g-claude", RequestedModel: "g-claude", ProviderModel: "claude-sonnet-4-5-mock-agent"},
+		{RequestID: "n3", AccountID: a.ID, Status: 200, At: at.Add(2 * time.Second),
+			Model: "gpt-4o", RequestedModel: "gpt-4o", ProviderModel: "gpt-4o-2024-08-06"},
+		// as recorded before the names were: the configured model only
+		{RequestID: "n4", AccountID: a.ID, Status: 200, At: at.Add(3 * time.Second), Model: "g-claude"},
+	}
+	if err := s.AppendUsage(ctx, recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendUsageBatch(ctx, recs[1:]); err != nil {
+		t.Fatal(err)
+	}
+	type modelNames struct{ Requested, Model, Provider string }
+	for _, r := range recs {
+		rs, err := s.ListRequests(ctx, ledger.RequestQuery{RequestID: r.RequestID})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("ListRequests(%s) = %v, %v", r.RequestID, rs, err)
+		}
+		want := modelNames{r.RequestedModel, r.Model, r.ProviderModel}
+		if diff := gocmp.Diff(want, modelNames{rs[0].RequestedModel, rs[0].Model, rs[0].ProviderModel}); diff != "" {
+			t.Errorf("%s's model names (-want +got):\n%s", r.RequestID, diff)
+		}
+	}
+	for model, want := range map[string][]string{
+		"g-claude":                     {"n4", "n2", "n1"},
+		"claude-sonnet-4-5-20250929":   {"n1"},
+		"gpt-4o":                       {"n3"},
+		"claude-sonnet-4-5-mock-agent": nil, // the provider's id is no name a client asks by
+		"":                             {"n4", "n3", "n2", "n1"},
+	} {
+		rs, err := s.ListRequests(ctx, ledger.RequestQuery{AccountID: a.ID, Model: model})
+		if err != nil {
+			t.Fatalf("Model %q: %v", model, err)
+		}
+		if got := names(rs, func(r ledger.UsageRecord) string { return r.RequestID }); gocmp.Diff(want, got) != "" {
+			t.Errorf("Model %q: %v, want %v", model, got, want)
+		}
 	}
 }

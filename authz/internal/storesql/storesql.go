@@ -309,7 +309,7 @@ func JSONOf(s *string) json.RawMessage {
 // RequestDest (with the row's time scanned by the dialect's store).
 const RequestColumns = `request_id, key_id, account_id, endpoint, model, backend, status, prompt_tokens, completion_tokens,
 	total_tokens, cached_tokens, reasoning_tokens, estimated, duration_ms, cost_nanos, audio_ms, images, client_request_id,
-	cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails, at`
+	cache_write_tokens, cache_write_1h_tokens, session_id, web_search_requests, guardrails, requested_model, provider_model, at`
 
 // RequestDest are the Scan destinations of RequestColumns but the last
 // (at), into r; cost and duration need the scanners given.
@@ -317,7 +317,7 @@ func RequestDest(r *ledger.UsageRecord, cost *NullCost, duration *int64) []any {
 	return []any{&r.RequestID, &r.KeyID, &r.AccountID, &r.Endpoint, &r.Model, &r.Backend, &r.Status, &r.PromptTokens,
 		&r.CompletionTokens, &r.TotalTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Estimated, duration, cost,
 		millis{&r.Audio}, &r.Images, &r.ClientRequestID, &r.CacheWriteTokens, &r.CacheWrite1hTokens,
-		&r.SessionID, &r.WebSearchRequests, guardDest{&r.Guardrails}}
+		&r.SessionID, &r.WebSearchRequests, guardDest{&r.Guardrails}, &r.RequestedModel, &r.ProviderModel}
 }
 
 // GuardArg is the value of the guardrails column: the outcomes as a JSON
@@ -406,7 +406,7 @@ func (d Dialect) Requests(q ledger.RequestQuery) (string, []any) {
 		add("key_id = ?", q.KeyID)
 	}
 	if q.Model != "" {
-		add("model = ?", q.Model)
+		add("? IN (model, requested_model)", q.Model) // one parameter, as SQLite's ? cannot be named twice
 	}
 	switch q.Outcome {
 	case "ok":
