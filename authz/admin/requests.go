@@ -51,6 +51,15 @@ func (l requestLine) Outcome() string {
 
 var outcomes = []string{"ok", "refused", "failed"}
 
+// AskedAs is the model name the client sent when it is not the model's
+// own (an alias); empty otherwise, and for records from before aliases.
+func (l requestLine) AskedAs() string {
+	if l.RequestedModel == l.Model {
+		return ""
+	}
+	return l.RequestedModel
+}
+
 // guardResults are what a guardrail rule may have done to a request, the
 // values of the guard filter; the list marks the requests with any but
 // the first.
@@ -163,17 +172,23 @@ type requestJSON struct {
 	// ClientRequestID is the x-request-id the request came with.
 	ClientRequestID string `json:"client_request_id"`
 	// SessionID is the agent session the client named; empty for none.
-	SessionID        string    `json:"session_id"`
-	At               time.Time `json:"at"`
-	AccountID        string    `json:"account_id"`
-	KeyID            string    `json:"key_id"`
-	Endpoint         string    `json:"endpoint"`
-	Model            string    `json:"model"`
-	Backend          string    `json:"backend"`
-	Status           int       `json:"status"`
-	PromptTokens     int64     `json:"prompt_tokens"`
-	CompletionTokens int64     `json:"completion_tokens"`
-	TotalTokens      int64     `json:"total_tokens"`
+	SessionID string    `json:"session_id"`
+	At        time.Time `json:"at"`
+	AccountID string    `json:"account_id"`
+	KeyID     string    `json:"key_id"`
+	Endpoint  string    `json:"endpoint"`
+	// Model is the configured model the request resolved to;
+	// RequestedModel the name the client sent (an alias, or the model's
+	// own; empty for requests recorded before aliases), ProviderModel the
+	// provider's own id of the model it was sent to.
+	Model            string `json:"model"`
+	RequestedModel   string `json:"requested_model"`
+	ProviderModel    string `json:"provider_model"`
+	Backend          string `json:"backend"`
+	Status           int    `json:"status"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      int64  `json:"total_tokens"`
 	// CachedTokens are the prompt tokens read from the provider's cache,
 	// ReasoningTokens the completion tokens spent thinking.
 	CachedTokens    int64 `json:"cached_tokens"`
@@ -203,7 +218,7 @@ type guardJSON struct {
 
 func requestOut(r ledger.UsageRecord) requestJSON {
 	out := requestJSON{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, SessionID: r.SessionID, At: r.At, AccountID: r.AccountID, KeyID: r.KeyID, Endpoint: r.Endpoint,
-		Model: r.Model, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+		Model: r.Model, RequestedModel: r.RequestedModel, ProviderModel: r.ProviderModel, Backend: r.Backend, Status: r.Status, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, CachedTokens: r.CachedTokens, ReasoningTokens: r.ReasoningTokens, CacheWriteTokens: r.CacheWriteTokens,
 		CacheWrite1hTokens: r.CacheWrite1hTokens, WebSearchRequests: r.WebSearchRequests,
 		Estimated:  r.Estimated,
@@ -226,8 +241,8 @@ type requestsPageJSON struct {
 }
 
 // apiRequests lists the ledger's requests, newest first: account_id,
-// key_id, model, outcome (ok, refused, failed), guard (a guardrail
-// result), limit, before.
+// key_id, model (the model or the name it was asked by), outcome (ok,
+// refused, failed), guard (a guardrail result), limit, before.
 func (h *Handler) apiRequests(r *http.Request) (int, any, error) {
 	q, err := readRequestQuery(r.URL.Query())
 	if err != nil {

@@ -212,3 +212,88 @@ func TestDashboardRequestGuardrails(t *testing.T) {
 		t.Errorf("API, a blocked request: guardrails %v", raw["guardrails"])
 	}
 }
+
+// A request asked for by an alias shows the name the client sent beside
+// its model, in the list and on its page, which also names the provider's
+// model; the model filter finds it by either name, and the admin API
+// carries both names.
+func TestDashboardRequestModelNames(t *testing.T) {
+	h, b, _ := dashboardWith(t)
+	ctx := context.Background()
+	var a accountJSON
+	h.call(t, "POST", "/admin/v1/accounts", `{"name":"acme"}`, &a)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for i, rec := range []ledger.UsageRecord{
+		{RequestID: "req-alias", RequestedModel: "claude-sonnet-4-5-20250929", ProviderModel: "claude-sonnet-4-5-mock-agent"},
+		{RequestID: "req-own", RequestedModel: "g-claude", ProviderModel: "claude-sonnet-4-5-mock-agent"},
+		{RequestID: "req-old"}, // recorded before aliases: no names but the model
+		{RequestID: "req-odd", RequestedModel: "<b>claude</b>", ProviderModel: "up<i>"},
+	} {
+		rec.AccountID, rec.Endpoint, rec.Model, rec.Backend, rec.Status = a.ID, "messages", "g-claude", "mock", 200
+		rec.At = at.Add(time.Duration(i) * time.Second)
+		if err := h.store.AppendUsage(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := regexp.MustCompile(`(?s)<a href="/admin/requests/(req-[a-z]+)">.*?</tr>`)
+	modelCell := regexp.MustCompile(`<td>(g-claude[^\n]*)</td>`)
+	cells := map[string]string{}
+	for _, row := range rows.FindAllStringSubmatch(b.get(t, "/admin/requests").Body, -1) {
+		if m := modelCell.FindStringSubmatch(row[0]); m != nil {
+			cells[row[1]] = m[1]
+		}
+	}
+	if want := map[string]string{
+		"req-alias": `g-claude <span class="hint">(asked: claude-sonnet-4-5-20250929)</span>`,
+		"req-own":   "g-claude",
+		"req-old":   "g-claude",
+		"req-odd":   `g-claude <span class="hint">(asked: &lt;b&gt;claude&lt;/b&gt;)</span>`,
+	}; !reflect.DeepEqual(cells, want) {
+		t.Errorf("the list's model cells: %q, want %q", cells, want)
+	}
+
+	detail := regexp.MustCompile(`<dt>Model</dt><dd>(.*?)</dd>(?:\s*<dt>Provider model</dt><dd>(.*?)</dd>)?`)
+	for id, want := range map[string][2]string{
+		"req-alias": {`g-claude <span class="hint">(asked: claude-sonnet-4-5-20250929)</span> on mock`, "<code>claude-sonnet-4-5-mock-agent</code>"},
+		"req-own":   {"g-claude on mock", "<code>claude-sonnet-4-5-mock-agent</code>"},
+		"req-old":   {"g-claude on mock", ""},
+		"req-odd":   {`g-claude <span class="hint">(asked: &lt;b&gt;claude&lt;/b&gt;)</span> on mock`, "<code>up&lt;i&gt;</code>"},
+	} {
+		body := b.get(t, "/admin/requests/"+id).Body
+		m := detail.FindStringSubmatch(body)
+		if m == nil || [2]string{m[1], m[2]} != want {
+			t.Errorf("%s's page: model %q, want %q\n%s", id, m, want, body)
+		}
+	}
+
+	ids := func(path string) []string {
+		t.Helper()
+		var out []string
+		for _, row := range rows.FindAllStringSubmatch(b.get(t, path).Body, -1) {
+			out = append(out, row[1])
+		}
+		return out
+	}
+	for model, want := range map[string][]string{
+		"claude-sonnet-4-5-20250929":   {"req-alias"},
+		"g-claude":                     {"req-odd", "req-old", "req-own", "req-alias"},
+		"claude-sonnet-4-5-mock-agent": nil,
+	} {
+		if got := ids("/admin/requests?model=" + model); !reflect.DeepEqual(got, want) {
+			t.Errorf("model=%s: %v, want %v", model, got, want)
+		}
+	}
+
+	var page requestsPageJSON
+	h.call(t, "GET", "/admin/v1/requests?model=claude-sonnet-4-5-20250929", nil, &page)
+	if len(page.Data) != 1 || page.Data[0].RequestID != "req-alias" || page.Data[0].Model != "g-claude" ||
+		page.Data[0].RequestedModel != "claude-sonnet-4-5-20250929" || page.Data[0].ProviderModel != "claude-sonnet-4-5-mock-agent" {
+		t.Errorf("API model=<alias>: %+v", page.Data)
+	}
+	var raw map[string]any
+	h.call(t, "GET", "/admin/v1/requests/req-old", nil, &raw)
+	if raw["model"] != "g-claude" || raw["requested_model"] != "" || raw["provider_model"] != "" {
+		t.Errorf("API, a request recorded before aliases: model %v, requested_model %#v, provider_model %#v",
+			raw["model"], raw["requested_model"], raw["provider_model"])
+	}
+}
