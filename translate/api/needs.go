@@ -306,7 +306,7 @@ var blockFields = [...]string{"type", "source", "content"}
 // text (type text) is text to every provider.
 func blockInput(uses *CapSet, block []byte, nested bool) {
 	var v [len(blockFields)][]byte
-	fields(block, blockFields[:], v[:])
+	Fields(block, blockFields[:], v[:])
 	switch typ := v[0]; {
 	case IsString(typ, "image"):
 		uses.Add(CapImage)
@@ -427,13 +427,14 @@ func emptyAsNil(obj []byte) json.RawMessage {
 // there is none or obj is no object.
 func Field(obj []byte, name string) json.RawMessage {
 	var v [1][]byte
-	fields(obj, []string{name}, v[:])
+	Fields(obj, []string{name}, v[:])
 	return v[0]
 }
 
-// fields puts in vals[i] the Field of obj named names[i], in one walk of
-// obj (an image's data is long).
-func fields(obj []byte, names []string, vals [][]byte) {
+// Fields puts in vals[i] the Field of obj named names[i], in one walk of
+// obj: a walk reads the whole of every member, and an image's data is
+// long.
+func Fields(obj []byte, names []string, vals [][]byte) {
 	clear(vals)
 	it, ok := jsonscan.Entries(obj, jsonscan.SkipSpace(obj, 0))
 	if !ok || !it.Object {
@@ -531,7 +532,8 @@ func NonEmpty(v []byte) bool {
 		return false
 	}
 	// An array's first element is not read: the tools are long.
-	return v[0] != '[' || v[jsonscan.SkipSpace(v, 1)] != ']'
+	i := jsonscan.SkipSpace(v, 1)
+	return v[0] != '[' || i < len(v) && v[i] != ']'
 }
 
 // eachElement calls f with each element of the JSON array arr; not at
