@@ -167,7 +167,7 @@ func (r *ChatRequest) Needs() Needs {
 // escape may spell a type otherwise: then they are walked).
 func chatInputs(msgs []byte) CapSet {
 	var uses CapSet
-	if !mayHold(msgs, `"image_url"`, `"input_audio"`, `"file"`) {
+	if !Underscored(msgs, `url"`, `audio"`) && !mayHold(msgs, `"file"`) {
 		return uses
 	}
 	eachElement(msgs, func(msg []byte) {
@@ -495,30 +495,22 @@ func StringOf(v []byte) (string, bool) {
 	return s, json.Unmarshal(v, &s) == nil
 }
 
+// efforts are the reasoning efforts clients send, which a request's
+// Needs shares rather than copies.
+var efforts = [...]string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
+
 // EffortOf is the reasoning effort v, a JSON string, names; "" for any
-// other value. The efforts clients send are constants, which a request's
-// Needs shares rather than copy.
+// other value.
 func EffortOf(v []byte) string {
 	plain, ok := plainString(v)
 	if !ok {
 		s, _ := StringOf(v)
 		return s
 	}
-	switch string(plain) {
-	case "none":
-		return "none"
-	case "minimal":
-		return "minimal"
-	case "low":
-		return "low"
-	case "medium":
-		return "medium"
-	case "high":
-		return "high"
-	case "xhigh":
-		return "xhigh"
-	case "max":
-		return "max"
+	for _, e := range efforts {
+		if string(plain) == e {
+			return e
+		}
 	}
 	return string(plain)
 }
@@ -561,6 +553,26 @@ func mayHold(raw []byte, words ...string) bool {
 		}
 	}
 	return bytes.Contains(raw, []byte(`\u`))
+}
+
+// Underscored reports whether an underscore in raw is followed by one of
+// tails: a search for the types of parts ("input_image") in one pass,
+// which a search for each type would make several of, and slower ones
+// (bytes.Index is slow to find words that begin with a quote in JSON,
+// which is full of quotes).
+func Underscored(raw []byte, tails ...string) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(raw[i:], '_')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		for _, t := range tails {
+			if bytes.HasPrefix(raw[i:], []byte(t)) {
+				return true
+			}
+		}
+	}
 }
 
 // WithoutFields is the JSON object obj without the members whose keys

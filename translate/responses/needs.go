@@ -31,7 +31,9 @@ func (r *Request) Needs(history []json.RawMessage) api.Needs {
 	if input := m["input"]; mayHoldInput(input) {
 		eachEntry(input, func(it []byte) { itemInputs(&uses, it) })
 	}
-	eachEntry(api.Field(m["prompt"], "variables"), func(v []byte) { partInput(&uses, v) })
+	if vars := api.Field(m["prompt"], "variables"); jsonscan.Kind(vars) == jsonscan.Object {
+		eachEntry(vars, func(v []byte) { partInput(&uses, v) })
+	}
 	if api.NonEmpty(m["tools"]) {
 		uses.Add(api.CapTools)
 	}
@@ -78,18 +80,11 @@ func partInput(uses *api.CapSet, part []byte) {
 	}
 }
 
-// inputWords are the types of the parts that are no text.
-var inputWords = [...]string{`"input_image"`, `"computer_screenshot"`, `"input_audio"`, `"input_file"`}
-
 // mayHoldInput reports whether raw may hold a part that is no text: it
-// has one of their types, or an escape, which may spell one otherwise.
+// has one of their types (input_image, computer_screenshot, input_audio,
+// input_file), or an escape, which may spell one otherwise.
 func mayHoldInput(raw []byte) bool {
-	for _, w := range inputWords {
-		if bytes.Contains(raw, []byte(w)) {
-			return true
-		}
-	}
-	return bytes.Contains(raw, []byte(`\u`))
+	return api.Underscored(raw, `image"`, `screenshot"`, `audio"`, `file"`) || bytes.Contains(raw, []byte(`\u`))
 }
 
 // eachEntry calls f with each element of the JSON array doc, or each

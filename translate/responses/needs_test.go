@@ -203,7 +203,8 @@ func TestWithoutNothingToDrop(t *testing.T) {
 func FuzzNeeds(f *testing.F) {
 	for _, body := range []string{codexTurn, codexRequest,
 		`{"model":"m","input":[{"role":"user","content":[{"type":"input\u005fimage"}],"Content":null}],"text":{"Format":{"type":"json_schema"}},"include":["reasoning.encrypted_content"]}`,
-		`{"model":"m","input":[{"type":"computer_call_output","output":{"type":"computer_screenshot"}}],"prompt":{"variables":{"a":{"type":"input_file"}}},"reasoning":{"EFFORT":"none"}}`} {
+		`{"model":"m","input":[{"type":"computer_call_output","output":{"type":"computer_screenshot"}}],"prompt":{"variables":{"a":{"type":"input_file"}}},"reasoning":{"EFFORT":"none"}}`,
+		`{"model":"m","input":"x","prompt":{"variables":[{"type":"input_image"}]},"tools":[{"type":"function","name":"f"}],"max_tool_calls":3}`} {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -222,19 +223,21 @@ func FuzzNeeds(f *testing.F) {
 			return // encoding/json and the providers read it differently
 		}
 		var got api.CapSet
-		for _, it := range history {
-			itemInputs(&got, it)
+		for _, c := range r.Needs(nil).Uses {
+			if !c.Droppable() {
+				got.Add(c)
+			}
 		}
-		if want := referenceInputs(history); got != want {
+		if want := referenceInputs(history, r.Members["prompt"]); got != want {
 			t.Errorf("inputs of %s: %b, want %b", body, got, want)
 		}
 	})
 }
 
-// referenceInputs is what itemInputs adds of items, as encoding/json
-// reads the parts into structs, without the search that skips most
-// items.
-func referenceInputs(items []json.RawMessage) api.CapSet {
+// referenceInputs is what Needs finds in the input items and the prompt,
+// as encoding/json reads the parts into structs, without the search that
+// skips most items.
+func referenceInputs(items []json.RawMessage, prompt json.RawMessage) api.CapSet {
 	var uses api.CapSet
 	part := func(raw json.RawMessage) {
 		var p struct{ Type string }
@@ -247,6 +250,11 @@ func referenceInputs(items []json.RawMessage) api.CapSet {
 		case "input_file":
 			uses.Add(api.CapFile)
 		}
+	}
+	var p struct{ Variables map[string]json.RawMessage }
+	json.Unmarshal(prompt, &p) //nolint:errcheck // a prompt of another shape has no variables
+	for _, v := range p.Variables {
+		part(v)
 	}
 	for _, it := range items {
 		var item struct{ Content, Output json.RawMessage }
