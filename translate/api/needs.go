@@ -72,7 +72,8 @@ type Needs struct {
 	// gets them); JSON schema output; reasoning asked for.
 	Uses []Capability
 	// Effort is the reasoning effort the request states ("low", "high",
-	// …), "" where it states none.
+	// …), "" where it states none. An effort of "none" asks for no
+	// reasoning.
 	Effort string
 	// MaxOutput is the bound on the answer the client set, 0 for none.
 	MaxOutput int64
@@ -150,13 +151,12 @@ func (r *ChatRequest) Needs() Needs {
 	if IsString(Field(m["response_format"], "type"), "json_schema") {
 		uses.Add(CapJSONSchema)
 	}
-	effort := ""
 	if chatEffortAsks(m["reasoning_effort"]) || chatReasoningAsks(m["reasoning"]) {
 		uses.Add(CapReasoning)
-		effort = EffortOf(m["reasoning_effort"])
-		if effort == "" || effort == "none" {
-			effort = EffortOf(Field(m["reasoning"], "effort"))
-		}
+	}
+	effort := EffortOf(m["reasoning_effort"])
+	if e := EffortOf(Field(m["reasoning"], "effort")); effort == "" || effort == "none" && e != "" {
+		effort = e
 	}
 	return uses.Needs(effort, PositiveInteger(m, "max_completion_tokens", "max_tokens"))
 }
@@ -352,12 +352,12 @@ func (r *MessagesRequest) Without(drop []Capability) (*MessagesRequest, LeftOut,
 	if set.Has(CapReasoning) {
 		if thinkingAsks(m["thinking"]) {
 			replace["thinking"], left = nil, append(left, "thinking")
+			if cm, ok := withoutClearThinking(m["context_management"]); ok {
+				replace["context_management"], left = cm, append(left, "context_management clear_thinking")
+			}
 		}
 		if !jsonscan.IsNull(Field(m["output_config"], "effort")) {
 			config, left = append(config, "effort"), append(left, "output_config.effort")
-		}
-		if cm, ok := withoutClearThinking(m["context_management"]); ok {
-			replace["context_management"], left = cm, append(left, "context_management clear_thinking")
 		}
 	}
 	if set.Has(CapTools) && NonEmpty(m["tools"]) {

@@ -56,7 +56,9 @@ func TestChatNeeds(t *testing.T) {
 		{"tool_choice none", user(`"hi"`) + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`, Needs{Uses: []Capability{CapTools}}},
 		{"legacy functions", user(`"hi"`) + `,"functions":[{"name":"f","parameters":{}}],"function_call":"auto"}`, Needs{Uses: []Capability{CapTools}}},
 		{"json_object", user(`"hi"`) + `,"response_format":{"type":"json_object"}}`, Needs{}},
-		{"reasoning_effort none", user(`"hi"`) + `,"reasoning_effort":"none"}`, Needs{}},
+		{"reasoning_effort none", user(`"hi"`) + `,"reasoning_effort":"none"}`, Needs{Effort: "none"}},
+		{"reasoning_effort none, reasoning on", user(`"hi"`) + `,"reasoning_effort":"none","reasoning":{"effort":"minimal"}}`,
+			Needs{Uses: []Capability{CapReasoning}, Effort: "minimal"}},
 		{"reasoning object", user(`"hi"`) + `,"reasoning":{"effort":"low"}}`, Needs{Uses: []Capability{CapReasoning}, Effort: "low"}},
 		{"reasoning turned off", user(`"hi"`) + `,"reasoning":{"enabled":false}}`, Needs{}},
 		{"max_tokens", user(`"hi"`) + `,"max_tokens":7,"max_completion_tokens":9}`, Needs{MaxOutput: 9}},
@@ -191,10 +193,10 @@ func TestMessagesWithout(t *testing.T) {
 		{name: "Claude Code without tools", body: claudeCode, drop: []Capability{CapTools}, gone: []string{"tools"}, left: LeftOut{"tools"}},
 		{name: "adaptive without thinking", body: claudeCodeAdaptive, drop: []Capability{CapReasoning}, gone: []string{"thinking", "output_config"},
 			edited: map[string]string{"context_management": `{"edits":[{"type":"clear_tool_uses_20250919"}]}`},
-			left:   LeftOut{"thinking", "output_config.effort", "context_management clear_thinking"}},
+			left:   LeftOut{"thinking", "context_management clear_thinking", "output_config.effort"}},
 		{name: "adaptive without all", body: claudeCodeAdaptive, drop: droppable, gone: []string{"thinking", "output_config", "tools", "tool_choice"},
 			edited: map[string]string{"context_management": `{"edits":[{"type":"clear_tool_uses_20250919"}]}`},
-			left:   LeftOut{"thinking", "output_config.effort", "context_management clear_thinking", "tools", "tool_choice"}},
+			left:   LeftOut{"thinking", "context_management clear_thinking", "output_config.effort", "tools", "tool_choice"}},
 		{name: "json schema, effort kept", body: schema, drop: []Capability{CapJSONSchema}, gone: []string{"output_format"},
 			edited: map[string]string{"output_config": `{"effort":"low"}`}, left: LeftOut{"output_format", "output_config.format"}},
 		{name: "only clear_thinking", body: `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024},` +
@@ -289,7 +291,8 @@ func TestWithoutNothingToDrop(t *testing.T) {
 	if out, left, err := chat.Without(droppable); out != chat || left != nil || err != nil {
 		t.Errorf("chat: %p %v %v, want %p", out, left, err, chat)
 	}
-	msgs, err := ParseMessagesRequest([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"disabled"},"tool_choice":{"type":"none"}}`), false)
+	msgs, err := ParseMessagesRequest([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"disabled"},"tool_choice":{"type":"none"},`+
+		`"context_management":{"edits":[{"type":"clear_thinking_20251015"}]}}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,11 +341,7 @@ func FuzzNeeds(f *testing.F) {
 				t.Fatalf("chat Without of %s made %s: %v", body, out.body(), err)
 			}
 			checkDropped(t, r.Needs(), again.Needs(), droppable)
-			if msgs := r.Members["messages"]; jsonscan.AmbiguousKeys(msgs) {
-				// encoding/json and the providers read it differently
-			} else if got, want := chatInputs(msgs), referenceInputs(msgs, false); got != want {
-				t.Errorf("chat inputs of %s: %b, want %b", body, got, want)
-			}
+			checkInputs(t, r.Members["messages"], false)
 		}
 		if r, err := ParseMessagesRequest(body, true); err == nil {
 			out, _, err := r.Without(droppable)
@@ -354,13 +353,26 @@ func FuzzNeeds(f *testing.F) {
 				t.Fatalf("messages Without of %s made %s: %v", body, out.Body, err)
 			}
 			checkDropped(t, r.Needs(), again.Needs(), droppable)
-			if msgs := r.Members["messages"]; jsonscan.AmbiguousKeys(msgs) {
-				// encoding/json and the providers read it differently
-			} else if got, want := turnInputs(msgs), referenceInputs(msgs, true); got != want {
-				t.Errorf("messages inputs of %s: %b, want %b", body, got, want)
-			}
+			checkInputs(t, r.Members["messages"], true)
 		}
 	})
+}
+
+// checkInputs checks what chatInputs (turnInputs when messages) finds in
+// msgs against referenceInputs, where both read the same: encoding/json
+// and the providers read ambiguous keys differently.
+func checkInputs(t *testing.T, msgs json.RawMessage, messages bool) {
+	t.Helper()
+	if jsonscan.AmbiguousKeys(msgs) {
+		return
+	}
+	got := chatInputs(msgs)
+	if messages {
+		got = turnInputs(msgs)
+	}
+	if want := referenceInputs(msgs, messages); got != want {
+		t.Errorf("inputs of %s (messages %v): %b, want %b", msgs, messages, got, want)
+	}
 }
 
 // referenceInputs is chatInputs (turnInputs when messages) as
