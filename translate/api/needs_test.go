@@ -436,43 +436,46 @@ func claudeCodeSession() []byte {
 		`"tools":[` + strings.Join(tools, ",") + `],"metadata":{"user_id":"user_2f1c"},"max_tokens":32000,"thinking":{"budget_tokens":31999,"type":"enabled"},"stream":true}`)
 }
 
+// Needs runs on every request: most have no image or file, which a
+// search of their bytes tells; those that have are walked.
 func BenchmarkNeeds(b *testing.B) {
-	body := claudeCodeSession()
-	b.Run(fmt.Sprintf("claude-code-%dKB", len(body)>>10), func(b *testing.B) {
-		r, err := ParseMessagesRequest(body, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if n := r.Needs(); len(n.Uses) != 2 {
-				b.Fatal(n)
+	session := string(claudeCodeSession())
+	image := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + strings.Repeat("iVBORw0KGgo", 24<<10) + `"}}`
+	withImage := strings.Replace(session, `{"type":"text","text":"Fix the failing test."}`, image, 1)
+	screenshot := strings.Replace(session, `"content":"     1`, `"content":[`+image+`],"x":"     1`, 1)
+	tests := []struct {
+		name  string
+		body  string
+		chat  bool
+		count int // of capabilities used
+	}{
+		{fmt.Sprintf("claude-code-%dKB", len(session)>>10), session, false, 2},
+		{fmt.Sprintf("claude-code-image-%dKB", len(withImage)>>10), withImage, false, 3},
+		{fmt.Sprintf("claude-code-screenshot-%dKB", len(screenshot)>>10), screenshot, false, 3},
+		{fmt.Sprintf("agent-chat-%dKB", len(agentChat)>>10), agentChat, true, 4},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			var needs func() Needs
+			if tt.chat {
+				r, err := ParseChatRequest([]byte(tt.body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				needs = r.Needs
+			} else {
+				r, err := ParseMessagesRequest([]byte(tt.body), false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				needs = r.Needs
 			}
-		}
-	})
-	b.Run("claude-code-with-image", func(b *testing.B) {
-		r, err := ParseMessagesRequest([]byte(strings.Replace(string(body), `{"type":"text","text":"Fix the failing test."}`,
-			`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}`, 1)), false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if n := r.Needs(); len(n.Uses) != 3 {
-				b.Fatal(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if n := needs(); len(n.Uses) != tt.count {
+					b.Fatal(n)
+				}
 			}
-		}
-	})
-	b.Run("agent-chat", func(b *testing.B) {
-		r, err := ParseChatRequest([]byte(agentChat))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if n := r.Needs(); len(n.Uses) != 4 {
-				b.Fatal(n)
-			}
-		}
-	})
+		})
+	}
 }
