@@ -22,6 +22,9 @@ import (
 //     Effort), or the encrypted reasoning in include, which only a
 //     reasoning model has;
 //   - max_output_tokens.
+//
+// An item_reference is read as the item it names once Dereference put it
+// in the input.
 func (r *Request) Needs(history []json.RawMessage) api.Needs {
 	m := r.Members
 	var uses api.CapSet
@@ -120,7 +123,10 @@ func reasoningAsks(v []byte) bool {
 const encryptedReasoning = "reasoning.encrypted_content"
 
 func includesReasoning(include []byte) bool {
-	_, found := api.WithoutEntries(include, isEncryptedReasoning)
+	found := false
+	if jsonscan.Kind(jsonscan.TrimSpace(include)) == jsonscan.Array {
+		eachEntry(include, func(e []byte) { found = found || isEncryptedReasoning(e) })
+	}
 	return found
 }
 
@@ -134,8 +140,10 @@ func isEncryptedReasoning(entry []byte) bool { return api.IsString(entry, encryp
 // byte for byte, and is the request itself when it loses nothing. drop
 // may name only what is api.Capability.Droppable.
 //
-// Reasoning items in the input stay: a provider that takes no reasoning
-// ignores them or the bridge makes thinking of them.
+// Reasoning items in the input stay (a provider that takes no reasoning
+// ignores them, or the bridge makes thinking of them), and so do tool
+// calls and their outputs when tools go: serving such a conversation
+// without tools is for the models of providers that take it.
 func (r *Request) Without(drop []api.Capability) (*Request, api.LeftOut, error) {
 	set, err := api.ToDrop(drop)
 	if err != nil {
