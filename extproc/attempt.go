@@ -153,8 +153,8 @@ func (st *attemptStream) translate(ctx context.Context, body []byte) (*extprocv3
 // pick routes an attempt to the deployment Envoy chose. The
 // router-level stream checked the key and its models; the model is
 // looked up again only to find the deployment.
-func (st *attemptStream) pick(ctx context.Context, model string) error {
-	m := st.s.router.resolve(model)
+func (st *attemptStream) pick(ctx context.Context, model string, _ *asks) error {
+	m, _ := st.s.router.resolve(model)
 	if m == nil {
 		return errModelNotFound(model)
 	}

@@ -7,6 +7,7 @@ import (
 	"modelgate/authz"
 	"modelgate/extproc/guard"
 	"modelgate/translate"
+	"modelgate/translate/api"
 )
 
 // request is what the exchange knows of the client's request.
@@ -18,10 +19,21 @@ type request struct {
 	path        string // the client's :path
 	contentType string // of the client's request body
 	principal   *authz.Principal
-	model       string // the public model id
-	stream      bool   // the client asked for a stream
-	prompt      int64  // estimated prompt tokens
-	maxOutput   int64  // the bound on the answer the provider is sent: the client's or translator's; zero for none
+	model       string // the public model id it was routed to
+	// requested is the model name the client sent (an alias, an auto
+	// model's id, the id itself), as the gateway keeps a client's label.
+	requested string
+	// requestedAs is the configured name requested matched (the id, an
+	// alias, a prefix with its *), which labels are bounded to.
+	requestedAs string
+	// auto: requested names an auto model, which routed it to model.
+	auto bool
+	// drop are the capabilities the request asks for that its model
+	// lacks and is configured to serve it without (asks, router.serves).
+	drop      []api.Capability
+	stream    bool  // the client asked for a stream
+	prompt    int64 // estimated prompt tokens
+	maxOutput int64 // the bound on the answer the provider is sent: the client's or translator's; zero for none
 	// warning names what the gateway left out of the request for the
 	// model's configuration (api.LeftOut), joined with the translator's
 	// warning in the answer's header.
@@ -34,10 +46,11 @@ type request struct {
 	// masked, and returns the request's body as masked: the request a
 	// provider gets is the masked one.
 	maskTexts func(masked []string) []byte
-	// maskedBody is the body as masked, which a Fallback model's
-	// router-level stream sends on in place of the client's; nil when no
-	// rule masked.
-	maskedBody []byte
+	// changedBody is the body as the gateway changed it (what its model
+	// drops left out, what a rule masked), which a Fallback model's
+	// router-level stream sends on in place of the client's; nil when
+	// unchanged.
+	changedBody []byte
 	// answerDialect is the API of the answer, whose text the response
 	// rules read; zero when they read none (or for an endpoint they do
 	// not check). includeUsage: a chat stream's client asked for usage.

@@ -51,8 +51,9 @@ type flow interface {
 type parser interface {
 	server() *Server
 	request() *request
-	// pick routes the model the request names.
-	pick(ctx context.Context, model string) error
+	// pick routes the model the request names and asks a of (nil for
+	// an endpoint the capabilities do not describe).
+	pick(ctx context.Context, model string, a *asks) error
 	// translator makes the stream's translator with build (or, for a
 	// Fallback model at the router level, keeps build for the answer).
 	translator(build builder) error

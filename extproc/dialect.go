@@ -3,7 +3,6 @@ package extproc
 import (
 	"encoding/json"
 	"strings"
-	"time"
 
 	"modelgate/envoy/routing"
 	"modelgate/translate/api"
@@ -40,8 +39,8 @@ type dialect struct {
 	// when the translator has no end of its own (translate.StreamFailer).
 	streamError func(e *APIError) []byte
 	// model and list render GET /v1/models/{model} and GET /v1/models.
-	model func(m *routing.Model) any
-	list  func(ms []*routing.Model) any
+	model func(e entry) any
+	list  func(es []entry) any
 }
 
 // Headers of Anthropic's API that its clients send and the Messages
@@ -68,11 +67,11 @@ var (
 		streamError: func(e *APIError) []byte {
 			return sse.AppendData(nil, e.openAIBody())
 		},
-		model: func(m *routing.Model) any { return modelOf(m) },
-		list: func(ms []*routing.Model) any {
-			out := modelList{Object: "list", Data: make([]modelObject, 0, len(ms))}
-			for _, m := range ms {
-				out.Data = append(out.Data, modelOf(m))
+		model: func(e entry) any { return modelOf(e) },
+		list: func(es []entry) any {
+			out := modelList{Object: "list", Data: make([]modelObject, 0, len(es))}
+			for _, e := range es {
+				out.Data = append(out.Data, modelOf(e))
 			}
 			return out
 		},
@@ -98,11 +97,11 @@ var (
 			body := api.MessagesError(api.MessagesErrorType(e.Status), e.Message)
 			return sse.AppendData([]byte("event: error\n"), body)
 		},
-		model: func(m *routing.Model) any { return anthropicModelOf(m) },
-		list: func(ms []*routing.Model) any {
-			out := anthropicModelList{Data: make([]anthropicModel, 0, len(ms))}
-			for _, m := range ms {
-				out.Data = append(out.Data, anthropicModelOf(m))
+		model: func(e entry) any { return anthropicModelOf(e) },
+		list: func(es []entry) any {
+			out := anthropicModelList{Data: make([]anthropicModel, 0, len(es))}
+			for _, e := range es {
+				out.Data = append(out.Data, anthropicModelOf(e))
 			}
 			if n := len(out.Data); n > 0 {
 				out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
@@ -127,27 +126,6 @@ func bearer(authorization string) (string, bool) {
 	return key, key != ""
 }
 
-// anthropicModel is a model as the Messages API's GET /v1/models lists it.
-type anthropicModel struct {
-	Type        string `json:"type"`
-	ID          string `json:"id"`
-	DisplayName string `json:"display_name"`
-	CreatedAt   string `json:"created_at"`
-}
-
-// anthropicModelList is the Messages API's model list: one page, ids as
-// configured.
-type anthropicModelList struct {
-	Data    []anthropicModel `json:"data"`
-	HasMore bool             `json:"has_more"`
-	FirstID *string          `json:"first_id"`
-	LastID  *string          `json:"last_id"`
-}
-
-func anthropicModelOf(m *routing.Model) anthropicModel {
-	return anthropicModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: time.Unix(m.Created, 0).UTC().Format(time.RFC3339)}
-}
-
 // render marshals what the dialect's model and list functions make:
 // plain strings and numbers, which cannot fail.
 func render(v any) []byte {
@@ -156,27 +134,4 @@ func render(v any) []byte {
 		panic(err)
 	}
 	return b
-}
-
-// modelObject is the specification's Model, with two members of the
-// gateway's own where the configuration gives them: the context window in
-// tokens and the reasoning efforts the model takes, for clients (coding
-// agents) that size their context and offer efforts by them.
-type modelObject struct {
-	ID               string   `json:"id"`
-	Object           string   `json:"object"`
-	Created          int64    `json:"created"`
-	OwnedBy          string   `json:"owned_by"`
-	ContextWindow    int      `json:"context_window,omitempty"`
-	ReasoningEfforts []string `json:"reasoning_efforts,omitempty"`
-}
-
-type modelList struct {
-	Object string        `json:"object"`
-	Data   []modelObject `json:"data"`
-}
-
-func modelOf(m *routing.Model) modelObject {
-	return modelObject{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy,
-		ContextWindow: m.ContextWindow, ReasoningEfforts: m.ReasoningEfforts}
 }

@@ -1,8 +1,10 @@
 package extproc
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -11,6 +13,7 @@ import (
 
 	"modelgate/envoy/routing"
 	"modelgate/translate"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/providers"
 )
 
@@ -119,14 +122,20 @@ func (v viaEnvoy) prepare(s *Server, r *request, _ translate.Translator, body []
 	if !r.endpoint.spec().form {
 		r.prompt = promptEstimate(body)
 	}
+	if r.auto { // the attempts route the model the body names: the candidate (choose keeps forms from here)
+		if r.changedBody != nil {
+			body = r.changedBody
+		}
+		r.changedBody = withModel(body, r.model)
+	}
 	if r.maxOutput == 0 && r.endpoint.spec().generates {
 		r.maxOutput = v.outputBound(s)
 	}
 	return translate.Upstream{}, nil
 }
 
-// send hands the client's body to Envoy unchanged (but for what a rule
-// masked), with the model's route headers and the request's context for
+// send hands the client's body to Envoy unchanged (but for what the
+// gateway changed: request.changedBody), with the model's route headers and the request's context for
 // the upstream streams.
 func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*extprocv3.ProcessingResponse, error) {
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
@@ -145,9 +154,9 @@ func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*
 		return nil, err
 	}
 	var body *extprocv3.BodyMutation
-	if r.maskedBody != nil { // what a rule masked: the attempts take the request apart again
-		h.SetInt("content-length", int64(len(r.maskedBody)))
-		body = bodyMutation(r.maskedBody)
+	if r.changedBody != nil { // what the gateway changed: the attempts take the request apart again
+		h.SetInt("content-length", int64(len(r.changedBody)))
+		body = bodyMutation(r.changedBody)
 	}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{
@@ -240,4 +249,34 @@ func attemptReplyHeaders() *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
 		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut.mutation()}},
 	}}
+}
+
+// withModel is a JSON request body with model as its model: each
+// top-level model member's value replaced, every other byte kept.
+func withModel(body []byte, model string) []byte {
+	members, ok := jsonscan.Members(body, nil)
+	if !ok {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(model))
+	last := 0
+	for _, m := range members {
+		if !modelKey(m.Key) {
+			continue
+		}
+		out = append(out, body[last:m.VS]...)
+		out = jsonscan.AppendQuoted(out, model)
+		last = m.VS + len(m.Value)
+	}
+	return append(out, body[last:]...)
+}
+
+// modelKey reports whether a JSON decoder takes key (raw, as between its
+// quotes) for the model member: "model", "Model", "mod\u0065l".
+func modelKey(key []byte) bool {
+	if !jsonscan.KeyMayMean(key, "model") {
+		return false
+	}
+	var k string
+	return json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &k) == nil && strings.EqualFold(k, "model")
 }

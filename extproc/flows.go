@@ -17,13 +17,21 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model); err != nil {
+	needs := req.Needs()
+	if err := st.pick(ctx, req.Model, &asks{needs: &needs, body: body}); err != nil {
 		return nil, err
 	}
 	r := st.request()
 	req, left, err := req.Permitted(st.server().router.webSearch(r.model))
 	if err != nil {
 		return nil, err
+	}
+	if len(r.drop) > 0 {
+		var dropped api.LeftOut
+		if req, dropped, err = req.Without(r.drop); err != nil {
+			return nil, err
+		}
+		left, r.changedBody = append(left, dropped...), bodyOr(req.Body, req.Members)
 	}
 	if st.server().guarded() {
 		r.texts = func() []translate.RequestText { return api.ChatTexts(req) }
@@ -47,7 +55,7 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model, &asks{body: body}); err != nil {
 		return nil, err
 	}
 	if st.server().guarded() {
@@ -73,7 +81,7 @@ func (transcriptionFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model); err != nil {
+	if err := st.pick(ctx, req.Model, nil); err != nil {
 		return nil, err
 	}
 	st.request().answerDialect = translate.Transcription // response rules read what was heard
@@ -122,16 +130,25 @@ func (f messagesFlow) routed(ctx context.Context, st parser, body []byte, count 
 		return nil, err
 	}
 	req.Version, req.Beta = f.version, f.beta
-	return req, st.pick(ctx, req.Model)
+	needs := req.Needs()
+	return req, st.pick(ctx, req.Model, &asks{needs: &needs, body: body})
 }
 
 // permitted leaves out of a routed Messages request what the model's
-// configuration does not permit, and notes what the request asks for.
+// configuration does not permit and what its model drops, and notes what
+// the request asks for.
 func permitted(st parser, req *api.MessagesRequest) (*api.MessagesRequest, error) {
 	r := st.request()
 	req, left, err := req.Permitted(st.server().router.webSearch(r.model))
 	if err != nil {
 		return nil, err
+	}
+	if len(r.drop) > 0 {
+		var dropped api.LeftOut
+		if req, dropped, err = req.Without(r.drop); err != nil {
+			return nil, err
+		}
+		left, r.changedBody = append(left, dropped...), bodyOr(req.Body, req.Members)
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.searches = req.Stream, req.MaxTokens, req.WebSearchMaxUses()
@@ -148,7 +165,7 @@ func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 	if err != nil {
 		return nil, err
 	}
-	if !st.server().router.countsTokens(req.Model, st.server().providers) {
+	if !st.server().router.countsTokens(st.request().model, st.server().providers) {
 		n := promptEstimate(body)
 		return &localAnswer{body: fmt.Appendf(nil, `{"input_tokens":%d}`, n), usage: translate.Usage{PromptTokens: n, TotalTokens: n}}, nil
 	}

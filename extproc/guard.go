@@ -78,7 +78,7 @@ func (s *Server) guardRequest(ctx context.Context, r *request, body []byte) erro
 	case checked.Failed != nil:
 		return errGuardUnavailable(checked.Failed.Name, checked.Err)
 	case checked.Masked != nil && r.maskTexts != nil:
-		r.maskedBody = r.maskTexts(checked.Masked)
+		r.changedBody = r.maskTexts(checked.Masked)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func addedRules(p *authz.Principal) []string {
 // service failed with failure closed: the text could not be checked, so
 // it does not pass. A retry may find the service back.
 func errGuardUnavailable(rule string, cause error) *APIError {
-	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "guardrail_unavailable", Cause: cause,
+	return &APIError{Status: http.StatusServiceUnavailable, Type: typeServer, Code: codeGuardUnavailable, Cause: cause,
 		Message: fmt.Sprintf("The gateway's guardrail %q could not check the text: its guard service did not answer.", quoted(rule))}
 }
 
@@ -146,6 +146,10 @@ const (
 	guardCacheSize = 100_000
 	guardCacheTTL  = time.Hour
 )
+
+// codeGuardUnavailable is the code of a refusal for a guard service that
+// failed, which no deployment is to blame for.
+const codeGuardUnavailable = "guardrail_unavailable"
 
 // guardSkippedHeader names, on an answer, the request rules whose
 // service failed with failure open: the request went on unchecked by

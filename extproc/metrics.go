@@ -38,6 +38,10 @@ type Metrics struct {
 	// (ok, error); guardHold the time a stream's first text was held.
 	guardCalls *prometheus.HistogramVec
 	guardHold  prometheus.Histogram
+	// routes counts requests by the configured name the client's
+	// matched (a model id, an alias, a prefix alias with its *, an auto
+	// model) and the model that served them: the names agents send.
+	routes *prometheus.CounterVec
 	// genAI are the GenAI semantic conventions' histograms; accounts
 	// labels them by account too.
 	genAI    *genAIMetrics
@@ -48,7 +52,10 @@ type Metrics struct {
 	// takes a lock.
 	exchanges sync.Map // exchangeLabels → *exchangeSeries
 	usage     sync.Map // usageLabels → *usageSeries
+	named     sync.Map // routeLabels → prometheus.Counter
 }
+
+type routeLabels struct{ name, model string }
 
 type exchangeLabels struct {
 	endpoint, provider string
@@ -130,6 +137,10 @@ func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, err
 			Help:    "Calls to guard services, by service type, phase and result (ok, error: failed or timed out).",
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}, []string{"type", "phase", "result"}),
+		routes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "modelgate_extproc_model_routes_total",
+			Help: "Requests routed, by the configured name the client's matched (a model id, an alias, a prefix alias such as claude-haiku-*, an auto model) and the model that served them.",
+		}, []string{"name", "model"}),
 		guardHold: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "modelgate_extproc_guardrail_hold_seconds",
 			Help:    "How long response rules held a stream's first text before the client got it (the time to first token they add).",
@@ -137,7 +148,7 @@ func NewMetricsWith(reg prometheus.Registerer, cfg MetricsConfig) (*Metrics, err
 		}),
 	}
 	for _, c := range append([]prometheus.Collector{m.requests, m.duration, m.ttft, m.tokens, m.limiter, m.panics,
-		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries, m.guards, m.guardCalls, m.guardHold}, m.genAI.collectors()...) {
+		m.budgetRefusals, m.budgetAlerts, m.attempts, m.retries, m.guards, m.guardCalls, m.guardHold, m.routes}, m.genAI.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -163,6 +174,9 @@ func (m *Metrics) observe(o *outcome) {
 	}
 	if !o.routed {
 		return
+	}
+	if o.requestedAs != "" {
+		m.routeSeries(routeLabels{o.requestedAs, o.model}).Inc()
 	}
 	m.genAI.observe(o, m.accounts)
 	if !o.firstByte.IsZero() { // streams only: a series for them alone
@@ -193,6 +207,14 @@ func (m *Metrics) usageSeries(l usageLabels) *usageSeries {
 		output: m.tokens.WithLabelValues(l.endpoint, l.provider, l.model, "output"),
 	})
 	return s.(*usageSeries)
+}
+
+func (m *Metrics) routeSeries(l routeLabels) prometheus.Counter {
+	if c, ok := m.named.Load(l); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.named.LoadOrStore(l, m.routes.WithLabelValues(l.name, l.model))
+	return c.(prometheus.Counter)
 }
 
 // panicked counts a recovered panic.

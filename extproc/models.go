@@ -73,7 +73,7 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 		if _, dup := r.models[m.ID]; dup {
 			return nil, fmt.Errorf("model %q defined twice", m.ID)
 		}
-		if len(m.Deployments) == 0 {
+		if len(m.Deployments) == 0 && m.Auto == nil {
 			return nil, fmt.Errorf("model %q has no deployments", m.ID)
 		}
 		seen := map[string]bool{}
@@ -96,6 +96,16 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 		}
 		r.models[m.ID] = m
 		r.order = append(r.order, m)
+	}
+	for _, m := range r.order {
+		if m.Auto == nil {
+			continue
+		}
+		for _, c := range m.Auto.Candidates {
+			if cm := r.models[c]; cm == nil || cm.Auto != nil {
+				return nil, fmt.Errorf("auto model %q: candidate %q is not a model with deployments", m.ID, c)
+			}
+		}
 	}
 	return r, r.alias()
 }
@@ -124,32 +134,35 @@ func (r *router) alias() error {
 
 // resolve is the model a client's name means: the model of that id, else
 // the one with that exact alias, else the one with the longest prefix
-// alias the name starts with; nil for none.
-func (r *router) resolve(name string) *routing.Model {
+// alias the name starts with; nil for none. as is the configured name
+// that matched (the id, the alias, the prefix with its *), a bounded
+// label for the name a client sent.
+func (r *router) resolve(name string) (m *routing.Model, as string) {
 	if m, ok := r.models[name]; ok {
-		return m
+		return m, m.ID
 	}
 	if m, ok := r.aliases[name]; ok {
-		return m
+		return m, name
 	}
 	for _, a := range r.prefixes {
 		if strings.HasPrefix(name, a.prefix) {
-			return a.model
+			return a.model, a.prefix + "*"
 		}
 	}
-	return nil
+	return nil, ""
 }
 
-// lookup finds a model the principal may use.
-func (r *router) lookup(p *authz.Principal, model string) (*routing.Model, error) {
-	m := r.resolve(model)
+// lookup finds a model the principal may use, and the configured name
+// the client's matched (resolve).
+func (r *router) lookup(p *authz.Principal, model string) (*routing.Model, string, error) {
+	m, as := r.resolve(model)
 	if m == nil {
-		return nil, errModelNotFound(model)
+		return nil, "", errModelNotFound(model)
 	}
 	if !p.Allows(m.ID) { // per-key access is to the model an alias names
-		return nil, errModelNotAllowed(model)
+		return nil, "", errModelNotAllowed(model)
 	}
-	return m, nil
+	return m, as, nil
 }
 
 // target is the deployment's target and the timeouts that bound it.
@@ -207,17 +220,18 @@ func weight(d routing.Deployment) int { return max(d.Weight, 1) }
 // provider's own search: what the model's requests are permitted beyond
 // answering (api.LeftOut).
 func (r *router) webSearch(model string) bool {
-	m := r.resolve(model)
+	m := r.models[model]
 	return m != nil && m.WebSearch
 }
 
-// countsTokens reports whether every deployment of the model is on a
-// provider (of ps) that counts its tokens itself (Anthropic; Claude on
-// Bedrock): the gateway estimates the others' counts itself, before
-// routing (whichever deployment a Fallback model's attempts reach).
+// countsTokens reports whether every deployment of the model (the one a
+// request was routed to) is on a provider (of ps) that counts its tokens
+// itself (Anthropic; Claude on Bedrock): the gateway estimates the
+// others' counts itself, before routing (whichever deployment a Fallback
+// model's attempts reach).
 func (r *router) countsTokens(model string, ps map[string]providers.Provider) bool {
-	m := r.resolve(model)
-	if m == nil {
+	m := r.models[model]
+	if m == nil || len(m.Deployments) == 0 {
 		return false
 	}
 	for _, d := range m.Deployments {

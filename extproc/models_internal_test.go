@@ -18,20 +18,20 @@ func TestAliasResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{
-		"claude-sonnet-4-5":          "claude-sonnet-4-5", // an id wins over an exact alias
-		"claude-haiku-4-5":           "sonnet",            // an exact alias over a prefix
-		"claude-sonnet-4-5-20250929": "sonnet",            // the longest prefix
-		"claude-opus-4-1":            "claude-sonnet-4-5", // a shorter one
-		"gpt-5-codex":                "gpt",
-		"gpt-5-codex-mini":           "gpt",
-		"sonnet":                     "sonnet",
-		"gpt-5":                      "",
-		"":                           "",
+	for name, want := range map[string][2]string{ // the model, and the configured name that matched
+		"claude-sonnet-4-5":          {"claude-sonnet-4-5", "claude-sonnet-4-5"}, // an id wins over an exact alias
+		"claude-haiku-4-5":           {"sonnet", "claude-haiku-4-5"},             // an exact alias over a prefix
+		"claude-sonnet-4-5-20250929": {"sonnet", "claude-sonnet-*"},              // the longest prefix
+		"claude-opus-4-1":            {"claude-sonnet-4-5", "claude-*"},          // a shorter one
+		"gpt-5-codex":                {"gpt", "gpt-5-codex*"},
+		"gpt-5-codex-mini":           {"gpt", "gpt-5-codex*"},
+		"sonnet":                     {"sonnet", "sonnet"},
+		"gpt-5":                      {},
+		"":                           {},
 	} {
-		got := ""
-		if m := r.resolve(name); m != nil {
-			got = m.ID
+		var got [2]string
+		if m, as := r.resolve(name); m != nil {
+			got = [2]string{m.ID, as}
 		}
 		if got != want {
 			t.Errorf("%q resolves to %q, want %q", name, got, want)

@@ -22,6 +22,9 @@ type outcome struct {
 	endpoint                   endpoint
 	principal                  *authz.Principal // nil before the key was checked
 	model                      string           // the public model id, also of a refusal
+	// requested is the model name the client sent; requestedAs the
+	// configured name it matched (request.requestedAs).
+	requested, requestedAs string
 	// backend, provider and upstreamModel name the deployment that
 	// answered; empty when there was none.
 	backend, provider, upstreamModel string

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -36,6 +37,7 @@ func (ex *exchange) record(ctx context.Context) {
 	u, estimated := ex.answer.usageToCharge(&ex.req, ex.tr)
 	o := outcome{
 		requestID: ex.req.id, clientRequestID: ex.req.clientID, session: ex.req.session, endpoint: ex.req.endpoint, principal: ex.req.principal, model: ex.req.model,
+		requested: ex.req.requested, requestedAs: ex.req.requestedAs,
 		backend: ex.route.target.Backend, provider: ex.route.target.Provider, upstreamModel: ex.route.target.Model, genAIProvider: ex.route.provider.GenAIName(),
 		status: ex.answer.status, errType: ex.answer.failure.typ(), errCode: ex.answer.failure.code(), routed: ex.tr != nil, refusedModel: ex.req.refusedModel,
 		usage: u, estimated: estimated, start: ex.start, firstByte: ex.answer.at.firstByte, end: end, finishReasons: ex.span.finishReasons,
@@ -43,6 +45,13 @@ func (ex *exchange) record(ctx context.Context) {
 	}
 	if g := ex.answer.body.guard; g != nil {
 		o.guards, o.guardHold = append(o.guards, g.Outcomes()...), g.HoldTime()
+	}
+	if m := ex.s.router.models[ex.req.model]; m != nil && ex.answer.delivery == sent {
+		var ttft time.Duration
+		if !o.firstByte.IsZero() {
+			ttft = o.firstByte.Sub(o.start)
+		}
+		ex.s.health.observe(m, o.backend, o.status/100 == 2, deploymentFailed(&o), ttft, end)
 	}
 	ex.s.cfg.Metrics.observe(&o)
 	ex.span.end(&o)
@@ -59,6 +68,13 @@ func (ex *exchange) record(ctx context.Context) {
 	}
 }
 
+// deploymentFailed reports an exchange the deployment failed, which
+// counts toward setting it aside: a 5xx, or a provider's 429, but for a
+// guard service's failure.
+func deploymentFailed(o *outcome) bool {
+	return o.status >= 500 && o.errCode != codeGuardUnavailable || o.status == 429 && o.errType == ""
+}
+
 // appendUsage writes the outcome's usage record to the ledger.
 func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) {
 	rec := ledger.UsageRecord{
@@ -69,6 +85,8 @@ func (s *Server) appendUsage(ctx context.Context, o *outcome, log *exchangeLog) 
 		AccountID:          o.principal.AccountID,
 		Endpoint:           o.endpoint.String(),
 		Model:              o.model,
+		RequestedModel:     o.requested,
+		ProviderModel:      o.upstreamModel,
 		Backend:            o.backend,
 		Status:             o.status,
 		PromptTokens:       o.usage.PromptTokens,

@@ -256,15 +256,28 @@ func (direct) answered(*Server, *request, *route, headerMap, bool) answerPlan {
 
 func (direct) unanswered() bool { return false }
 
-// pick routes the model and resolves the backend's per-request credential.
-// For a Fallback model Envoy picks the deployment (an attempt's stream
-// takes the one Envoy picked: attemptStream.pick).
-func (ex *exchange) pick(ctx context.Context, model string) error {
-	m, err := ex.s.router.lookup(ex.req.principal, model)
+// pick routes the model a request names and asks a of (an auto model's
+// to the candidate it chooses), finds what the model drops of the
+// request, and resolves the backend's per-request credential. For a
+// Fallback model Envoy picks the deployment (an attempt's stream takes
+// the one Envoy picked: attemptStream.pick).
+func (ex *exchange) pick(ctx context.Context, model string, a *asks) error {
+	ex.req.requested = clientLabel(model)
+	m, as, err := ex.s.router.lookup(ex.req.principal, model)
+	ex.req.requestedAs = as
 	if err != nil {
 		if ae, ok := err.(*APIError); ok && ae.Status == http.StatusForbidden {
-			ex.req.model, ex.req.refusedModel = model, true // the ledger shows refusals beside successes
+			ex.req.model, ex.req.refusedModel = ex.req.requested, true // the ledger shows refusals beside successes
 		}
+		return err
+	}
+	if m.Auto != nil {
+		if m, err = ex.s.choose(m, ex.req.endpoint, a); err != nil {
+			return err
+		}
+		ex.req.auto = true
+	}
+	if ex.req.drop, err = ex.s.router.serves(m, a, ex.s.providers); err != nil {
 		return err
 	}
 	var rt route
@@ -277,6 +290,9 @@ func (ex *exchange) pick(ctx context.Context, model string) error {
 		return err
 	}
 	ex.req.model, ex.route = m.ID, rt
+	if ex.req.requested != m.ID {
+		ex.log.with(zap.String("requested_model", ex.req.requested))
+	}
 	if m.Fallback != nil {
 		ex.log.with(zap.String("model", m.ID), zap.Bool("fallback", true))
 	} else {

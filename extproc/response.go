@@ -18,6 +18,14 @@ import (
 	"modelgate/translate/api"
 )
 
+// The headers of an answer that name what served it: the configured
+// model the client's name resolved to (an auto model's choice), and the
+// provider's own id of it. The answer's model member is the client's.
+const (
+	resolvedModelHeader = "x-modelgate-resolved-model"
+	providerModelHeader = "x-modelgate-provider-model"
+)
+
 // responseHeaders lets the translator decide the client-facing head and
 // switches successful streams to STREAMED. Envoy's own replies become the
 // gateway's errors: those the bootstrap's local_reply_config marks, and,
@@ -58,7 +66,7 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	}
 	var mut headers
 	if ex.meter.limit != nil {
-		mut.reserve(8) // content-type, six x-ratelimit-*, :status
+		mut.reserve(10) // content-type, six x-ratelimit-*, :status, the models
 	}
 	if ct := hm.get("content-type"); ct != ex.answer.head.ContentType {
 		mut.Set("content-type", ex.answer.head.ContentType)
@@ -66,6 +74,10 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	if w := api.JoinWarnings(ex.req.warning, ex.answer.head.Warning); w != "" {
 		mut.Set(translate.WarningHeader, w)
 	}
+	// The answer's model is the name the client asked for; these name
+	// what served it.
+	mut.Set(resolvedModelHeader, ex.req.model)
+	mut.Set(providerModelHeader, ex.route.target.Model)
 	rateHeaders(ex.meter.limit, &mut)
 	if skipped := skippedRules(ex.req.guards); skipped != "" {
 		mut.Set(guardSkippedHeader, skipped)

@@ -39,7 +39,7 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 	if err != nil {
 		return nil, err
 	}
-	history, err := continued(ctx, st, req)
+	history, err := continued(ctx, st, req, body)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +47,13 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 	req, left, err := req.Permitted(s.router.webSearch(r.model))
 	if err != nil {
 		return nil, err
+	}
+	if len(r.drop) > 0 {
+		var dropped api.LeftOut
+		if req, dropped, err = req.Without(r.drop); err != nil {
+			return nil, err
+		}
+		left, r.changedBody = append(left, dropped...), mustJSON(req.Members)
 	}
 	r.warning = left.Warning()
 	if s.guarded() {
@@ -93,7 +100,7 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 	if req.Stream {
 		return nil, api.Invalid("stream", "Compaction does not stream; leave 'stream' out.")
 	}
-	history, err := continued(ctx, st, req)
+	history, err := continued(ctx, st, req, body)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +108,13 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 	req, left, err := req.Permitted(s.router.webSearch(r.model))
 	if err != nil {
 		return nil, err
+	}
+	if len(r.drop) > 0 {
+		var dropped api.LeftOut
+		if req, dropped, err = req.Without(r.drop); err != nil {
+			return nil, err
+		}
+		left, r.changedBody = append(left, dropped...), mustJSON(req.Members)
 	}
 	r.warning = left.Warning()
 	r.maxOutput = maxOutputTokens(req.Members)
@@ -114,22 +128,24 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 // stored conversation it continues, and the stored items its
 // item_references name: two store queries at most, however many the
 // references (ParseRequest bounded them).
-func continued(ctx context.Context, st parser, req *responses.Request) ([]json.RawMessage, error) {
-	if err := st.pick(ctx, req.Model); err != nil {
-		return nil, err
-	}
+func continued(ctx context.Context, st parser, req *responses.Request, body []byte) ([]json.RawMessage, error) {
 	s, p := st.server(), st.request().principal
 	history, err := s.history(ctx, p, req.PreviousResponseID)
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Responses == nil || p == nil {
-		return history, nil
+	if s.cfg.Responses != nil && p != nil {
+		err = req.Dereference(history, func(ids []string) (map[string]json.RawMessage, error) {
+			return s.storedItems(ctx, p, ids)
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	err = req.Dereference(history, func(ids []string) (map[string]json.RawMessage, error) {
-		return s.storedItems(ctx, p, ids)
-	})
-	return history, err
+	// What the stored conversation holds is sent again, and asked of the
+	// model as the request's own is.
+	needs := req.Needs(history)
+	return history, st.pick(ctx, req.Model, &asks{needs: &needs, body: body})
 }
 
 // storedItems finds the items ids name among the outputs of the

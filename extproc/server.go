@@ -159,8 +159,11 @@ type Server struct {
 	requestRules, responseRules []*guard.Rule
 	// guardCache keeps the services' verdicts on requests' texts.
 	guardCache *guard.Cache
-	log        *zap.Logger
-	now        func() time.Time
+	// health is what this replica saw of the models' deployments, which
+	// auto models route by.
+	health health
+	log    *zap.Logger
+	now    func() time.Time
 }
 
 // Defaults of Config for callers that leave them zero; the configuration

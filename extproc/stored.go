@@ -15,7 +15,6 @@ import (
 
 	"modelgate/authz"
 	"modelgate/authz/state"
-	"modelgate/envoy/routing"
 	"modelgate/translate/responses"
 )
 
@@ -37,7 +36,7 @@ func (sv served) serve(ctx context.Context, path string) ([]byte, error) {
 	switch sv.endpoint {
 	case endpointModel:
 		id := unescape(path[len(modelPrefix):])
-		if b, ok := sv.s.router.get(sv.principal, id, sv.dialect); ok {
+		if b, ok := sv.s.getModel(sv.principal, id, sv.dialect); ok {
 			return b, nil
 		}
 		return nil, errModelUnavailable(id)
@@ -48,7 +47,7 @@ func (sv served) serve(ctx context.Context, path string) ([]byte, error) {
 	case endpointInputItems:
 		return sv.listInputItems(ctx, unescape(strings.TrimSuffix(path[len(responsePrefix):], inputItemsSuffix)), query)
 	}
-	return sv.s.router.list(sv.principal, sv.dialect), nil
+	return sv.s.listModels(sv.principal, sv.dialect), nil
 }
 
 // unescape decodes a path segment; one that is not validly escaped is
@@ -215,26 +214,4 @@ func (sv served) listInputItems(ctx context.Context, id string, query url.Values
 func derivedID(prefix, responseID string, i int) string {
 	sum := sha256.Sum256([]byte(responseID + "/" + strconv.Itoa(i)))
 	return prefix + hex.EncodeToString(sum[:24])
-}
-
-// get renders the Model object of a model the principal may use, the
-// entry GET /v1/models lists for it, in the dialect's shape; false if
-// there is none.
-func (r *router) get(p *authz.Principal, id string, d *dialect) ([]byte, bool) {
-	m, ok := r.models[id]
-	if !ok || !p.Allows(id) {
-		return nil, false
-	}
-	return render(d.model(m)), true
-}
-
-// list renders the models the principal may use in the dialect's shape.
-func (r *router) list(p *authz.Principal, d *dialect) []byte {
-	var allowed []*routing.Model
-	for _, m := range r.order {
-		if p.Allows(m.ID) {
-			allowed = append(allowed, m)
-		}
-	}
-	return render(d.list(allowed))
 }

@@ -13,10 +13,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+	"sigs.k8s.io/yaml"
 
 	"modelgate/authz"
 	"modelgate/cmd/mockprovider/guards"
@@ -379,7 +381,7 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 	if path == "" {
 		cfg, err = config.Parse([]byte(devModelsWithBackend(mockURL)))
 	} else {
-		cfg, err = config.Load(path)
+		cfg, err = loadWithDevBackends(path)
 	}
 	if err != nil {
 		return nil, err
@@ -396,6 +398,35 @@ func devConfig(path, mockURL string) (*config.Config, error) {
 	}
 	for i := range cfg.Guardrails.Services {
 		devGuardService(&cfg.Guardrails.Services[i], mockURL)
+	}
+	return cfg, nil
+}
+
+// loadWithDevBackends loads a config file in which the built-in mock
+// backends (devBackends) need not be declared: a file of models alone
+// runs on them, its own backends beside them.
+func loadWithDevBackends(path string) (*config.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var file map[string]any
+	if err := yaml.Unmarshal(data, &file); err != nil || file == nil {
+		return config.Load(path) // its errors, with the file's name
+	}
+	declared, _ := file["backends"].([]any)
+	for _, nb := range devBackends() {
+		if !slices.ContainsFunc(declared, func(b any) bool { m, _ := b.(map[string]any); return m["name"] == nb[0] }) {
+			declared = append(declared, map[string]any{"name": nb[0], "provider": nb[1], "base_url": "http://mock.invalid"})
+		}
+	}
+	file["backends"] = declared
+	if data, err = yaml.Marshal(file); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }

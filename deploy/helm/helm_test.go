@@ -345,6 +345,13 @@ func compareSchema(t *testing.T, schema, node map[string]any, typ reflect.Type, 
 		want = map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer", reflect.Int64: "integer", reflect.Float64: "number",
 			reflect.Struct: "object", reflect.Slice: "array"}[typ.Kind()]
 	}
+	if variants, ok := node["oneOf"].([]any); ok { // a key written two ways (an alias: a name, or {name, listed}): the one of the Go type
+		for _, v := range variants {
+			if v := v.(map[string]any); v["type"] == want {
+				node = v
+			}
+		}
+	}
 	if node["type"] != want {
 		t.Errorf("config%s: schema type %v, Go type %s (%s)", at, node["type"], typ, want)
 		return

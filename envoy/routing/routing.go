@@ -153,8 +153,15 @@ type Model struct {
 	// names, and prefixes ending in * (the longest matching one wins;
 	// the model's own id and exact aliases win over any prefix).
 	Aliases []string
-	// Deployments serve the model, each on a backend of the Table.
+	// Listed are the exact aliases GET /v1/models lists beside the id.
+	Listed []string
+	// Deployments serve the model, each on a backend of the Table; an
+	// Auto model has none.
 	Deployments []Deployment
+	// Capabilities are what the model can do.
+	Capabilities Capabilities
+	// Auto, when set, serves each request by one of other models.
+	Auto *Auto
 	// ContextWindow is the model's context in tokens; Responses requests
 	// with truncation "auto" drop their oldest items to fit it. Zero
 	// disables that.
@@ -177,6 +184,27 @@ type Model struct {
 	// serves such a model at most once. Without it the ext_proc server
 	// picks a deployment by weight and Envoy routes by Header.
 	Fallback *Fallback
+}
+
+// Capabilities are what a model can do; a nil or empty member is not
+// declared (the provider decides).
+type Capabilities struct {
+	// Input are the kinds of input the model reads (text, image, audio,
+	// file).
+	Input                        []string
+	Tools, JSONSchema, Reasoning *bool
+	// MaxOutput bounds the answer's tokens.
+	MaxOutput int64
+	// Drop are what a request asking for it is served without when the
+	// model lacks it (reasoning, tools, json_schema), rather than refused.
+	Drop []string
+}
+
+// Auto serves each request by one of Candidates (model ids): of those
+// that can serve it, the cheapest or the fastest (Prefer).
+type Auto struct {
+	Candidates []string
+	Prefer     string
 }
 
 // Deployment is one backend serving a model under its upstream name.

@@ -254,9 +254,15 @@ type Model struct {
 	// Aliases are other names clients may send for the model, such as
 	// an agent's vendor ids: exact names, and prefixes ending in *
 	// ("claude-sonnet-4-5*"). A model's id wins over an exact alias,
-	// which wins over the longest prefix. Aliases are not listed by GET
-	// /v1/models.
-	Aliases []string `json:"aliases"`
+	// which wins over the longest prefix. GET /v1/models lists an exact
+	// alias written {name: …, listed: true}, and no other.
+	Aliases []Alias `json:"aliases"`
+	// Capabilities are what the model can do, for the catalog and for
+	// refusing (or serving without) what a request asks beyond them.
+	Capabilities Capabilities `json:"capabilities"`
+	// Auto, when set, makes the model a choice among others per request
+	// (it has no deployments of its own).
+	Auto *Auto `json:"auto"`
 	// ContextWindow is the model's context in tokens, for Responses
 	// requests with truncation "auto"; zero leaves conversations whole.
 	ContextWindow int `json:"context_window"`
@@ -284,6 +290,53 @@ type Model struct {
 	// fallback's, then the built-in defaults.
 	Fallback *Fallback `json:"fallback"`
 }
+
+// Alias is another name of a model: written as a plain string, or as
+// {name: …, listed: true} to have GET /v1/models list it.
+type Alias struct {
+	Name   string `json:"name"`
+	Listed bool   `json:"listed"`
+}
+
+// Capabilities are what a model can do. An unset member is not declared:
+// the gateway passes such a request on and the provider decides, unless
+// the provider table knows better (Bedrock's models but Claude do not
+// reason).
+type Capabilities struct {
+	// Input are the kinds of input the model reads: text, image, audio,
+	// file. Unset declares none.
+	Input []string `json:"input"`
+	// Tools, JSONSchema and Reasoning: the model calls tools, answers in
+	// a JSON schema, reasons before it answers.
+	Tools      *bool `json:"tools"`
+	JSONSchema *bool `json:"json_schema"`
+	Reasoning  *bool `json:"reasoning"`
+	// MaxOutput is the most tokens the model answers with; a request
+	// that asks for more is refused. Zero declares none.
+	MaxOutput int64 `json:"max_output"`
+	// Drop names what a request asking for it is served without, rather
+	// than refused, when the model lacks it: reasoning, tools,
+	// json_schema. Named in the answer's x-modelgate-warning. For agents
+	// that ask for reasoning on every request (Claude Code, Codex).
+	Drop []string `json:"drop"`
+}
+
+// Auto routes each request to one of Candidates: those that can serve
+// what it uses, then the cheapest by the configured prices or the
+// fastest by measured time to first token.
+type Auto struct {
+	Candidates []string `json:"candidates"`
+	// Prefer is cheapest (the default) or fastest.
+	Prefer string `json:"prefer"`
+}
+
+// Inputs, Droppable and Prefers are the values of capabilities.input,
+// capabilities.drop and auto.prefer.
+var (
+	Inputs    = []string{"text", "image", "audio", "file"}
+	Droppable = []string{"reasoning", "tools", "json_schema"}
+	Prefers   = []string{"cheapest", "fastest"}
+)
 
 // Fallback says when Envoy tries a model's next deployment and when it
 // sets a failing one aside.
@@ -615,6 +668,7 @@ func (c *Config) validate(p *problems) {
 		at := fmt.Sprintf("models[%d]", i)
 		m.validate(p, at, names)
 		m.validateAliases(p, at, aliases)
+		m.validateAuto(p, at, c.Models)
 		for j, d := range m.Deployments {
 			if provider := providers[d.Backend]; m.WebSearch && names[d.Backend] && !contains(webSearchProviders(), provider) {
 				p.add(fmt.Sprintf("%s.deployments[%d].backend", at, j), "web_search needs a provider with its own web search (%s), not %s", strings.Join(webSearchProviders(), ", "), provider)
@@ -624,6 +678,51 @@ func (c *Config) validate(p *problems) {
 			p.add(at+".id", "duplicate model %q", m.ID)
 		}
 		ids[m.ID] = true
+	}
+}
+
+func (c Capabilities) validate(p *problems, at string) {
+	for j, in := range c.Input {
+		if !contains(Inputs, in) {
+			p.add(fmt.Sprintf("%s.input[%d]", at, j), "%q is not one of %s", in, strings.Join(Inputs, ", "))
+		}
+	}
+	if len(c.Input) > 0 && !contains(c.Input, "text") {
+		p.add(at+".input", "must include text")
+	}
+	if c.MaxOutput < 0 {
+		p.add(at+".max_output", "must not be negative")
+	}
+	for j, d := range c.Drop {
+		if !contains(Droppable, d) {
+			p.add(fmt.Sprintf("%s.drop[%d]", at, j), "%q is not one of %s: a request's input is never dropped", d, strings.Join(Droppable, ", "))
+		}
+	}
+}
+
+// validateAuto checks an auto model's candidates: models of the file,
+// none of them auto itself.
+func (m Model) validateAuto(p *problems, at string, models []Model) {
+	if m.Auto == nil {
+		return
+	}
+	if len(m.Auto.Candidates) == 0 {
+		p.add(at+".auto.candidates", "needs at least one model")
+	}
+	if m.Auto.Prefer != "" && !contains(Prefers, m.Auto.Prefer) {
+		p.add(at+".auto.prefer", "%q is not one of %s", m.Auto.Prefer, strings.Join(Prefers, ", "))
+	}
+	for j, c := range m.Auto.Candidates {
+		where := fmt.Sprintf("%s.auto.candidates[%d]", at, j)
+		i := slices.IndexFunc(models, func(o Model) bool { return o.ID == c })
+		switch {
+		case i < 0:
+			p.add(where, "unknown model %q", c)
+		case models[i].Auto != nil:
+			p.add(where, "%q is an auto model itself", c)
+		case slices.Contains(m.Auto.Candidates[:j], c):
+			p.add(where, "%q is listed twice", c)
+		}
 	}
 }
 
@@ -692,10 +791,13 @@ func (b Backend) validate(p *problems, at string) {
 // before it (claimed, alias to model id): two models cannot claim one
 // exact name or one prefix, and a * stands only at the end.
 func (m Model) validateAliases(p *problems, at string, claimed map[string]string) {
-	for j, a := range m.Aliases {
+	for j, alias := range m.Aliases {
 		where := fmt.Sprintf("%s.aliases[%d]", at, j)
+		a := alias.Name
 		prefix, pattern := strings.CutSuffix(a, "*")
 		switch {
+		case pattern && alias.Listed:
+			p.add(where, "%q: a prefix names no model to list; list exact names only", a)
 		case prefix == "" || strings.ContainsFunc(a, unicode.IsControl):
 			p.add(where, "must be a name, or a prefix before a final *, without control characters")
 		case strings.Contains(prefix, "*"):
@@ -727,7 +829,13 @@ func (m Model) validate(p *problems, at string, backends map[string]bool) {
 			p.add(fmt.Sprintf("%s.reasoning_efforts[%d]", at, j), "%q is not one of %s", e, strings.Join(reasoningEfforts, ", "))
 		}
 	}
-	if len(m.Deployments) == 0 {
+	m.Capabilities.validate(p, at+".capabilities")
+	switch {
+	case m.Auto != nil && len(m.Deployments) > 0:
+		p.add(at+".deployments", "an auto model has none: it routes to its candidates'")
+	case m.Auto != nil && m.Fallback != nil:
+		p.add(at+".fallback", "an auto model has none: its candidates may")
+	case m.Auto == nil && len(m.Deployments) == 0:
 		p.add(at+".deployments", "needs at least one deployment")
 	}
 	for j, d := range m.Deployments {

@@ -320,13 +320,14 @@ backends:
   - {name: openai, provider: openai, base_url: https://api.openai.com}
 models:
 `
-	cfg, err := Parse([]byte(base + `  - {id: g, aliases: ["gpt-5-codex*", "codex"], deployments: [{backend: openai, model: gpt-4o}]}
+	cfg, err := Parse([]byte(base + `  - {id: g, aliases: ["gpt-5-codex*", "codex", {name: house, listed: true}], deployments: [{backend: openai, model: gpt-4o}]}
   - {id: h, aliases: ["gpt-5*", "g"], deployments: [{backend: openai, model: gpt-4o}]}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cfg.Routing(); len(r.Models) != 2 || !slices.Equal(r.Models[0].Aliases, []string{"gpt-5-codex*", "codex"}) {
+	if r := cfg.Routing(); len(r.Models) != 2 || !slices.Equal(r.Models[0].Aliases, []string{"gpt-5-codex*", "codex", "house"}) ||
+		!slices.Equal(r.Models[0].Listed, []string{"house"}) {
 		t.Errorf("routing %+v", r.Models)
 	}
 	for _, tt := range []struct{ models, want string }{
@@ -335,6 +336,55 @@ models:
 		{`  - {id: g, aliases: [g], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: "g" is the model's own id`},
 		{"  - {id: g, aliases: [\"c*\"], deployments: [{backend: openai, model: gpt-4o}]}\n  - {id: h, aliases: [\"c*\"], deployments: [{backend: openai, model: gpt-4o}]}",
 			`models[1].aliases[0]: "c*" is claimed by model "g" too: the gateway could not tell which one a client means`},
+		{`  - {id: g, aliases: [{name: "c*", listed: true}], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: "c*": a prefix names no model to list; list exact names only`},
+		{`  - {id: g, aliases: [{listed: true}], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0]: must be a name, or a prefix before a final *, without control characters`},
+		{`  - {id: g, aliases: [{name: x, list: true}], deployments: [{backend: openai, model: gpt-4o}]}`, `models[0].aliases[0].list: unknown key; did you mean "listed"?`},
+	} {
+		_, err := Parse([]byte(base + tt.models + "\n"))
+		var cerr *Error
+		if !errors.As(err, &cerr) || len(cerr.Problems) != 1 || cerr.Problems[0] != tt.want {
+			t.Errorf("%s: %v, want %q", tt.models, err, tt.want)
+		}
+	}
+}
+
+// Capabilities and auto models are checked where they are written: the
+// values each takes, an auto model without deployments of its own and
+// over models that have them.
+func TestModelCapabilitiesAndAuto(t *testing.T) {
+	const base = `
+backends:
+  - {name: openai, provider: openai, base_url: https://api.openai.com}
+models:
+  - {id: a, deployments: [{backend: openai, model: gpt-4o}]}
+`
+	cfg, err := Parse([]byte(base + `  - {id: b, capabilities: {input: [text, image], tools: false, reasoning: false, max_output: 100, drop: [reasoning]}, deployments: [{backend: openai, model: gpt-4o}]}
+  - {id: auto, auto: {candidates: [a, b]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Routing()
+	if c := r.Models[1].Capabilities; !slices.Equal(c.Input, []string{"text", "image"}) || c.Tools == nil || *c.Tools || c.JSONSchema != nil ||
+		c.MaxOutput != 100 || !slices.Equal(c.Drop, []string{"reasoning"}) {
+		t.Errorf("capabilities %+v", c)
+	}
+	if a := r.Models[2].Auto; a == nil || !slices.Equal(a.Candidates, []string{"a", "b"}) || a.Prefer != "cheapest" || len(r.Models[2].Deployments) != 0 {
+		t.Errorf("auto %+v", r.Models[2])
+	}
+	for _, tt := range []struct{ models, want string }{
+		{`  - {id: b, capabilities: {input: [image]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.input: must include text`},
+		{`  - {id: b, capabilities: {input: [text, video]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.input[1]: "video" is not one of text, image, audio, file`},
+		{`  - {id: b, capabilities: {drop: [image]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.drop[0]: "image" is not one of reasoning, tools, json_schema: a request's input is never dropped`},
+		{`  - {id: b, capabilities: {max_output: -1}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.max_output: must not be negative`},
+		{`  - {id: b}`, `models[1].deployments: needs at least one deployment`},
+		{`  - {id: b, auto: {candidates: [a]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].deployments: an auto model has none: it routes to its candidates'`},
+		{`  - {id: b, auto: {candidates: [a]}, fallback: {}}`, `models[1].fallback: an auto model has none: its candidates may`},
+		{`  - {id: b, auto: {candidates: []}}`, `models[1].auto.candidates: needs at least one model`},
+		{`  - {id: b, auto: {candidates: [a, c]}}`, `models[1].auto.candidates[1]: unknown model "c"`},
+		{`  - {id: b, auto: {candidates: [a, a]}}`, `models[1].auto.candidates[1]: "a" is listed twice`},
+		{"  - {id: b, auto: {candidates: [a]}}\n  - {id: c, auto: {candidates: [b]}}", `models[2].auto.candidates[0]: "b" is an auto model itself`},
+		{`  - {id: b, auto: {candidates: [a], prefer: random}}`, `models[1].auto.prefer: "random" is not one of cheapest, fastest`},
 	} {
 		_, err := Parse([]byte(base + tt.models + "\n"))
 		var cerr *Error

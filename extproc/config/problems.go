@@ -94,6 +94,9 @@ func check(p *problems, at string, v any, t reflect.Type) any {
 	if t == typeOf[time.Time]() {
 		return checkInstant(p, at, v)
 	}
+	if name, ok := v.(string); ok && t == typeOf[Alias]() { // aliases: [codex, {name: gpt5, listed: true}]
+		return map[string]any{"name": name}
+	}
 	if t == typeOf[RetryCondition]() {
 		if n, ok := v.(json.Number); ok { // retry_on: [5xx, 429]: YAML reads 429 as a number
 			return n.String()

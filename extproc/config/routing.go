@@ -1,6 +1,10 @@
 package config
 
-import "modelgate/envoy/routing"
+import (
+	"cmp"
+
+	"modelgate/envoy/routing"
+)
 
 // Routing is the routing the file describes, resolved: what the ext_proc
 // server routes by and what Envoy's configuration is generated from.
@@ -12,9 +16,20 @@ func (cfg *Config) Routing() routing.Table {
 			APIVersion: b.APIVersion, Region: b.Region, Project: b.Project, Timeouts: b.Timeouts.resolved()})
 	}
 	for _, m := range cfg.Models {
+		c := m.Capabilities
 		rm := routing.Model{ID: m.ID, OwnedBy: m.OwnedBy, Created: m.Created, ContextWindow: m.ContextWindow,
-			ReasoningEfforts: m.ReasoningEfforts, WebSearch: m.WebSearch, AutoCache: m.AutoCache, Aliases: m.Aliases,
-			Timeouts: m.Timeouts.resolved()}
+			ReasoningEfforts: m.ReasoningEfforts, WebSearch: m.WebSearch, AutoCache: m.AutoCache,
+			Timeouts: m.Timeouts.resolved(), Capabilities: routing.Capabilities{Input: c.Input, Tools: c.Tools,
+				JSONSchema: c.JSONSchema, Reasoning: c.Reasoning, MaxOutput: c.MaxOutput, Drop: c.Drop}}
+		for _, a := range m.Aliases {
+			rm.Aliases = append(rm.Aliases, a.Name)
+			if a.Listed {
+				rm.Listed = append(rm.Listed, a.Name)
+			}
+		}
+		if m.Auto != nil {
+			rm.Auto = &routing.Auto{Candidates: m.Auto.Candidates, Prefer: cmp.Or(m.Auto.Prefer, "cheapest")}
+		}
 		for _, d := range m.Deployments {
 			rm.Deployments = append(rm.Deployments, routing.Deployment(d))
 		}

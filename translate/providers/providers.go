@@ -47,6 +47,11 @@ type Provider struct {
 	// CountTokens serves (nil: none), so the gateway knows before it
 	// builds a translator whether it estimates the count itself.
 	TokenCounting func(model string) bool
+	// Reasons reports the upstream models that reason when asked to, for
+	// a model whose configuration does not say (routing.Capabilities);
+	// nil knows of none that does not. Bedrock's reason only as Claude
+	// (its translators refuse reasoning_effort elsewhere).
+	Reasons func(model string) bool
 	// WebSearch: the provider searches the web itself when a model may
 	// (Anthropic's and Gemini's search tools, OpenAI's web_search).
 	WebSearch bool
@@ -110,7 +115,7 @@ var table = []Provider{
 		Headers: []string{"api-key"}, TelemetryName: "azure.ai.openai"},
 	{Name: "anthropic", WebSearch: true, Chat: anthropic.NewChat, Messages: anthropic.NewMessages, CountTokens: anthropic.NewCountTokens, TokenCounting: func(string) bool { return true }, DefaultMaxOutput: func(string) int64 { return anthropic.DefaultMaxTokens },
 		Headers: []string{"x-api-key", "anthropic-version", "anthropic-beta"}},
-	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, CountTokens: bedrock.NewCountTokens, TokenCounting: bedrock.CountsTokens, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages,
+	{Name: "bedrock", Chat: bedrock.NewChat, Messages: bedrock.NewMessages, CountTokens: bedrock.NewCountTokens, TokenCounting: bedrock.CountsTokens, Embeddings: bedrock.NewEmbeddings, Images: bedrock.NewImages, Reasons: bedrock.Reasons,
 		Credential: AWS, Headers: []string{"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}, TelemetryName: "aws.bedrock"},
 	{Name: "gemini", WebSearch: true, Chat: gemini.NewChat, Embeddings: gemini.NewEmbeddings, Images: gemini.NewImages,
 		Headers: []string{"x-goog-api-key"}, TelemetryName: "gcp.gemini"},
