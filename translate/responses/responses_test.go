@@ -244,3 +244,40 @@ func TestResponsesError(t *testing.T) {
 		t.Errorf("a fractional max_output_tokens: %v", err)
 	}
 }
+
+// Tools an additional_tools item makes available (Codex's code mode
+// sends its tools so) join the chat request's tools, from the stored
+// conversation and the input alike, and the item itself is no message; a
+// call of such a custom tool comes back as the custom tool call it is.
+func TestToChatAdditionalTools(t *testing.T) {
+	r, err := ParseRequest([]byte(`{"model":"m","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"input":[
+		{"type":"additional_tools","role":"developer","tools":[{"type":"custom","name":"exec","description":"Run JavaScript"}]},
+		{"type":"message","role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []json.RawMessage{json.RawMessage(`{"type":"additional_tools","id":"at_1","role":"developer","tools":[{"type":"function","name":"g"},{"type":"function","name":"f"}]}`)}
+	req, err := ToChat(r, history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []struct{ Function struct{ Name string } }
+	json.Unmarshal(req.Members["tools"], &tools) //nolint:errcheck // checked below
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Function.Name)
+	}
+	if diff := cmp.Diff([]string{"f", "g", "exec"}, names); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if msgs := chatMessages(t, req); len(msgs) != 1 || msgs[0]["role"] != "user" {
+		t.Errorf("messages %v, want the user's alone", msgs)
+	}
+	if got := r.tools.call("exec"); got.kind != customTool || got.name != "exec" {
+		t.Errorf("a call of exec maps back to %+v, want the custom tool", got)
+	}
+	bad, _ := ParseRequest([]byte(`{"model":"m","input":[{"type":"additional_tools","tools":[{"type":"function"}]}]}`))
+	if _, err := ToChat(bad, nil); err == nil || !strings.Contains(err.Error(), "input[0].tools[0].name") {
+		t.Errorf("a nameless additional tool: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ var unreplayed = map[string]bool{
 	"compaction": true, "web_search_call": true, "file_search_call": true,
 	"code_interpreter_call": true, "image_generation_call": true, "mcp_list_tools": true, "mcp_call": true,
 	"mcp_approval_request": true, "mcp_approval_response": true, "tool_search_call": true, "tool_search_output": true,
+	"additional_tools": true, // its tools join the request's (addItemTools)
 }
 
 type contentPart struct {
@@ -125,6 +126,9 @@ func ToChat(r *Request, history []json.RawMessage, opts ...Option) (*api.ChatReq
 		return nil, err
 	}
 	if err := c.addItems(items, min(len(history), len(items))); err != nil {
+		return nil, err
+	}
+	if err := r.addItemTools(items, len(history)); err != nil {
 		return nil, err
 	}
 	if err := c.setTools(r); err != nil {

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -91,6 +92,35 @@ func parseTools(raw json.RawMessage) (toolset, error) {
 		}
 	}
 	return ts, nil
+}
+
+// addItemTools adds the tools of the conversation's additional_tools
+// items (Codex's, for the tools it loads as a conversation goes) to the
+// request's: a chat model is offered every tool of the conversation at
+// once. The first stored items are the history's.
+func (r *Request) addItemTools(items []json.RawMessage, stored int) error {
+	for i, raw := range items {
+		if !bytes.Contains(raw, []byte("additional_tools")) { // the common case, without decoding
+			continue
+		}
+		var it struct {
+			Type  string            `json:"type"`
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if json.Unmarshal(raw, &it) != nil || it.Type != "additional_tools" {
+			continue
+		}
+		param := fmt.Sprintf("input[%d]", i-stored)
+		if i < stored {
+			param = "previous_response_id"
+		}
+		for j, t := range it.Tools {
+			if err := r.tools.add(fmt.Sprintf("%s.tools[%d]", param, j), t, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // add adds the tool at param, inside namespace ns when ns is set.

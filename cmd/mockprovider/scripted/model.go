@@ -7,10 +7,11 @@
 // The rules, applied to the conversation since the last user message:
 //
 //   - no tool result yet and tools offered: call one tool, the first of
-//     exec_command, shell and bash (in any case) that is offered, else the first
-//     offered; string arguments are filled with the first `backticked`
-//     text of the user's message (a command, a name), a command array with
-//     ["bash", "-lc", that text];
+//     exec_command, shell and bash (in any case) that is offered, else
+//     Codex's code mode (exec: a script that runs the command with
+//     tools.exec_command), else the first offered; string arguments are
+//     filled with the first `backticked` text of the user's message (a
+//     command, a name), a command array with ["bash", "-lc", that text];
 //   - a tool result and a tool call required (tool_choice any or
 //     required): call the last offered tool, which is where a gateway puts
 //     the tool that carries a JSON answer, with arguments made from its
@@ -132,8 +133,11 @@ func Answer(c Conversation) Turn {
 	}
 	switch {
 	case len(c.Results) == 0 && len(c.Tools) > 0:
-		tool := pickTool(c.Tools)
-		t.Call = &Call{Name: tool.Name, Arguments: arguments(tool, backticked(c.Prompt))}
+		tool, command := pickTool(c.Tools), backticked(c.Prompt)
+		if codeMode(tool) {
+			command = script(command)
+		}
+		t.Call = &Call{Name: tool.Name, Arguments: arguments(tool, command)}
 	case c.MustCall && len(c.Tools) > 0:
 		tool := c.Tools[len(c.Tools)-1]
 		t.Call = &Call{Name: tool.Name, Arguments: arguments(tool, quote)}
@@ -171,7 +175,8 @@ func firstLine(s string) string {
 }
 
 // pickTool prefers a shell tool, as a coding model asked to run a command
-// would (Claude Code's is Bash).
+// would (Claude Code's is Bash), then Codex's code mode, whose script
+// runs its shell tool.
 func pickTool(tools []Tool) Tool {
 	for _, name := range []string{"exec_command", "shell", "bash"} {
 		for _, t := range tools {
@@ -180,7 +185,24 @@ func pickTool(tools []Tool) Tool {
 			}
 		}
 	}
+	for _, t := range tools {
+		if codeMode(t) {
+			return t
+		}
+	}
 	return tools[0]
+}
+
+// codeMode reports Codex's code mode tool: exec, which runs JavaScript
+// that calls the other tools (tools.exec_command), offered by Codex as a
+// freeform tool, in a bridged request as functions__exec.
+func codeMode(t Tool) bool { return t.Name == "exec" || strings.HasSuffix(t.Name, "__exec") }
+
+// script is the code mode script that runs command with Codex's shell
+// tool and answers its output.
+func script(command string) string {
+	quoted, _ := json.Marshal(command)
+	return "const r = await tools.exec_command({cmd: " + string(quoted) + "});\ntext(r.output);"
 }
 
 // backticked is the first `quoted` text of s, or s's first line.
