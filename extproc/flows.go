@@ -26,12 +26,8 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	if err != nil {
 		return nil, err
 	}
-	if len(r.drop) > 0 {
-		var dropped api.LeftOut
-		if req, dropped, err = req.Without(r.drop); err != nil {
-			return nil, err
-		}
-		left, r.changedBody = append(left, dropped...), bodyOr(req.Body, req.Members)
+	if req, left, err = dropped(r, req, left, (*api.ChatRequest).Without, chatBody); err != nil {
+		return nil, err
 	}
 	if st.server().guarded() {
 		r.texts = func() []translate.RequestText { return api.ChatTexts(req) }
@@ -143,12 +139,8 @@ func permitted(st parser, req *api.MessagesRequest) (*api.MessagesRequest, error
 	if err != nil {
 		return nil, err
 	}
-	if len(r.drop) > 0 {
-		var dropped api.LeftOut
-		if req, dropped, err = req.Without(r.drop); err != nil {
-			return nil, err
-		}
-		left, r.changedBody = append(left, dropped...), bodyOr(req.Body, req.Members)
+	if req, left, err = dropped(r, req, left, (*api.MessagesRequest).Without, messagesBody); err != nil {
+		return nil, err
 	}
 	r.warning = left.Warning()
 	r.stream, r.maxOutput, r.searches = req.Stream, req.MaxTokens, req.WebSearchMaxUses()
@@ -184,6 +176,25 @@ func (f countTokensFlow) parse(ctx context.Context, st parser, body []byte) (*lo
 // provider counts free of charge (its tokens are charged to token limits
 // only).
 func (countTokensFlow) price(pricing.Usage, bool) pricing.Usage { return pricing.Usage{} }
+
+// dropped serves req without what its model drops (request.drop): the
+// request the provider gets, what it lost after left, and the body a
+// Fallback model's router-level stream sends on (request.changedBody).
+func dropped[R any](r *request, req R, left api.LeftOut, without func(R, []api.Capability) (R, api.LeftOut, error),
+	body func(R) []byte) (R, api.LeftOut, error) {
+	if len(r.drop) == 0 {
+		return req, left, nil
+	}
+	out, lost, err := without(req, r.drop)
+	if err != nil {
+		return req, nil, err
+	}
+	r.changedBody = body(out)
+	return out, append(left, lost...), nil
+}
+
+func chatBody(r *api.ChatRequest) []byte         { return bodyOr(r.Body, r.Members) }
+func messagesBody(r *api.MessagesRequest) []byte { return bodyOr(r.Body, r.Members) }
 
 // newFlow makes the flow of a request to ep that reaches a provider;
 // false for the endpoints the gateway answers itself.

@@ -48,12 +48,8 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 	if err != nil {
 		return nil, err
 	}
-	if len(r.drop) > 0 {
-		var dropped api.LeftOut
-		if req, dropped, err = req.Without(r.drop); err != nil {
-			return nil, err
-		}
-		left, r.changedBody = append(left, dropped...), mustJSON(req.Members)
+	if req, left, err = dropped(r, req, left, (*responses.Request).Without, responsesBody); err != nil {
+		return nil, err
 	}
 	r.warning = left.Warning()
 	if s.guarded() {
@@ -109,12 +105,8 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 	if err != nil {
 		return nil, err
 	}
-	if len(r.drop) > 0 {
-		var dropped api.LeftOut
-		if req, dropped, err = req.Without(r.drop); err != nil {
-			return nil, err
-		}
-		left, r.changedBody = append(left, dropped...), mustJSON(req.Members)
+	if req, left, err = dropped(r, req, left, (*responses.Request).Without, responsesBody); err != nil {
+		return nil, err
 	}
 	r.warning = left.Warning()
 	r.maxOutput = maxOutputTokens(req.Members)
@@ -123,6 +115,8 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 		return p.CompactTranslator(t, req, history, id, created)
 	})
 }
+
+func responsesBody(r *responses.Request) []byte { return mustJSON(r.Members) }
 
 // continued routes the model a Responses request names and reads the
 // stored conversation it continues, and the stored items its
