@@ -198,3 +198,16 @@ func capStrings(cs []api.Capability) []string {
 	}
 	return out
 }
+
+// A price per million tokens is listed per token, as OpenRouter's
+// pricing is, exactly.
+func TestPerToken(t *testing.T) {
+	for n, want := range map[pricing.Nanos]string{
+		3 * pricing.NanosPerUnit: "0.000003", 15 * pricing.NanosPerUnit / 100: "0.00000015", 1: "0.000000000000001", 0: "0",
+		1234 * pricing.NanosPerUnit: "0.001234",
+	} {
+		if got := perToken(n); got != want {
+			t.Errorf("perToken(%d) = %s, want %s", n, got, want)
+		}
+	}
+}

@@ -42,6 +42,12 @@ const modelsConfig = `models:
   - id: g-embed
     aliases: ["text-embedding-*"]
     deployments: [{backend: mock, model: text-embedding-3-small}]
+  - id: g-image
+    aliases: ["dall-e-*"]
+    deployments: [{backend: mock, model: gpt-image-1-mini}]
+  - id: g-whisper
+    aliases: ["whisper-*"]
+    deployments: [{backend: mock, model: whisper-1}]
 prices:
   models:
     - {model: g-gpt, input: "1.00", output: "4.00"}
@@ -118,6 +124,24 @@ func TestModelNames(t *testing.T) {
 			t.Errorf("%s: provider model %q recorded, %q in the header", what, rec.ProviderModel, want)
 		}
 	}
+	// Images and transcriptions, whose answers have no model member.
+	audio := strings.Repeat("RIFF\x24\x08\x00\x00WAVEfmt ", 64)
+	for _, tt := range []struct{ path, contentType, body, name, model string }{
+		{"/images/generations", "application/json", `{"model":"dall-e-3","prompt":"a cat"}`, "dall-e-3", "g-image"},
+		{"/audio/transcriptions", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-large-v3\r\n" +
+			"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\n" + audio + "\r\n--b--\r\n",
+			"whisper-large-v3", "g-whisper"},
+	} {
+		id := fmt.Sprintf("names-%d", guardRequests.Add(1))
+		res, body := anthropicCall(t, "POST", a.Gateway+tt.path, "", tt.body, "authorization", "Bearer "+a.APIKey, "content-type", tt.contentType, "x-request-id", id)
+		if res.StatusCode != 200 || res.Header.Get("x-modelgate-resolved-model") != tt.model {
+			t.Errorf("%s %s: %d, served by %q: %s", tt.path, tt.name, res.StatusCode, res.Header.Get("x-modelgate-resolved-model"), body)
+		}
+		if rec := ledgerRecord(t, a, id); rec.Model != tt.model || rec.RequestedModel != tt.name {
+			t.Errorf("%s: recorded as %q asked as %q", tt.path, rec.Model, rec.RequestedModel)
+		}
+	}
+
 	res, body := guardCall(t, a, guardDoors[0], guardDoors[0].body("gpt-5", "hi", false), "")
 	if res.StatusCode != 404 || !strings.Contains(string(body), "model_not_found") {
 		t.Errorf("a name no alias takes: %d %s", res.StatusCode, body)
@@ -228,7 +252,7 @@ func checkCatalog(t *testing.T, a devAddrs) {
 			}
 		}
 	}
-	if want := []string{"g-claude", "g-gpt", "codex-house", "auto", "g-fallback", "g-nova", "g-nova-strict", "g-embed"}; !slices.Equal(ids, want) {
+	if want := []string{"g-claude", "g-gpt", "codex-house", "auto", "g-fallback", "g-nova", "g-nova-strict", "g-embed", "g-image", "g-whisper"}; !slices.Equal(ids, want) {
 		t.Errorf("/v1/models lists %q, want %q", ids, want)
 	}
 	status, one := a.call(t, "GET", "/models/claude-haiku-4-5-20251001", a.APIKey, "")
@@ -248,7 +272,7 @@ func checkCatalog(t *testing.T, a devAddrs) {
 		}
 		HasMore bool `json:"has_more"`
 	}
-	if res.StatusCode != 200 || json.Unmarshal(body, &anthropic) != nil || len(anthropic.Data) != 8 {
+	if res.StatusCode != 200 || json.Unmarshal(body, &anthropic) != nil || len(anthropic.Data) != 10 {
 		t.Fatalf("the Anthropic model list: %d %s", res.StatusCode, body)
 	}
 	for _, m := range anthropic.Data {
