@@ -129,3 +129,21 @@ func TestNothingUnpermittedReachesAProvider(t *testing.T) {
 		})
 	}
 }
+
+// An answer names what served it in the gateway's headers, and OpenAI's
+// openai-model header, where the provider sent one, names the model the
+// client asked for, as the body does.
+func TestAnswerModelHeaders(t *testing.T) {
+	s := permitsServer(t)
+	h := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{
+		RequestHeaders: hdrs(false, ":method", "POST", ":path", "/v1/chat/completions", "authorization", "Bearer k", "content-type", "application/json")}}
+	out := play(t, s, false, h, reqBody(`{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`),
+		respHeaders(false, ":status", "200", "content-type", "application/json", "openai-model", "gpt-5-2026-01-01"))
+	set := map[string]string{}
+	for _, hv := range out[2].GetResponseHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
+		set[hv.GetHeader().GetKey()] = string(hv.GetHeader().GetRawValue())
+	}
+	if set["x-modelgate-resolved-model"] != "gpt" || set["x-modelgate-provider-model"] != "gpt-5" || set["openai-model"] != "gpt" {
+		t.Errorf("answer headers %v", set)
+	}
+}

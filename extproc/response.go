@@ -24,6 +24,9 @@ import (
 const (
 	resolvedModelHeader = "x-modelgate-resolved-model"
 	providerModelHeader = "x-modelgate-provider-model"
+	// openAIModelHeader is OpenAI's name of the model that answered,
+	// which the answer gives as the client's too.
+	openAIModelHeader = "openai-model"
 )
 
 // responseHeaders lets the translator decide the client-facing head and
@@ -78,6 +81,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	// what served it.
 	mut.Set(resolvedModelHeader, ex.req.model)
 	mut.Set(providerModelHeader, ex.route.target.Model)
+	if _, ok := hm.lookup(openAIModelHeader); ok { // Codex warns "model rerouted" at any other name than its own
+		mut.Set(openAIModelHeader, ex.req.requested)
+	}
 	rateHeaders(ex.meter.limit, &mut)
 	if skipped := skippedRules(ex.req.guards); skipped != "" {
 		mut.Set(guardSkippedHeader, skipped)
