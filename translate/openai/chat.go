@@ -33,7 +33,7 @@ type chat struct {
 // NewChat returns the chat translator for provider openai and
 // openai-compatible backends.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req}
+	return &chat{target: t, req: req, fix: chunkFix{model: req.Model}}
 }
 
 // RequestBody maps the public model to the upstream one and, for streams,
