@@ -47,6 +47,41 @@ func Members(obj []byte, out []Member) ([]Member, bool) {
 	}
 }
 
+// SetString is doc with the string s as the value of every member named
+// key (escaped or not) of the object at doc[at], in valid JSON, and
+// whether the object has such a member. Every other byte stays as it
+// was; doc itself is returned, not copied, when each of them already
+// reads as s.
+func SetString(doc []byte, at int, key, s string) ([]byte, bool) {
+	it, ok := Entries(doc, at)
+	if !ok || !it.Object {
+		return doc, false
+	}
+	var out []byte
+	prev, found := 0, false
+	for {
+		m, more := it.Next()
+		if !more {
+			break
+		}
+		if !bodyIs(m.Key, key) {
+			continue
+		}
+		if found = true; IsText(m.Value, s) {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(doc)+len(s)+8)
+		}
+		out = AppendQuoted(append(out, doc[prev:m.VS]...), s)
+		prev = m.End
+	}
+	if out == nil {
+		return doc, found
+	}
+	return append(out, doc[prev:]...), true
+}
+
 // ValidMembers is Members and Valid in one pass: it lists the top-level
 // members of obj and reports whether obj is one valid JSON object. Like
 // Valid it refuses nesting deeper than 64 levels; callers that must take

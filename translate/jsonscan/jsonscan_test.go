@@ -91,3 +91,32 @@ func FuzzValidMembers(f *testing.F) {
 		}
 	})
 }
+
+// SetString changes the values of the members it names and nothing else,
+// and gives back the document itself when they already read as the text.
+func TestSetString(t *testing.T) {
+	for _, tt := range []struct {
+		doc, key, s, want string
+		found             bool
+	}{
+		{`{"id":"x", "model" : "a-1" ,"n":{"model":"a-1"}}`, "model", "a", `{"id":"x", "model" : "a" ,"n":{"model":"a-1"}}`, true},
+		{`{"m\u006fdel":"a-1","model":"b"}`, "model", "<a>", `{"m\u006fdel":"\u003ca\u003e","model":"\u003ca\u003e"}`, true},
+		{`{"model":"a\u002d1"}`, "model", "a-1", `{"model":"a\u002d1"}`, true},
+		{`{"model":7}`, "model", "a", `{"model":"a"}`, true},
+		{`{"id":"model"}`, "model", "a", `{"id":"model"}`, false},
+		{`["model"]`, "model", "a", `["model"]`, false},
+	} {
+		doc := []byte(tt.doc)
+		got, found := SetString(doc, 0, tt.key, tt.s)
+		if string(got) != tt.want || found != tt.found {
+			t.Errorf("SetString(%s, %q) = %s, %v; want %s, %v", tt.doc, tt.s, got, found, tt.want, tt.found)
+		}
+		if tt.want == tt.doc && &got[0] != &doc[0] {
+			t.Errorf("SetString(%s) copied a document it did not change", tt.doc)
+		}
+	}
+	doc := []byte(`{"a":1,"n":{"model":"x"}}`)
+	if got, _ := SetString(doc, bytes.IndexByte(doc[1:], '{')+1, "model", "y"); string(got) != `{"a":1,"n":{"model":"y"}}` {
+		t.Errorf("nested: %s", got)
+	}
+}

@@ -156,7 +156,12 @@ func IsText(tok []byte, s string) bool {
 	if len(tok) < 2 || tok[0] != '"' {
 		return false
 	}
-	body := tok[1 : len(tok)-1]
+	return bodyIs(tok[1:len(tok)-1], s)
+}
+
+// bodyIs is IsText of a string token's body, without its quotes (a
+// Member's Key).
+func bodyIs(body []byte, s string) bool {
 	for i := 0; i < len(body); {
 		if c := body[i]; c < utf8.RuneSelf && c != '\\' {
 			if len(s) == 0 || s[0] != c {
