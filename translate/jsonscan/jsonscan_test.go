@@ -120,3 +120,49 @@ func TestSetString(t *testing.T) {
 		t.Errorf("nested: %s", got)
 	}
 }
+
+// Any valid object, given a model by SetString, is valid JSON that
+// encoding/json reads as the object with that model, and the object
+// itself when it had none.
+func FuzzSetString(f *testing.F) {
+	for _, s := range []string{`{"model":"a"}`, ` {"id":1 , "model" :"b\u0022" ,"model":null}`, `{"mod\u0065l":{"model":"x"}}`, `{}`, `[{"model":"a"}]`} {
+		f.Add([]byte(s), "a")
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, s string) {
+		var before map[string]json.RawMessage
+		if !json.Valid(doc) || json.Unmarshal(doc, &before) != nil || before == nil {
+			return
+		}
+		got, found := SetString(doc, SkipSpace(doc, 0), "model", s)
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("SetString(%q) = %q: %v", doc, got, err)
+		}
+		_, had := before["model"]
+		var model, want string
+		json.Unmarshal(must(json.Marshal(s)), &want) //nolint:errcheck // s as a client reads it
+		if found != had || had && (json.Unmarshal(after["model"], &model) != nil || model != want) {
+			t.Fatalf("SetString(%q, %q) = %q, found %v", doc, s, got, found)
+		}
+		delete(before, "model")
+		delete(after, "model")
+		for k, v := range before {
+			if !bytes.Equal(jsonscanCompact(v), jsonscanCompact(after[k])) {
+				t.Fatalf("SetString(%q) changed %q: %q", doc, k, got)
+			}
+		}
+	})
+}
+
+func jsonscanCompact(v []byte) []byte {
+	var b bytes.Buffer
+	json.Compact(&b, v) //nolint:errcheck // decoded values
+	return b.Bytes()
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
