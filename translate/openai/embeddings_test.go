@@ -15,6 +15,7 @@ import (
 	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/api/spec"
+	"modelgate/translate/jsonscan"
 	"modelgate/translate/translatetest"
 )
 
@@ -195,8 +196,8 @@ func TestEmbeddingGoldens(t *testing.T) {
 			if got, want := vectorsOf(t, out), vectorsOf(t, recorded); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("vectors differ from the recording")
 			}
-			if req.Base64 && !tc.floats && !bytes.Equal(out, recorded) {
-				t.Errorf("a base64 answer the client asked for is not passed through as sent")
+			if asSent, _ := jsonscan.SetString(recorded, 0, "model", req.Model); req.Base64 && !tc.floats && !bytes.Equal(out, asSent) {
+				t.Errorf("a base64 answer the client asked for is not passed through as sent, but for the client's model")
 			}
 			if req.Base64 && tc.floats && embeddingStrings(t, out)[0] != embeddingStrings(t, recorded)[0] {
 				t.Errorf("the gateway's base64 differs from OpenAI's for the same float32 values")
