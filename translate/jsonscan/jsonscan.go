@@ -49,25 +49,22 @@ func Members(obj []byte, out []Member) ([]Member, bool) {
 
 // SetString is doc with the string s as the value of every member named
 // key (escaped or not) of the object at doc[at], in valid JSON, and
-// whether the object has such a member. Every other byte stays as it
-// was; doc itself is returned, not copied, when each of them already
-// reads as s.
+// whether that changed doc. Every other byte stays as it was; doc itself
+// is returned, not copied, when the object has no such member or each
+// already reads as s.
 func SetString(doc []byte, at int, key, s string) ([]byte, bool) {
 	it, ok := Entries(doc, at)
 	if !ok || !it.Object {
 		return doc, false
 	}
 	var out []byte
-	prev, found := 0, false
+	prev := 0
 	for {
 		m, more := it.Next()
 		if !more {
 			break
 		}
-		if !bodyIs(m.Key, key) {
-			continue
-		}
-		if found = true; IsText(m.Value, s) {
+		if !bodyIs(m.Key, key) || IsText(m.Value, s) {
 			continue
 		}
 		if out == nil {
@@ -77,7 +74,7 @@ func SetString(doc []byte, at int, key, s string) ([]byte, bool) {
 		prev = m.End
 	}
 	if out == nil {
-		return doc, found
+		return doc, false
 	}
 	return append(out, doc[prev:]...), true
 }

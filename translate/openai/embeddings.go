@@ -171,7 +171,7 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 	if keep {
 		// The model member as decoded; a key of another case or
 		// spelling that encoding/json took for it is rendered anew.
-		if out, ok := jsonscan.SetString(body, jsonscan.SkipSpace(body, 0), "model", e.req.Model); ok {
+		if out, changed := jsonscan.SetString(body, jsonscan.SkipSpace(body, 0), "model", e.req.Model); changed {
 			return out, nil
 		}
 	}
