@@ -36,7 +36,9 @@ type messages struct {
 	usage  MessagesUsage
 	// started: the stream's message_start was decoded; start and
 	// echoed are its data as it came and with the client's model, until
-	// the relayed bytes, which may come a chunk later, hold it.
+	// the relayed bytes, which may come a chunk later, hold it. Data that
+	// a provider spread over several lines, which Anthropic never does, is
+	// left as it came.
 	started       bool
 	start, echoed []byte
 	failed        bool // the answer is an error
@@ -149,8 +151,9 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		default:
 			m.usage.Event(ev.Data)
 			if !m.started {
-				if m.echoed, m.started = StartWithClientModel(ev.Data, m.req.Model); m.echoed != nil {
-					m.start = bytes.Clone(ev.Data)
+				var echoed []byte
+				if echoed, m.started = StartWithClientModel(ev.Data, m.req.Model); echoed != nil && bytes.IndexByte(ev.Data, '\n') < 0 {
+					m.start, m.echoed = bytes.Clone(ev.Data), echoed
 				}
 			}
 		}
@@ -181,17 +184,17 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 // found it), with model, the one the client asked for, whatever id the
 // provider answered with: clients compare the two (Claude Code drops the
 // signed thinking of a message of another model). Every other byte stays
-// as it came; msg itself is returned when it names model already, or is
-// no JSON object.
+// as it came; msg itself is returned when it names model already, names
+// none, or is no JSON object.
 func WithClientModel(msg []byte, model string) []byte {
 	out, _ := jsonscan.SetString(msg, jsonscan.SkipSpace(msg, 0), "model", model)
 	return out
 }
 
-// StartWithClientModel reads a stream event's data: it reports whether
-// the event is message_start and, if its message names another model
-// than model, the client's, returns the data with model (as
-// WithClientModel), else nil.
+// StartWithClientModel reads a stream event's data, valid JSON or not: it
+// reports whether the event is message_start and, if its message names
+// another model than model, the client's, returns the data with model
+// (as WithClientModel), else nil.
 func StartWithClientModel(data []byte, model string) (out []byte, start bool) {
 	var scratch [8]jsonscan.Member
 	members, ok := jsonscan.ValidMembers(data, scratch[:0])
@@ -218,15 +221,11 @@ func StartWithClientModel(data []byte, model string) (out []byte, start bool) {
 
 // replaceStart is out, relayed whole events, with message_start's data
 // as echoed once they hold it: a new slice, as out may be the caller's
-// chunk. Data that a provider spread over several lines, which Anthropic
-// never does, is left as it came.
+// chunk.
 func (m *messages) replaceStart(out []byte) []byte {
 	i := bytes.Index(out, m.start)
-	if bytes.ContainsAny(m.start, "\r\n") {
-		m.start, m.echoed = nil, nil
-	}
-	if i < 0 || m.echoed == nil {
-		return out
+	if i < 0 {
+		return out // a chunk later: sse.Whole knows fewer blank lines than the decoder
 	}
 	b := make([]byte, 0, len(out)-len(m.start)+len(m.echoed))
 	b = append(append(append(b, out[:i]...), m.echoed...), out[i+len(m.start):]...)
