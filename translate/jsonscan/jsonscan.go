@@ -4,13 +4,14 @@
 //
 //   - Iter and Members walk JSON already known to be valid: the members
 //     of an object, the elements of an array, the Kind of a value, with
-//     offsets into the document, so callers can edit it in place.
+//     offsets into the document, so callers can edit it in place, as
+//     SetString does a member's string.
 //   - Cursor reads a document in one strict pass, checking it as it goes;
 //     Valid checks a whole one, and KeyMayMean tells whether encoding/json
 //     could take a key for one of some fields (it reads keys without
 //     regard to case).
-//   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody
-//     and Unquote read a string token as json.Unmarshal does.
+//   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody,
+//     Unquote and IsText read a string token as json.Unmarshal does.
 //
 // What that saves is measured where it is used: the stream fast paths of
 // translate/anthropic and translate/bedrock (their fastpath.go: a text

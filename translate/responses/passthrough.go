@@ -24,10 +24,10 @@ import (
 //
 // What comes back is relayed with the model the client asked for, whatever
 // id the provider names (clients compare the two), and the edits that make
-// it valid against the specification, which real traffic is not: OpenAI sends "user": null and
-// "usage": null where the schema allows no null, leaves out
-// cache_write_tokens and, in older API versions, sequence_number, logprobs
-// and the name on function_call_arguments.done.
+// it valid against the specification, which real traffic is not: OpenAI
+// sends "user": null and "usage": null where the schema allows no null,
+// leaves out cache_write_tokens and, in older API versions,
+// sequence_number, logprobs and the name on function_call_arguments.done.
 type Passthrough struct {
 	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
