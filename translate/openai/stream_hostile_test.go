@@ -242,10 +242,10 @@ func TestStreamChoiceRequiredMembers(t *testing.T) {
 	}
 }
 
-// A chunk names the model the client asked for: another id is replaced
-// with every other byte kept, in the chunk and in the usage chunk split
-// off Mistral's last one; the client's name, escaped or not, is left as
-// it came.
+// A chunk names the model the client asked for, as the client wrote it:
+// another id is replaced with every other byte kept, in the chunk and in
+// the usage chunk split off Mistral's last one; the client's name, escaped
+// or not, is left as it came.
 func TestStreamModelIsTheClients(t *testing.T) {
 	content := `[{"index":0,"delta":{"content":"a"},"finish_reason":null}]`
 	for _, tt := range []struct{ name, in, want string }{
@@ -261,8 +261,13 @@ func TestStreamModelIsTheClients(t *testing.T) {
 			}
 		})
 	}
+	escaped := strings.Replace(streamReq, `"public"`, `"p\u0075blic"`, 1) + `}`
+	out := runQuirks(t, Quirks{}, escaped, [][]byte{[]byte("data: " + `{"id":"c","model":"m-2025","choices":` + content + `}` + "\n\n")})
+	if !strings.HasPrefix(string(out), `data: {"id":"c","model":"p\u0075blic","choices":`) {
+		t.Errorf("the client's model is not as the client wrote it: %s", out)
+	}
 	last := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"mistral-large-2411","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
-	out := runQuirks(t, CompatibleProviders()["mistral"], streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{[]byte("data: " + last + "\n\ndata: [DONE]\n\n")})
+	out = runQuirks(t, CompatibleProviders()["mistral"], streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{[]byte("data: " + last + "\n\ndata: [DONE]\n\n")})
 	if n := strings.Count(string(out), `"model":"public"`); n != 2 || strings.Contains(string(out), "mistral-large-2411") {
 		t.Errorf("%d chunks name the client's model:\n%s", n, out)
 	}

@@ -36,7 +36,8 @@ type chunkFix struct {
 	// model is the model the client asked for, which the answer names
 	// whatever id the provider answered with: clients compare the two
 	// (Claude Code drops the signed thinking of an answer of another
-	// model). quoted is it as a JSON string, made when first needed.
+	// model). quoted is it as a JSON string, made when first needed
+	// unless the request has it (answerFix).
 	model  string
 	quoted []byte
 }
