@@ -216,7 +216,6 @@ type contentBlockIn struct {
 func (c *chat) completion(body []byte) ([]byte, error) {
 	var m struct {
 		ID      string            `json:"id"`
-		Model   string            `json:"model"`
 		Content []*contentBlockIn `json:"content"`
 		Stop    string            `json:"stop_reason"`
 		Usage   usageIn           `json:"usage"`
@@ -257,7 +256,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		}
 	}
 	msg.SetText(text.String(), reasoning.String())
-	cc := api.NewChatCompletion(m.ID, m.Model, c.created)
+	cc := api.NewChatCompletion(m.ID, c.req.Model, c.created) // the client's model, not Anthropic's id
 	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(m.Stop, len(msg.ToolCalls) > 0), api.ChatUsage(c.usage)
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -21,8 +22,8 @@ const DefaultVersion = "2023-06-01"
 // byte but for the upstream model, anthropic-version and anthropic-beta
 // as sent (never an allowlist: a beta the gateway does not know is the
 // client's to use), and the provider's key in place of the client's.
-// The answer goes back as it came, stream events too; the gateway only
-// reads its usage.
+// The answer goes back as it came, stream events too, but for its model
+// (WithClientModel); the gateway only reads its usage.
 type messages struct {
 	report translate.Output // what the last ResponseBody returned
 	status int
@@ -33,7 +34,14 @@ type messages struct {
 	dec    sse.Decoder
 	whole  sse.Whole // the relayed stream, in whole events
 	usage  MessagesUsage
-	failed bool // the answer is an error
+	// started: the stream's message_start was decoded; start and
+	// echoed are its data as it came and with the client's model, until
+	// the relayed bytes, which may come a chunk later, hold it. Data that
+	// a provider spread over several lines, which Anthropic never does, is
+	// left as it came.
+	started       bool
+	start, echoed []byte
+	failed        bool // the answer is an error
 	// count: a count_tokens exchange, whose usage is the tokens counted.
 	count bool
 }
@@ -134,7 +142,7 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		if !m.usage.Message(chunk) {
 			return nil, api.Unusable("the provider's message is not JSON")
 		}
-		return chunk, nil
+		return WithClientModel(chunk, m.req.Model), nil
 	}
 	for _, ev := range m.dec.Feed(chunk) {
 		switch ev.Type {
@@ -142,9 +150,18 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 			// most of a stream, with no usage: not decoded
 		default:
 			m.usage.Event(ev.Data)
+			if !m.started {
+				var echoed []byte
+				if echoed, m.started = StartWithClientModel(ev.Data, m.req.Model); echoed != nil && bytes.IndexByte(ev.Data, '\n') < 0 {
+					m.start, m.echoed = bytes.Clone(ev.Data), echoed
+				}
+			}
 		}
 	}
 	out := m.whole.Cut(chunk, endOfStream)
+	if m.echoed != nil {
+		out = m.replaceStart(out)
+	}
 	if !endOfStream {
 		return out, nil
 	}
@@ -161,6 +178,59 @@ func (m *messages) responseBody(chunk []byte, endOfStream bool) ([]byte, error) 
 		out = append(out, "\n\n"...)
 	}
 	return api.MessagesErrorEvent(out, "api_error", "The provider's stream ended before it was complete."), nil
+}
+
+// WithClientModel is a message, valid JSON (as MessagesUsage.Message
+// found it), with model, the one the client asked for, whatever id the
+// provider answered with: clients compare the two (Claude Code drops the
+// signed thinking of a message of another model). Every other byte stays
+// as it came; msg itself is returned when it names model already, names
+// none, or is no JSON object.
+func WithClientModel(msg []byte, model string) []byte {
+	out, _ := jsonscan.SetString(msg, jsonscan.SkipSpace(msg, 0), "model", model)
+	return out
+}
+
+// StartWithClientModel reads a stream event's data, valid JSON or not: it
+// reports whether the event is message_start and, if its message names
+// another model than model, the client's, returns the data with model
+// (as WithClientModel), else nil.
+func StartWithClientModel(data []byte, model string) (out []byte, start bool) {
+	var scratch [8]jsonscan.Member
+	members, ok := jsonscan.ValidMembers(data, scratch[:0])
+	if !ok {
+		return nil, false
+	}
+	var msg jsonscan.Member
+	for _, m := range members {
+		switch string(m.Key) {
+		case "type":
+			start = jsonscan.IsText(m.Value, "message_start")
+		case "message":
+			msg = m
+		}
+	}
+	if !start || jsonscan.Kind(msg.Value) != jsonscan.Object {
+		return nil, start
+	}
+	if out, changed := jsonscan.SetString(data, msg.VS, "model", model); changed {
+		return out, true
+	}
+	return nil, true
+}
+
+// replaceStart is out, relayed whole events, with message_start's data
+// as echoed once they hold it: a new slice, as out may be the caller's
+// chunk.
+func (m *messages) replaceStart(out []byte) []byte {
+	i := bytes.Index(out, m.start)
+	if i < 0 {
+		return out // a chunk later: sse.Whole knows fewer blank lines than the decoder
+	}
+	b := make([]byte, 0, len(out)-len(m.start)+len(m.echoed))
+	b = append(append(append(b, out[:i]...), m.echoed...), out[i+len(m.start):]...)
+	m.start, m.echoed = nil, nil
+	return b
 }
 
 // Usage implements translate.Translator.

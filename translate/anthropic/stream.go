@@ -10,7 +10,7 @@ import (
 
 // streamState is what a stream translation remembers between events.
 type streamState struct {
-	id, model string
+	id        string
 	tools     map[int]int // Anthropic block index → OpenAI tool_calls index
 	jsonBlock int         // the json_response tool's block index + 1, in jsonMode
 	// thinking gathers the thinking block being streamed; it goes out
@@ -27,7 +27,6 @@ type eventIn struct {
 	Index   int    `json:"index"`
 	Message struct {
 		ID    string  `json:"id"`
-		Model string  `json:"model"`
 		Usage usageIn `json:"usage"`
 	} `json:"message"`
 	ContentBlock contentBlockIn `json:"content_block"`
@@ -83,7 +82,7 @@ func (c *chat) decodedEvent(out, data []byte) []byte {
 	}
 	switch ev.Type {
 	case "message_start":
-		c.st.id, c.st.model = ev.Message.ID, ev.Message.Model
+		c.st.id = ev.Message.ID
 		c.usage = ev.Message.Usage.normalize()
 		empty := ""
 		return c.emit(out, api.Delta{Role: "assistant", Content: &empty}, nil)
@@ -192,8 +191,10 @@ func (c *chat) finish(out []byte) []byte {
 	return append(out, api.DoneEvent...)
 }
 
+// chunks writes the stream's chunks, which name the model the client
+// asked for, not Anthropic's id for it: clients compare the two.
 func (c *chat) chunks() api.ChunkWriter {
-	return api.ChunkWriter{ID: c.st.id, Model: c.st.model, Created: c.created}
+	return api.ChunkWriter{ID: c.st.id, Model: c.req.Model, Created: c.created}
 }
 
 func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {

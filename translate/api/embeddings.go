@@ -207,8 +207,9 @@ func EstimateEmbeddingTokens(texts []string) int64 {
 // Response renders the CreateEmbeddingResponse of a translated provider:
 // vectors are its JSON arrays of numbers, one per input in input order.
 // Vectors that are not (or too few or many) are an error wrapping
-// translate.ErrUpstream.
-func (r *EmbeddingsRequest) Response(model string, vectors []json.RawMessage, u translate.Usage) ([]byte, error) {
+// translate.ErrUpstream. Its model is r's, the one the client asked for,
+// whatever id the provider knows it by.
+func (r *EmbeddingsRequest) Response(vectors []json.RawMessage, u translate.Usage) ([]byte, error) {
 	if len(vectors) != len(r.Texts) {
 		return nil, Unusable(fmt.Sprintf("the provider returned %d embeddings for %d inputs", len(vectors), len(r.Texts)))
 	}
@@ -216,6 +217,6 @@ func (r *EmbeddingsRequest) Response(model string, vectors []json.RawMessage, u 
 	for _, v := range vectors {
 		size += len(v) + 64
 	}
-	out, err := AppendEmbeddingsResponse(make([]byte, 0, size), model, vectors, r.Base64, u)
+	out, err := AppendEmbeddingsResponse(make([]byte, 0, size), r.Model, vectors, r.Base64, u)
 	return out, AsUnusable(err)
 }

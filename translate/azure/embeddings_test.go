@@ -34,8 +34,9 @@ func TestEmbeddings(t *testing.T) {
 	}
 	tr.ResponseHeaders(200, "application/json")
 	out, err := tr.ResponseBody(recorded, true)
-	if err != nil || !bytes.Equal(out, recorded) {
-		t.Errorf("the OpenAI-shaped answer is not passed through: %v", err)
+	asSent := bytes.Replace(recorded, []byte(`"model": "text-embedding-3-small"`), []byte(`"model": "m"`), 1) // the client's model
+	if err != nil || !bytes.Equal(out, asSent) {
+		t.Errorf("the OpenAI-shaped answer is not passed through but for the client's model: %v\n%s", err, out)
 	}
 	if u := tr.Usage(); u.PromptTokens != 7 || u.TotalTokens != 7 {
 		t.Errorf("usage = %+v", u)

@@ -266,7 +266,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		}
 	}
 	msg.SetText(text.String(), reasoning.String())
-	cc := api.NewChatCompletion(c.id, c.target.Model, c.created)
+	cc := api.NewChatCompletion(c.id, c.req.Model, c.created) // the client's model, not Bedrock's id
 	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, c.finishReason(r.StopReason, len(msg.ToolCalls) > 0), api.ChatUsage(c.usage)
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)

@@ -176,7 +176,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		n := api.EstimateEmbeddingTokens(e.req.Texts)
 		e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
 	}
-	return e.req.Response(e.target.Model, vectors, e.usage)
+	return e.req.Response(vectors, e.usage)
 }
 
 // Usage implements translate.Translator.

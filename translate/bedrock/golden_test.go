@@ -26,7 +26,9 @@ const eventStream = "application/vnd.amazon.eventstream"
 // a maxTokens above it (the thinking recording sends none).
 var goldenCases = []translatetest.Case{
 	{Name: "basic", Recording: recorded + "test_bedrock_model.bodies/00.response.json", ContentType: "application/json"},
+	{Name: "alias", Recording: recorded + "test_bedrock_model.bodies/00.response.json", ContentType: "application/json"},
 	{Name: "stream", Recording: recorded + "test_bedrock_model_stream.bodies/00.response.eventstream.bin", ContentType: eventStream},
+	{Name: "stream-alias", Recording: recorded + "test_bedrock_model_stream.bodies/00.response.eventstream.bin", ContentType: eventStream},
 	{Name: "stream-include-usage", Recording: recorded + "test_bedrock_model_stream.bodies/00.response.eventstream.bin", ContentType: eventStream},
 	{Name: "stream-tool-calls", Recording: recorded + "test_bedrock_model_iter_stream.bodies/00.response.eventstream.bin", ContentType: eventStream},
 	{Name: "stream-tool-results", Recording: recorded + "test_bedrock_model_iter_stream.bodies/01.response.eventstream.bin", ContentType: eventStream},
@@ -72,8 +74,9 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The recordings were made with the client's model as the upstream one.
-		c := NewChat(translate.Target{Backend: "b", Provider: "bedrock", Model: req.Model, APIKey: "br-key"}, req).(*chat)
+		// The recordings were made with the client's model as the upstream
+		// one, but in the alias cases.
+		c := NewChat(translate.Target{Backend: "b", Provider: "bedrock", Model: translatetest.UpstreamModel(req.Model), APIKey: "br-key"}, req).(*chat)
 		c.now = func() time.Time { return time.Unix(1700000000, 0) }
 		return c
 	})

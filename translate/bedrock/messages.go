@@ -26,7 +26,8 @@ const AnthropicVersion = "bedrock-2023-05-31"
 // anthropic_version, and anthropic-beta as the body's anthropic_beta. A
 // message comes back as Anthropic's; a stream's events come in
 // event-stream chunk frames (base64 JSON), which become the Messages
-// API's SSE events again.
+// API's SSE events again. Both name the client's model
+// (anthropic.WithClientModel).
 type messagesInvoke struct {
 	report translate.Output // what the last ResponseBody returned
 	target translate.Target
@@ -126,7 +127,7 @@ func (m *messagesInvoke) responseBody(chunk []byte, endOfStream bool) ([]byte, e
 		if !m.usage.Message(chunk) {
 			return nil, api.Unusable("the provider's message is not JSON")
 		}
-		return chunk, nil
+		return anthropic.WithClientModel(chunk, m.req.Model), nil
 	}
 	var out []byte
 	err := m.dec.each(chunk, func(f rawFrame) {
@@ -190,6 +191,11 @@ func (m *messagesInvoke) frame(out []byte, f rawFrame) []byte {
 	if _, ok := ev[invocationMetrics]; ok {
 		delete(ev, invocationMetrics) // Bedrock's own, not the Messages API's
 		data, _ = json.Marshal(ev)
+	}
+	if typ == "message_start" {
+		if echoed, _ := anthropic.StartWithClientModel(data, m.req.Model); echoed != nil {
+			data = echoed
+		}
 	}
 	m.usage.Event(data)
 	m.ended = m.usage.Ended()

@@ -89,3 +89,39 @@ func TestMessagesWebSearches(t *testing.T) {
 		t.Errorf("stream: usage %+v (%v), want 3 web searches", m.Usage(), err)
 	}
 }
+
+// Claude on Bedrock's answer names the model the client asked for, in
+// the message and the stream's message_start, the rest as Bedrock sent
+// it; a message without a model is left without one.
+func TestMessagesModelIsTheClients(t *testing.T) {
+	r, err := api.ParseMessagesRequest([]byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"Hi"}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := translate.Target{Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", APIKey: "k"}
+	const msg = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":5}}`
+	for in, want := range map[string]string{
+		msg: strings.Replace(msg, "claude-sonnet-4-5-20250929", "claude-sonnet-4-5", 1),
+		strings.Replace(msg, `"model":"claude-sonnet-4-5-20250929",`, "", 1): strings.Replace(msg, `"model":"claude-sonnet-4-5-20250929",`, "", 1),
+	} {
+		m := NewMessages(target, r)
+		m.ResponseHeaders(200, "application/json")
+		if out, err := m.ResponseBody([]byte(in), true); err != nil || string(out) != want {
+			t.Errorf("message %s\n got %s (%v)\nwant %s", in, out, err, want)
+		}
+	}
+	chunk := func(event string) []byte {
+		return eventFrame("chunk", `{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(event))+`"}`)
+	}
+	m := NewMessages(target, r)
+	m.ResponseHeaders(200, "application/vnd.amazon.eventstream")
+	var stream []byte
+	stream = append(stream, chunk(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}`)...)
+	stream = append(stream, chunk(`{"type":"message_stop"}`)...)
+	out, err := m.ResponseBody(stream, true)
+	want := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}` +
+		"\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	if err != nil || string(out) != want {
+		t.Errorf("stream\n got %s (%v)\nwant %s", out, err, want)
+	}
+}

@@ -299,7 +299,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg.ToolCalls = append(msg.ToolCalls, api.NewToolCall(nil, tc.ID, tc.Function.Name, tc.Function.Arguments))
 	}
 	msg.SetText(text.String(), "")
-	cc := api.NewChatCompletion(r.ID, c.target.Model, c.created)
+	cc := api.NewChatCompletion(r.ID, c.req.Model, c.created) // the client's model, not Cohere's id
 	cc.Choices[0].Message, cc.Choices[0].FinishReason, cc.Usage = msg, finishReason(r.FinishReason), api.ChatUsage(c.usage)
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)

@@ -110,7 +110,7 @@ func (e *embeddings) ResponseBody(chunk []byte, endOfStream bool) ([]byte, error
 		n = api.EstimateEmbeddingTokens(e.req.Texts)
 	}
 	e.usage = translate.Usage{PromptTokens: n, TotalTokens: n}
-	return e.req.Response(e.target.Model, r.Embeddings.Float, e.usage)
+	return e.req.Response(r.Embeddings.Float, e.usage)
 }
 
 // Usage implements translate.Translator.

@@ -22,9 +22,11 @@ const sseType = "text/event-stream"
 
 var chatGoldens = []translatetest.Case{
 	{Name: "basic", Recording: recorded + "test_request_simple_success_with_vcr.bodies/00.response.json", ContentType: "application/json"},
+	{Name: "alias", Recording: recorded + "test_request_simple_success_with_vcr.bodies/00.response.json", ContentType: "application/json"},
 	{Name: "system-message", Recording: recorded + "test_cohere_model_instructions.bodies/00.response.json", ContentType: "application/json"},
 	{Name: "tools", Recording: "testdata/chat/tools/provider.json", ContentType: "application/json"},
 	{Name: "stream", Recording: "testdata/chat/stream/provider.sse", ContentType: sseType},
+	{Name: "stream-alias", Recording: "testdata/chat/stream/provider.sse", ContentType: sseType},
 	{Name: "stream-include-usage", Recording: "testdata/chat/stream/provider.sse", ContentType: sseType},
 	{Name: "stream-tool-calls", Recording: "testdata/chat/stream-tool-calls/provider.sse", ContentType: sseType},
 	{Name: "provider-error", Recording: recorded + "TestCohere.test_embed_error.bodies/00.response.json", Status: 404, ContentType: "application/json"},
@@ -40,9 +42,9 @@ var embeddingsGoldens = []translatetest.Case{
 }
 
 // goldenTarget is a Cohere backend that serves the client's model under
-// its own name.
+// its own name, but in the alias cases (translatetest.UpstreamModel).
 func goldenTarget(model string) translate.Target {
-	return translate.Target{Backend: "b", Provider: "cohere", Model: model, APIKey: "co-key"}
+	return translate.Target{Backend: "b", Provider: "cohere", Model: translatetest.UpstreamModel(model), APIKey: "co-key"}
 }
 
 func TestChatGolden(t *testing.T) {

@@ -217,8 +217,10 @@ func (c *chat) end(out []byte, ev eventIn) []byte {
 	return append(out, api.DoneEvent...)
 }
 
+// chunks writes the stream's chunks, which name the model the client
+// asked for, not Cohere's id for it: clients compare the two.
 func (c *chat) chunks() api.ChunkWriter {
-	return api.ChunkWriter{ID: c.id, Model: c.target.Model, Created: c.created}
+	return api.ChunkWriter{ID: c.id, Model: c.req.Model, Created: c.created}
 }
 
 func (c *chat) emit(out []byte, d api.Delta, finish *string) []byte {

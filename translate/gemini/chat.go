@@ -282,7 +282,7 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 		msg.Annotations = cand.GroundingMetadata.annotations(text.String())
 		choices = append(choices, api.Choice{Index: cand.Index, Message: msg, FinishReason: finishReason(cand.FinishReason, len(msg.ToolCalls) > 0)})
 	}
-	cc := api.NewChatCompletion(r.ResponseID, r.ModelVersion, c.created)
+	cc := api.NewChatCompletion(r.ResponseID, c.req.Model, c.created) // the client's model, not the modelVersion
 	cc.Choices, cc.Usage = choices, api.ChatUsage(c.usage)
 	out, err := json.Marshal(cc)
 	return out, api.AsUnusable(err)

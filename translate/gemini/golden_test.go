@@ -17,7 +17,8 @@ import (
 // recorded: those cases answer with the hand-written provider bodies in
 // their folders (response.json), in the documented shape, as the
 // testdata READMEs say. The request's model is the target's upstream
-// model, so that each case names the model of its recording.
+// model, so that each case names the model of its recording, but in the
+// alias cases (translatetest.UpstreamModel).
 
 const (
 	eventStream = "text/event-stream"
@@ -26,7 +27,9 @@ const (
 
 var chatGoldens = []translatetest.Case{
 	{Name: "basic", Recording: recorded + "test_google_model.bodies/00.response.json", ContentType: jsonUTF8},
+	{Name: "alias", Recording: recorded + "test_google_model.bodies/00.response.json", ContentType: jsonUTF8},
 	{Name: "stream", Recording: recorded + "test_google_model_stream.bodies/00.response.sse", ContentType: eventStream},
+	{Name: "stream-alias", Recording: recorded + "test_google_model_stream.bodies/00.response.sse", ContentType: eventStream},
 	{Name: "stream-include-usage", Recording: recorded + "test_google_model_stream.bodies/00.response.sse", ContentType: eventStream},
 	{Name: "stream-tool-call", Recording: recorded + "test_google_model_iter_stream.bodies/00.response.sse", ContentType: eventStream},
 	{Name: "stream-tool-result", Recording: recorded + "test_google_model_iter_stream.bodies/01.response.sse", ContentType: eventStream},
@@ -63,7 +66,7 @@ func TestGoldenChat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := NewChat(translate.Target{Backend: "b", Provider: "gemini", Model: req.Model, APIKey: "g-key"}, req).(*chat)
+		c := NewChat(translate.Target{Backend: "b", Provider: "gemini", Model: translatetest.UpstreamModel(req.Model), APIKey: "g-key"}, req).(*chat)
 		c.now = goldenNow
 		return c
 	})

@@ -13,7 +13,8 @@ import (
 	"modelgate/translate/sse"
 )
 
-// streamState is what a stream translation remembers.
+// streamState is what a stream translation remembers; model is the
+// modelVersion that answered, which bills web searches (chat.Usage).
 type streamState struct {
 	id, model string
 	started   bool
@@ -264,8 +265,10 @@ func (c *chat) deltas(r responseIn) []api.ChunkChoice {
 	return out
 }
 
+// chunks writes the stream's chunks, which name the model the client
+// asked for, not the modelVersion that answered: clients compare the two.
 func (c *chat) chunks() api.ChunkWriter {
-	return api.ChunkWriter{ID: c.st.id, Model: c.st.model, Created: c.created}
+	return api.ChunkWriter{ID: c.st.id, Model: c.req.Model, Created: c.created}
 }
 
 // fastResponse is a GenerateContentResponse as read in one pass: string

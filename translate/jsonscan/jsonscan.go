@@ -4,13 +4,14 @@
 //
 //   - Iter and Members walk JSON already known to be valid: the members
 //     of an object, the elements of an array, the Kind of a value, with
-//     offsets into the document, so callers can edit it in place.
+//     offsets into the document, so callers can edit it in place, as
+//     SetString does a member's string.
 //   - Cursor reads a document in one strict pass, checking it as it goes;
 //     Valid checks a whole one, and KeyMayMean tells whether encoding/json
 //     could take a key for one of some fields (it reads keys without
 //     regard to case).
-//   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody
-//     and Unquote read a string token as json.Unmarshal does.
+//   - AppendQuoted writes a string as json.Marshal does; AppendTokenBody,
+//     Unquote and IsText read a string token as json.Unmarshal does.
 //
 // What that saves is measured where it is used: the stream fast paths of
 // translate/anthropic and translate/bedrock (their fastpath.go: a text
@@ -45,6 +46,38 @@ func Members(obj []byte, out []Member) ([]Member, bool) {
 		}
 		out = append(out, m)
 	}
+}
+
+// SetString is doc with the string s as the value of every member named
+// key (escaped or not) of the object at doc[at], in valid JSON, and
+// whether that changed doc. Every other byte stays as it was; doc itself
+// is returned, not copied, when the object has no such member or each
+// already reads as s.
+func SetString(doc []byte, at int, key, s string) ([]byte, bool) {
+	it, ok := Entries(doc, at)
+	if !ok || !it.Object {
+		return doc, false
+	}
+	var out []byte
+	prev := 0
+	for {
+		m, more := it.Next()
+		if !more {
+			break
+		}
+		if !bodyIs(m.Key, key) || IsText(m.Value, s) {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(doc)+len(s)+8)
+		}
+		out = AppendQuoted(append(out, doc[prev:m.VS]...), s)
+		prev = m.End
+	}
+	if out == nil {
+		return doc, false
+	}
+	return append(out, doc[prev:]...), true
 }
 
 // ValidMembers is Members and Valid in one pass: it lists the top-level

@@ -91,3 +91,78 @@ func FuzzValidMembers(f *testing.F) {
 		}
 	})
 }
+
+// SetString changes the values of the members it names and nothing else,
+// and gives back the document itself when they already read as the text.
+func TestSetString(t *testing.T) {
+	for _, tt := range []struct {
+		doc, key, s, want string
+		changed           bool
+	}{
+		{`{"id":"x", "model" : "a-1" ,"n":{"model":"a-1"}}`, "model", "a", `{"id":"x", "model" : "a" ,"n":{"model":"a-1"}}`, true},
+		{`{"m\u006fdel":"a-1","model":"b"}`, "model", "<a>", `{"m\u006fdel":"\u003ca\u003e","model":"\u003ca\u003e"}`, true},
+		{`{"model":"a\u002d1"}`, "model", "a-1", `{"model":"a\u002d1"}`, false},
+		{`{"model":7}`, "model", "a", `{"model":"a"}`, true},
+		{`{"id":"model"}`, "model", "a", `{"id":"model"}`, false},
+		{`["model"]`, "model", "a", `["model"]`, false},
+	} {
+		doc := []byte(tt.doc)
+		got, changed := SetString(doc, 0, tt.key, tt.s)
+		if string(got) != tt.want || changed != tt.changed {
+			t.Errorf("SetString(%s, %q) = %s, %v; want %s, %v", tt.doc, tt.s, got, changed, tt.want, tt.changed)
+		}
+		if tt.want == tt.doc && &got[0] != &doc[0] {
+			t.Errorf("SetString(%s) copied a document it did not change", tt.doc)
+		}
+	}
+	doc := []byte(`{"a":1,"n":{"model":"x"}}`)
+	if got, _ := SetString(doc, bytes.IndexByte(doc[1:], '{')+1, "model", "y"); string(got) != `{"a":1,"n":{"model":"y"}}` {
+		t.Errorf("nested: %s", got)
+	}
+}
+
+// Any valid object, given a model by SetString, is valid JSON that
+// encoding/json reads as the object with that model, and the object
+// itself when it had none.
+func FuzzSetString(f *testing.F) {
+	for _, s := range []string{`{"model":"a"}`, ` {"id":1 , "model" :"b\u0022" ,"model":null}`, `{"mod\u0065l":{"model":"x"}}`, `{}`, `[{"model":"a"}]`} {
+		f.Add([]byte(s), "a")
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, s string) {
+		var before map[string]json.RawMessage
+		if !json.Valid(doc) || json.Unmarshal(doc, &before) != nil || before == nil {
+			return
+		}
+		got, changed := SetString(doc, SkipSpace(doc, 0), "model", s)
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(got, &after); err != nil {
+			t.Fatalf("SetString(%q) = %q: %v", doc, got, err)
+		}
+		_, had := before["model"]
+		var model, want string
+		json.Unmarshal(must(json.Marshal(s)), &want) //nolint:errcheck // s as a client reads it
+		if changed && !had || !changed && !bytes.Equal(got, doc) || had && (json.Unmarshal(after["model"], &model) != nil || model != want) {
+			t.Fatalf("SetString(%q, %q) = %q, changed %v", doc, s, got, changed)
+		}
+		delete(before, "model")
+		delete(after, "model")
+		for k, v := range before {
+			if !bytes.Equal(jsonscanCompact(v), jsonscanCompact(after[k])) {
+				t.Fatalf("SetString(%q) changed %q: %q", doc, k, got)
+			}
+		}
+	})
+}
+
+func jsonscanCompact(v []byte) []byte {
+	var b bytes.Buffer
+	json.Compact(&b, v) //nolint:errcheck // decoded values
+	return b.Bytes()
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -149,6 +149,44 @@ func Unquote(tok []byte, scratch *[]byte) []byte {
 	return b
 }
 
+// IsText reports whether tok, a JSON value, is a string whose text (what
+// json.Unmarshal reads from it) is s. It decodes as it compares, so it
+// allocates nothing and stops at the first difference.
+func IsText(tok []byte, s string) bool {
+	if len(tok) < 2 || tok[0] != '"' {
+		return false
+	}
+	return bodyIs(tok[1:len(tok)-1], s)
+}
+
+// bodyIs is IsText of a string token's body, without its quotes (a
+// Member's Key).
+func bodyIs(body []byte, s string) bool {
+	for i := 0; i < len(body); {
+		if c := body[i]; c < utf8.RuneSelf && c != '\\' {
+			if len(s) == 0 || s[0] != c {
+				return false
+			}
+			s, i = s[1:], i+1
+			continue
+		}
+		var r rune
+		var n int
+		if body[i] == '\\' {
+			r, n = unescape(body[i:])
+		} else {
+			r, n = utf8.DecodeRune(body[i:]) // U+FFFD for a byte of invalid UTF-8
+		}
+		var enc [utf8.UTFMax]byte
+		e := utf8.AppendRune(enc[:0], r)
+		if len(s) < len(e) || s[:len(e)] != string(e) {
+			return false
+		}
+		s, i = s[len(e):], i+n
+	}
+	return len(s) == 0
+}
+
 // unescape reads the escape at the start of s as encoding/json does: a
 // \u escape of half a surrogate pair takes the other half along, or is
 // U+FFFD. It returns the rune and the bytes read. The usual escapes are

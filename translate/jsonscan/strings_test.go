@@ -65,7 +65,30 @@ func checkToken(t *testing.T, tok []byte) bool {
 	if got := Unquote(tok, &scratch); string(got) != s {
 		t.Fatalf("Unquote(%s) = %q, want %q", tok, got, s)
 	}
+	if !IsText(tok, s) || IsText(tok, s+"x") || s != "" && IsText(tok, s[:len(s)-1]) {
+		t.Fatalf("IsText(%s) is not true of %q alone", tok, s)
+	}
+	if s != string(tok[1:len(tok)-1]) && IsText(tok, string(tok[1:len(tok)-1])) {
+		t.Fatalf("IsText(%s) is true of its escaped body", tok)
+	}
 	return true
+}
+
+// IsText is false of any value but a string.
+func TestIsTextOfOtherValues(t *testing.T) {
+	for _, v := range []string{``, `"`, `null`, `1`, `["a"]`, `{"a":"a"}`} {
+		if IsText([]byte(v), "a") || IsText([]byte(v), "") {
+			t.Errorf("IsText(%s) is true", v)
+		}
+	}
+}
+
+// IsText of a short text decoded from escapes allocates nothing.
+func TestIsTextAllocations(t *testing.T) {
+	tok := []byte(`"claude-sonnet-4\u002d0"`)
+	if n := testing.AllocsPerRun(100, func() { IsText(tok, "claude-sonnet-4-0") }); n != 0 {
+		t.Errorf("%.0f allocations", n)
+	}
 }
 
 // AppendTokenBody of tokens in a row is the body of their concatenation.

@@ -33,7 +33,18 @@ type chat struct {
 // NewChat returns the chat translator for provider openai and
 // openai-compatible backends.
 func NewChat(t translate.Target, req *api.ChatRequest) translate.Translator {
-	return &chat{target: t, req: req}
+	return &chat{target: t, req: req, fix: answerFix(req)}
+}
+
+// answerFix is the chunkFix of the answer to req, which names req's model
+// as the client sent it: the member's bytes in the request, where it
+// has them, so that none are made.
+func answerFix(req *api.ChatRequest) chunkFix {
+	f := chunkFix{model: req.Model}
+	if req.ModelAt.End > 0 {
+		f.quoted = req.ModelAt.Value
+	}
+	return f
 }
 
 // RequestBody maps the public model to the upstream one and, for streams,

@@ -54,6 +54,8 @@ func (c *chat) completion(body []byte) ([]byte, error) {
 			if err := completionChoices(f, m); err != nil {
 				return nil, err
 			}
+		case string(name(m.Key)) == "model":
+			f.echoModel(m)
 		case string(name(m.Key)) == "usage":
 			u, err := api.ParseUsage(m.Value)
 			if err != nil {

@@ -132,12 +132,13 @@ type openaiEmbeddings struct {
 	} `json:"usage"`
 }
 
-// response passes a valid response through as sent. One the gateway must
-// change is rendered anew: vectors in the other encoding (the gateway
-// encodes base64 for servers that cannot, and decodes it for a server that
-// ignored encoding_format "float"), or required members missing. Without
-// a count from the server, usage is the token ids sent, or the estimate
-// for text.
+// response passes a valid response through as sent, but for its model,
+// which is the one the client asked for whatever id the server names.
+// One the gateway must change more is rendered anew: vectors in the
+// other encoding (the gateway encodes base64 for servers that cannot, and
+// decodes it for a server that ignored encoding_format "float"), or
+// required members missing. Without a count from the server, usage is the
+// token ids sent, or the estimate for text.
 func (e *embeddings) response(body []byte) ([]byte, error) {
 	var r openaiEmbeddings
 	if err := api.DecodeUpstream(body, &r, "embeddings response"); err != nil {
@@ -164,13 +165,17 @@ func (e *embeddings) response(body []byte) ([]byte, error) {
 		keep = keep && d.Object == "embedding" && d.Index != nil && *d.Index == i && (isString && e.req.Base64 || isArray && !e.req.Base64)
 		vectors[i] = d.Embedding
 	}
-	if keep {
+	if keep && r.Model == e.req.Model {
 		return body, nil
 	}
-	if r.Model == "" {
-		r.Model = e.target.Model
+	if keep {
+		// The model member as decoded; a key of another case or
+		// spelling that encoding/json took for it is rendered anew.
+		if out, changed := jsonscan.SetString(body, jsonscan.SkipSpace(body, 0), "model", e.req.Model); changed {
+			return out, nil
+		}
 	}
-	return api.AppendEmbeddingsResponse(make([]byte, 0, len(body)+256), r.Model, vectors, e.req.Base64, e.usage)
+	return api.AppendEmbeddingsResponse(make([]byte, 0, len(body)+256), e.req.Model, vectors, e.req.Base64, e.usage)
 }
 
 var _ translate.Reporter = (*embeddings)(nil)

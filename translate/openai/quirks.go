@@ -78,7 +78,7 @@ func CompatibleProviders() map[string]Quirks {
 // with these quirks.
 func NewCompatibleChat(q Quirks) func(translate.Target, *api.ChatRequest) translate.Translator {
 	return func(t translate.Target, req *api.ChatRequest) translate.Translator {
-		return &chat{target: t, req: req, quirks: q, compatible: true}
+		return &chat{target: t, req: req, quirks: q, compatible: true, fix: answerFix(req)}
 	}
 }
 

@@ -175,13 +175,17 @@ func (c *chat) canonicalUsage(m jsonscan.Member) {
 	c.fix.replace(m, u.AppendJSON(nil))
 }
 
-// usageChunk appends {id, object, created, model, choices: [], usage}.
+// usageChunk appends {id, object, created, model, choices: [], usage},
+// with the client's model.
 func (c *chat) usageChunk(out []byte, members []jsonscan.Member, usage []byte) []byte {
 	u := map[string]json.RawMessage{"choices": json.RawMessage("[]"), "usage": usage}
 	for _, key := range []string{"id", "object", "created", "model"} {
 		if m, ok := find(members, key); ok && !jsonscan.IsNull(m.Value) {
 			u[key] = m.Value
 		}
+	}
+	if _, ok := u["model"]; ok {
+		u["model"] = c.fix.modelJSON()
 	}
 	b, err := json.Marshal(u)
 	if err != nil {

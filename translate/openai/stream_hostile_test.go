@@ -36,6 +36,10 @@ func runQuirks(t testing.TB, q Quirks, reqBody string, chunks [][]byte) (out []b
 	return out
 }
 
+// streamReqM is streamReq for model m, which chunkWith's chunks name: for
+// tests of repairs other than the model's.
+var streamReqM = strings.Replace(streamReq, `"public"`, `"m"`, 1)
+
 // chunkWith is a chunk whose choices member is choices.
 func chunkWith(choices string) string {
 	return `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":` + choices + `}`
@@ -182,7 +186,7 @@ func TestStreamRepairKeepsOrder(t *testing.T) {
 	_, quirks := streamQuirks()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := runQuirks(t, quirks[tt.quirks], streamReq+`}`, [][]byte{[]byte("data: " + tt.in + "\n\n")})
+			out := runQuirks(t, quirks[tt.quirks], streamReqM+`}`, [][]byte{[]byte("data: " + tt.in + "\n\n")})
 			want := "data: " + tt.want + "\n\n"
 			if got, _, _ := strings.Cut(string(out), "data: {\"error\""); got != want {
 				t.Errorf("got  %s\nwant %s", got, want)
@@ -235,5 +239,36 @@ func TestStreamChoiceRequiredMembers(t *testing.T) {
 		if got := string(f.apply(nil)); got != want || f.bad != "" {
 			t.Errorf("%s\n got %s (bad %q)\nwant %s", in, got, f.bad, want)
 		}
+	}
+}
+
+// A chunk names the model the client asked for, as the client wrote it:
+// another id is replaced with every other byte kept, in the chunk and in
+// the usage chunk split off Mistral's last one; the client's name, escaped
+// or not, is left as it came.
+func TestStreamModelIsTheClients(t *testing.T) {
+	content := `[{"index":0,"delta":{"content":"a"},"finish_reason":null}]`
+	for _, tt := range []struct{ name, in, want string }{
+		{"another id", `{"id":"c","model":"m-2025" ,"choices":` + content + `}`, `{"id":"c","model":"public" ,"choices":` + content + `}`},
+		{"the client's", `{"id":"c","model":"public","choices":` + content + `}`, `{"id":"c","model":"public","choices":` + content + `}`},
+		{"the client's, escaped", `{"id":"c","model":"p\u0075blic","choices":` + content + `}`, `{"id":"c","model":"p\u0075blic","choices":` + content + `}`},
+		{"nulls dropped too", `{"id":"c","model":"m","system_fingerprint":null,"choices":` + content + `}`, `{"id":"c","model":"public","choices":` + content + `}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := runQuirks(t, Quirks{}, streamReq+`}`, [][]byte{[]byte("data: " + tt.in + "\n\n")})
+			if got, _, _ := strings.Cut(string(out), "data: {\"error\""); got != "data: "+tt.want+"\n\n" {
+				t.Errorf("got  %s\nwant data: %s", got, tt.want)
+			}
+		})
+	}
+	escaped := strings.Replace(streamReq, `"public"`, `"p\u0075blic"`, 1) + `}`
+	out := runQuirks(t, Quirks{}, escaped, [][]byte{[]byte("data: " + `{"id":"c","model":"m-2025","choices":` + content + `}` + "\n\n")})
+	if !strings.HasPrefix(string(out), `data: {"id":"c","model":"p\u0075blic","choices":`) {
+		t.Errorf("the client's model is not as the client wrote it: %s", out)
+	}
+	last := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"mistral-large-2411","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	out = runQuirks(t, CompatibleProviders()["mistral"], streamReq+`,"stream_options":{"include_usage":true}}`, [][]byte{[]byte("data: " + last + "\n\ndata: [DONE]\n\n")})
+	if n := strings.Count(string(out), `"model":"public"`); n != 2 || strings.Contains(string(out), "mistral-large-2411") {
+		t.Errorf("%d chunks name the client's model:\n%s", n, out)
 	}
 }

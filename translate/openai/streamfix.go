@@ -33,6 +33,13 @@ type chunkFix struct {
 	bad    string // the path of the first member of a wrong type
 	// calls is the stream's tool call indexes; reset keeps it.
 	calls toolCallIndexes
+	// model is the model the client asked for, which the answer names
+	// whatever id the provider answered with: clients compare the two
+	// (Claude Code drops the signed thinking of an answer of another
+	// model). quoted is it as a JSON string, made when first needed
+	// unless the request has it (answerFix).
+	model  string
+	quoted []byte
 }
 
 // edit replaces doc[start:end] with repl.
@@ -78,6 +85,23 @@ func (f *chunkFix) fail(path string) {
 
 func (f *chunkFix) replace(m jsonscan.Member, repl []byte) {
 	f.edits = append(f.edits, edit{Start: m.VS, End: m.End, repl: repl})
+}
+
+// echoModel gives a model member of the answer the client's model; one
+// that already names it, as a provider that knows the model by the
+// client's name sends, is left as it came.
+func (f *chunkFix) echoModel(m jsonscan.Member) {
+	if !jsonscan.IsText(m.Value, f.model) {
+		f.replace(m, f.modelJSON())
+	}
+}
+
+// modelJSON is the client's model as a JSON string.
+func (f *chunkFix) modelJSON() []byte {
+	if f.quoted == nil {
+		f.quoted = jsonscan.AppendQuoted(nil, f.model)
+	}
+	return f.quoted
 }
 
 // apply appends doc with the edits made. Edits inside a dropped member
@@ -182,7 +206,9 @@ func (f *chunkFix) top(m jsonscan.Member) {
 	case "id":
 		f.want(m.Value, jsonscan.String, "id")
 	case "model":
-		f.want(m.Value, jsonscan.String, "model")
+		if f.want(m.Value, jsonscan.String, "model"); jsonscan.Kind(m.Value) == jsonscan.String {
+			f.echoModel(m)
+		}
 	case "object":
 		// Azure opens a stream with a prompt_filter_results chunk whose
 		// object is "": the schema allows only chat.completion.chunk.

@@ -155,7 +155,7 @@ func TestStreamToolCallIndex(t *testing.T) {
 func TestStreamToolCallIndexBytes(t *testing.T) {
 	in := choiceWith(`{"tool_calls":[{"id":"a","function":{"name":"f","arguments":""}}, {"id":null,"id":"b"} ,{"function":{"arguments":"{}"},"id":null}]}`)
 	want := choiceWith(`{"tool_calls":[{"id":"a","function":{"name":"f","arguments":""},"index":0}, {"id":"b","index":1} ,{"function":{"arguments":"{}"},"index":1}]}`)
-	out := runQuirks(t, CompatibleProviders()["mistral"], streamReq+`}`, [][]byte{[]byte("data: " + in + "\n\n")})
+	out := runQuirks(t, CompatibleProviders()["mistral"], streamReqM+`}`, [][]byte{[]byte("data: " + in + "\n\n")})
 	if got, _, _ := strings.Cut(string(out), "data: {\"error\""); got != "data: "+want+"\n\n" {
 		t.Errorf("got  %s\nwant data: %s", got, want)
 	}
@@ -168,7 +168,7 @@ func TestStreamNoRepairAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own; run without -race (BenchmarkStreamChunk* report the same)")
 	}
-	req, _ := api.ParseChatRequest([]byte(streamReq + `}`))
+	req, _ := api.ParseChatRequest([]byte(streamReqM + `}`))
 	allocs := func(chunk string) float64 {
 		tr := NewChat(translate.Target{Model: "m"}, req)
 		tr.ResponseHeaders(200, "text/event-stream")
@@ -180,7 +180,7 @@ func TestStreamNoRepairAllocations(t *testing.T) {
 			}
 		})
 	}
-	base := allocs(benchChunks[1].chunk)
+	base := allocs(strings.Replace(benchChunks[1].chunk, `"Qwen/Qwen3-8B"`, `"m"`, 1)) // the client's model
 	for _, chunk := range []string{
 		"data: " + choiceWith(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`) + "\n\n",
 		"data: " + choiceWith(`{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}`) + "\n\n",

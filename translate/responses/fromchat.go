@@ -27,7 +27,6 @@ func fromChat(r *Request, chatJSON []byte, id string, created int64, writes int6
 		return nil, errNoChoice
 	}
 	resp := skeleton(r, id, created)
-	resp["model"] = c.Model
 	resp["output"] = outputItems(r.tools, id, c)
 	status, details := statusOf(c.Choices[0].FinishReason)
 	resp["status"], resp["incomplete_details"] = status, details
@@ -47,7 +46,8 @@ func statusOf(finish string) (string, any) {
 }
 
 // skeleton holds the members every Response carries, echoed from the
-// request with OpenAI's defaults.
+// request with OpenAI's defaults. Its model is the one the client asked
+// for, whatever id the provider knows it by: clients compare the two.
 func skeleton(r *Request, id string, created int64) map[string]any {
 	m := r.Members
 	echo := func(name string, def any) any {
@@ -57,7 +57,7 @@ func skeleton(r *Request, id string, created int64) map[string]any {
 		return def
 	}
 	return map[string]any{
-		"id": id, "object": "response", "created_at": created, "error": nil,
+		"id": id, "object": "response", "created_at": created, "model": r.Model, "error": nil,
 		"instructions": echo("instructions", nil), "metadata": echo("metadata", map[string]any{}),
 		"parallel_tool_calls": echo("parallel_tool_calls", true), "temperature": echo("temperature", 1.0),
 		"top_p": echo("top_p", 1.0), "tool_choice": echo("tool_choice", "auto"), "tools": echoTools(m["tools"]),

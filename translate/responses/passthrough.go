@@ -22,11 +22,12 @@ import (
 // account would see every other's) and cannot know responses another
 // provider produced.
 //
-// What comes back is relayed with the edits that make it valid against the
-// specification, which real traffic is not: OpenAI sends "user": null and
-// "usage": null where the schema allows no null, leaves out
-// cache_write_tokens and, in older API versions, sequence_number, logprobs
-// and the name on function_call_arguments.done.
+// What comes back is relayed with the model the client asked for, whatever
+// id the provider names (clients compare the two), and the edits that make
+// it valid against the specification, which real traffic is not: OpenAI
+// sends "user": null and "usage": null where the schema allows no null,
+// leaves out cache_write_tokens and, in older API versions,
+// sequence_number, logprobs and the name on function_call_arguments.done.
 type Passthrough struct {
 	report  translate.Output // what the last ResponseBody returned
 	target  translate.Target
@@ -363,6 +364,9 @@ func (p *Passthrough) response(raw json.RawMessage, final bool) (json.RawMessage
 		}
 	}
 	m["id"] = mustJSON(p.id)
+	if !jsonscan.IsText(m["model"], p.req.Model) {
+		m["model"] = jsonscan.AppendQuoted(nil, p.req.Model)
+	}
 	if p.req.PreviousResponseID != "" {
 		m["previous_response_id"] = mustJSON(p.req.PreviousResponseID)
 	}

@@ -66,7 +66,7 @@ func (s *Stream) plainChunk(data []byte) bool {
 		return false
 	}
 	if !s.started {
-		s.start(stringOf(model))
+		s.start()
 	}
 	for _, p := range s.pieces {
 		switch p.kind {

@@ -30,7 +30,6 @@ type Stream struct {
 	pieces  []piece // of the chunk plainChunk reads
 
 	started   bool
-	model     string
 	items     []*outItem // in output order
 	message   *outItem   // the message item, once text or a refusal came
 	reasoning *outItem
@@ -147,7 +146,7 @@ func (s *Stream) decodedChunk(data []byte) {
 		s.fail(e.Message, code, e.Param)
 		return
 	}
-	s.start(c.Model)
+	s.start()
 	if c.Usage != nil {
 		s.usage = c.Usage
 	}
@@ -201,11 +200,11 @@ func (s *Stream) emit(typ string, fields map[string]any) {
 	s.out = sse.AppendEvent(s.out, typ, b)
 }
 
-func (s *Stream) start(model string) {
+func (s *Stream) start() {
 	if s.started {
 		return
 	}
-	s.started, s.model = true, model
+	s.started = true
 	resp := s.response("in_progress", nil)
 	s.emit("response.created", map[string]any{"response": resp})
 	s.emit("response.in_progress", map[string]any{"response": resp})
@@ -214,7 +213,7 @@ func (s *Stream) start(model string) {
 // response is the Response object as the stream stands.
 func (s *Stream) response(status string, details any) map[string]any {
 	r := skeleton(s.req, s.id, s.created)
-	r["model"], r["status"], r["incomplete_details"] = s.model, status, details
+	r["status"], r["incomplete_details"] = status, details
 	out := []any{}
 	for _, it := range s.items {
 		out = append(out, it.item("completed"))
@@ -333,7 +332,7 @@ func (it *outItem) item(status string) map[string]any {
 // complete closes every item and the response.
 func (s *Stream) complete() {
 	s.done = true
-	s.start(s.model)
+	s.start()
 	for _, it := range s.items {
 		s.closeItem(it)
 	}

@@ -7,6 +7,7 @@ package translatetest
 import (
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"modelgate/translate"
@@ -20,6 +21,18 @@ func ReadFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// UpstreamModel is the provider's id of the model a golden case's client
+// asks for. Cases are recorded with the client's model as that id, but for
+// a model named "alias:" and the id, a name the gateway's configuration
+// gives the provider's model: its answer must name the client's model,
+// not the id the provider answers with.
+func UpstreamModel(model string) string {
+	if id, ok := strings.CutPrefix(model, "alias:"); ok {
+		return id
+	}
+	return model
 }
 
 // RandomChunks cuts b into chunks of 1 to max bytes.
