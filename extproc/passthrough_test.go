@@ -11,7 +11,7 @@ import (
 // charged.
 func TestBufferedAnswerKeptAsItCame(t *testing.T) {
 	const plain = `{"model":"plain","messages":[{"role":"user","content":"hi"}]}`
-	valid := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-up","choices":[{"index":0,` +
+	valid := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"plain","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":"Hello!","refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
 		`"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},` +
 		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`

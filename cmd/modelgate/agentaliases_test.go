@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modelgate/cmd/mockprovider/replay"
 )
 
 // agentAliasesConfig is the config docs/agents.md shows: one model whose
@@ -65,6 +67,18 @@ func TestAgentsThroughAliases(t *testing.T) {
 			}
 			if target.name == "anthropic" {
 				thinkingBack(t, a.Mock, "agent-claude", task)
+				// A new process keeps Claude's signed thinking of an
+				// earlier answer only if that answer named the model it
+				// asked for.
+				second := "mg-cc-second"
+				out := runAgent(t, work, claude, []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=" + a.APIKey,
+					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1"},
+					"--continue", "-p", "Now run `echo "+second+"` please.", "--allowedTools", "Bash", "--output-format", "json")
+				if !bytes.Contains(out, []byte(second)) {
+					t.Fatalf("claude --continue: %s", out)
+				}
+				thinkingBack(t, a.Mock, "agent-claude", second)
+				signedBack(t, a.Mock, task, second)
 			}
 			if target.name == "nova" {
 				for _, r := range providerRequests(t, a.Mock, task) {
@@ -142,4 +156,27 @@ func hasPrefixed(names map[string]string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// signedBack checks that the continued conversation (marked by second)
+// sent the provider the signed thinking of the first turn (marked by
+// first) again: a thinking block in an assistant turn before second.
+func signedBack(t *testing.T, mock *replay.Server, first, second string) {
+	t.Helper()
+	for _, r := range providerRequests(t, mock, second) {
+		msgs, _ := r["messages"].([]any)
+		for _, m := range msgs {
+			m, _ := m.(map[string]any)
+			if m["role"] != "assistant" {
+				continue
+			}
+			blocks, _ := m["content"].([]any)
+			for _, b := range blocks {
+				if b, _ := b.(map[string]any); b["type"] == "thinking" && b["signature"] != nil && strings.Contains(fmt.Sprint(msgs), first) {
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("the continued session sent back no signed thinking of its first turn")
 }
