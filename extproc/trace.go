@@ -101,6 +101,9 @@ func (sp *exchangeSpan) end(o *outcome) {
 	if o.model != "" {
 		attrs = append(attrs, attribute.String("gen_ai.request.model", o.model))
 	}
+	if o.requested != "" && o.requested != o.model { // an alias, an auto model
+		attrs = append(attrs, attribute.String("modelgate.requested_model", o.requested))
+	}
 	if o.provider != "" {
 		attrs = append(attrs, attribute.String("gen_ai.provider.name", o.genAIProvider),
 			attribute.String("gen_ai.response.model", o.upstreamModel),

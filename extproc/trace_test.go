@@ -76,6 +76,9 @@ func TestTracesExportedOverOTLP(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
+	if _, ok := a["modelgate.requested_model"]; ok {
+		t.Errorf("a request by the model's id names a requested model: %v", a["modelgate.requested_model"])
+	}
 	if json.GetName() != "chat gpt-4o" || a["gen_ai.usage.input_tokens"].GetIntValue() != 8 || a["gen_ai.usage.output_tokens"].GetIntValue() != 377 ||
 		a["http.response.status_code"].GetIntValue() != 200 || a["modelgate.key.id"].GetStringValue() == "" {
 		t.Errorf("the JSON request's span: %s %v", json.GetName(), a)
