@@ -79,7 +79,7 @@ func (s *Server) expectedCost(c *routing.Model, a *asks, at time.Time) float64 {
 	prompt, answer := int64(1000), int64(1000)
 	if a != nil {
 		prompt = a.promptTokens()
-		if a.needs != nil && a.needs.MaxOutput > 0 {
+		if a.needs.MaxOutput > 0 {
 			answer = a.needs.MaxOutput
 		}
 	}

@@ -12,13 +12,25 @@ import (
 )
 
 // asks is what a request asks of the model it names: what it uses of it
-// (nil for an endpoint whose requests the capabilities do not describe:
-// embeddings, images, transcriptions) and its body, whose prompt an auto
+// (described: not for an endpoint whose requests the capabilities do not
+// describe, embeddings and images) and its body, whose prompt an auto
 // model's choice estimates.
 type asks struct {
-	needs  *api.Needs
-	body   []byte
-	prompt int64 // estimated once asked for (promptTokens)
+	needs     api.Needs
+	described bool
+	body      []byte
+	prompt    int64 // estimated once asked for (promptTokens)
+}
+
+// ask keeps what the request asks of its model (body, and needs where
+// its endpoint's requests are described), for pick: in the request,
+// which is on the heap already.
+func (r *request) ask(body []byte, needs ...api.Needs) *asks {
+	r.asks = asks{body: body}
+	if len(needs) > 0 {
+		r.asks.needs, r.asks.described = needs[0], true
+	}
+	return &r.asks
 }
 
 // promptTokens is the request's estimated prompt.
@@ -64,7 +76,7 @@ func (r *router) lacks(m *routing.Model, c api.Capability, ps map[string]provide
 // capabilities it lacks that its configuration drops; an error names the
 // first it lacks that it does not, or an output bound above its own.
 func (r *router) serves(m *routing.Model, a *asks, ps map[string]providers.Provider) ([]api.Capability, error) {
-	if a == nil || a.needs == nil {
+	if a == nil || !a.described {
 		return nil, nil
 	}
 	var drop []api.Capability

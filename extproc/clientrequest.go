@@ -30,7 +30,9 @@ type request struct {
 	auto bool
 	// drop are the capabilities the request asks for that its model
 	// lacks and is configured to serve it without (asks, router.serves).
-	drop      []api.Capability
+	drop []api.Capability
+	// asks is what it asks of its model (ask), kept here for pick.
+	asks      asks
 	stream    bool  // the client asked for a stream
 	prompt    int64 // estimated prompt tokens
 	maxOutput int64 // the bound on the answer the provider is sent: the client's or translator's; zero for none

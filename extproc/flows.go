@@ -17,8 +17,7 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	if err != nil {
 		return nil, err
 	}
-	needs := req.Needs()
-	if err := st.pick(ctx, req.Model, &asks{needs: &needs, body: body}); err != nil {
+	if err := st.pick(ctx, req.Model, st.request().ask(body, req.Needs())); err != nil {
 		return nil, err
 	}
 	r := st.request()
@@ -51,7 +50,7 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model, &asks{body: body}); err != nil {
+	if err := st.pick(ctx, req.Model, st.request().ask(body)); err != nil {
 		return nil, err
 	}
 	if st.server().guarded() {
@@ -126,8 +125,7 @@ func (f messagesFlow) routed(ctx context.Context, st parser, body []byte, count 
 		return nil, err
 	}
 	req.Version, req.Beta = f.version, f.beta
-	needs := req.Needs()
-	return req, st.pick(ctx, req.Model, &asks{needs: &needs, body: body})
+	return req, st.pick(ctx, req.Model, st.request().ask(body, req.Needs()))
 }
 
 // permitted leaves out of a routed Messages request what the model's

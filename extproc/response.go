@@ -69,7 +69,9 @@ func (ex *exchange) responseHeaders(h *extprocv3.HttpHeaders, attrs map[string]*
 	}
 	var mut headers
 	if ex.meter.limit != nil {
-		mut.reserve(10) // content-type, six x-ratelimit-*, :status, the models
+		mut.reserve(10) // content-type, six x-ratelimit-*, :status, the two models
+	} else {
+		mut.reserve(4) // content-type, :status, the two models
 	}
 	if ct := hm.get("content-type"); ct != ex.answer.head.ContentType {
 		mut.Set("content-type", ex.answer.head.ContentType)
