@@ -135,8 +135,8 @@ func (v viaEnvoy) prepare(s *Server, r *request, _ translate.Translator, body []
 }
 
 // send hands the client's body to Envoy unchanged (but for what the
-// gateway changed: request.changedBody), with the model's route headers and the request's context for
-// the upstream streams.
+// gateway changed: request.changedBody), with the model's route headers
+// and the request's context for the upstream streams.
 func (v viaEnvoy) send(s *Server, r *request, _ *route, _ translate.Upstream) (*extprocv3.ProcessingResponse, error) {
 	h := headers{remove: clientHeaders[:len(clientHeaders):len(clientHeaders)]} // a later Remove copies
 	h.Set("accept-encoding", "identity")
