@@ -298,6 +298,9 @@ func toolCallTypes(f *chunkFix, calls jsonscan.Member) error {
 // the parsed text of a file the client sent) are dropped; annotations
 // that are not an array become an empty one.
 func urlCitations(f *chunkFix, m jsonscan.Member) {
+	if v := jsonscan.TrimSpace(m.Value); len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' && len(jsonscan.TrimSpace(v[1:len(v)-1])) == 0 {
+		return // none: the common case, without encoding/json (and the deep call that grows a stream's stack)
+	}
 	var entries []json.RawMessage
 	if json.Unmarshal(m.Value, &entries) != nil {
 		f.replace(m, []byte("[]"))
