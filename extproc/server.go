@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"time"
 
@@ -165,6 +166,14 @@ type Server struct {
 	log    *zap.Logger
 	now    func() time.Time
 }
+
+// StreamWorkers is how many pooled goroutines a gRPC server of ext_proc
+// streams should start them on (grpc.NumStreamWorkers; more start when
+// all are busy): a stream then starts on a goroutine whose stack has
+// grown already, instead of growing a new one's. Every stream of a
+// busy replica wants one: four per core served only half of 16
+// concurrent streams on two cores, so the rest grew fresh stacks.
+func StreamWorkers() uint32 { return uint32(max(64, 4*runtime.GOMAXPROCS(0))) }
 
 // Defaults of Config for callers that leave them zero; the configuration
 // file's (extproc/config's) are the same, as cmd/modelgate's tests check.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"modelgate/extproc"
 	"modelgate/extproc/extproctest"
 )
 
@@ -111,7 +111,7 @@ func serveNoop(addr, pprofAddr string) error {
 	opts := []grpc.ServerOption{grpc.ForceServerCodecV2(floorCodec{encoding.GetCodecV2(protocodec.Name)}),
 		grpc.StaticStreamWindowSize(noopStreamWindow), grpc.StaticConnWindowSize(noopConnWindow),
 		// As the gateway: streams start on pooled goroutines.
-		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0)))}
+		grpc.NumStreamWorkers(extproc.StreamWorkers())}
 	gs := grpc.NewServer(opts...)
 	gs.RegisterService(&floorService, nil)
 	healthpb.RegisterHealthServer(gs, health.NewServer())

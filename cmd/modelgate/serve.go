@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,7 +220,7 @@ func prepareGateway(cfg *config.Config, getenv func(string) string, log *zap.Log
 	// handed its usage record to the ledger.
 	g.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(grpcMaxMessage(cfg)), grpc.MaxSendMsgSize(grpcMaxMessage(cfg)),
 		grpc.StreamInterceptor(g.streams.intercept), grpc.WaitForHandlers(true),
-		grpc.NumStreamWorkers(streamWorkers()), grpc.ForceServerCodecV2(wire.Codec()),
+		grpc.NumStreamWorkers(extproc.StreamWorkers()), grpc.ForceServerCodecV2(wire.Codec()),
 		grpc.StaticStreamWindowSize(streamWindow), grpc.StaticConnWindowSize(connWindow))
 	extprocv3.RegisterExternalProcessorServer(g.grpc, g.proc)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
@@ -688,8 +687,3 @@ const (
 	streamWindow = 1 << 20
 	connWindow   = 16 << 20
 )
-
-// streamWorkers is how many goroutines serve ext_proc streams from a pool
-// (more start when all are busy): a stream then starts on a goroutine
-// whose stack has grown already, instead of growing a new one's.
-func streamWorkers() uint32 { return uint32(4 * runtime.GOMAXPROCS(0)) }
