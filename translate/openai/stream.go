@@ -53,9 +53,12 @@ func (c *chat) event(out, data []byte) []byte {
 		c.done, c.sawDone = true, true
 		return out
 	}
-	// Validity first: the member scanner only handles well-formed JSON.
-	var members []jsonscan.Member
-	ok := jsonscan.Valid(data) || json.Valid(data) // the fast check, then the deep nesting it refuses
+	// Validity and the members in one pass; encoding/json for the deep
+	// nesting the scanner refuses.
+	members, ok := jsonscan.ValidMembers(data, c.members())
+	if !ok && json.Valid(data) {
+		members, ok = jsonscan.Members(data, members[:0])
+	}
 	if ok && bytes.IndexByte(data, '\n') >= 0 {
 		// JSON a provider spread over several data: lines: chunk writes
 		// the event itself, in place, so it must be one line (elsewhere
@@ -63,12 +66,10 @@ func (c *chat) event(out, data []byte) []byte {
 		var compact bytes.Buffer
 		if json.Compact(&compact, data) == nil {
 			data = compact.Bytes()
+			members, ok = jsonscan.Members(data, members[:0])
 		}
 	}
-	if ok {
-		members, ok = jsonscan.Members(data, c.members())
-		c.scratch = members[:0]
-	}
+	c.scratch = members[:0]
 	if !ok {
 		c.done = true
 		c.usage.Partial = true // the provider's stream ended before its end: estimated
