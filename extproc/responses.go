@@ -48,8 +48,10 @@ func (f *responsesFlow) parse(ctx context.Context, st parser, body []byte) (*loc
 	if err != nil {
 		return nil, err
 	}
-	if req, left, err = dropped(r, req, left, (*responses.Request).Without, responsesBody); err != nil {
-		return nil, err
+	if len(r.drop) > 0 { // no closure for a request that drops nothing
+		if req, left, err = dropped(r, req, left, withoutIn(history), responsesBody); err != nil {
+			return nil, err
+		}
 	}
 	r.warning = left.Warning()
 	if s.guarded() {
@@ -105,8 +107,10 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 	if err != nil {
 		return nil, err
 	}
-	if req, left, err = dropped(r, req, left, (*responses.Request).Without, responsesBody); err != nil {
-		return nil, err
+	if len(r.drop) > 0 { // no closure for a request that drops nothing
+		if req, left, err = dropped(r, req, left, withoutIn(history), responsesBody); err != nil {
+			return nil, err
+		}
 	}
 	r.warning = left.Warning()
 	r.maxOutput = maxOutputTokens(req.Members)
@@ -117,6 +121,12 @@ func (compactFlow) parse(ctx context.Context, st parser, body []byte) (*localAns
 }
 
 func responsesBody(r *responses.Request) []byte { return mustJSON(r.Members) }
+
+// withoutIn is Without for a request continuing history, which may offer
+// tools too (additional_tools items).
+func withoutIn(history []json.RawMessage) func(*responses.Request, []api.Capability) (*responses.Request, api.LeftOut, error) {
+	return func(r *responses.Request, drop []api.Capability) (*responses.Request, api.LeftOut, error) { return r.Without(drop, history) }
+}
 
 // continued routes the model a Responses request names and reads the
 // stored conversation it continues, and the stored items its

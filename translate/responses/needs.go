@@ -16,7 +16,7 @@ import (
 //   - input_image, input_audio and input_file parts in the content of any
 //     item or in a tool call's output, a computer call's screenshot, and
 //     the prompt's variables of those kinds;
-//   - tools of any kind;
+//   - tools of any kind, and those of additional_tools items;
 //   - a text.format of type json_schema;
 //   - reasoning, unless its effort is "none" (its effort is Needs'
 //     Effort), or the encrypted reasoning in include, which only a
@@ -37,7 +37,7 @@ func (r *Request) Needs(history []json.RawMessage) api.Needs {
 	if vars := api.Field(m["prompt"], "variables"); jsonscan.Kind(vars) == jsonscan.Object {
 		eachEntry(vars, func(v []byte) { partInput(&uses, v) })
 	}
-	if api.NonEmpty(m["tools"]) {
+	if api.NonEmpty(m["tools"]) || r.itemTools(history) {
 		uses.Add(api.CapTools)
 	}
 	if isSchema(m["text"]) {
@@ -144,7 +144,7 @@ func isEncryptedReasoning(entry []byte) bool { return api.IsString(entry, encryp
 // ignores them, or the bridge makes thinking of them), and so do tool
 // calls and their outputs when tools go: serving such a conversation
 // without tools is for the models of providers that take it.
-func (r *Request) Without(drop []api.Capability) (*Request, api.LeftOut, error) {
+func (r *Request) Without(drop []api.Capability, history []json.RawMessage) (*Request, api.LeftOut, error) {
 	set, err := api.ToDrop(drop)
 	if err != nil {
 		return nil, nil, err
@@ -160,11 +160,18 @@ func (r *Request) Without(drop []api.Capability) (*Request, api.LeftOut, error) 
 			replace["include"], left = emptyAsNil(include, "[]"), append(left, "include "+encryptedReasoning)
 		}
 	}
-	if set.Has(api.CapTools) && api.NonEmpty(m["tools"]) {
+	itemTools := false
+	if set.Has(api.CapTools) && (api.NonEmpty(m["tools"]) || r.itemTools(history)) {
 		for _, name := range []string{"tools", "tool_choice", "parallel_tool_calls", "max_tool_calls"} {
 			if !jsonscan.IsNull(m[name]) {
 				replace[name], left = nil, append(left, name)
 			}
+		}
+		if itemTools = r.itemTools(history); itemTools {
+			if input, found := api.WithoutEntries(m["input"], isItemTools); found {
+				replace["input"] = input
+			}
+			left = append(left, "additional_tools")
 		}
 	}
 	if set.Has(api.CapJSONSchema) && isSchema(m["text"]) {
@@ -185,7 +192,36 @@ func (r *Request) Without(drop []api.Capability) (*Request, api.LeftOut, error) 
 	if _, ok := replace["tools"]; ok {
 		out.tools, _ = parseTools(nil) // none: it cannot fail
 	}
+	out.noItemTools = out.noItemTools || itemTools
 	return &out, left, nil
+}
+
+// itemTools reports whether the conversation, history then input, has
+// additional_tools items offering tools (Codex's code mode), unless the
+// request goes without them.
+func (r *Request) itemTools(history []json.RawMessage) bool {
+	if r.noItemTools {
+		return false
+	}
+	for _, it := range history {
+		if isItemTools(it) {
+			return true
+		}
+	}
+	found := false
+	if input := r.Members["input"]; bytes.Contains(input, []byte(additionalTools)) {
+		eachEntry(input, func(it []byte) { found = found || isItemTools(it) })
+	}
+	return found
+}
+
+const additionalTools = "additional_tools"
+
+// isItemTools reports an additional_tools item that offers tools. Most
+// items are not, which a search of their bytes tells.
+func isItemTools(item []byte) bool {
+	return bytes.Contains(item, []byte(additionalTools)) && api.IsString(api.Field(item, "type"), additionalTools) &&
+		api.NonEmpty(api.Field(item, "tools"))
 }
 
 // emptyAsNil is v, or nil when it is empty (an object or array with

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"modelgate/translate"
 	"modelgate/translate/api"
 	"modelgate/translate/jsonscan"
 )
@@ -121,7 +123,7 @@ func TestWithout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, left, err := r.Without(tt.drop)
+			out, left, err := r.Without(tt.drop, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,11 +188,11 @@ func TestWithoutNothingToDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, left, err := r.Without(droppable); out != r || left != nil || err != nil {
+	if out, left, err := r.Without(droppable, nil); out != r || left != nil || err != nil {
 		t.Errorf("%p %v %v, want %p", out, left, err, r)
 	}
 	for _, c := range []api.Capability{api.CapImage, api.CapAudio, api.CapFile} {
-		if _, _, err := r.Without([]api.Capability{c}); err == nil {
+		if _, _, err := r.Without([]api.Capability{c}, nil); err == nil {
 			t.Errorf("without %s: no error", c)
 		}
 	}
@@ -214,7 +216,7 @@ func FuzzNeeds(f *testing.F) {
 		}
 		var history []json.RawMessage
 		json.Unmarshal(r.Members["input"], &history) //nolint:errcheck // input that is no array is no history
-		out, _, err := r.Without(droppable)
+		out, _, err := r.Without(droppable, history)
 		if err != nil {
 			t.Fatalf("Without of %s: %v", body, err)
 		}
@@ -315,4 +317,40 @@ func BenchmarkNeeds(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Tools offered by additional_tools items (Codex's code mode), in the
+// input or the stored conversation, are tools the request uses; served
+// without tools, it offers none of them, bridged or passed through.
+func TestWithoutItemTools(t *testing.T) {
+	history := []json.RawMessage{json.RawMessage(`{"type":"additional_tools","role":"developer","tools":[{"type":"function","name":"g"}]}`),
+		json.RawMessage(`{"type":"message","role":"user","content":"earlier"}`)}
+	r, err := ParseRequest([]byte(`{"model":"m","previous_response_id":"resp_1","input":[
+		{"type":"additional_tools","role":"developer","tools":[{"type":"custom","name":"exec"}]},{"type":"message","role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Needs(nil).Has(api.CapTools) || !r.Needs(history).Has(api.CapTools) {
+		t.Fatal("the items' tools are not counted")
+	}
+	out, left, err := r.Without([]api.Capability{api.CapTools}, history)
+	if err != nil || !slices.Contains(left, "additional_tools") || bytes.Contains(out.Members["input"], []byte("exec")) {
+		t.Fatalf("Without tools: %v %v, input %s", left, err, out.Members["input"])
+	}
+	if out.Needs(history).Has(api.CapTools) {
+		t.Error("served without tools, it still uses the history's")
+	}
+	chat, err := ToChat(out, history)
+	if err != nil || chat.Members["tools"] != nil {
+		t.Errorf("bridged: tools %s, %v", chat.Members["tools"], err)
+	}
+	up, err := NewPassthrough(translate.Target{Model: "m"}, out, history, "resp_2").RequestBody()
+	if err != nil || bytes.Contains(up.Body, []byte("additional_tools")) || !bytes.Contains(up.Body, []byte("earlier")) {
+		t.Errorf("passed through: %s, %v", up.Body, err)
+	}
+	// Nothing to leave out when the conversation offers no tools.
+	plain, _ := ParseRequest([]byte(`{"model":"m","input":"hi"}`))
+	if out, left, err := plain.Without([]api.Capability{api.CapTools}, history[1:]); out != plain || left != nil || err != nil {
+		t.Errorf("a request without tools: %p %v %v", out, left, err)
+	}
 }

@@ -77,7 +77,7 @@ func (p *Passthrough) RequestBody() (translate.Upstream, error) {
 		if err != nil {
 			return translate.Upstream{}, err
 		}
-		all, _ := withSummaries(append(replayable(p.history), input...))
+		all, _ := withSummaries(append(replayable(p.history, p.req.noItemTools), input...))
 		if members["input"], err = api.Marshal(all); err != nil {
 			return translate.Upstream{}, err
 		}
@@ -97,9 +97,11 @@ func (p *Passthrough) RequestBody() (translate.Upstream, error) {
 // replayable prepares stored items for a provider that serves Responses:
 // the ids of messages and function calls name items in the store of
 // whichever provider made them, so they are left out (they are optional on
-// input), and a reasoning item is only replayed when it carries its
-// encrypted content, the one form that needs no provider-side store.
-func replayable(items []json.RawMessage) []json.RawMessage {
+// input), a reasoning item is only replayed when it carries its
+// encrypted content, the one form that needs no provider-side store, and
+// additional_tools items go when the request goes without their tools
+// (noItemTools).
+func replayable(items []json.RawMessage, noItemTools bool) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(items))
 	for _, raw := range items {
 		var m map[string]json.RawMessage
@@ -107,6 +109,10 @@ func replayable(items []json.RawMessage) []json.RawMessage {
 			continue
 		}
 		switch memberType(m) {
+		case additionalTools:
+			if noItemTools {
+				continue
+			}
 		case "reasoning":
 			if isNull(m["encrypted_content"]) {
 				continue

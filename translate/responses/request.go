@@ -18,6 +18,9 @@ type Request struct {
 	Members map[string]json.RawMessage
 	// tools are its tools as a chat model is offered them.
 	tools toolset
+	// noItemTools: the request goes without the tools of its
+	// conversation's additional_tools items (Without tools).
+	noItemTools bool
 }
 
 // ParseRequest validates a CreateResponse body. Input may be missing only

@@ -99,15 +99,18 @@ func parseTools(raw json.RawMessage) (toolset, error) {
 // request's: a chat model is offered every tool of the conversation at
 // once. The first stored items are the history's.
 func (r *Request) addItemTools(items []json.RawMessage, stored int) error {
+	if r.noItemTools {
+		return nil
+	}
 	for i, raw := range items {
-		if !bytes.Contains(raw, []byte("additional_tools")) { // the common case, without decoding
+		if !bytes.Contains(raw, []byte(additionalTools)) { // the common case, without decoding
 			continue
 		}
 		var it struct {
 			Type  string            `json:"type"`
 			Tools []json.RawMessage `json:"tools"`
 		}
-		if json.Unmarshal(raw, &it) != nil || it.Type != "additional_tools" {
+		if json.Unmarshal(raw, &it) != nil || it.Type != additionalTools {
 			continue
 		}
 		param := fmt.Sprintf("input[%d]", i-stored)
