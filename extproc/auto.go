@@ -22,7 +22,7 @@ func (s *Server) choose(m *routing.Model, ep endpoint, a *asks) (*routing.Model,
 	var why []string
 	for _, id := range m.Auto.Candidates {
 		c := s.router.models[id]
-		switch _, err := s.router.serves(c, a, s.providers); {
+		switch _, err := s.router.serves(c, a); {
 		case err != nil:
 			why = append(why, err.(*APIError).Message) // serves refuses with APIErrors only
 			continue
@@ -79,8 +79,8 @@ func (s *Server) expectedCost(c *routing.Model, a *asks, at time.Time) float64 {
 	prompt, answer := int64(1000), int64(1000)
 	if a != nil {
 		prompt = a.promptTokens()
-		if a.needs.MaxOutput > 0 {
-			answer = a.needs.MaxOutput
+		if a.described() && a.uses().MaxOutput > 0 {
+			answer = a.uses().MaxOutput
 		}
 	}
 	return float64(p.Input)*float64(prompt) + float64(p.Output)*float64(answer)

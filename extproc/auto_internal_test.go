@@ -47,7 +47,7 @@ func TestAutoChoice(t *testing.T) {
 	auto := s.router.models["auto"]
 	choose := func(n api.Needs, body string) string {
 		t.Helper()
-		m, err := s.choose(auto, endpointChat, &asks{needs: n, described: true, body: []byte(body)})
+		m, err := s.choose(auto, endpointChat, &asks{needs: &n, body: []byte(body)})
 		if err != nil {
 			return "error: " + err.Error()
 		}
@@ -71,7 +71,7 @@ func TestAutoChoice(t *testing.T) {
 			t.Errorf("%s: chose %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	_, err := s.choose(auto, endpointChat, &asks{needs: api.Needs{Uses: []api.Capability{api.CapImage, api.CapReasoning}}, described: true, body: []byte(large)})
+	_, err := s.choose(auto, endpointChat, &asks{needs: &api.Needs{Uses: []api.Capability{api.CapImage, api.CapReasoning}}, body: []byte(large)})
 	if err == nil || !strings.Contains(err.Error(), "`cheap` does not support image input") || !strings.Contains(err.Error(), "`vision` has a context window of 1000 tokens") ||
 		!strings.Contains(err.Error(), "`nova` does not support reasoning") {
 		t.Errorf("no candidate: %v, want what each lacked", err)
@@ -117,7 +117,7 @@ func TestAutoFastest(t *testing.T) {
 	s := autoServer(t, "fastest")
 	auto, now := s.router.models["auto"], s.now()
 	pick := func() string {
-		m, err := s.choose(auto, endpointChat, &asks{described: true, body: []byte(`{}`)})
+		m, err := s.choose(auto, endpointChat, &asks{needs: &api.Needs{}, body: []byte(`{}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestCapabilityRefusals(t *testing.T) {
 	ps := map[string]providers.Provider{}
 	ps["bedrock"], _ = providers.Lookup("bedrock")
 	ps["openai"], _ = providers.Lookup("openai")
-	uses := func(cs ...api.Capability) *asks { return &asks{needs: api.Needs{Uses: cs}, described: true} }
+	uses := func(cs ...api.Capability) *asks { return &asks{needs: &api.Needs{Uses: cs}} }
 	for _, tt := range []struct {
 		model string
 		a     *asks
@@ -171,13 +171,13 @@ func TestCapabilityRefusals(t *testing.T) {
 		{"nova", uses(api.CapReasoning), "", "The model `nova` does not support reasoning"},
 		{"nova", uses(api.CapTools, api.CapImage), "", ""},
 		{"nova-agent", uses(api.CapReasoning, api.CapTools), "[reasoning tools]", ""},
-		{"nova-agent", &asks{needs: api.Needs{MaxOutput: 101}, described: true}, "", "at most 100 tokens"},
+		{"nova-agent", &asks{needs: &api.Needs{MaxOutput: 101}}, "", "at most 100 tokens"},
 		{"claude", uses(api.CapReasoning), "", ""},
 		{"plain", uses(api.CapFile, api.CapReasoning, api.CapJSONSchema), "", ""},
 		{"plain", uses(api.CapAudio), "", "does not support audio input"},
 		{"plain", nil, "", ""},
 	} {
-		drop, err := r.serves(r.models[tt.model], tt.a, ps)
+		drop, err := r.serves(r.models[tt.model], tt.a)
 		got := ""
 		if len(drop) > 0 {
 			got = "[" + strings.Join(capStrings(drop), " ") + "]"

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,29 +9,53 @@ import (
 
 	"modelgate/envoy/routing"
 	"modelgate/translate/api"
-	"modelgate/translate/providers"
+	"modelgate/translate/responses"
 )
 
-// asks is what a request asks of the model it names: what it uses of it
-// (described: not for an endpoint whose requests the capabilities do not
-// describe, embeddings and images) and its body, whose prompt an auto
-// model's choice estimates.
+// asks is what a request asks of the model it names: its parsed request,
+// whose uses are read only when a model may refuse or drop them (none
+// for an endpoint the capabilities do not describe: embeddings, images,
+// transcriptions), and its body, whose prompt an auto model's choice
+// estimates.
 type asks struct {
-	needs     api.Needs
-	described bool
+	chat      *api.ChatRequest
+	messages  *api.MessagesRequest
+	responses *responses.Request
+	history   []json.RawMessage // the stored conversation responses continues
+	needs     *api.Needs        // read once asked for (uses)
 	body      []byte
 	prompt    int64 // estimated once asked for (promptTokens)
 }
 
-// ask keeps what the request asks of its model (body, and needs where
-// its endpoint's requests are described), for pick: in the request,
-// which is on the heap already.
-func (r *request) ask(body []byte, needs ...api.Needs) *asks {
-	r.asks = asks{body: body}
-	if len(needs) > 0 {
-		r.asks.needs, r.asks.described = needs[0], true
-	}
+// ask keeps what the request asks of its model, for pick: in the
+// request, which is on the heap already. Set at most one of the parsed
+// requests of a.
+func (r *request) ask(body []byte, a asks) *asks {
+	a.body = body
+	r.asks = a
 	return &r.asks
+}
+
+// described reports a request whose uses the capabilities describe.
+func (a *asks) described() bool {
+	return a.needs != nil || a.chat != nil || a.messages != nil || a.responses != nil
+}
+
+// uses is what the request uses of its model, read once.
+func (a *asks) uses() *api.Needs {
+	if a.needs == nil {
+		var n api.Needs
+		switch {
+		case a.chat != nil:
+			n = a.chat.Needs()
+		case a.messages != nil:
+			n = a.messages.Needs()
+		case a.responses != nil:
+			n = a.responses.Needs(a.history)
+		}
+		a.needs = &n
+	}
+	return a.needs
 }
 
 // promptTokens is the request's estimated prompt.
@@ -45,7 +70,7 @@ func (a *asks) promptTokens() int64 {
 // undeclared, known so by the provider table for every deployment of m
 // (Bedrock's models but Claude do not reason). What nobody declared the
 // model has: the provider decides.
-func (r *router) lacks(m *routing.Model, c api.Capability, ps map[string]providers.Provider) bool {
+func (r *router) lacks(m *routing.Model, c api.Capability) bool {
 	caps := m.Capabilities
 	switch c {
 	case api.CapImage, api.CapAudio, api.CapFile:
@@ -62,7 +87,7 @@ func (r *router) lacks(m *routing.Model, c api.Capability, ps map[string]provide
 			return false
 		}
 		for _, d := range m.Deployments {
-			reasons := ps[r.backends[d.Backend].Provider].Reasons
+			reasons := r.backends[d.Backend].provider.Reasons
 			if reasons == nil || reasons(d.Model) {
 				return false
 			}
@@ -72,16 +97,25 @@ func (r *router) lacks(m *routing.Model, c api.Capability, ps map[string]provide
 	return false
 }
 
+// judges reports whether m's capabilities may refuse or drop what a
+// request uses: declared, or known by the provider table.
+func (r *router) judges(m *routing.Model) bool {
+	c := m.Capabilities
+	return len(c.Input) > 0 || c.Tools != nil || c.JSONSchema != nil || c.Reasoning != nil || c.MaxOutput > 0 ||
+		r.lacks(m, api.CapReasoning)
+}
+
 // serves is what model m leaves out of a request that asks a: the
 // capabilities it lacks that its configuration drops; an error names the
 // first it lacks that it does not, or an output bound above its own.
-func (r *router) serves(m *routing.Model, a *asks, ps map[string]providers.Provider) ([]api.Capability, error) {
-	if a == nil || !a.described {
+func (r *router) serves(m *routing.Model, a *asks) ([]api.Capability, error) {
+	if a == nil || !a.described() || !r.judged[m.ID] {
 		return nil, nil
 	}
+	needs := a.uses()
 	var drop []api.Capability
-	for _, c := range a.needs.Uses {
-		if !r.lacks(m, c, ps) {
+	for _, c := range needs.Uses {
+		if !r.lacks(m, c) {
 			continue
 		}
 		if !slices.Contains(m.Capabilities.Drop, string(c)) {
@@ -89,9 +123,9 @@ func (r *router) serves(m *routing.Model, a *asks, ps map[string]providers.Provi
 		}
 		drop = append(drop, c)
 	}
-	if limit := m.Capabilities.MaxOutput; limit > 0 && a.needs.MaxOutput > limit {
+	if limit := m.Capabilities.MaxOutput; limit > 0 && needs.MaxOutput > limit {
 		return nil, &APIError{Status: http.StatusBadRequest, Type: typeInvalidRequest, Code: "unsupported_value",
-			Message: fmt.Sprintf("The model `%s` answers with at most %d tokens; the request asks for %d.", m.ID, limit, a.needs.MaxOutput)}
+			Message: fmt.Sprintf("The model `%s` answers with at most %d tokens; the request asks for %d.", m.ID, limit, needs.MaxOutput)}
 	}
 	return drop, nil
 }

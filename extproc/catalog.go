@@ -43,9 +43,9 @@ func (s *Server) entry(id string, m *routing.Model, now time.Time) entry {
 	}
 	undeclared := false
 	for _, c := range models {
-		e.tools = e.tools || !s.router.lacks(c, api.CapTools, s.providers)
-		e.jsonSchema = e.jsonSchema || !s.router.lacks(c, api.CapJSONSchema, s.providers)
-		e.thinking = e.thinking || !s.router.lacks(c, api.CapReasoning, s.providers)
+		e.tools = e.tools || !s.router.lacks(c, api.CapTools)
+		e.jsonSchema = e.jsonSchema || !s.router.lacks(c, api.CapJSONSchema)
+		e.thinking = e.thinking || !s.router.lacks(c, api.CapReasoning)
 		e.contextWindow = max(e.contextWindow, int64(c.ContextWindow))
 		e.maxOutput = max(e.maxOutput, c.Capabilities.MaxOutput)
 		for _, ef := range c.ReasoningEfforts {

@@ -17,7 +17,7 @@ func (chatFlow) parse(ctx context.Context, st parser, body []byte) (*localAnswer
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model, st.request().ask(body, req.Needs())); err != nil {
+	if err := st.pick(ctx, req.Model, st.request().ask(body, asks{chat: req})); err != nil {
 		return nil, err
 	}
 	r := st.request()
@@ -50,7 +50,7 @@ func (embeddingsFlow) parse(ctx context.Context, st parser, body []byte) (*local
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model, st.request().ask(body)); err != nil {
+	if err := st.pick(ctx, req.Model, st.request().ask(body, asks{})); err != nil {
 		return nil, err
 	}
 	if st.server().guarded() {
@@ -125,7 +125,7 @@ func (f messagesFlow) routed(ctx context.Context, st parser, body []byte, count 
 		return nil, err
 	}
 	req.Version, req.Beta = f.version, f.beta
-	return req, st.pick(ctx, req.Model, st.request().ask(body, req.Needs()))
+	return req, st.pick(ctx, req.Model, st.request().ask(body, asks{messages: req}))
 }
 
 // permitted leaves out of a routed Messages request what the model's

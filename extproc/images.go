@@ -134,7 +134,7 @@ func (f *imagesFlow) parse(ctx context.Context, st parser, body []byte) (*localA
 	if err != nil {
 		return nil, err
 	}
-	if err := st.pick(ctx, req.Model, st.request().ask(body)); err != nil {
+	if err := st.pick(ctx, req.Model, st.request().ask(body, asks{})); err != nil {
 		return nil, err
 	}
 	f.req = req

@@ -32,6 +32,7 @@ type backend struct {
 	routing.Backend
 	Credentials
 	basePath, host string
+	provider       providers.Provider // its kind, from the provider table
 }
 
 // router resolves public model ids to deployments. It is immutable after
@@ -44,6 +45,11 @@ type router struct {
 	// ending in *, longest first.
 	aliases  map[string]*routing.Model
 	prefixes []prefixAlias
+	// judged are the models whose capabilities may refuse or drop what
+	// a request uses (capabilities.go): the others' requests are not
+	// read for it. candidates are the models an auto model routes to,
+	// whose health it ranks them by.
+	judged, candidates map[string]bool
 }
 
 // prefixAlias is an alias ending in *: the names that start with prefix.
@@ -60,7 +66,8 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 		if _, dup := r.backends[b.Name]; dup {
 			return nil, fmt.Errorf("backend %q defined twice", b.Name)
 		}
-		r.backends[b.Name] = backend{Backend: b, Credentials: creds[b.Name], basePath: b.BasePath(), host: b.Host()}
+		p, _ := providers.Lookup(b.Provider) // an unknown one is New's error
+		r.backends[b.Name] = backend{Backend: b, Credentials: creds[b.Name], basePath: b.BasePath(), host: b.Host(), provider: p}
 	}
 	for name := range creds {
 		if _, ok := r.backends[name]; !ok {
@@ -97,7 +104,9 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 		r.models[m.ID] = m
 		r.order = append(r.order, m)
 	}
+	r.judged, r.candidates = map[string]bool{}, map[string]bool{}
 	for _, m := range r.order {
+		r.judged[m.ID] = r.judges(m)
 		if m.Auto == nil {
 			continue
 		}
@@ -105,6 +114,7 @@ func newRouter(t routing.Table, creds map[string]Credentials, created int64) (*r
 			if cm := r.models[c]; cm == nil || cm.Auto != nil {
 				return nil, fmt.Errorf("auto model %q: candidate %q is not a model with deployments", m.ID, c)
 			}
+			r.candidates[c] = true
 		}
 	}
 	return r, r.alias()

@@ -46,7 +46,7 @@ func (ex *exchange) record(ctx context.Context) {
 	if g := ex.answer.body.guard; g != nil {
 		o.guards, o.guardHold = append(o.guards, g.Outcomes()...), g.HoldTime()
 	}
-	if m := ex.s.router.models[ex.req.model]; m != nil && ex.answer.delivery == sent {
+	if m := ex.s.router.models[ex.req.model]; m != nil && ex.s.router.candidates[m.ID] && ex.answer.delivery == sent { // what auto ranks by
 		var ttft time.Duration
 		if !o.firstByte.IsZero() {
 			ttft = o.firstByte.Sub(o.start)

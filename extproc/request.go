@@ -277,7 +277,7 @@ func (ex *exchange) pick(ctx context.Context, model string, a *asks) error {
 		}
 		ex.req.auto = true
 	}
-	if ex.req.drop, err = ex.s.router.serves(m, a, ex.s.providers); err != nil {
+	if ex.req.drop, err = ex.s.router.serves(m, a); err != nil {
 		return err
 	}
 	var rt route

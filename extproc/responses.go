@@ -148,7 +148,7 @@ func continued(ctx context.Context, st parser, req *responses.Request, body []by
 	}
 	// What the stored conversation holds is sent again, and asked of the
 	// model as the request's own is.
-	return history, st.pick(ctx, req.Model, st.request().ask(body, req.Needs(history)))
+	return history, st.pick(ctx, req.Model, st.request().ask(body, asks{responses: req, history: history}))
 }
 
 // storedItems finds the items ids name among the outputs of the
