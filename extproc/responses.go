@@ -125,7 +125,9 @@ func responsesBody(r *responses.Request) []byte { return mustJSON(r.Members) }
 // withoutIn is Without for a request continuing history, which may offer
 // tools too (additional_tools items).
 func withoutIn(history []json.RawMessage) func(*responses.Request, []api.Capability) (*responses.Request, api.LeftOut, error) {
-	return func(r *responses.Request, drop []api.Capability) (*responses.Request, api.LeftOut, error) { return r.Without(drop, history) }
+	return func(r *responses.Request, drop []api.Capability) (*responses.Request, api.LeftOut, error) {
+		return r.Without(drop, history)
+	}
 }
 
 // continued routes the model a Responses request names and reads the
