@@ -25,6 +25,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"modelgate/translate/api"
 	"modelgate/translate/providers"
 )
 
@@ -330,13 +331,25 @@ type Auto struct {
 	Prefer string `json:"prefer"`
 }
 
-// Inputs, Droppable and Prefers are the values of capabilities.input,
-// capabilities.drop and auto.prefer.
+// Inputs, Droppable and Prefers are the values of capabilities.input
+// (text and the input kinds a request may use), capabilities.drop (what
+// a request can be served without) and auto.prefer.
 var (
-	Inputs    = []string{"text", "image", "audio", "file"}
-	Droppable = []string{"reasoning", "tools", "json_schema"}
-	Prefers   = []string{"cheapest", "fastest"}
+	Inputs, Droppable = capabilities()
+	Prefers           = []string{"cheapest", "fastest"}
 )
+
+func capabilities() (inputs, droppable []string) {
+	inputs = []string{"text"}
+	for _, c := range api.Capabilities() {
+		if c.Droppable() {
+			droppable = append(droppable, string(c))
+		} else {
+			inputs = append(inputs, string(c))
+		}
+	}
+	return inputs, droppable
+}
 
 // Fallback says when Envoy tries a model's next deployment and when it
 // sets a failing one aside.

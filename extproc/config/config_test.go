@@ -375,7 +375,7 @@ models:
 	for _, tt := range []struct{ models, want string }{
 		{`  - {id: b, capabilities: {input: [image]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.input: must include text`},
 		{`  - {id: b, capabilities: {input: [text, video]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.input[1]: "video" is not one of text, image, audio, file`},
-		{`  - {id: b, capabilities: {drop: [image]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.drop[0]: "image" is not one of reasoning, tools, json_schema: a request's input is never dropped`},
+		{`  - {id: b, capabilities: {drop: [image]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.drop[0]: "image" is not one of tools, json_schema, reasoning: a request's input is never dropped`},
 		{`  - {id: b, capabilities: {max_output: -1}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].capabilities.max_output: must not be negative`},
 		{`  - {id: b}`, `models[1].deployments: needs at least one deployment`},
 		{`  - {id: b, auto: {candidates: [a]}, deployments: [{backend: openai, model: gpt-4o}]}`, `models[1].deployments: an auto model has none: it routes to its candidates'`},

@@ -44,6 +44,10 @@ const (
 // CapSet's bit i is capabilities[i].
 var capabilities = [...]Capability{CapImage, CapAudio, CapFile, CapTools, CapJSONSchema, CapReasoning}
 
+// Capabilities are the capabilities a request may use, in the order Needs
+// lists them: the input kinds, then what can be dropped.
+func Capabilities() []Capability { return capabilities[:] }
+
 // Phrase names c in a sentence, such as a 400's message: "This model does
 // not support image input."
 func (c Capability) Phrase() string {

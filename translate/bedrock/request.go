@@ -279,7 +279,7 @@ func (r *converseRequest) setReasoning(model, effort string) error {
 	if budget == 0 {
 		return api.Invalid("reasoning_effort", "Invalid 'reasoning_effort': '%s'.", effort)
 	}
-	if !strings.Contains(model, "anthropic.claude") {
+	if !Reasons(model) {
 		return api.Invalid("reasoning_effort", "reasoning_effort is supported on Bedrock for Anthropic Claude models only.")
 	}
 	r.AdditionalModelRequestFields = map[string]any{"thinking": map[string]any{"type": "enabled", "budget_tokens": budget}}
