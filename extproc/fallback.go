@@ -252,7 +252,9 @@ func attemptReplyHeaders() *extprocv3.ProcessingResponse {
 }
 
 // withModel is a JSON request body with model as its model: each
-// top-level model member's value replaced, every other byte kept.
+// top-level model member's value replaced, every other byte kept. It is
+// jsonscan.SetString but for the key, which it matches as encoding/json
+// does, in any case (modelKey): the attempts parse the body so.
 func withModel(body []byte, model string) []byte {
 	members, ok := jsonscan.Members(body, nil)
 	if !ok {
